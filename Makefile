@@ -1,0 +1,79 @@
+# kubectl-sched: make help lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
+IMG ?= ghcr.io/kubectl-sched/operator:$(VERSION)
+BIN ?= bin
+LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/internal/version.Version=$(VERSION)
+CONTROLLER_GEN := go tool controller-gen
+# Test timeout: the first run builds the control plane before any test starts.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make <target>\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  %-16s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: ## Write CRDs (config/crd/bases) and the operator's ClusterRole (config/rbac/role.yaml) from markers.
+	$(CONTROLLER_GEN) rbac:roleName=kubectl-sched-operator crd paths="./api/...;./operator/..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: ## Write DeepCopy methods for the API types.
+	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run gofmt.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: control-plane
+control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into the cache (minutes, once).
+	@hack/build-control-plane.sh >/dev/null
+
+.PHONY: test
+test: control-plane ## Run every test against a real API server and the simulated cluster.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	go vet ./...
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
+
+.PHONY: bench
+bench: control-plane ## Run the benchmarks and print their figures.
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -run '^$$' -bench . -benchtime 1x -timeout 60m
+
+##@ Build
+
+.PHONY: build
+build: ## Build bin/kubectl-sched and bin/operator.
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-sched ./plugin
+	go build -ldflags "$(LDFLAGS)" -o $(BIN)/operator ./operator
+
+.PHONY: run
+run: manifests ## Run the operator against the current kubeconfig.
+	go run ./operator --leader-elect=false
+
+##@ Local cluster
+
+.PHONY: cluster-up
+cluster-up: control-plane ## Start the simulated cluster (etcd, apiserver, controller-manager, scheduler, kwok).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go run ./hack/cluster/cmd/localcluster up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the simulated cluster.
+	go run ./hack/cluster/cmd/localcluster down
+
+.PHONY: install
+install: manifests ## Apply the CRDs to the current kubeconfig's cluster.
+	kubectl apply --server-side -f config/crd/bases

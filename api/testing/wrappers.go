@@ -1,0 +1,215 @@
+// Package testing holds fluent builders for the API kinds, in the style of
+// kueue's wrappers, so tests read as the object they build:
+//
+//	MakeAgentTask("hello", "default").Image("busybox").Args("echo", "hi").Obj()
+package testing
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// AgentTaskWrapper builds an AgentTask.
+type AgentTaskWrapper struct{ schedv1.AgentTask }
+
+// MakeAgentTask starts an AgentTask with an empty spec.
+func MakeAgentTask(name, ns string) *AgentTaskWrapper {
+	return &AgentTaskWrapper{schedv1.AgentTask{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "AgentTask"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	}}
+}
+
+// Obj returns the AgentTask.
+func (w *AgentTaskWrapper) Obj() *schedv1.AgentTask { return &w.AgentTask }
+
+// Spec edits the spec in place, for fields without a builder method.
+func (w *AgentTaskWrapper) Spec(f func(*schedv1.AgentTaskSpec)) *AgentTaskWrapper {
+	f(&w.AgentTask.Spec)
+	return w
+}
+
+func (w *AgentTaskWrapper) Image(img string) *AgentTaskWrapper {
+	w.AgentTask.Spec.Image = img
+	return w
+}
+func (w *AgentTaskWrapper) Command(c ...string) *AgentTaskWrapper {
+	w.AgentTask.Spec.Command = c
+	return w
+}
+func (w *AgentTaskWrapper) Args(a ...string) *AgentTaskWrapper { w.AgentTask.Spec.Args = a; return w }
+func (w *AgentTaskWrapper) Env(name, value string) *AgentTaskWrapper {
+	w.AgentTask.Spec.Env = append(w.AgentTask.Spec.Env, schedv1.EnvVar{Name: name, Value: value})
+	return w
+}
+func (w *AgentTaskWrapper) Timeout(d time.Duration) *AgentTaskWrapper {
+	w.AgentTask.Spec.Timeout = &metav1.Duration{Duration: d}
+	return w
+}
+func (w *AgentTaskWrapper) Retries(n int32) *AgentTaskWrapper {
+	w.AgentTask.Spec.Retries = ptr.To(n)
+	return w
+}
+func (w *AgentTaskWrapper) TTL(d time.Duration, cleanup schedv1.CleanupPolicy) *AgentTaskWrapper {
+	w.AgentTask.Spec.TTLAfterFinished = &metav1.Duration{Duration: d}
+	w.AgentTask.Spec.Cleanup = cleanup
+	return w
+}
+func (w *AgentTaskWrapper) Placement(p schedv1.Placement) *AgentTaskWrapper {
+	w.AgentTask.Spec.Placement = &p
+	return w
+}
+
+// PodAnnotation passes an annotation through to the pod; the simulated
+// cluster reads exit codes and termination messages from these.
+func (w *AgentTaskWrapper) PodAnnotation(k, v string) *AgentTaskWrapper {
+	if w.AgentTask.Spec.PodMetadata == nil {
+		w.AgentTask.Spec.PodMetadata = &schedv1.PodMetadata{}
+	}
+	if w.AgentTask.Spec.PodMetadata.Annotations == nil {
+		w.AgentTask.Spec.PodMetadata.Annotations = map[string]string{}
+	}
+	w.AgentTask.Spec.PodMetadata.Annotations[k] = v
+	return w
+}
+func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
+
+// UserDeploymentWrapper builds a UserDeployment.
+type UserDeploymentWrapper struct{ schedv1.UserDeployment }
+
+// MakeUserDeployment starts a UserDeployment with no services.
+func MakeUserDeployment(name, ns string) *UserDeploymentWrapper {
+	return &UserDeploymentWrapper{schedv1.UserDeployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	}}
+}
+
+// Obj returns the UserDeployment.
+func (w *UserDeploymentWrapper) Obj() *schedv1.UserDeployment { return &w.UserDeployment }
+
+// Service adds a service listening on port (0 for none) with the given exposure.
+func (w *UserDeploymentWrapper) Service(name, image string, port int32, exposure schedv1.Exposure) *UserDeploymentWrapper {
+	s := schedv1.ServiceSpec{Name: name, Image: image, Exposure: exposure}
+	if port != 0 {
+		s.Ports = []schedv1.ServicePort{{Port: port}}
+	}
+	w.UserDeployment.Spec.Services = append(w.UserDeployment.Spec.Services, s)
+	return w
+}
+
+// Spec edits the spec in place, for fields without a builder method.
+func (w *UserDeploymentWrapper) Spec(f func(*schedv1.UserDeploymentSpec)) *UserDeploymentWrapper {
+	f(&w.UserDeployment.Spec)
+	return w
+}
+func (w *UserDeploymentWrapper) Config(k, v string) *UserDeploymentWrapper {
+	if w.UserDeployment.Spec.Config == nil {
+		w.UserDeployment.Spec.Config = map[string]string{}
+	}
+	w.UserDeployment.Spec.Config[k] = v
+	return w
+}
+func (w *UserDeploymentWrapper) SecretRef(name, secretName string) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.Secrets = append(w.UserDeployment.Spec.Secrets, schedv1.SecretReference{Name: name, SecretName: secretName})
+	return w
+}
+func (w *UserDeploymentWrapper) Ingress(host string) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.Ingress = &schedv1.IngressSpec{Host: host}
+	return w
+}
+func (w *UserDeploymentWrapper) Placement(p schedv1.Placement) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.Placement = &p
+	return w
+}
+func (w *UserDeploymentWrapper) State(s schedv1.DesiredState) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.State = s
+	return w
+}
+
+// WorkflowWrapper builds a Workflow.
+type WorkflowWrapper struct{ schedv1.Workflow }
+
+// MakeWorkflow starts a Workflow with no steps.
+func MakeWorkflow(name, ns string) *WorkflowWrapper {
+	return &WorkflowWrapper{schedv1.Workflow{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	}}
+}
+
+// Obj returns the Workflow.
+func (w *WorkflowWrapper) Obj() *schedv1.Workflow { return &w.Workflow }
+
+// Param adds a param.
+func (w *WorkflowWrapper) Param(name, value string) *WorkflowWrapper {
+	w.Workflow.Spec.Params = append(w.Workflow.Spec.Params, schedv1.WorkflowParam{Name: name, Value: value})
+	return w
+}
+
+// Step adds a step running image with args.
+func (w *WorkflowWrapper) Step(name, image string, args ...string) *WorkflowWrapper {
+	return w.StepTask(name, schedv1.AgentTaskSpec{Image: image, Args: args})
+}
+
+// StepTask adds a step with a whole task spec.
+func (w *WorkflowWrapper) StepTask(name string, task schedv1.AgentTaskSpec) *WorkflowWrapper {
+	w.Workflow.Spec.Steps = append(w.Workflow.Spec.Steps, schedv1.WorkflowStep{Name: name, Task: task})
+	return w
+}
+func (w *WorkflowWrapper) Timeout(d time.Duration) *WorkflowWrapper {
+	w.Workflow.Spec.Timeout = &metav1.Duration{Duration: d}
+	return w
+}
+
+// SchedExtWrapper builds a SchedExt.
+type SchedExtWrapper struct{ schedv1.SchedExt }
+
+// MakeSchedExt starts a SchedExt with an empty scheduler.
+func MakeSchedExt(name string) *SchedExtWrapper {
+	return &SchedExtWrapper{schedv1.SchedExt{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "SchedExt"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+	}}
+}
+
+// Obj returns the SchedExt.
+func (w *SchedExtWrapper) Obj() *schedv1.SchedExt { return &w.SchedExt }
+
+func (w *SchedExtWrapper) Scheduler(name string) *SchedExtWrapper {
+	w.SchedExt.Spec.Scheduler.Name = name
+	return w
+}
+func (w *SchedExtWrapper) Image(image, opsName string) *SchedExtWrapper {
+	w.SchedExt.Spec.Scheduler.Image = image
+	w.SchedExt.Spec.Scheduler.OpsName = opsName
+	return w
+}
+func (w *SchedExtWrapper) NodeSelector(k, v string) *SchedExtWrapper {
+	if w.SchedExt.Spec.NodeSelector == nil {
+		w.SchedExt.Spec.NodeSelector = map[string]string{}
+	}
+	w.SchedExt.Spec.NodeSelector[k] = v
+	return w
+}
+func (w *SchedExtWrapper) Toleration(t corev1.Toleration) *SchedExtWrapper {
+	w.SchedExt.Spec.Tolerations = append(w.SchedExt.Spec.Tolerations, t)
+	return w
+}
+
+// Spec edits the spec in place, for fields without a builder method.
+func (w *WorkflowWrapper) Spec(f func(*schedv1.WorkflowSpec)) *WorkflowWrapper {
+	f(&w.Workflow.Spec)
+	return w
+}
+
+// Spec edits the spec in place, for fields without a builder method.
+func (w *SchedExtWrapper) Spec(f func(*schedv1.SchedExtSpec)) *SchedExtWrapper {
+	f(&w.SchedExt.Spec)
+	return w
+}

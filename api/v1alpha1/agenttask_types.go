@@ -1,0 +1,217 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CleanupPolicy says what the TTL deletes once a task has finished.
+// +kubebuilder:validation:Enum=Job;Task
+type CleanupPolicy string
+
+const (
+	// CleanupJob deletes the Job and its pods and keeps the AgentTask with its outputs.
+	CleanupJob CleanupPolicy = "Job"
+	// CleanupTask deletes the AgentTask too.
+	CleanupTask CleanupPolicy = "Task"
+)
+
+// AgentTaskSpec describes one container run to completion. A Workflow step
+// holds the same spec; there, strings may hold ${steps.N.output.KEY},
+// ${steps.NAME.output.KEY} and ${params.NAME}.
+// +kubebuilder:validation:XValidation:rule="!has(self.cleanup) || has(self.ttlAfterFinished)",message="cleanup needs ttlAfterFinished",fieldPath=".cleanup"
+type AgentTaskSpec struct {
+	// Image to run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// Command overrides the image's entrypoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=4096
+	Command []string `json:"command,omitempty"`
+
+	// Args to the command.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
+	Args []string `json:"args,omitempty"`
+
+	// Env sets environment variables.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Resources the container requests and is limited to.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Timeout is the longest the task may run, all retries included (the
+	// Job's activeDeadlineSeconds). Past it the task ends in phase Timeout.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="timeout must be between 1s and 168h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// Retries after a failed attempt (the Job's backoffLimit). Defaults to 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Retries *int32 `json:"retries,omitempty"`
+
+	// TTLAfterFinished deletes what Cleanup names this long after the task
+	// finished. Outputs are already in the status by then.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
+	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
+
+	// Cleanup is what the TTL deletes: Job (the default) or Task.
+	// +optional
+	Cleanup CleanupPolicy `json:"cleanup,omitempty"`
+
+	// ServiceAccountName the pod runs as; the namespace's default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Placement says which nodes the pod runs on.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// PodMetadata holds labels and annotations passed through to the pod.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
+	// SecurityContext replaces the restricted default (non-root, no privilege
+	// escalation, all capabilities dropped, seccomp RuntimeDefault).
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
+	// Cancel stops a running task: its pod is deleted and the task ends in
+	// phase Failed with reason Cancelled. It cannot be undone.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
+}
+
+// AgentTaskPhase is where a task is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout
+type AgentTaskPhase string
+
+const (
+	// TaskPending: the Job exists, its pod is not running yet. The Ready
+	// condition says why when it cannot start.
+	TaskPending AgentTaskPhase = "Pending"
+	// TaskRunning: the container runs.
+	TaskRunning AgentTaskPhase = "Running"
+	// TaskSucceeded: the container exited 0.
+	TaskSucceeded AgentTaskPhase = "Succeeded"
+	// TaskFailed: the last attempt exited non-zero, or the task was cancelled.
+	TaskFailed AgentTaskPhase = "Failed"
+	// TaskTimeout: the task ran past spec.timeout.
+	TaskTimeout AgentTaskPhase = "Timeout"
+)
+
+// Finished reports whether the phase is final.
+func (p AgentTaskPhase) Finished() bool {
+	return p == TaskSucceeded || p == TaskFailed || p == TaskTimeout
+}
+
+// AgentTaskStatus is the observed state of a task.
+type AgentTaskStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase: Pending, Running, Succeeded, Failed or Timeout.
+	// +optional
+	Phase AgentTaskPhase `json:"phase,omitempty"`
+
+	// JobName is the Job that runs the task.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+
+	// PodName is the pod of the latest attempt.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+
+	// StartTime is when the Job started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the task finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Attempts counts pods started for the task.
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+
+	// ExitCode of the last finished attempt.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// Reason is a CamelCase word for why the task is in its phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message explains the phase for a person.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Outputs parsed from the container's termination message.
+	// +optional
+	Outputs map[string]string `json:"outputs,omitempty"`
+
+	// Conditions: Ready (the pod runs or the task succeeded) and Succeeded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=at,categories=sched
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Exit",type=integer,JSONPath=`.status.exitCode`
+// +kubebuilder:printcolumn:name="Attempts",type=integer,JSONPath=`.status.attempts`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`,priority=1
+// +kubebuilder:printcolumn:name="Job",type=string,JSONPath=`.status.jobName`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// AgentTask runs one container to completion in a Job and captures its
+// outputs from the container's termination message.
+type AgentTask struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the task to run.
+	// +required
+	Spec AgentTaskSpec `json:"spec"`
+
+	// Status is the task's observed state.
+	// +optional
+	Status AgentTaskStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// AgentTaskList is a list of AgentTasks.
+type AgentTaskList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AgentTask `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&AgentTask{}, &AgentTaskList{})
+}

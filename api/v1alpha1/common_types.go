@@ -1,0 +1,145 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Labels the operator and the plugin put on the objects they create, so they
+// can be found with a selector and cached by label.
+const (
+	// LabelManagedBy marks every object the operator owns.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the LabelManagedBy value for objects created by the operator.
+	ManagedByValue = "kubectl-sched"
+
+	LabelUserDeployment = GroupName + "/userdeployment"
+	LabelService        = GroupName + "/service"
+	LabelAgentTask      = GroupName + "/agenttask"
+	LabelWorkflow       = GroupName + "/workflow"
+	LabelWorkflowStep   = GroupName + "/step"
+	LabelSchedExt       = GroupName + "/schedext"
+)
+
+// Node labels that placement translates to. Clusters label their nodes with
+// these keys (the local simulated cluster does).
+const (
+	NodeLabelPool = "node.kubectl-sched.dev/pool"
+	NodeLabelSpot = "node.kubectl-sched.dev/spot"
+	NodeLabelGPU  = "node.kubectl-sched.dev/gpu"
+	NodeLabelZone = "topology.kubernetes.io/zone"
+
+	TaintSpot = "node.kubectl-sched.dev/spot"
+	TaintGPU  = "nvidia.com/gpu"
+)
+
+// GroupName is the API group of every kind in this package.
+const GroupName = "sched.kubectl-sched.dev"
+
+// WorkloadType says what a workload mostly needs, which decides the nodes it prefers.
+// +kubebuilder:validation:Enum=Compute;Memory;Storage;GPU
+type WorkloadType string
+
+const (
+	WorkloadCompute WorkloadType = "Compute"
+	WorkloadMemory  WorkloadType = "Memory"
+	WorkloadStorage WorkloadType = "Storage"
+	WorkloadGPU     WorkloadType = "GPU"
+)
+
+// Priority maps to a PriorityClass the operator is configured with.
+// +kubebuilder:validation:Enum=Critical;High;Medium;Low
+type Priority string
+
+const (
+	PriorityCritical Priority = "Critical"
+	PriorityHigh     Priority = "High"
+	PriorityMedium   Priority = "Medium"
+	PriorityLow      Priority = "Low"
+)
+
+// SpotPolicy says whether a workload may run on spot (preemptible, cheaper) nodes.
+// +kubebuilder:validation:Enum=Never;Allowed;Preferred;Required
+type SpotPolicy string
+
+const (
+	SpotNever     SpotPolicy = "Never"
+	SpotAllowed   SpotPolicy = "Allowed"
+	SpotPreferred SpotPolicy = "Preferred"
+	SpotRequired  SpotPolicy = "Required"
+)
+
+// Placement says where a workload's pods may and should run. The operator
+// translates it into node affinity, tolerations, topology spread and a
+// priority class; UserDeployment and AgentTask share it.
+// +kubebuilder:validation:XValidation:rule="!has(self.spot) || self.spot != 'Required' || !has(self.workloadType) || self.workloadType != 'GPU'",message="spot: Required cannot be combined with workloadType: GPU; the cluster's spot pool has no GPUs"
+type Placement struct {
+	// WorkloadType is what the workload mostly needs. GPU adds the GPU
+	// toleration and requires a GPU node.
+	// +optional
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Priority maps to the PriorityClass configured in the operator for that level.
+	// +optional
+	Priority Priority `json:"priority,omitempty"`
+
+	// NodePools lists node pools (values of the node label
+	// node.kubectl-sched.dev/pool) in order of preference. Pods run only in
+	// these pools, and prefer the earlier ones.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.all(p, self.exists_one(q, q == p))",message="nodePools must not repeat a pool"
+	NodePools []string `json:"nodePools,omitempty"`
+
+	// Spot says whether the workload may run on spot nodes: Never (the
+	// default), Allowed, Preferred (cheapest first) or Required.
+	// +optional
+	Spot SpotPolicy `json:"spot,omitempty"`
+
+	// MultiZone spreads pods evenly across topology.kubernetes.io/zone.
+	// +optional
+	MultiZone bool `json:"multiZone,omitempty"`
+
+	// Tolerations are added to the pods as given, after the ones placement derives.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// EnvVar is an environment variable with a literal value or a reference.
+// It mirrors core/v1 EnvVar, with bounds so the API server can validate
+// step references cheaply.
+// +kubebuilder:validation:XValidation:rule="!(has(self.value) && has(self.valueFrom))",message="set value or valueFrom, not both"
+type EnvVar struct {
+	// Name of the variable.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z][-._a-zA-Z0-9]*$`
+	Name string `json:"name"`
+
+	// Value of the variable. In a Workflow step it may hold
+	// ${steps.N.output.KEY}, ${steps.NAME.output.KEY} and ${params.NAME}.
+	// +optional
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value,omitempty"`
+
+	// ValueFrom takes the value from a Secret, ConfigMap or field of the pod.
+	// +optional
+	ValueFrom *corev1.EnvVarSource `json:"valueFrom,omitempty"`
+}
+
+// PodMetadata is passed through to the pods the operator creates.
+type PodMetadata struct {
+	// Labels added to the pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// Annotations added to the pod.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Annotations map[string]string `json:"annotations,omitempty"`
+}

@@ -1,0 +1,52 @@
+package v1alpha1
+
+// Condition types. Every kind reports Ready; long-running kinds also report
+// Progressing and Degraded, in the style of Deployments.
+const (
+	ConditionReady       = "Ready"
+	ConditionProgressing = "Progressing"
+	ConditionDegraded    = "Degraded"
+	// ConditionSucceeded is set on AgentTasks and Workflows when they end:
+	// True on success, False with the reason on failure.
+	ConditionSucceeded = "Succeeded"
+)
+
+// Reasons for conditions and events. They are part of the API: scripts and
+// alerts match on them, so they are named here and nowhere else.
+const (
+	ReasonReconciling   = "Reconciling"
+	ReasonAvailable     = "Available"
+	ReasonStopped       = "Stopped"
+	ReasonInvalidSpec   = "InvalidSpec"
+	ReasonUnschedulable = "Unschedulable"
+	ReasonImagePull     = "ImagePullFailed"
+	ReasonCrashLoop     = "CrashLoopBackOff"
+	ReasonMissingRef    = "MissingReference"
+	ReasonForbidden     = "Forbidden"
+	ReasonCreateFailed  = "CreateFailed"
+
+	// AgentTask and Workflow.
+	ReasonPending          = "Pending"
+	ReasonRunning          = "Running"
+	ReasonSucceeded        = "Succeeded"
+	ReasonFailed           = "Failed"
+	ReasonNonZeroExit      = "NonZeroExit"
+	ReasonDeadlineExceeded = "DeadlineExceeded"
+	ReasonBackoffLimit     = "BackoffLimitExceeded"
+	ReasonCancelled        = "Cancelled"
+	ReasonOutputsInvalid   = "OutputsInvalid"
+	ReasonOutputsTruncated = "OutputsTruncated"
+	ReasonMissingOutput    = "MissingOutput"
+	ReasonStepFailed       = "StepFailed"
+	ReasonSkipped          = "Skipped"
+
+	// UserDeployment.
+	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"
+
+	// SchedExt.
+	ReasonSchedulerConflict = "SchedulerConflict"
+	ReasonNotAttached       = "NotAttached"
+	ReasonUnsupportedKernel = "UnsupportedKernel"
+	ReasonNoNodes           = "NoMatchingNodes"
+	ReasonUnknownScheduler  = "UnknownScheduler"
+)

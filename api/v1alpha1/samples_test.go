@@ -1,0 +1,113 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+)
+
+// TestSamplesAccepted applies every file in config/samples (server-side dry
+// run) so a sample can never drift from the API.
+func TestSamplesAccepted(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "sched_*.yaml"))
+	if err != nil || len(files) < 4 {
+		t.Fatalf("want a sample per kind in config/samples, found %v (%v)", files, err)
+	}
+	kinds := map[string]bool{}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal(data, &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			kinds[u.GetKind()] = true
+			mapping, err := env.Client.RESTMapper().RESTMapping(u.GroupVersionKind().GroupKind(), u.GroupVersionKind().Version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+				u.SetNamespace(ns)
+			}
+			if err := env.Client.Create(context.Background(), u, client.DryRunAll); err != nil {
+				t.Fatalf("sample refused: %v", err)
+			}
+		})
+	}
+	for _, k := range []string{"UserDeployment", "AgentTask", "Workflow", "SchedExt"} {
+		if !kinds[k] {
+			t.Errorf("no sample for %s", k)
+		}
+	}
+}
+
+// TestExplain runs kubectl explain against the test API server: the field
+// descriptions are how users learn the API.
+func TestExplain(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("this test needs kubectl on PATH (kubectl explain reads the CRD schemas): %v", err)
+	}
+	kubeconfig := writeKubeconfig(t)
+	cases := map[string][]string{
+		"userdeployment.spec":          {"services", "Services of the app", "placement", "networkIsolation"},
+		"userdeployment.spec.services": {"exposure", "None, Internal (the default) or Public"},
+		"agenttask.spec":               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
+		"agenttask.status":             {"outputs", "termination message"},
+		"workflow.spec":                {"steps", "${params.NAME}"},
+		"workflow.spec.steps.task":     {"image"},
+		"schedext.spec":                {"scheduler", "one scheduler per node"},
+		"schedext.spec.scheduler":      {"scx_lavd", "opsName"},
+		"schedext.status":              {"readyNodes", "conflictingNodes"},
+	}
+	for path, want := range cases {
+		t.Run(path, func(t *testing.T) {
+			out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "explain", path).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl explain %s: %v\n%s", path, err, out)
+			}
+			for _, w := range want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("kubectl explain %s does not mention %q:\n%s", path, w, out)
+				}
+			}
+		})
+	}
+}
+
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	user, err := env.ControlPlane.AddUser(envtestAdmin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var envtestAdmin = envtest.User{Name: "explain-admin", Groups: []string{"system:masters"}}

@@ -1,0 +1,165 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SchedulerSource is the sched_ext scheduler to load: a well-known scx
+// scheduler the operator resolves to an image, or an image of your own.
+// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.image)",message="set exactly one of scheduler.name (a well-known scheduler such as scx_lavd) or scheduler.image"
+// +kubebuilder:validation:XValidation:rule="!has(self.opsName) || has(self.image)",message="opsName is only needed with scheduler.image; a well-known name already says which ops attach",fieldPath=".opsName"
+type SchedulerSource struct {
+	// Name of a well-known scheduler (scx_rusty, scx_lavd, scx_bpfland,
+	// scx_rustland, scx_layered, scx_p2dq, scx_flash, scx_cosmos), resolved
+	// to an image by the operator's configuration.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^scx_[a-z0-9_]+$`
+	Name string `json:"name,omitempty"`
+
+	// Image of a sched_ext loader. Its entrypoint must keep running while the
+	// scheduler is attached and exit cleanly on SIGTERM.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// OpsName is the prefix /sys/kernel/sched_ext/root/ops shows when the
+	// image's scheduler is attached (for scx_rusty it is "rusty"). With an
+	// image and no opsName, any attached scheduler counts as attached.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
+	OpsName string `json:"opsName,omitempty"`
+}
+
+// SchedExtSpec selects nodes and the scheduler to load on them.
+type SchedExtSpec struct {
+	// Scheduler to load.
+	Scheduler SchedulerSource `json:"scheduler"`
+
+	// Args to the scheduler binary.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=1024
+	Args []string `json:"args,omitempty"`
+
+	// Env for the scheduler container.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Env []EnvVar `json:"env,omitempty"`
+
+	// NodeSelector picks the nodes; every node when empty. A node already
+	// taken by an older SchedExt stays with it (one scheduler per node).
+	// +optional
+	// +kubebuilder:validation:MaxProperties=16
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations let the scheduler run on tainted nodes.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Resources for the scheduler container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// ImagePullSecrets in the operator's scheduler namespace.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// SchedExtStatus tells the truth about attach: a node counts as ready only
+// while its kernel reports the expected scheduler attached.
+type SchedExtStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ResolvedImage is the image the DaemonSet runs.
+	// +optional
+	ResolvedImage string `json:"resolvedImage,omitempty"`
+
+	// DaemonSetName is the DaemonSet in the operator's scheduler namespace.
+	// +optional
+	DaemonSetName string `json:"daemonSetName,omitempty"`
+
+	// DesiredNodes the scheduler should be loaded on, conflicts excluded.
+	// +optional
+	DesiredNodes int32 `json:"desiredNodes"`
+
+	// ReadyNodes where the kernel reports the scheduler attached.
+	// +optional
+	ReadyNodes int32 `json:"readyNodes"`
+
+	// AvailableNodes have been ready for the DaemonSet's minReadySeconds.
+	// +optional
+	AvailableNodes int32 `json:"availableNodes"`
+
+	// UnavailableNodes should run the scheduler but do not have it attached.
+	// +optional
+	UnavailableNodes int32 `json:"unavailableNodes"`
+
+	// ConflictingNodes match the selector but belong to an older SchedExt.
+	// +optional
+	// +listType=atomic
+	ConflictingNodes []string `json:"conflictingNodes,omitempty"`
+
+	// UnsupportedNodes run a kernel without sched_ext.
+	// +optional
+	// +listType=atomic
+	UnsupportedNodes []string `json:"unsupportedNodes,omitempty"`
+
+	// Conditions: Ready, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=scx,categories=sched
+// +kubebuilder:printcolumn:name="Scheduler",type=string,JSONPath=`.spec.scheduler.name`
+// +kubebuilder:printcolumn:name="Desired",type=integer,JSONPath=`.status.desiredNodes`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyNodes`
+// +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.availableNodes`
+// +kubebuilder:printcolumn:name="Status",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.status.resolvedImage`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="metadata.name must be at most 50 characters (the DaemonSet is named scx-<name>)"
+
+// SchedExt loads a sched_ext CPU scheduler on the selected nodes through a
+// DaemonSet. It is cluster-scoped: a node runs one kernel scheduler.
+type SchedExt struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the scheduler and the nodes.
+	// +required
+	Spec SchedExtSpec `json:"spec"`
+
+	// Status is what the nodes report.
+	// +optional
+	Status SchedExtStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// SchedExtList is a list of SchedExts.
+type SchedExtList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SchedExt `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&SchedExt{}, &SchedExtList{})
+}

@@ -1,0 +1,375 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Exposure says who can reach a service.
+// +kubebuilder:validation:Enum=None;Internal;Public
+type Exposure string
+
+const (
+	// ExposureNone creates no Service: nothing connects to it.
+	ExposureNone Exposure = "None"
+	// ExposureInternal creates a ClusterIP Service reachable from the app's own pods.
+	ExposureInternal Exposure = "Internal"
+	// ExposurePublic also routes the ingress host to the service.
+	ExposurePublic Exposure = "Public"
+)
+
+// DesiredState says whether an app's services should run.
+// +kubebuilder:validation:Enum=Running;Stopped
+type DesiredState string
+
+const (
+	StateRunning DesiredState = "Running"
+	StateStopped DesiredState = "Stopped"
+)
+
+// NetworkIsolation says which traffic may reach the app's pods.
+// +kubebuilder:validation:Enum=Isolated;Open
+type NetworkIsolation string
+
+const (
+	// IsolationIsolated allows ingress only from the app's own pods and the
+	// ingress controller's namespace.
+	IsolationIsolated NetworkIsolation = "Isolated"
+	// IsolationOpen creates no NetworkPolicy.
+	IsolationOpen NetworkIsolation = "Open"
+)
+
+// UserDeploymentSpec describes a multi-service application.
+// +kubebuilder:validation:XValidation:rule="!has(self.ingress) || self.services.exists(s, s.exposure == 'Public')",message="ingress is set but no service has exposure: Public",fieldPath=".ingress"
+// +kubebuilder:validation:XValidation:rule="!has(self.secrets) || self.secrets.all(sec, !has(sec.services) || sec.services.all(n, self.services.exists(s, s.name == n)))",message="a secret names a service that is not in spec.services",fieldPath=".secrets"
+type UserDeploymentSpec struct {
+	// Services of the app. Each becomes a Deployment and, unless its exposure
+	// is None, a ClusterIP Service named <userdeployment>-<service>.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	Services []ServiceSpec `json:"services"`
+
+	// Config becomes a ConfigMap named <userdeployment>-config whose keys are
+	// set as environment variables in every service.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=128
+	Config map[string]string `json:"config,omitempty"`
+
+	// Secrets are references only: an existing Secret, or a key in an
+	// external store synced by External Secrets. Values never appear here.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Secrets []SecretReference `json:"secrets,omitempty"`
+
+	// Ingress sets the host, path, class and TLS for public services. When
+	// omitted, public services get the host <name>-<namespace>.<domain>, with
+	// the domain from the operator's configuration.
+	// +optional
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+
+	// Placement says which nodes the services run on.
+	// +optional
+	Placement *Placement `json:"placement,omitempty"`
+
+	// NetworkIsolation is Isolated (the default: ingress only from the app's
+	// own pods and the ingress controller) or Open.
+	// +optional
+	// +kubebuilder:default=Isolated
+	NetworkIsolation NetworkIsolation `json:"networkIsolation,omitempty"`
+
+	// State is Running (the default) or Stopped. Stopped scales every service
+	// to zero and keeps everything else.
+	// +optional
+	// +kubebuilder:default=Running
+	State DesiredState `json:"state,omitempty"`
+}
+
+// ServiceSpec is one service of an app.
+// +kubebuilder:validation:XValidation:rule="self.exposure == 'None' || (has(self.ports) && size(self.ports) > 0)",message="a service with exposure Internal or Public needs at least one port"
+type ServiceSpec struct {
+	// Name of the service, a DNS label. Derived objects are named
+	// <userdeployment>-<name>, which must fit in 63 characters.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Image to run.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image"`
+
+	// Replicas while the app is Running. Defaults to 1.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Command overrides the image's entrypoint.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	Command []string `json:"command,omitempty"`
+
+	// Args to the command.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Args []string `json:"args,omitempty"`
+
+	// Ports the service listens on.
+	// +optional
+	// +listType=map
+	// +listMapKey=port
+	// +kubebuilder:validation:MaxItems=16
+	Ports []ServicePort `json:"ports,omitempty"`
+
+	// Env sets environment variables, after the app's config.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=128
+	Env []EnvVar `json:"env,omitempty"`
+
+	// Resources the container requests and is limited to.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// ReadinessProbe decides when a pod receives traffic.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+
+	// LivenessProbe restarts a container that stops answering.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+
+	// Exposure is None, Internal (the default) or Public.
+	// +optional
+	// +kubebuilder:default=Internal
+	Exposure Exposure `json:"exposure,omitempty"`
+
+	// IngressPath routes this path of the ingress host to a public service.
+	// Defaults to the ingress path when one service is public, else /<name>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/`
+	IngressPath string `json:"ingressPath,omitempty"`
+}
+
+// ServicePort is a port a service listens on.
+type ServicePort struct {
+	// Name of the port, an IANA service name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name,omitempty"`
+
+	// Port number.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+
+	// Protocol is TCP (the default) or UDP.
+	// +optional
+	// +kubebuilder:default=TCP
+	// +kubebuilder:validation:Enum=TCP;UDP
+	Protocol corev1.Protocol `json:"protocol,omitempty"`
+}
+
+// SecretReference names where a secret's values live, never the values.
+// +kubebuilder:validation:XValidation:rule="has(self.secretName) != has(self.external)",message="set exactly one of secretName or external"
+// +kubebuilder:validation:XValidation:rule="!(has(self.mountPath) && has(self.envPrefix))",message="set mountPath (files) or envPrefix (environment), not both"
+type SecretReference struct {
+	// Name identifies the reference. For external secrets it also names the
+	// Secret that External Secrets creates: <userdeployment>-<name>.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// SecretName is an existing Secret in the app's namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+
+	// External is a key in an external store, synced by External Secrets
+	// through the ClusterSecretStore the operator is configured with.
+	// +optional
+	External *ExternalSecretSource `json:"external,omitempty"`
+
+	// MountPath mounts the secret's keys as files there. Without it the keys
+	// become environment variables.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/`
+	MountPath string `json:"mountPath,omitempty"`
+
+	// EnvPrefix is prepended to each key when the keys become environment variables.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][A-Za-z0-9_]*$`
+	EnvPrefix string `json:"envPrefix,omitempty"`
+
+	// Services that receive the secret; all services when empty.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	Services []string `json:"services,omitempty"`
+}
+
+// ExternalSecretSource is a key in an external secret store.
+type ExternalSecretSource struct {
+	// Key in the store, for example a Vault path.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Key string `json:"key"`
+
+	// Property selects one property of the key; all properties when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	Property string `json:"property,omitempty"`
+}
+
+// IngressSpec routes public services.
+type IngressSpec struct {
+	// Host name. Defaults to <name>-<namespace>.<domain>.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Host string `json:"host,omitempty"`
+
+	// Path prefix routed to the public service. Defaults to /.
+	// +optional
+	// +kubebuilder:default="/"
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/`
+	Path string `json:"path,omitempty"`
+
+	// ClassName of the ingress controller; the cluster default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ClassName string `json:"className,omitempty"`
+
+	// TLS terminates HTTPS with the certificate in this Secret.
+	// +optional
+	TLS *IngressTLS `json:"tls,omitempty"`
+}
+
+// IngressTLS names the certificate for the ingress host.
+type IngressTLS struct {
+	// SecretName of a kubernetes.io/tls Secret in the app's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	SecretName string `json:"secretName"`
+}
+
+// UserDeploymentPhase summarises an app's state.
+//
+//	Pending ──> Progressing ──> Running <──> Degraded
+//	   any ──> Stopped (state: Stopped) ──> Progressing (state: Running)
+//
+// Pending: objects not created yet. Progressing: rolling out. Running: every
+// service has its desired ready replicas. Degraded: a service cannot reach
+// them (image pull, crash loop, unschedulable; see the conditions).
+// +kubebuilder:validation:Enum=Pending;Progressing;Running;Degraded;Stopped
+type UserDeploymentPhase string
+
+const (
+	UserDeploymentPending     UserDeploymentPhase = "Pending"
+	UserDeploymentProgressing UserDeploymentPhase = "Progressing"
+	UserDeploymentRunning     UserDeploymentPhase = "Running"
+	UserDeploymentDegraded    UserDeploymentPhase = "Degraded"
+	UserDeploymentStopped     UserDeploymentPhase = "Stopped"
+)
+
+// UserDeploymentStatus is the observed state of an app.
+type UserDeploymentStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase summarises the app's state; see the conditions for the cause.
+	// +optional
+	Phase UserDeploymentPhase `json:"phase,omitempty"`
+
+	// Ready is "<ready services>/<services>", for display.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+
+	// URLs where the public services are reachable.
+	// +optional
+	// +listType=atomic
+	URLs []string `json:"urls,omitempty"`
+
+	// Services reports each service's replicas.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Services []ServiceStatus `json:"services,omitempty"`
+
+	// Conditions: Ready, Progressing, Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// ServiceStatus reports one service.
+type ServiceStatus struct {
+	// Name of the service.
+	Name string `json:"name"`
+	// ReadyReplicas counts pods that are ready.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	// DesiredReplicas is what the service should have now (0 when stopped).
+	DesiredReplicas int32 `json:"desiredReplicas"`
+	// Message explains why the service is not ready, from its pods.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ud,categories=sched
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, size(self.metadata.name) + 1 + size(s.name) <= 63)",message="metadata.name plus '-' plus each service name must fit in 63 characters (objects are named <name>-<service>)"
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="metadata.name must be at most 50 characters"
+
+// UserDeployment is a long-lived multi-service application: a Deployment and
+// Service per service, a ConfigMap, secrets by reference, an Ingress for
+// public services and NetworkPolicies that isolate it.
+type UserDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the desired app.
+	// +required
+	Spec UserDeploymentSpec `json:"spec"`
+
+	// Status is the observed app.
+	// +optional
+	Status UserDeploymentStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// UserDeploymentList is a list of UserDeployments.
+type UserDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []UserDeployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&UserDeployment{}, &UserDeploymentList{})
+}

@@ -1,0 +1,251 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const ns = "default"
+
+func validTask() *AgentTaskWrapper { return MakeAgentTask("t", ns).Image("busybox") }
+
+func validApp() *UserDeploymentWrapper {
+	return MakeUserDeployment("shop", ns).Service("web", "nginx", 80, schedv1.ExposurePublic)
+}
+
+func validWorkflow() *WorkflowWrapper {
+	return MakeWorkflow("wf", ns).Step("fetch", "busybox").Step("build", "busybox")
+}
+
+// TestInvalidObjectsRefused creates each object against the real API server
+// and expects it refused with a message naming the bad field.
+func TestInvalidObjectsRefused(t *testing.T) {
+	cases := map[string]struct {
+		obj client.Object
+		// wantField and wantMsg must both appear in the server's message.
+		wantField string
+		wantMsg   string
+	}{
+		// UserDeployment
+		"ud: no services": {
+			obj:       MakeUserDeployment("a", ns).Obj(),
+			wantField: "spec.services", wantMsg: "Required value",
+		},
+		"ud: duplicate service names": {
+			obj:       validApp().Service("web", "other", 81, schedv1.ExposureInternal).Obj(),
+			wantField: "spec.services[1]", wantMsg: "Duplicate value",
+		},
+		"ud: service name not a DNS label": {
+			obj:       MakeUserDeployment("a", ns).Service("Web_1", "nginx", 80, schedv1.ExposureInternal).Obj(),
+			wantField: "spec.services[0].name", wantMsg: "should match",
+		},
+		"ud: negative replicas": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.Services[0].Replicas = ptr.To[int32](-1) }).Obj(),
+			wantField: "spec.services[0].replicas", wantMsg: "greater than or equal to 0",
+		},
+		"ud: unknown exposure": {
+			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 80, "Everywhere").Obj(),
+			wantField: "spec.services[0].exposure", wantMsg: "Unsupported value",
+		},
+		"ud: public service without a port": {
+			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 0, schedv1.ExposurePublic).Obj(),
+			wantField: "spec.services[0]", wantMsg: "needs at least one port",
+		},
+		"ud: port out of range": {
+			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 70000, schedv1.ExposureInternal).Obj(),
+			wantField: "spec.services[0].ports[0].port", wantMsg: "less than or equal to 65535",
+		},
+		"ud: secret with both a Secret and an external key": {
+			obj: validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+				s.Secrets = []schedv1.SecretReference{{Name: "db", SecretName: "db", External: &schedv1.ExternalSecretSource{Key: "k"}}}
+			}).Obj(),
+			wantField: "spec.secrets[0]", wantMsg: "exactly one of secretName or external",
+		},
+		"ud: secret for an unknown service": {
+			obj: validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+				s.Secrets = []schedv1.SecretReference{{Name: "db", SecretName: "db", Services: []string{"nope"}}}
+			}).Obj(),
+			wantField: "spec.secrets", wantMsg: "not in spec.services",
+		},
+		"ud: ingress without a public service": {
+			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).Ingress("a.example.com").Obj(),
+			wantField: "spec.ingress", wantMsg: "no service has exposure: Public",
+		},
+		"ud: derived name over 63 characters": {
+			obj:       MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 35), "nginx", 80, schedv1.ExposureInternal).Obj(),
+			wantField: "<nil>", wantMsg: "must fit in 63 characters",
+		},
+		"ud: unknown state": {
+			obj:       validApp().State("Paused").Obj(),
+			wantField: "spec.state", wantMsg: "Unsupported value",
+		},
+		"ud: repeated node pool": {
+			obj:       validApp().Placement(schedv1.Placement{NodePools: []string{"general", "general"}}).Obj(),
+			wantField: "spec.placement.nodePools", wantMsg: "must not repeat a pool",
+		},
+		"ud: spot required with GPU": {
+			obj:       validApp().Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadGPU, Spot: schedv1.SpotRequired}).Obj(),
+			wantField: "spec.placement", wantMsg: "spot: Required cannot be combined",
+		},
+
+		// AgentTask
+		"at: no image": {
+			obj:       MakeAgentTask("t", ns).Args("x").Obj(),
+			wantField: "spec.image", wantMsg: "at least 1 chars long",
+		},
+		"at: too many retries": {
+			obj:       validTask().Retries(11).Obj(),
+			wantField: "spec.retries", wantMsg: "less than or equal to 10",
+		},
+		"at: zero timeout": {
+			obj:       validTask().Timeout(0).Obj(),
+			wantField: "spec.timeout", wantMsg: "timeout must be between 1s and 168h",
+		},
+		"at: cleanup without a TTL": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Cleanup = schedv1.CleanupTask }).Obj(),
+			wantField: "spec.cleanup", wantMsg: "cleanup needs ttlAfterFinished",
+		},
+		"at: env with value and valueFrom": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Env = []schedv1.EnvVar{{Name: "A", Value: "x", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+			}).Obj(),
+			wantField: "spec.env[0]", wantMsg: "not both",
+		},
+		"at: unknown workload type": {
+			obj:       validTask().Placement(schedv1.Placement{WorkloadType: "Quantum"}).Obj(),
+			wantField: "spec.placement.workloadType", wantMsg: "Unsupported value",
+		},
+		"at: bad env name": {
+			obj:       validTask().Env("1 bad", "x").Obj(),
+			wantField: "spec.env[0].name", wantMsg: "should match",
+		},
+
+		// Workflow
+		"wf: no steps": {
+			obj:       MakeWorkflow("wf", ns).Obj(),
+			wantField: "spec.steps", wantMsg: "Required value",
+		},
+		"wf: duplicate step names": {
+			obj:       validWorkflow().Step("fetch", "busybox").Obj(),
+			wantField: "spec.steps[2]", wantMsg: "Duplicate value",
+		},
+		"wf: forward reference by index": {
+			obj:       MakeWorkflow("wf", ns).Step("a", "busybox", "${steps.1.output.x}").Step("b", "busybox").Obj(),
+			wantField: "spec.steps", wantMsg: "only use the outputs of steps before it",
+		},
+		"wf: forward reference by name": {
+			obj:       MakeWorkflow("wf", ns).Step("a", "busybox").Step("b", "busybox", "--in=${steps.c.output.x}").Step("c", "busybox").Obj(),
+			wantField: "spec.steps", wantMsg: "only use the outputs of steps before it",
+		},
+		"wf: a step referencing itself": {
+			obj:       MakeWorkflow("wf", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox", Env: []schedv1.EnvVar{{Name: "X", Value: "${steps.a.output.x}"}}}).Obj(),
+			wantField: "spec.steps", wantMsg: "only use the outputs of steps before it",
+		},
+		"wf: unknown step in the image": {
+			obj:       MakeWorkflow("wf", ns).Step("a", "busybox").Step("b", "${steps.zzz.output.image}").Obj(),
+			wantField: "spec.steps", wantMsg: "only use the outputs of steps before it",
+		},
+		"wf: unknown param": {
+			obj:       validWorkflow().Param("repo", "x").Step("c", "busybox", "${params.branch}").Obj(),
+			wantField: "spec.steps", wantMsg: "not in spec.params",
+		},
+		"wf: bad timeout": {
+			obj:       validWorkflow().Spec(func(s *schedv1.WorkflowSpec) { s.Timeout = &metav1.Duration{Duration: -time.Second} }).Obj(),
+			wantField: "spec.timeout", wantMsg: "should match",
+		},
+
+		// SchedExt
+		"scx: name and image": {
+			obj:       MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:1", "").Obj(),
+			wantField: "spec.scheduler", wantMsg: "exactly one of scheduler.name",
+		},
+		"scx: neither name nor image": {
+			obj:       MakeSchedExt("s").Obj(),
+			wantField: "spec.scheduler", wantMsg: "exactly one of scheduler.name",
+		},
+		"scx: name not an scx scheduler": {
+			obj:       MakeSchedExt("s").Scheduler("lavd").Obj(),
+			wantField: "spec.scheduler.name", wantMsg: "should match",
+		},
+		"scx: opsName without image": {
+			obj:       MakeSchedExt("s").Scheduler("scx_lavd").Spec(func(s *schedv1.SchedExtSpec) { s.Scheduler.OpsName = "lavd" }).Obj(),
+			wantField: "spec.scheduler.opsName", wantMsg: "only needed with scheduler.image",
+		},
+		"scx: name too long for the DaemonSet": {
+			obj:       MakeSchedExt(strings.Repeat("s", 51)).Scheduler("scx_lavd").Obj(),
+			wantField: "<nil>", wantMsg: "at most 50 characters",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err := env.Client.Create(ctx, tc.obj, client.DryRunAll)
+			if err == nil {
+				t.Fatalf("the API server accepted the object; want it refused on %s", tc.wantField)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.wantField) || !strings.Contains(msg, tc.wantMsg) {
+				t.Errorf("message does not name %q with %q:\n%s", tc.wantField, tc.wantMsg, msg)
+			}
+		})
+	}
+}
+
+// TestValidObjectsAccepted guards the rules against refusing what is legal.
+func TestValidObjectsAccepted(t *testing.T) {
+	cases := map[string]client.Object{
+		"ud: minimal":       MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
+		"ud: full":          validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
+		"ud: 63 characters": MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
+		"at: full":          validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
+		"wf: references back by index, name and param": MakeWorkflow("wf", ns).Param("repo", "x").
+			Step("fetch", "busybox", "${params.repo}").
+			Step("build", "busybox", "${steps.0.output.sha}").
+			StepTask("test", schedv1.AgentTaskSpec{Image: "busybox", Env: []schedv1.EnvVar{{Name: "S", Value: "${steps.build.output.image} ${steps.fetch.output.sha}"}}}).Obj(),
+		"wf: escaped references are text": MakeWorkflow("wf", ns).Step("a", "busybox", "$${steps.9.output.x}", "$${params.nope}").Obj(),
+		"scx: well-known":                 MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
+		"scx: own image":                  MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
+	}
+	for name, obj := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := env.Client.Create(ctx, obj, client.DryRunAll); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+		})
+	}
+}

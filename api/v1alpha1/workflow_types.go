@@ -1,0 +1,216 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The step and param references a step's strings may hold, checked by the
+// API server. The operator resolves them; see operator/workflow/substitute.go.
+//
+// stepStrings is every string of a step's task that substitution reaches.
+// Written as a CEL macro by hand because markers cannot share expressions.
+//
+// +kubebuilder:validation:XValidation:rule="self.steps.all(s, ([s.task.image] + (has(s.task.command) ? s.task.command : []) + (has(s.task.args) ? s.task.args : []) + (has(s.task.env) ? s.task.env.filter(e, has(e.value)).map(e, e.value) : [])).all(str, str.findAll('(^|[^$])[$][{]steps[.][^.}]*[.]').all(t, self.steps.exists(p, self.steps.indexOf(p) < self.steps.indexOf(s) && (p.name == t.substring(t.indexOf('{steps.') + 7, size(t) - 1) || string(self.steps.indexOf(p)) == t.substring(t.indexOf('{steps.') + 7, size(t) - 1))))))",message="a step may only use the outputs of steps before it: ${steps.N.output.KEY} needs N below the step's own index, and ${steps.NAME.output.KEY} an earlier step's name",fieldPath=".steps"
+// +kubebuilder:validation:XValidation:rule="self.steps.all(s, ([s.task.image] + (has(s.task.command) ? s.task.command : []) + (has(s.task.args) ? s.task.args : []) + (has(s.task.env) ? s.task.env.filter(e, has(e.value)).map(e, e.value) : [])).all(str, str.findAll('(^|[^$])[$][{]params[.][^}]*[}]').all(t, has(self.params) && self.params.exists(x, x.name == t.substring(t.indexOf('{params.') + 8, size(t) - 1)))))",message="a step uses ${params.NAME} for a NAME that is not in spec.params",fieldPath=".steps"
+type WorkflowSpec struct {
+	// Params are named values steps can use as ${params.NAME}.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Params []WorkflowParam `json:"params,omitempty"`
+
+	// Steps run one after another; a step starts when the one before it
+	// Succeeded. Each runs as an AgentTask named <workflow>-<index>-<step>
+	// (shortened with a hash when over 63 characters).
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Steps []WorkflowStep `json:"steps"`
+
+	// Timeout is the longest the whole workflow may run. Past it the running
+	// step is stopped and the workflow ends in phase Timeout.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// TTLAfterFinished deletes the finished workflow, and with it its
+	// AgentTasks, this long after it ended.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
+	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
+}
+
+// WorkflowParam is a named value.
+type WorkflowParam struct {
+	// Name of the param, used as ${params.NAME}.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Za-z_][-A-Za-z0-9_]*$`
+	Name string `json:"name"`
+
+	// Value of the param.
+	// +kubebuilder:validation:MaxLength=4096
+	Value string `json:"value"`
+
+	// Description says what the param is for.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Description string `json:"description,omitempty"`
+}
+
+// WorkflowStep is one step: a name and the AgentTask it runs.
+type WorkflowStep struct {
+	// Name of the step, a DNS label, used as ${steps.NAME.output.KEY}.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Task is the AgentTask spec the step runs, after substitution.
+	Task AgentTaskSpec `json:"task"`
+}
+
+// WorkflowPhase is where a workflow is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout
+type WorkflowPhase string
+
+const (
+	WorkflowPending   WorkflowPhase = "Pending"
+	WorkflowRunning   WorkflowPhase = "Running"
+	WorkflowSucceeded WorkflowPhase = "Succeeded"
+	WorkflowFailed    WorkflowPhase = "Failed"
+	WorkflowTimeout   WorkflowPhase = "Timeout"
+)
+
+// Finished reports whether the phase is final.
+func (p WorkflowPhase) Finished() bool {
+	return p == WorkflowSucceeded || p == WorkflowFailed || p == WorkflowTimeout
+}
+
+// StepPhase is where a step is: the AgentTask phases plus Waiting (not
+// started) and Skipped (an earlier step failed).
+// +kubebuilder:validation:Enum=Waiting;Pending;Running;Succeeded;Failed;Timeout;Skipped
+type StepPhase string
+
+const (
+	StepWaiting   StepPhase = "Waiting"
+	StepPending   StepPhase = "Pending"
+	StepRunning   StepPhase = "Running"
+	StepSucceeded StepPhase = "Succeeded"
+	StepFailed    StepPhase = "Failed"
+	StepTimeout   StepPhase = "Timeout"
+	StepSkipped   StepPhase = "Skipped"
+)
+
+// StepStatus reports one step.
+type StepStatus struct {
+	// Name of the step.
+	Name string `json:"name"`
+	// TaskName is the step's AgentTask, once created.
+	// +optional
+	TaskName string `json:"taskName,omitempty"`
+	// Phase of the step.
+	Phase StepPhase `json:"phase"`
+	// StartTime is when the step's AgentTask was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the step finished.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Outputs of the step, as its AgentTask reported them.
+	// +optional
+	Outputs map[string]string `json:"outputs,omitempty"`
+	// Message explains a failure or skip.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// WorkflowStatus is the observed state of a workflow.
+type WorkflowStatus struct {
+	// ObservedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Phase: Pending, Running, Succeeded, Failed or Timeout.
+	// +optional
+	Phase WorkflowPhase `json:"phase,omitempty"`
+
+	// CurrentStep is the index of the step running, or of the last one that ran.
+	// +optional
+	CurrentStep int32 `json:"currentStep,omitempty"`
+
+	// Progress is "<succeeded steps>/<steps>", for display.
+	// +optional
+	Progress string `json:"progress,omitempty"`
+
+	// StartTime is when the first step started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// CompletionTime is when the workflow ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Reason is a CamelCase word for why the workflow is in its phase.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message explains the phase for a person.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Steps reports every step, in order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Steps []StepStatus `json:"steps,omitempty"`
+
+	// Conditions: Ready and Succeeded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wf,categories=sched
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Progress",type=string,JSONPath=`.status.progress`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.reason`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// Workflow runs AgentTasks in sequence and passes each step's outputs to
+// the steps after it.
+type Workflow struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the workflow to run.
+	// +required
+	Spec WorkflowSpec `json:"spec"`
+
+	// Status is the workflow's observed state.
+	// +optional
+	Status WorkflowStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// WorkflowList is a list of Workflows.
+type WorkflowList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Workflow `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Workflow{}, &WorkflowList{})
+}

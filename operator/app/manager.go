@@ -1,0 +1,99 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// Scheme knows the built-in kinds and ours.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(schedv1.AddToScheme(s))
+	return s
+}
+
+// managedSelector selects the objects the operator created. Caching only
+// those keeps memory flat in a cluster full of unrelated objects.
+var managedSelector = labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue})
+
+// Controller registers one reconciler with the manager.
+type Controller func(mgr ctrl.Manager, o Options) error
+
+// controllers is the list main.go runs; each kind's package adds itself in
+// controllers.go so this file stays wiring only.
+var controllers []Controller
+
+// NewManager builds the manager with health checks, metrics, leader
+// election and every controller.
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	sync := o.SyncPeriod
+	owned := cache.ByObject{Label: managedSelector}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  Scheme(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:  o.ProbeAddr,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		// Release the Lease on shutdown so a new replica takes over at once.
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			SyncPeriod:       &sync,
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&appsv1.Deployment{}:          owned,
+				&appsv1.DaemonSet{}:           owned,
+				&corev1.Service{}:             owned,
+				&corev1.ConfigMap{}:           owned,
+				&corev1.Secret{}:              owned,
+				&batchv1.Job{}:                owned,
+				&corev1.Pod{}:                 owned,
+				&networkingv1.Ingress{}:       owned,
+				&networkingv1.NetworkPolicy{}: owned,
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the caches have synced: before that a reconcile would act on
+	// a partial view.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	for _, setup := range controllers {
+		if err := setup(mgr, o); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}

@@ -1,0 +1,192 @@
+// Package app builds the operator's manager from its options. main.go and
+// the tests both use it, so the test runs what ships.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure the manager and the controllers. Every option is a flag;
+// the ones a deployment sets per cluster can also come from the environment
+// (the variable named in the flag's help), which wins over the default but
+// not over a flag given on the command line.
+type Options struct {
+	Version string
+
+	MetricsAddr             string
+	ProbeAddr               string
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	MaxConcurrentReconciles int
+	// SyncPeriod is how often every cached object is reconciled again, as a
+	// safety net; controllers never rely on it.
+	SyncPeriod time.Duration
+
+	Settings Settings
+}
+
+// Settings are what the controllers need to know about the cluster.
+type Settings struct {
+	// IngressDomain is the domain public services get hosts under:
+	// <name>-<namespace>.<domain>.
+	IngressDomain string
+	// IngressProvider is "ingress" (networking.k8s.io/v1) or "traefik"
+	// (an IngressRoute, when that API is served).
+	IngressProvider string
+	// IngressClass is the default ingressClassName.
+	IngressClass string
+	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
+	IngressNamespace string
+	// NetworkPolicies switches NetworkPolicy isolation on (off for development clusters).
+	NetworkPolicies bool
+	// ClusterSecretStore is the External Secrets store for external references.
+	ClusterSecretStore string
+	// SchedulerNamespace holds the SchedExt DaemonSets.
+	SchedulerNamespace string
+	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
+	SchedulerImages map[string]string
+	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
+	PriorityClasses map[string]string
+}
+
+// DefaultOptions returns the options a deployment starts from.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		LeaderElectionID:        "kubectl-sched-operator.sched.kubectl-sched.dev",
+		MaxConcurrentReconciles: 10,
+		SyncPeriod:              10 * time.Hour,
+		Settings: Settings{
+			IngressDomain:      "apps.example.com",
+			IngressProvider:    "ingress",
+			IngressNamespace:   "ingress-nginx",
+			NetworkPolicies:    true,
+			SchedulerNamespace: "kubectl-sched-schedulers",
+			SchedulerImages:    DefaultSchedulerImages(),
+			PriorityClasses:    map[string]string{},
+		},
+	}
+}
+
+// DefaultSchedulerImages resolves the well-known scx schedulers. The images
+// are placeholders a cluster admin overrides with --scheduler-image.
+func DefaultSchedulerImages() map[string]string {
+	images := map[string]string{}
+	for _, s := range []string{"scx_rusty", "scx_lavd", "scx_bpfland", "scx_rustland", "scx_layered", "scx_p2dq", "scx_flash", "scx_cosmos"} {
+		images[s] = "ghcr.io/sched-ext/scx:latest"
+	}
+	return images
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address /healthz and /readyz bind to.")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Take a Lease so only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader Lease; the pod's namespace when empty. (env POD_NAMESPACE)")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader Lease.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
+	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
+	s := &o.Settings
+	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>-<namespace>.<domain>. (env INGRESS_DOMAIN)")
+	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")
+	fs.StringVar(&s.IngressClass, "ingress-class", s.IngressClass, "Default ingressClassName. (env INGRESS_CLASS)")
+	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")
+	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
+	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
+	fs.StringVar(&s.SchedulerNamespace, "scheduler-namespace", s.SchedulerNamespace, "Namespace of the SchedExt DaemonSets. (env SCHEDULER_NAMESPACE)")
+	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
+	fs.Var(mapFlag(s.PriorityClasses), "priority-class", "PRIORITY=CLASS mapping a placement priority to a PriorityClass; repeatable. (env PRIORITY_CLASSES)")
+}
+
+// ApplyEnv fills options from the environment where fs (parsed) had no flag,
+// then validates them.
+func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	str := func(flagName, env string, dst *string) {
+		if v, ok := lookup(env); ok && !given[flagName] {
+			*dst = v
+		}
+	}
+	s := &o.Settings
+	str("leader-election-namespace", "POD_NAMESPACE", &o.LeaderElectionNamespace)
+	str("ingress-domain", "INGRESS_DOMAIN", &s.IngressDomain)
+	str("ingress-provider", "INGRESS_PROVIDER", &s.IngressProvider)
+	str("ingress-class", "INGRESS_CLASS", &s.IngressClass)
+	str("ingress-namespace", "INGRESS_NAMESPACE", &s.IngressNamespace)
+	str("cluster-secret-store", "CLUSTER_SECRET_STORE", &s.ClusterSecretStore)
+	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
+	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("MAX_CONCURRENT_RECONCILES=%q is not a whole number", v)
+		}
+		o.MaxConcurrentReconciles = n
+	}
+	if v, ok := lookup("NETWORK_POLICIES"); ok && !given["network-policies"] {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("NETWORK_POLICIES=%q is not true or false", v)
+		}
+		s.NetworkPolicies = b
+	}
+	for flagName, env := range map[string]string{"scheduler-image": "SCHEDULER_IMAGES", "priority-class": "PRIORITY_CLASSES"} {
+		v, ok := lookup(env)
+		if !ok || given[flagName] || v == "" {
+			continue
+		}
+		dst := s.SchedulerImages
+		if flagName == "priority-class" {
+			dst = s.PriorityClasses
+		}
+		for _, kv := range strings.Split(v, ",") {
+			if err := mapFlag(dst).Set(strings.TrimSpace(kv)); err != nil {
+				return fmt.Errorf("%s: %w", env, err)
+			}
+		}
+	}
+	return o.Validate()
+}
+
+// Validate reports options that cannot work.
+func (o *Options) Validate() error {
+	if o.MaxConcurrentReconciles < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	switch o.Settings.IngressProvider {
+	case "ingress", "traefik":
+	default:
+		return fmt.Errorf("--ingress-provider must be ingress or traefik, got %q", o.Settings.IngressProvider)
+	}
+	if o.Settings.SchedulerNamespace == "" {
+		return fmt.Errorf("--scheduler-namespace must not be empty")
+	}
+	return nil
+}
+
+// mapFlag is a repeatable KEY=VALUE flag.
+type mapFlag map[string]string
+
+func (m mapFlag) String() string {
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m mapFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" || v == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", s)
+	}
+	m[k] = v
+	return nil
+}

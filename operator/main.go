@@ -1,0 +1,54 @@
+// Command operator runs the kubectl-sched controllers: UserDeployment,
+// AgentTask, Workflow and SchedExt. This file only wires flags to the
+// manager; the controllers live in one package per kind.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+// version is set at build time with -ldflags -X main.version=...
+var version = "v0.0.0-dev"
+
+func main() {
+	opts := app.DefaultOptions()
+	opts.Version = version
+	opts.BindFlags(flag.CommandLine)
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and exit.")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version)
+		return
+	}
+	if err := opts.ApplyEnv(flag.CommandLine, os.LookupEnv); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "Unable to load a kubeconfig; set --kubeconfig or KUBECONFIG, or run in a cluster")
+		os.Exit(1)
+	}
+	mgr, err := app.NewManager(cfg, opts)
+	if err != nil {
+		log.Error(err, "Unable to create the manager")
+		os.Exit(1)
+	}
+	log.Info("Starting manager", "version", version)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+}
