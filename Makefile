@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 IMG ?= ghcr.io/kubectl-sched/operator:$(VERSION)
 BIN ?= bin
-LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/internal/version.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=$(VERSION) -X main.version=$(VERSION)
 CONTROLLER_GEN := go tool controller-gen
 # Test timeout: the first run builds the control plane before any test starts.
 TEST_TIMEOUT ?= 30m
