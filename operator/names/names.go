@@ -1,0 +1,54 @@
+// Package names derives the names of the objects the operator creates from
+// the names users choose. Derived names are deterministic (a restart finds
+// the same object instead of creating a second) and fit in 63 characters
+// (a DNS label, and the limit for label values such as job-name).
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// MaxLength is the longest derived name: a DNS-1123 label.
+const MaxLength = 63
+
+// hashLen is how many hex characters of the hash replace a cut tail; 8
+// gives about four billion values, plenty to keep cut names apart.
+const hashLen = 8
+
+// Join joins parts with "-" and, when the result is longer than MaxLength,
+// cuts it and appends a hash of the whole name so distinct inputs stay
+// distinct.
+func Join(parts ...string) string {
+	name := strings.Join(parts, "-")
+	if len(name) <= MaxLength {
+		return name
+	}
+	keep := MaxLength - hashLen - 1
+	head := strings.TrimRight(name[:keep], "-.")
+	return head + "-" + hashHex(name)
+}
+
+// Job is the Job that runs an AgentTask.
+func Job(task string) string { return Join(task) }
+
+// StepTask is the AgentTask that runs step index of a workflow.
+func StepTask(workflow string, index int, step string) string {
+	return Join(workflow, strconv.Itoa(index), step)
+}
+
+// ServiceObject names the Deployment and Service of one service of an app.
+func ServiceObject(app, service string) string { return Join(app, service) }
+
+// ConfigMap is the ConfigMap holding an app's config.
+func ConfigMap(app string) string { return Join(app, "config") }
+
+// DaemonSet runs a SchedExt's scheduler.
+func DaemonSet(schedext string) string { return Join("scx", schedext) }
+
+func hashHex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:hashLen]
+}

@@ -1,0 +1,53 @@
+package names
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func TestJoin(t *testing.T) {
+	long := strings.Repeat("a", 60)
+	cases := map[string]struct {
+		parts []string
+		want  string
+	}{
+		"short stays as is":   {parts: []string{"wf", "0", "fetch"}, want: "wf-0-fetch"},
+		"exactly 63 is kept":  {parts: []string{strings.Repeat("b", 63)}, want: strings.Repeat("b", 63)},
+		"over 63 is hashed":   {parts: []string{long, "1", "build"}, want: strings.Repeat("a", 54) + "-" + hashOf(long+"-1-build")},
+		"no dash before hash": {parts: []string{strings.Repeat("c", 53) + "-xxxxxxxxxx", "yy"}, want: strings.Repeat("c", 53) + "-" + hashOf(strings.Repeat("c", 53)+"-xxxxxxxxxx-yy")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Join(tc.parts...)
+			if got != tc.want {
+				t.Errorf("Join(%q) = %q, want %q", tc.parts, got, tc.want)
+			}
+			if errs := validation.IsDNS1123Label(got); len(errs) > 0 {
+				t.Errorf("%q is not a DNS label: %v", got, errs)
+			}
+		})
+	}
+}
+
+func TestJoinKeepsLongNamesApart(t *testing.T) {
+	a := StepTask(strings.Repeat("w", 60), 1, "step")
+	b := StepTask(strings.Repeat("w", 60), 2, "step")
+	if a == b {
+		t.Errorf("two steps share the task name %q", a)
+	}
+	if len(a) != MaxLength {
+		t.Errorf("len(%q) = %d, want %d", a, len(a), MaxLength)
+	}
+}
+
+// hashOf is written out here, not taken from the package, so a change to
+// the hashing shows up as a failing test: derived names must not change
+// between releases or a restart would miss existing objects.
+func hashOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:8]
+}

@@ -1,0 +1,131 @@
+// Package placement turns a Placement into pod scheduling fields. It is the
+// one place UserDeployment and AgentTask translate placement, so an app and
+// a task with the same placement land on the same kind of node.
+package placement
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// poolFor is the node pool a workload type prefers when no pools are named.
+var poolFor = map[schedv1.WorkloadType]string{
+	schedv1.WorkloadCompute: "compute",
+	schedv1.WorkloadMemory:  "highmem",
+	schedv1.WorkloadStorage: "storage",
+	schedv1.WorkloadGPU:     "gpu",
+}
+
+// Weights of preferred node affinity terms: pools in order of preference get
+// decreasing weights above the spot preference, so a named pool wins over
+// cheapness.
+const (
+	firstPoolWeight = 100
+	poolWeightStep  = 10
+	spotWeight      = 5
+	typeWeight      = 20
+)
+
+// Apply sets node affinity, tolerations, topology spread and the priority
+// class on spec. podLabels select the workload's own pods for zone spread;
+// priorityClasses maps priorities to the cluster's PriorityClass names.
+//
+//	nodePools      required: pool In (pools); preferred: each pool, earlier heavier
+//	workloadType   GPU: required gpu=true plus the GPU toleration;
+//	               others: preferred pool compute|highmem|storage (when no pools are named)
+//	spot           Never (default): required spot NotIn (true)
+//	               Allowed: spot toleration; Preferred: also preferred spot=true;
+//	               Required: toleration and required spot In (true)
+//	multiZone      topology spread over zones, maxSkew 1, ScheduleAnyway
+//	priority       priorityClassName from priorityClasses, when mapped
+//	tolerations    appended as given
+func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]string, priorityClasses map[string]string) {
+	if p == nil {
+		return
+	}
+	var required []corev1.NodeSelectorRequirement
+	var preferred []corev1.PreferredSchedulingTerm
+	prefer := func(weight int32, key string, values ...string) {
+		preferred = append(preferred, corev1.PreferredSchedulingTerm{
+			Weight: weight,
+			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values},
+			}},
+		})
+	}
+
+	if len(p.NodePools) > 0 {
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: schedv1.NodeLabelPool, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), p.NodePools...),
+		})
+		if len(p.NodePools) > 1 {
+			for i, pool := range p.NodePools {
+				prefer(int32(max(firstPoolWeight-i*poolWeightStep, 1)), schedv1.NodeLabelPool, pool)
+			}
+		}
+	}
+
+	switch p.WorkloadType {
+	case schedv1.WorkloadGPU:
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: schedv1.NodeLabelGPU, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"},
+		})
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+			Key: schedv1.TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+		})
+	case "":
+	default:
+		if len(p.NodePools) == 0 {
+			prefer(typeWeight, schedv1.NodeLabelPool, poolFor[p.WorkloadType])
+		}
+	}
+
+	spotToleration := corev1.Toleration{
+		Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule,
+	}
+	switch p.Spot {
+	case "", schedv1.SpotNever:
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"},
+		})
+	case schedv1.SpotAllowed:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+	case schedv1.SpotPreferred:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+		prefer(spotWeight, schedv1.NodeLabelSpot, "true")
+	case schedv1.SpotRequired:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+		required = append(required, corev1.NodeSelectorRequirement{
+			Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"},
+		})
+	}
+
+	if len(required) > 0 || len(preferred) > 0 {
+		if spec.Affinity == nil {
+			spec.Affinity = &corev1.Affinity{}
+		}
+		na := &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred}
+		if len(required) > 0 {
+			na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: required}},
+			}
+		}
+		spec.Affinity.NodeAffinity = na
+	}
+
+	if p.MultiZone {
+		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
+			MaxSkew:           1,
+			TopologyKey:       schedv1.NodeLabelZone,
+			WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector:     &metav1.LabelSelector{MatchLabels: podLabels},
+		})
+	}
+
+	if pc, ok := priorityClasses[string(p.Priority)]; ok && p.Priority != "" {
+		spec.PriorityClassName = pc
+	}
+	spec.Tolerations = append(spec.Tolerations, p.Tolerations...)
+}
