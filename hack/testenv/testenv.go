@@ -4,71 +4,21 @@
 package testenv
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
-// RepoRoot is the folder holding go.mod, found from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
-
-// BinDir returns the folder holding etcd, kube-apiserver and the rest:
-// $KUBEBUILDER_ASSETS when set, else what hack/build-control-plane.sh prints
-// (it builds on first use, which takes minutes, and is instant afterwards).
-func BinDir() (string, error) {
-	binOnce.Do(func() {
-		if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
-			binDir = d
-			return
-		}
-		root, err := RepoRoot()
-		if err != nil {
-			binErr = err
-			return
-		}
-		var out, stderr bytes.Buffer
-		cmd := exec.Command("bash", filepath.Join(root, "hack", "build-control-plane.sh"))
-		cmd.Stdout, cmd.Stderr = &out, &stderr
-		if err := cmd.Run(); err != nil {
-			binErr = fmt.Errorf("hack/build-control-plane.sh failed: %v\n%s", err, stderr.String())
-			return
-		}
-		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-		binDir = lines[len(lines)-1]
-	})
-	return binDir, binErr
-}
+// RepoRoot is the folder holding go.mod.
+func RepoRoot() (string, error) { return cluster.RepoRoot() }
 
 // Env is a running API server with the project's CRDs installed.
 type Env struct {
@@ -80,7 +30,7 @@ type Env struct {
 // Start runs etcd and kube-apiserver with the CRDs from config/crd/bases.
 // Call it once per package, from TestMain, and Stop the result.
 func Start() (*Env, error) {
-	bin, err := BinDir()
+	bin, err := cluster.BinDir(context.Background(), os.Stderr)
 	if err != nil {
 		return nil, err
 	}
