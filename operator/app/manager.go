@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -33,13 +34,6 @@ func Scheme() *runtime.Scheme {
 // managedSelector selects the objects the operator created. Caching only
 // those keeps memory flat in a cluster full of unrelated objects.
 var managedSelector = labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue})
-
-// Controller registers one reconciler with the manager.
-type Controller func(mgr ctrl.Manager, o Options) error
-
-// controllers is the list main.go runs; each kind's package adds itself in
-// controllers.go so this file stays wiring only.
-var controllers []Controller
 
 // NewManager builds the manager with health checks, metrics, leader
 // election and every controller.
@@ -71,6 +65,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Pod{}:                 owned,
 				&networkingv1.Ingress{}:       owned,
 				&networkingv1.NetworkPolicy{}: owned,
+				// Only the Job controller's reports that it cannot create a
+				// pod, which explain a stuck AgentTask.
+				&corev1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"})},
 			},
 		},
 	})
@@ -90,10 +87,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for _, setup := range controllers {
-		if err := setup(mgr, o); err != nil {
-			return nil, err
-		}
+	if err := setupControllers(mgr, o); err != nil {
+		return nil, err
 	}
 	return mgr, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -17,16 +16,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestManagerBecomesReadyAndLeads starts the manager as main.go does, against
 // a real API server, and waits for /readyz and the leader Lease.
 func TestManagerBecomesReadyAndLeads(t *testing.T) {
@@ -36,21 +25,15 @@ func TestManagerBecomesReadyAndLeads(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 
-	opts := app.DefaultOptions()
-	opts.MetricsAddr = freeAddr(t)
-	opts.ProbeAddr = freeAddr(t)
-	opts.LeaderElect = true
-	opts.LeaderElectionNamespace = "default"
-	mgr, err := app.NewManager(env.Config, opts)
+	// The operator runs with only its generated RBAC: taking the Lease and
+	// syncing the caches fail here if a marker is missing.
+	ctx := context.Background()
+	stop, opts, err := testenv.StartOperator(ctx, env.Config, func(o *app.Options) { o.LeaderElect = true })
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("manager stopped with an error: %v", err)
 		}
 	})
@@ -63,7 +46,7 @@ func TestManagerBecomesReadyAndLeads(t *testing.T) {
 	}
 	waitFor(t, "the leader Lease to be held", func() error {
 		var lease coordinationv1.Lease
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: opts.LeaderElectionID}, &lease); err != nil {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: testenv.OperatorNamespace, Name: opts.LeaderElectionID}, &lease); err != nil {
 			return err
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {

@@ -26,6 +26,8 @@ type Options struct {
 	// SyncPeriod is how often every cached object is reconciled again, as a
 	// safety net; controllers never rely on it.
 	SyncPeriod time.Duration
+	// Controllers to run, by name; all when empty.
+	Controllers []string
 
 	Settings Settings
 }
@@ -93,6 +95,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader Lease.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
+	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, userdeployment, schedext); all when unset.", func(v string) error {
+		o.Controllers = strings.Split(v, ",")
+		return nil
+	})
 	s := &o.Settings
 	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>-<namespace>.<domain>. (env INGRESS_DOMAIN)")
 	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")

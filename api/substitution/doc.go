@@ -1,0 +1,44 @@
+// Package substitution defines the references a Workflow step may hold in
+// its strings, and resolves them. The operator resolves them when it starts a
+// step; the kubectl plugin validates them before a workflow is submitted. Both
+// use this package, so what one accepts the other does too.
+//
+// # References
+//
+// A step's image, command, args and env values may hold:
+//
+//	${steps.N.output.KEY}     output KEY of step N, counted from 0
+//	${steps.NAME.output.KEY}  output KEY of the step named NAME
+//	${params.NAME}            the value of workflow param NAME
+//
+// N is a decimal number without leading zeros ("0", "1", "12"; not "01").
+// NAME of a step is its name, a DNS label: lowercase letters, digits and '-',
+// starting with a letter. Since step names start with a letter, a number
+// always means an index.
+//
+// KEY is what the step wrote to its termination message: it starts with a
+// letter or '_', then holds letters, digits, '_', '.' and '-', at most 63
+// characters in all. A KEY may contain dots: ${steps.build.output.image.tag}
+// is the key "image.tag".
+//
+// A step may only use outputs of the steps before it. A param NAME must be
+// declared in spec.params.
+//
+// # Literal text
+//
+// "$${" writes a literal "${": "$${steps.0.output.x}" is the text
+// "${steps.0.output.x}", not a reference. Any other '$' is literal: "$HOME",
+// "$$" and a '$' at the end stay as they are. Use [Escape] to quote text that
+// must not be read as references.
+//
+// Anything else in "${...}" is an error, reported with its byte offset:
+// "${foo}", "${steps.a.outputs.x}" (the word is "output"), "${steps.01.output.x}",
+// "${params.}" and a "${" without its closing "}".
+//
+// # Outputs are inserted as they are
+//
+// Substitution is a single pass. A value put in place of a reference is never
+// read again, so an output or param value holding "${...}" or "$${" arrives
+// in the step exactly as written. A step cannot inject references into later
+// steps through its outputs.
+package substitution

@@ -1,0 +1,129 @@
+package substitution
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// Values are what references resolve to when a step starts.
+type Values struct {
+	// Params by name.
+	Params map[string]string
+	// StepNames of every step, by index.
+	StepNames []string
+	// Outputs of the finished steps, by index. A step missing here, or with
+	// a nil map, has no outputs.
+	Outputs []map[string]string
+}
+
+// MissingOutputError is a reference to an output the earlier step did not
+// write. The operator reports it with reason MissingOutput.
+type MissingOutputError struct {
+	// Field is where the reference is, like "args[0]".
+	Field string
+	// Raw is the reference as written.
+	Raw string
+	// Step is the referenced step's name; StepIndex its index.
+	Step      string
+	StepIndex int
+	// Key is the output that is missing.
+	Key string
+	// Have are the keys the step did output, sorted.
+	Have []string
+}
+
+func (e *MissingOutputError) Error() string {
+	have := "it has no outputs"
+	if len(e.Have) > 0 {
+		have = "its outputs are: " + strings.Join(e.Have, ", ")
+	}
+	return fmt.Sprintf("%s uses %s, but %s did not output %q; %s",
+		e.Field, e.Raw, stepLabelIndexed(e.StepIndex, e.Step), e.Key, have)
+}
+
+// ResolveTask returns a copy of task, step stepIndex's, with the references
+// in its image, command, args and env values resolved from v.
+//
+// A reference to an output the step did not write fails with a
+// *MissingOutputError, returned as is. Other errors name the field.
+func ResolveTask(stepIndex int, task v1alpha1.AgentTaskSpec, v Values) (v1alpha1.AgentTaskSpec, error) {
+	out := *task.DeepCopy()
+	var err error
+	expand := func(dst *string, fieldName string) {
+		if err != nil {
+			return
+		}
+		var res string
+		res, err = Expand(*dst, func(r Ref) (string, error) { return v.lookup(stepIndex, fieldName, r) })
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			err = fmt.Errorf("%s: %w", fieldName, err)
+		}
+		if err == nil {
+			*dst = res
+		}
+	}
+	expand(&out.Image, "image")
+	for i := range out.Command {
+		expand(&out.Command[i], fmt.Sprintf("command[%d]", i))
+	}
+	for i := range out.Args {
+		expand(&out.Args[i], fmt.Sprintf("args[%d]", i))
+	}
+	for i := range out.Env {
+		expand(&out.Env[i].Value, fmt.Sprintf("env[%d].value", i))
+	}
+	if err != nil {
+		return v1alpha1.AgentTaskSpec{}, err
+	}
+	return out, nil
+}
+
+func (v Values) stepName(i int) string {
+	if i >= 0 && i < len(v.StepNames) {
+		return v.StepNames[i]
+	}
+	return ""
+}
+
+func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
+	uses := fmt.Sprintf("%s uses %s", fieldName, r.Raw)
+	if r.Kind == Param {
+		val, ok := v.Params[r.Key]
+		if !ok {
+			return "", fmt.Errorf("%s, but the workflow has no param %q", uses, r.Key)
+		}
+		return val, nil
+	}
+	target := r.StepIndex
+	if target < 0 {
+		target = slices.Index(v.StepNames, r.Step)
+		if target < 0 {
+			return "", fmt.Errorf("%s, but the workflow has no step %q", uses, r.Step)
+		}
+	}
+	// Admission normally rejects these; checked again because the operator
+	// must never read a step's outputs before that step has run.
+	if target >= self {
+		return "", fmt.Errorf("%s, but %s does not run before %s; a step can only use outputs of earlier steps",
+			uses, stepLabelIndexed(target, v.stepName(target)), stepLabelIndexed(self, v.stepName(self)))
+	}
+	var outs map[string]string
+	if target < len(v.Outputs) {
+		outs = v.Outputs[target]
+	}
+	val, ok := outs[r.Key]
+	if !ok {
+		return "", &MissingOutputError{
+			Field: fieldName, Raw: r.Raw,
+			Step: v.stepName(target), StepIndex: target,
+			Key: r.Key, Have: slices.Sorted(maps.Keys(outs)),
+		}
+	}
+	return val, nil
+}

@@ -1,0 +1,169 @@
+package substitution
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// goodWorkflow uses every form: index, name, param, escape.
+func goodWorkflow() *v1alpha1.WorkflowSpec {
+	return &v1alpha1.WorkflowSpec{
+		Params: []v1alpha1.WorkflowParam{{Name: "tag", Value: "v1"}, {Name: "registry", Value: "r.example"}},
+		Steps: []v1alpha1.WorkflowStep{
+			{Name: "fetch", Task: v1alpha1.AgentTaskSpec{
+				Image: "alpine:${params.tag}",
+				Args:  []string{"--out", "$HOME/src", "literal $${steps.9.output.x}"},
+			}},
+			{Name: "build", Task: v1alpha1.AgentTaskSpec{
+				Image:   "${params.registry}/builder",
+				Command: []string{"build", "--src=${steps.0.output.src}"},
+				Env: []v1alpha1.EnvVar{
+					{Name: "REV", Value: "${steps.fetch.output.rev}"},
+					{Name: "FROM", ValueFrom: nil},
+				},
+			}},
+			{Name: "report", Task: v1alpha1.AgentTaskSpec{
+				Image: "reporter",
+				Args:  []string{"${steps.build.output.digest}@${steps.1.output.image.tag}", "${steps.0.output.src}", "${params.tag}"},
+			}},
+		},
+	}
+}
+
+func invalid(path, detail string) *field.Error {
+	return &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
+}
+
+func notFoundErr(path, detail string) *field.Error {
+	return &field.Error{Type: field.ErrorTypeNotFound, Field: path, BadValue: field.OmitValueType{}, Detail: detail}
+}
+
+func TestValidateWorkflow(t *testing.T) {
+	const rule = "a step can only use outputs of earlier steps"
+	tests := map[string]struct {
+		edit func(*v1alpha1.WorkflowSpec)
+		want field.ErrorList
+	}{
+		"good": {edit: func(*v1alpha1.WorkflowSpec) {}},
+		"syntax error in image": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Task.Image = "alpine:${params.tag" },
+			want: field.ErrorList{invalid("spec.steps[0].task.image",
+				`step "fetch": "${params.tag" at byte 7 has no closing "}"; `+SyntaxHint)},
+		},
+		"syntax error in command": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Command[1] = "${steps.fetch.outputs.src}" },
+			want: field.ErrorList{invalid("spec.steps[1].task.command[1]",
+				`step "build": "${steps.fetch.outputs.src}" at byte 0 says "outputs" where it should say "output"; `+SyntaxHint)},
+		},
+		"later step by name": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Command[1] = "${steps.report.output.x}" },
+			want: field.ErrorList{invalid("spec.steps[1].task.command[1]",
+				`step "build" uses ${steps.report.output.x}, but step "report" runs after it; `+rule)},
+		},
+		"later step by index": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Task.Args[0] = "${steps.2.output.x}" },
+			want: field.ErrorList{invalid("spec.steps[0].task.args[0]",
+				`step "fetch" uses ${steps.2.output.x}, but step 2 ("report") runs after it; `+rule)},
+		},
+		"own step by name": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[2].Task.Args[1] = "${steps.report.output.x}" },
+			want: field.ErrorList{invalid("spec.steps[2].task.args[1]",
+				`step "report" uses ${steps.report.output.x}, its own output; `+rule)},
+		},
+		"own step by index": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Env[0].Value = "${steps.1.output.x}" },
+			want: field.ErrorList{invalid("spec.steps[1].task.env[0].value",
+				`step "build" uses ${steps.1.output.x}, its own output; `+rule)},
+		},
+		"unknown index": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[2].Task.Args[1] = "${steps.3.output.x}" },
+			want: field.ErrorList{notFoundErr("spec.steps[2].task.args[1]",
+				`step "report" uses ${steps.3.output.x}, but there is no step 3: the workflow has 3 steps, 0 to 2`)},
+		},
+		"unknown name": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[2].Task.Args[1] = "${steps.deploy.output.x}" },
+			want: field.ErrorList{notFoundErr("spec.steps[2].task.args[1]",
+				`step "report" uses ${steps.deploy.output.x}, but no step is named "deploy"; the steps before it are: fetch, build`)},
+		},
+		"unknown name in first step": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Task.Args[0] = "${steps.deploy.output.x}" },
+			want: field.ErrorList{notFoundErr("spec.steps[0].task.args[0]",
+				`step "fetch" uses ${steps.deploy.output.x}, but no step is named "deploy"; it is the first step, so it can use no outputs`)},
+		},
+		"unknown param": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Image = "${params.regsitry}/builder" },
+			want: field.ErrorList{notFoundErr("spec.steps[1].task.image",
+				`step "build" uses ${params.regsitry}, but spec.params has no param "regsitry"; params are: tag, registry`)},
+		},
+		"no params at all": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Params = nil
+				s.Steps[0].Task.Image = "alpine"
+				s.Steps[1].Task.Image = "b"
+			},
+			want: field.ErrorList{notFoundErr("spec.steps[2].task.args[2]",
+				`step "report" uses ${params.tag}, but spec.params has no param "tag"; spec.params is empty`)},
+		},
+		"step without a name yet": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Name = ""; s.Steps[0].Task.Args[0] = "${steps.0.output.x}" },
+			want: field.ErrorList{
+				invalid("spec.steps[0].task.args[0]", `step 0 uses ${steps.0.output.x}, its own output; `+rule),
+				notFoundErr("spec.steps[1].task.env[0].value",
+					`step "build" uses ${steps.fetch.output.rev}, but no step is named "fetch"; the steps before it are: step 0`),
+			},
+		},
+		"same reference twice reported once": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Task.Args[0] = "${params.x}-${params.x}-${params.y}" },
+			want: field.ErrorList{
+				notFoundErr("spec.steps[0].task.args[0]", `step "fetch" uses ${params.x}, but spec.params has no param "x"; params are: tag, registry`),
+				notFoundErr("spec.steps[0].task.args[0]", `step "fetch" uses ${params.y}, but spec.params has no param "y"; params are: tag, registry`),
+			},
+		},
+		"escaped references are not checked": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Steps[0].Task.Args[0] = "$${steps.7.output.x} $${params.nope} $${foo"
+			},
+		},
+		"errors in several fields": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Steps[0].Task.Image = "${foo}"
+				s.Steps[2].Task.Args = []string{"ok", "${steps.9.output.a}"}
+			},
+			want: field.ErrorList{
+				invalid("spec.steps[0].task.image", `step "fetch": "${foo}" at byte 0 starts with "foo"; a reference starts with "steps." or "params."; `+SyntaxHint),
+				notFoundErr("spec.steps[2].task.args[1]", `step "report" uses ${steps.9.output.a}, but there is no step 9: the workflow has 3 steps, 0 to 2`),
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			spec := goodWorkflow()
+			tc.edit(spec)
+			got := ValidateWorkflow(spec)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("ValidateWorkflow (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateWorkflowNil(t *testing.T) {
+	if errs := ValidateWorkflow(nil); errs != nil {
+		t.Errorf("ValidateWorkflow(nil) = %v", errs)
+	}
+}
+
+func TestValidateWorkflowErrorText(t *testing.T) {
+	spec := goodWorkflow()
+	spec.Steps[1].Task.Command[1] = "${steps.report.output.x}"
+	got := ValidateWorkflow(spec).ToAggregate().Error()
+	want := `spec.steps[1].task.command[1]: Invalid value: step "build" uses ${steps.report.output.x}, ` +
+		`but step "report" runs after it; a step can only use outputs of earlier steps`
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,286 @@
+// Package agenttask reconciles AgentTasks: one Job per task, a status that
+// explains every phase, and outputs read from the container's termination
+// message before anything may delete the pod.
+package agenttask
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+// AnnotationPreviousStepFinished is set by the Workflow controller on a
+// step's task: when the previous step's pod finished. The hand-off latency
+// metric runs from it to this task's Job creation.
+const AnnotationPreviousStepFinished = schedv1.GroupName + "/previous-step-finished-at"
+
+// Reconciler reconciles AgentTasks.
+type Reconciler struct {
+	client.Client
+	Recorder        recorder.EventRecorder
+	PriorityClasses map[string]string
+	Clock           clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+
+// Reconcile moves one AgentTask along: create its Job, follow the Job and
+// pod, record outputs, release the pod, apply the TTL.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	task := &schedv1.AgentTask{}
+	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone: let its pods go too, or they would wait on our finalizer.
+			return ctrl.Result{}, r.releasePods(ctx, req.Namespace, names.Job(req.Name), nil)
+		}
+		return ctrl.Result{}, err
+	}
+	if !task.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.releasePods(ctx, task.Namespace, names.Job(task.Name), nil)
+	}
+
+	o, err := r.observe(ctx, task)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel {
+		if o.job, err = r.createJob(ctx, task); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptrTrue(o.job.Spec.Suspend) {
+		if err := r.suspendJob(ctx, o.job); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	before := task.Status.DeepCopy()
+	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
+	if err := r.patchStatus(ctx, task, before); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	if task.Status.Phase.Finished() {
+		// The status now holds the outputs, so the pods may go.
+		if err := r.releasePods(ctx, task.Namespace, names.Job(task.Name), o.pods); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.applyTTL(ctx, task, o.job)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (observed, error) {
+	var o observed
+	job := &batchv1.Job{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: names.Job(task.Name)}, job)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, err
+	case !metav1.IsControlledBy(job, task):
+		return o, reconcile.TerminalError(fmt.Errorf("job %s/%s exists but does not belong to AgentTask %s; delete or rename it", job.Namespace, job.Name, task.Name))
+	default:
+		o.job = job
+	}
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(task.Namespace), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task.Name)}); err != nil {
+		return o, err
+	}
+	o.pods = pods.Items
+	if o.job != nil && len(o.pods) == 0 {
+		var evs corev1.EventList
+		if err := r.List(ctx, &evs, client.InNamespace(task.Namespace)); err != nil {
+			return o, err
+		}
+		var newest time.Time
+		for _, e := range evs.Items {
+			if e.InvolvedObject.UID != o.job.UID || e.Reason != "FailedCreate" {
+				continue
+			}
+			if o.createFailure == "" || e.LastTimestamp.After(newest) {
+				newest, o.createFailure = e.LastTimestamp.Time, e.Message
+			}
+		}
+	}
+	return o, nil
+}
+
+func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
+	job := buildJob(task, r.PriorityClasses)
+	if err := controllerutil.SetControllerReference(task, job, r.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Our cache is behind a Job we created; the Job's event brings us back.
+			return nil, nil
+		}
+		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job.Name, err)
+		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
+	}
+	log.FromContext(ctx).Info("Created Job", "job", job.Name)
+	r.Recorder.Eventf(task, job, corev1.EventTypeNormal, "Created", "CreateJob", "created Job %s", job.Name)
+	if at, ok := task.Annotations[AnnotationPreviousStepFinished]; ok {
+		if finished, err := time.Parse(time.RFC3339Nano, at); err == nil {
+			metrics.StepHandoff.Observe(job.CreationTimestamp.Sub(finished).Seconds())
+		}
+	}
+	return job, nil
+}
+
+// suspendJob stops a cancelled task: the Job controller deletes its pod and
+// keeps the Job, so the task's record stays complete.
+func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
+	patch := client.MergeFrom(job.DeepCopy())
+	suspend := true
+	job.Spec.Suspend = &suspend
+	return r.Patch(ctx, job, patch)
+}
+
+// patchStatus writes the status only when it changed, and emits an event
+// for each phase change.
+func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
+	if equality.Semantic.DeepEqual(*before, task.Status) {
+		return nil
+	}
+	old := task.DeepCopy()
+	old.Status = *before
+	if err := r.Status().Patch(ctx, task, client.MergeFrom(old)); err != nil {
+		return err
+	}
+	if before.Phase != task.Status.Phase {
+		typ := corev1.EventTypeNormal
+		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
+		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
+		if task.Status.Phase.Finished() {
+			metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
+		}
+	}
+	return nil
+}
+
+// releasePods removes the outputs finalizer from the task's pods. pods is
+// what the caller already listed, or nil to list them.
+func (r *Reconciler) releasePods(ctx context.Context, ns, taskLabel string, pods []corev1.Pod) error {
+	if pods == nil {
+		var list corev1.PodList
+		if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: taskLabel}); err != nil {
+			return err
+		}
+		pods = list.Items
+	}
+	for i := range pods {
+		pod := &pods[i]
+		if !slices.Contains(pod.Finalizers, OutputsFinalizer) {
+			continue
+		}
+		patch := client.MergeFromWithOptions(pod.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.RemoveFinalizer(pod, OutputsFinalizer)
+		if err := r.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("release pod %s: %w", pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// applyTTL deletes the Job (and the task when cleanup is Task) once the TTL
+// after finishing has passed, and otherwise asks to come back then.
+func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job *batchv1.Job) (ctrl.Result, error) {
+	expiry := ttlExpiry(task)
+	if expiry.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	if wait := expiry.Sub(r.Clock.Now()); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if task.Spec.Cleanup == schedv1.CleanupTask {
+		log.FromContext(ctx).Info("Deleting AgentTask after its TTL")
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, task, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}
+	if job != nil {
+		log.FromContext(ctx).Info("Deleting Job after the task's TTL", "job", job.Name)
+		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager watches AgentTasks, their Jobs, their pods and the Job
+// controller's FailedCreate events. It never polls.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if err := metrics.Register(mgr.GetCache()); err != nil {
+		return err
+	}
+	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
+	})
+	byEventJob := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		ev, ok := o.(*corev1.Event)
+		if !ok || ev.InvolvedObject.Kind != "Job" {
+			return nil
+		}
+		return r.taskForJobName(ctx, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&schedv1.AgentTask{}).
+		Owns(&batchv1.Job{}).
+		Watches(&corev1.Pod{}, byTaskLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			_, ok := o.GetLabels()[schedv1.LabelAgentTask]
+			return ok
+		}))).
+		Watches(&corev1.Event{}, byEventJob).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Named("agenttask").
+		Complete(r)
+}
+
+// taskForJobName maps a Job name (also the pods' task label) to its task
+// through the Job's controller reference; the name alone may be hashed.
+func (r *Reconciler) taskForJobName(ctx context.Context, ns, jobName string) []reconcile.Request {
+	if jobName == "" {
+		return nil
+	}
+	job := &batchv1.Job{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: jobName}, job); err != nil {
+		// Without the Job (deleted by the TTL) the label is the task name
+		// whenever it was short enough to be used as is.
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: jobName}}}
+	}
+	if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "AgentTask" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ref.Name}}}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package agenttask
+
+import (
+	"maps"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+)
+
+const (
+	// ContainerName is the task's container in the pod.
+	ContainerName = "task"
+
+	// OutputsFinalizer keeps a finished pod until its termination message is
+	// recorded in the task's status, so a fast TTL or pod garbage collection
+	// cannot lose outputs. The controller removes it once the status holds them.
+	OutputsFinalizer = schedv1.GroupName + "/outputs"
+
+	// nonRootUID runs images that default to root (busybox, alpine) under the
+	// restricted default; 65532 is the conventional "nonroot" user.
+	nonRootUID = 65532
+)
+
+// Labels on the Job and its pods. The task label value is the Job name:
+// task names may be longer than a label value can be.
+func jobLabels(task *schedv1.AgentTask) map[string]string {
+	l := map[string]string{
+		schedv1.LabelManagedBy: schedv1.ManagedByValue,
+		schedv1.LabelAgentTask: names.Job(task.Name),
+	}
+	for _, k := range []string{schedv1.LabelWorkflow, schedv1.LabelWorkflowStep} {
+		if v, ok := task.Labels[k]; ok {
+			l[k] = v
+		}
+	}
+	return l
+}
+
+// buildJob is the Job that runs task: one pod at a time, never restarted in
+// place, retried by the Job up to spec.retries times, ended by the Job at
+// spec.timeout.
+func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batchv1.Job {
+	spec := task.Spec
+	labels := jobLabels(task)
+
+	podLabels := map[string]string{}
+	annotations := map[string]string{}
+	if spec.PodMetadata != nil {
+		maps.Copy(podLabels, spec.PodMetadata.Labels)
+		maps.Copy(annotations, spec.PodMetadata.Annotations)
+	}
+	// Ours last: a pass-through label must not hide the pod from the operator.
+	maps.Copy(podLabels, labels)
+
+	container := corev1.Container{
+		Name:      ContainerName,
+		Image:     spec.Image,
+		Command:   spec.Command,
+		Args:      spec.Args,
+		Env:       EnvVars(spec.Env),
+		Resources: spec.Resources,
+		// A crashing container that wrote no outputs still explains itself
+		// with the tail of its log.
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          spec.SecurityContext,
+	}
+	podSecurity := &corev1.PodSecurityContext{}
+	if container.SecurityContext == nil {
+		container.SecurityContext = restrictedContainer()
+		podSecurity = &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr.To(true),
+			RunAsUser:      ptr.To[int64](nonRootUID),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+
+	pod := corev1.PodSpec{
+		RestartPolicy:      corev1.RestartPolicyNever,
+		ServiceAccountName: spec.ServiceAccountName,
+		SecurityContext:    podSecurity,
+		Containers:         []corev1.Container{container},
+	}
+	placement.Apply(&pod, spec.Placement, labels, priorityClasses)
+
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      names.Job(task.Name),
+			Namespace: task.Namespace,
+			Labels:    labels,
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To(ptr.Deref(spec.Retries, 0)),
+			// Replace a pod only once it has fully terminated, so two attempts never run at once.
+			PodReplacementPolicy: ptr.To(batchv1.Failed),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      podLabels,
+					Annotations: annotations,
+					Finalizers:  []string{OutputsFinalizer},
+				},
+				Spec: pod,
+			},
+		},
+	}
+	if spec.Timeout != nil {
+		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(max(spec.Timeout.Seconds(), 1)))
+	}
+	return job
+}
+
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		Privileged:               ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
+// EnvVars converts the API's bounded env vars to core ones.
+func EnvVars(in []schedv1.EnvVar) []corev1.EnvVar {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.EnvVar, 0, len(in))
+	for _, e := range in {
+		out = append(out, corev1.EnvVar{Name: e.Name, Value: e.Value, ValueFrom: e.ValueFrom})
+	}
+	return out
+}

@@ -1,0 +1,316 @@
+package agenttask
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// maxMessage bounds messages copied from pods into the status.
+const maxMessage = 1024
+
+// observed is what the controller saw of a task's Job and pods.
+type observed struct {
+	job  *batchv1.Job // nil when not created yet or deleted by the TTL
+	pods []corev1.Pod
+	// createFailure is the Job controller's latest FailedCreate message, for
+	// a Job that cannot create its pod (forbidden, quota).
+	createFailure string
+}
+
+// computeStatus derives the task's status from what was observed. It is pure:
+// the same input gives the same status, so a reconcile that sees nothing
+// new writes nothing. A finished status never changes.
+func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1.AgentTaskStatus {
+	st := *task.Status.DeepCopy()
+	st.ObservedGeneration = task.Generation
+	if st.Phase.Finished() {
+		return st
+	}
+	if o.job != nil {
+		st.JobName = o.job.Name
+	}
+
+	pods := sortedPods(o.pods)
+	started := 0
+	for i := range pods {
+		if podStarted(&pods[i]) {
+			started++
+		}
+	}
+	st.Attempts = max(st.Attempts, int32(started))
+	latest := latestPod(pods)
+	if latest != nil && podStarted(latest) {
+		st.PodName = latest.Name
+		if st.StartTime == nil {
+			st.StartTime = podStartTime(latest)
+		}
+	}
+
+	switch {
+	case o.job == nil && task.Spec.Cancel:
+		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
+	case o.job == nil:
+		setPending(&st, schedv1.ReasonPending, "creating the Job")
+	case jobCondition(o.job, batchv1.JobComplete) != nil || jobCondition(o.job, batchv1.JobSuccessCriteriaMet) != nil:
+		pod := successfulPod(pods)
+		if terminatedState(pod) == nil && len(pods) > 0 {
+			// The Job's news arrived before its pod's: the pod is held by
+			// our finalizer, so wait for it rather than lose its outputs.
+			return st
+		}
+		succeeded(&st, pod, now)
+	case jobFailed(o.job) != nil:
+		c := jobFailed(o.job)
+		pod := latestTerminated(pods)
+		if pod == nil && c.Reason == batchv1.JobReasonBackoffLimitExceeded && len(pods) > 0 {
+			return st // as above: wait for the failed pod's exit code
+		}
+		failed(&st, task, c, pod, now)
+	case task.Spec.Cancel && ptrTrue(o.job.Spec.Suspend):
+		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
+		setExit(&st, latestTerminated(pods))
+	case latest != nil && podRunning(latest):
+		st.Phase = schedv1.TaskRunning
+		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
+		setCond(&st, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonRunning, st.Message)
+		setCond(&st, schedv1.ConditionSucceeded, metav1.ConditionUnknown, schedv1.ReasonRunning, "the task has not finished")
+	default:
+		reason, msg := whyPending(latest, o.createFailure)
+		setPending(&st, reason, msg)
+	}
+	return st
+}
+
+func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
+	st.Phase = schedv1.TaskPending
+	st.Reason, st.Message = reason, msg
+	setCond(st, schedv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	setCond(st, schedv1.ConditionSucceeded, metav1.ConditionUnknown, reason, "the task has not finished")
+}
+
+// whyPending explains a pod that does not run yet, from the most specific
+// signal Kubernetes gives: the scheduler's verdict, the kubelet's waiting
+// reason, or the Job controller's failure to create the pod.
+func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
+	if pod == nil {
+		if createFailure != "" {
+			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + clip(createFailure)
+		}
+		return schedv1.ReasonPending, "waiting for the pod to start"
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return schedv1.ReasonUnschedulable, "no node can run the pod: " + clip(c.Message)
+		}
+	}
+	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, clip(w.Message))
+		case "CreateContainerConfigError":
+			return schedv1.ReasonMissingRef, "the container cannot be configured: " + clip(w.Message)
+		case "CreateContainerError", "RunContainerError":
+			return schedv1.ReasonCreateFailed, fmt.Sprintf("%s: %s", w.Reason, clip(w.Message))
+		}
+	}
+	return schedv1.ReasonPending, "waiting for the pod to start"
+}
+
+func succeeded(st *schedv1.AgentTaskStatus, pod *corev1.Pod, now metav1.Time) {
+	term := terminatedState(pod)
+	setExit(st, pod)
+	if term == nil {
+		// The pod is gone without us reading it, which the outputs finalizer
+		// prevents; say so rather than report empty outputs as real.
+		finish(st, schedv1.TaskSucceeded, schedv1.ReasonSucceeded, "succeeded; its pod was removed before its outputs could be read", now)
+		return
+	}
+	outputs, perr := ParseOutputs(term.Message)
+	if perr != nil {
+		finish(st, schedv1.TaskFailed, perr.Reason, "the container exited 0 but its outputs are unusable: "+perr.Message, now)
+		return
+	}
+	st.Outputs = outputs
+	msg := "succeeded"
+	if n := len(outputs); n > 0 {
+		msg = fmt.Sprintf("succeeded with %d output(s)", n)
+	}
+	finish(st, schedv1.TaskSucceeded, schedv1.ReasonSucceeded, msg, now)
+}
+
+func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.JobCondition, pod *corev1.Pod, now metav1.Time) {
+	setExit(st, pod)
+	switch {
+	case c.Reason == batchv1.JobReasonDeadlineExceeded:
+		limit := "its deadline"
+		if task.Spec.Timeout != nil {
+			limit = "spec.timeout " + task.Spec.Timeout.Duration.String()
+		}
+		finish(st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, fmt.Sprintf("ran past %s and was stopped", limit), now)
+	case st.ExitCode != nil && *st.ExitCode != 0:
+		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
+		if term := terminatedState(pod); term != nil && strings.TrimSpace(term.Message) != "" {
+			msg += ": " + clip(strings.TrimSpace(term.Message))
+		}
+		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
+	default:
+		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, clip(c.Message)), now)
+	}
+}
+
+// finish moves the status to a final phase. CompletionTime comes from now
+// only once: the status is never recomputed after this.
+func finish(st *schedv1.AgentTaskStatus, phase schedv1.AgentTaskPhase, reason, msg string, now metav1.Time) {
+	st.Phase, st.Reason, st.Message = phase, reason, msg
+	if st.CompletionTime == nil {
+		st.CompletionTime = &now
+	}
+	if phase == schedv1.TaskSucceeded {
+		setCond(st, schedv1.ConditionReady, metav1.ConditionTrue, reason, msg)
+		setCond(st, schedv1.ConditionSucceeded, metav1.ConditionTrue, reason, msg)
+		return
+	}
+	setCond(st, schedv1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	setCond(st, schedv1.ConditionSucceeded, metav1.ConditionFalse, reason, msg)
+}
+
+func setExit(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
+	if term := terminatedState(pod); term != nil {
+		st.ExitCode = &term.ExitCode
+		if !term.FinishedAt.IsZero() {
+			t := term.FinishedAt
+			st.CompletionTime = &t
+		}
+	}
+}
+
+func setCond(st *schedv1.AgentTaskStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration,
+	})
+}
+
+func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {
+	for i := range job.Status.Conditions {
+		if c := &job.Status.Conditions[i]; c.Type == t && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
+}
+
+// jobFailed is the Job's failure, including FailureTarget: the Job controller
+// sets it as soon as the Job is doomed, before its pods finish terminating.
+func jobFailed(job *batchv1.Job) *batchv1.JobCondition {
+	if c := jobCondition(job, batchv1.JobFailed); c != nil {
+		return c
+	}
+	return jobCondition(job, batchv1.JobFailureTarget)
+}
+
+func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
+	if pod == nil {
+		return nil
+	}
+	for i := range pod.Status.ContainerStatuses {
+		cs := &pod.Status.ContainerStatuses[i]
+		if cs.Name == ContainerName && cs.State.Terminated != nil {
+			return cs.State.Terminated
+		}
+	}
+	return nil
+}
+
+func podStarted(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && terminatedState(p) != nil
+}
+
+func podRunning(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+}
+
+func podStartTime(p *corev1.Pod) *metav1.Time {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			t := cs.State.Running.StartedAt
+			return &t
+		}
+		if cs.State.Terminated != nil && !cs.State.Terminated.StartedAt.IsZero() {
+			t := cs.State.Terminated.StartedAt
+			return &t
+		}
+	}
+	if p.Status.StartTime != nil {
+		t := *p.Status.StartTime
+		return &t
+	}
+	return nil
+}
+
+func sortedPods(pods []corev1.Pod) []corev1.Pod {
+	out := append([]corev1.Pod(nil), pods...)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
+		if a.Equal(&b) {
+			return out[i].Name < out[j].Name
+		}
+		return a.Before(&b)
+	})
+	return out
+}
+
+func latestPod(sorted []corev1.Pod) *corev1.Pod {
+	if len(sorted) == 0 {
+		return nil
+	}
+	return &sorted[len(sorted)-1]
+}
+
+func successfulPod(sorted []corev1.Pod) *corev1.Pod {
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if sorted[i].Status.Phase == corev1.PodSucceeded {
+			return &sorted[i]
+		}
+	}
+	return nil
+}
+
+func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if terminatedState(&sorted[i]) != nil {
+			return &sorted[i]
+		}
+	}
+	return nil
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	// Cut on a rune boundary so the status stays valid UTF-8.
+	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
+}
+
+// ttlExpiry is when a finished task's TTL runs out, or zero without a TTL.
+func ttlExpiry(task *schedv1.AgentTask) time.Time {
+	if task.Spec.TTLAfterFinished == nil || task.Status.CompletionTime == nil {
+		return time.Time{}
+	}
+	return task.Status.CompletionTime.Add(task.Spec.TTLAfterFinished.Duration)
+}

@@ -1,0 +1,224 @@
+package agenttask
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+var (
+	t0  = metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	t1  = metav1.NewTime(t0.Add(time.Second))
+	t2  = metav1.NewTime(t0.Add(2 * time.Second))
+	now = metav1.NewTime(t0.Add(time.Minute))
+)
+
+// jobWrapper and podWrapper build the Kubernetes side of a test case.
+type jobWrapper struct{ batchv1.Job }
+
+func makeJob() *jobWrapper {
+	return &jobWrapper{batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: "ns", UID: "job-uid"}}}
+}
+func (j *jobWrapper) cond(t batchv1.JobConditionType, reason string) *jobWrapper {
+	j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: t, Status: corev1.ConditionTrue, Reason: reason, Message: "job says " + reason})
+	return j
+}
+func (j *jobWrapper) suspended() *jobWrapper { j.Spec.Suspend = ptr.To(true); return j }
+func (j *jobWrapper) obj() *batchv1.Job      { return &j.Job }
+
+type podWrapper struct{ corev1.Pod }
+
+func makePod(name string, created metav1.Time) *podWrapper {
+	return &podWrapper{corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", CreationTimestamp: created}}}
+}
+func (p *podWrapper) running(at metav1.Time) *podWrapper {
+	p.Status.Phase = corev1.PodRunning
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: at}}}}
+	return p
+}
+func (p *podWrapper) exited(code int32, msg string, at metav1.Time) *podWrapper {
+	p.Status.Phase = corev1.PodSucceeded
+	if code != 0 {
+		p.Status.Phase = corev1.PodFailed
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Message: msg, StartedAt: t0, FinishedAt: at}}}}
+	return p
+}
+func (p *podWrapper) waiting(reason, msg string) *podWrapper {
+	p.Status.Phase = corev1.PodPending
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, Image: "nope:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}
+	return p
+}
+func (p *podWrapper) unschedulable(msg string) *podWrapper {
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
+	return p
+}
+func (p *podWrapper) obj() corev1.Pod { return p.Pod }
+
+// want is the part of the status a case checks; conditions are checked
+// separately for the Ready and Succeeded reasons.
+type want struct {
+	Phase          schedv1.AgentTaskPhase
+	Reason         string
+	Message        string
+	ExitCode       *int32
+	Attempts       int32
+	PodName        string
+	Outputs        map[string]string
+	CompletionTime *metav1.Time
+	ReadyStatus    metav1.ConditionStatus
+}
+
+func TestComputeStatus(t *testing.T) {
+	task := MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Obj()
+	cases := map[string]struct {
+		task *schedv1.AgentTask
+		o    observed
+		want want
+	}{
+		"job not created yet": {
+			o:    observed{},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "creating the Job", ReadyStatus: metav1.ConditionFalse},
+		},
+		"job without pod": {
+			o:    observed{job: makeJob().obj()},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start", ReadyStatus: metav1.ConditionFalse},
+		},
+		"job that cannot create its pod": {
+			o: observed{job: makeJob().obj(), createFailure: `pods "t-x" is forbidden: violates PodSecurity "restricted:latest"`},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonForbidden, ReadyStatus: metav1.ConditionFalse,
+				Message: `the Job cannot create its pod: pods "t-x" is forbidden: violates PodSecurity "restricted:latest"`},
+		},
+		"unschedulable pod says why": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).unschedulable("0/6 nodes are available: 6 node(s) didn't match Pod's node affinity.").obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonUnschedulable, ReadyStatus: metav1.ConditionFalse,
+				Message: "no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity."},
+		},
+		"image pull failure": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).waiting("ErrImagePull", "not found").obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonImagePull, ReadyStatus: metav1.ConditionFalse,
+				Message: "cannot pull image nope:1: ErrImagePull: not found"},
+		},
+		"missing secret": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).waiting("CreateContainerConfigError", `secret "db" not found`).obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonMissingRef, ReadyStatus: metav1.ConditionFalse,
+				Message: `the container cannot be configured: secret "db" not found`},
+		},
+		"running": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonRunning, Message: "pod t-a is running (attempt 1)",
+				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionTrue},
+		},
+		"succeeded with outputs": {
+			o: observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(0, "sha=abc\nimage=r/x:1", t2).obj()}},
+			want: want{Phase: schedv1.TaskSucceeded, Reason: schedv1.ReasonSucceeded, Message: "succeeded with 2 output(s)",
+				ExitCode: ptr.To[int32](0), Attempts: 1, PodName: "t-a", Outputs: map[string]string{"sha": "abc", "image": "r/x:1"},
+				CompletionTime: &t2, ReadyStatus: metav1.ConditionTrue},
+		},
+		"success criteria met counts as success": {
+			o: observed{job: makeJob().cond(batchv1.JobSuccessCriteriaMet, "CompletionsReached").obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(0, "", t2).obj()}},
+			want: want{Phase: schedv1.TaskSucceeded, Reason: schedv1.ReasonSucceeded, Message: "succeeded",
+				ExitCode: ptr.To[int32](0), Attempts: 1, PodName: "t-a", CompletionTime: &t2, ReadyStatus: metav1.ConditionTrue},
+		},
+		"job complete before its pod update waits": {
+			o:    observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
+			want: want{Attempts: 1, PodName: "t-a"},
+		},
+		"malformed outputs fail the task": {
+			o: observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(0, "just some words", t2).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonOutputsInvalid, ExitCode: ptr.To[int32](0), Attempts: 1, PodName: "t-a",
+				CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
+		"non-zero exit after retries": {
+			o: observed{job: makeJob().cond(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded).obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(3, "boom", t1).obj(), makePod("t-b", t1).exited(4, "disk full", t2).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit, Message: "exited with code 4 after 2 attempt(s): disk full",
+				ExitCode: ptr.To[int32](4), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
+		"failure target before the failed pod is seen waits": {
+			o:    observed{job: makeJob().cond(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded).obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
+			want: want{Attempts: 1, PodName: "t-a"},
+		},
+		"deadline is a timeout": {
+			o: observed{job: makeJob().cond(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded).obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded, Message: "ran past spec.timeout 1m0s and was stopped",
+				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+		"cancelled while running": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
+			o:    observed{job: makeJob().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel): the pod was stopped",
+				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+		"cancelled before the job existed": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
+			o:    observed{},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCancelled, Message: "cancelled before it started (spec.cancel)",
+				CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tk := task
+			if tc.task != nil {
+				tk = tc.task
+			}
+			st := computeStatus(tk, tc.o, now)
+			got := want{Phase: st.Phase, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Attempts: st.Attempts,
+				PodName: st.PodName, Outputs: st.Outputs, CompletionTime: st.CompletionTime}
+			if c := findCond(st.Conditions, schedv1.ConditionReady); c != nil {
+				got.ReadyStatus = c.Status
+				if c.Reason != st.Reason {
+					t.Errorf("Ready condition reason %q, want the phase reason %q", c.Reason, st.Reason)
+				}
+			}
+			ignoreMsg := cmpopts.IgnoreFields(want{}, "Message")
+			opts := []cmp.Option{}
+			if tc.want.Message == "" && tc.want.Reason == schedv1.ReasonOutputsInvalid {
+				opts = append(opts, ignoreMsg)
+			}
+			if diff := cmp.Diff(tc.want, got, opts...); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A finished status is final: new observations do not change it, so a
+// finished task never causes a write.
+func TestComputeStatusFinishedIsFinal(t *testing.T) {
+	task := MakeAgentTask("t", "ns").Image("busybox").Obj()
+	o := observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(0, "k=v", t2).obj()}}
+	task.Status = computeStatus(task, o, now)
+	again := computeStatus(task, observed{}, metav1.NewTime(now.Add(time.Hour)))
+	if diff := cmp.Diff(task.Status, again); diff != "" {
+		t.Errorf("finished status changed (-first +again):\n%s", diff)
+	}
+	// The same observation later gives the same status: no write.
+	task2 := MakeAgentTask("t", "ns").Image("busybox").Obj()
+	running := observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}}
+	task2.Status = computeStatus(task2, running, now)
+	if diff := cmp.Diff(task2.Status, computeStatus(task2, running, metav1.NewTime(now.Add(time.Hour)))); diff != "" {
+		t.Errorf("unchanged observation changed the status (-first +again):\n%s", diff)
+	}
+}
+
+func findCond(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}

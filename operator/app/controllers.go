@@ -1,0 +1,53 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+)
+
+// Controller registers one reconciler with the manager.
+type Controller func(mgr ctrl.Manager, o Options) error
+
+// controllers is every reconciler the manager can run, one per kind, by the
+// name --controllers takes.
+var controllers = map[string]Controller{
+	"agenttask": func(mgr ctrl.Manager, o Options) error {
+		return (&agenttask.Reconciler{
+			Client:          mgr.GetClient(),
+			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
+			PriorityClasses: o.Settings.PriorityClasses,
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
+}
+
+// ControllerNames lists the controllers --controllers accepts.
+func ControllerNames() []string {
+	names := make([]string, 0, len(controllers))
+	for n := range controllers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// setupControllers registers the controllers o.Controllers names, or all.
+func setupControllers(mgr ctrl.Manager, o Options) error {
+	enabled := o.Controllers
+	if len(enabled) == 0 {
+		enabled = ControllerNames()
+	}
+	for _, name := range enabled {
+		setup, ok := controllers[name]
+		if !ok {
+			return fmt.Errorf("unknown controller %q in --controllers; known: %v", name, ControllerNames())
+		}
+		if err := setup(mgr, o); err != nil {
+			return fmt.Errorf("set up the %s controller: %w", name, err)
+		}
+	}
+	return nil
+}
