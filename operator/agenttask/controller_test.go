@@ -1,0 +1,377 @@
+package agenttask_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+var sim *testenv.Sim
+
+// One simulated cluster and one operator (with only its generated RBAC)
+// for the package.
+func TestMain(m *testing.M) {
+	var err error
+	sim, err = testenv.StartSim()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	stop, _, err := testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
+		o.Controllers = []string{"agenttask"}
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = sim.Stop(false)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		code = 1
+	}
+	_ = sim.Stop(code != 0)
+	os.Exit(code)
+}
+
+const pollTimeout = 60 * time.Second
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := sim.Client.Create(t.Context(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
+	return name
+}
+
+// task starts a task whose simulated pod exits with code and message.
+func task(name, ns string, code int, msg string) *AgentTaskWrapper {
+	return MakeAgentTask(name, ns).Image("registry.example/agent:1").Args("run").
+		PodAnnotation(cluster.AnnotationExitCode, fmt.Sprint(code)).
+		PodAnnotation(cluster.AnnotationTerminationMessage, msg)
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := sim.Client.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitTask polls until cond holds for the task and returns it.
+func waitTask(t *testing.T, ns, name, what string, cond func(*schedv1.AgentTask) bool) *schedv1.AgentTask {
+	t.Helper()
+	got := &schedv1.AgentTask{}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return cond(got), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for task %s to be %s: %v; last status: %+v", name, what, err, got.Status)
+	}
+	return got
+}
+
+func finished(at *schedv1.AgentTask) bool { return at.Status.Phase.Finished() }
+
+func TestTaskSucceedsWithOutputs(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	// Quotes, unicode, $ and ${ survive as written.
+	msg := `{"sha":"abc123","note":"say \"hi\" — ✓","tmpl":"cost $5 ${not.a.ref}","multi":"a\nb"}`
+	at := task("ok", ns, 0, msg).Env("MODE", "fast").Obj()
+	at.Spec.PodMetadata.Labels = map[string]string{"team": "agents"}
+	create(t, at)
+
+	got := waitTask(t, ns, "ok", "finished", finished)
+	want := map[string]string{"sha": "abc123", "note": `say "hi" — ✓`, "tmpl": "cost $5 ${not.a.ref}", "multi": "a\nb"}
+	if diff := cmp.Diff(want, got.Status.Outputs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	if got.Status.Phase != schedv1.TaskSucceeded || ptr.Deref(got.Status.ExitCode, -1) != 0 || got.Status.Attempts != 1 {
+		t.Errorf("status %+v, want Succeeded with exit 0 after 1 attempt", got.Status)
+	}
+	if got.Status.JobName != "ok" || got.Status.PodName == "" || got.Status.CompletionTime == nil {
+		t.Errorf("job %q pod %q completion %v: want all set", got.Status.JobName, got.Status.PodName, got.Status.CompletionTime)
+	}
+	if c := findCond(got.Status.Conditions, schedv1.ConditionSucceeded); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != got.Generation {
+		t.Errorf("Succeeded condition %+v, want True at generation %d", c, got.Generation)
+	}
+
+	// The Job: owned, labelled, never restarted, restricted, pass-through metadata.
+	job := &batchv1.Job{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "ok"}, job); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(job, got) {
+		t.Errorf("job is not controlled by the task: %+v", job.OwnerReferences)
+	}
+	pod := job.Spec.Template
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever || pod.Labels["team"] != "agents" || pod.Annotations[cluster.AnnotationExitCode] != "0" {
+		t.Errorf("pod template: restart %s labels %v annotations %v", pod.Spec.RestartPolicy, pod.Labels, pod.Annotations)
+	}
+	sc := pod.Spec.Containers[0].SecurityContext
+	if sc == nil || ptr.Deref(sc.AllowPrivilegeEscalation, true) || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 ||
+		!ptr.Deref(pod.Spec.SecurityContext.RunAsNonRoot, false) || pod.Spec.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("security context is not restricted: pod %+v container %+v", pod.Spec.SecurityContext, sc)
+	}
+
+	// The pod is released once the outputs are recorded.
+	waitPods(t, ns, "ok", "released", func(pods []corev1.Pod) bool {
+		for _, p := range pods {
+			if len(p.Finalizers) > 0 && contains(p.Finalizers, agenttask.OutputsFinalizer) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestTaskFailures(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 4100)
+	cases := map[string]struct {
+		task       func(ns string) *schedv1.AgentTask
+		wantPhase  schedv1.AgentTaskPhase
+		wantReason string
+		wantExit   *int32
+		wantTries  int32
+		wantMsg    string
+	}{
+		"non-zero exit": {
+			task:      func(ns string) *schedv1.AgentTask { return task("exit3", ns, 3, "disk full").Obj() },
+			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonNonZeroExit, wantExit: ptr.To[int32](3), wantTries: 1,
+			wantMsg: "exited with code 3 after 1 attempt(s): disk full",
+		},
+		"retries then fails": {
+			task:      func(ns string) *schedv1.AgentTask { return task("retry", ns, 1, "flaky").Retries(2).Obj() },
+			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonNonZeroExit, wantExit: ptr.To[int32](1), wantTries: 3,
+			wantMsg: "exited with code 1 after 3 attempt(s): flaky",
+		},
+		"timeout": {
+			task: func(ns string) *schedv1.AgentTask {
+				return task("slow", ns, 0, "").Timeout(2*time.Second).PodAnnotation(cluster.AnnotationRunSeconds, "120").Obj()
+			},
+			wantPhase: schedv1.TaskTimeout, wantReason: schedv1.ReasonDeadlineExceeded, wantTries: 1,
+			wantMsg: "ran past spec.timeout 2s and was stopped",
+		},
+		"malformed outputs": {
+			task:      func(ns string) *schedv1.AgentTask { return task("words", ns, 0, "all done, thanks").Obj() },
+			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonOutputsInvalid, wantExit: ptr.To[int32](0), wantTries: 1,
+			wantMsg: "the container exited 0 but its outputs are unusable: line 1",
+		},
+		"oversize termination message": {
+			task:      func(ns string) *schedv1.AgentTask { return task("big", ns, 0, "k="+long).Obj() },
+			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonOutputsTruncated, wantExit: ptr.To[int32](0), wantTries: 1,
+			wantMsg: "Kubernetes keeps at most 4096",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t)
+			at := tc.task(ns)
+			create(t, at)
+			got := waitTask(t, ns, at.Name, "finished", finished)
+			if got.Status.Phase != tc.wantPhase || got.Status.Reason != tc.wantReason || got.Status.Attempts != tc.wantTries {
+				t.Errorf("phase %s reason %s attempts %d; want %s %s %d (message %q)", got.Status.Phase, got.Status.Reason, got.Status.Attempts,
+					tc.wantPhase, tc.wantReason, tc.wantTries, got.Status.Message)
+			}
+			if tc.wantExit != nil && ptr.Deref(got.Status.ExitCode, -1) != *tc.wantExit {
+				t.Errorf("exit code %v, want %d", got.Status.ExitCode, *tc.wantExit)
+			}
+			if !strings.Contains(got.Status.Message, tc.wantMsg) {
+				t.Errorf("message %q does not contain %q", got.Status.Message, tc.wantMsg)
+			}
+			if len(got.Status.Outputs) != 0 {
+				t.Errorf("a failed task has outputs %v", got.Status.Outputs)
+			}
+			if c := findCond(got.Status.Conditions, schedv1.ConditionSucceeded); c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason {
+				t.Errorf("Succeeded condition %+v, want False with %s", c, tc.wantReason)
+			}
+		})
+	}
+}
+
+func TestCancelStopsThePod(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("long", ns, 0, "").PodAnnotation(cluster.AnnotationRunSeconds, "300").Obj())
+	at := waitTask(t, ns, "long", "Running", func(a *schedv1.AgentTask) bool { return a.Status.Phase == schedv1.TaskRunning })
+
+	patch := client.MergeFrom(at.DeepCopy())
+	at.Spec.Cancel = true
+	if err := sim.Client.Patch(t.Context(), at, patch); err != nil {
+		t.Fatal(err)
+	}
+	got := waitTask(t, ns, "long", "finished", finished)
+	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonCancelled {
+		t.Errorf("status %+v, want Failed/Cancelled", got.Status)
+	}
+	waitPods(t, ns, "long", "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+}
+
+func TestImmediateTTLKeepsOutputs(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("keep", ns, 0, "answer=42").TTL(0, schedv1.CleanupJob).Obj())
+	create(t, task("drop", ns, 0, "answer=43").TTL(0, schedv1.CleanupTask).Obj())
+
+	got := waitTask(t, ns, "keep", "finished", finished)
+	if diff := cmp.Diff(map[string]string{"answer": "42"}, got.Status.Outputs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	poll(t, "the Job deleted by the TTL", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep"}, &batchv1.Job{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	waitPods(t, ns, "keep", "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+	again := waitTask(t, ns, "keep", "still there", func(*schedv1.AgentTask) bool { return true })
+	if diff := cmp.Diff(got.Status, again.Status); diff != "" {
+		t.Errorf("status changed after the Job was deleted (-before +after):\n%s", diff)
+	}
+
+	poll(t, "the task deleted by the TTL", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drop"}, &schedv1.AgentTask{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	waitPods(t, ns, "drop", "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+}
+
+func TestStuckTasksSayWhy(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		task       func(ns string) *schedv1.AgentTask
+		wantReason string
+		wantMsg    string
+	}{
+		"unschedulable": {
+			task: func(ns string) *schedv1.AgentTask {
+				return task("nowhere", ns, 0, "").Placement(schedv1.Placement{NodePools: []string{"no-such-pool"}}).Obj()
+			},
+			wantReason: schedv1.ReasonUnschedulable, wantMsg: "no node can run the pod: 0/6 nodes are available",
+		},
+		"image cannot be pulled": {
+			task: func(ns string) *schedv1.AgentTask {
+				return task("badimage", ns, 0, "").PodAnnotation(cluster.AnnotationImagePullError, "ErrImagePull").Obj()
+			},
+			wantReason: schedv1.ReasonImagePull, wantMsg: "cannot pull image registry.example/agent:1: ErrImagePull",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t)
+			at := tc.task(ns)
+			create(t, at)
+			got := waitTask(t, ns, at.Name, tc.wantReason, func(a *schedv1.AgentTask) bool { return a.Status.Reason == tc.wantReason })
+			if got.Status.Phase != schedv1.TaskPending || !strings.Contains(got.Status.Message, tc.wantMsg) {
+				t.Errorf("phase %s message %q; want Pending with %q", got.Status.Phase, got.Status.Message, tc.wantMsg)
+			}
+			if c := findCond(got.Status.Conditions, schedv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != tc.wantReason {
+				t.Errorf("Ready condition %+v, want False with %s", c, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestNoWritesWhenNothingChanges: a finished task and its Job are left
+// alone; resourceVersions do not move while nothing happens.
+func TestNoWritesWhenNothingChanges(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("quiet", ns, 0, "k=v").Obj())
+	got := waitTask(t, ns, "quiet", "finished", finished)
+	waitPods(t, ns, "quiet", "released", func(pods []corev1.Pod) bool {
+		return len(pods) == 1 && !contains(pods[0].Finalizers, agenttask.OutputsFinalizer)
+	})
+	job := &batchv1.Job{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "quiet"}, job); err != nil {
+		t.Fatal(err)
+	}
+	// Let any in-flight event settle, then watch a quiet period.
+	time.Sleep(3 * time.Second)
+	after := &schedv1.AgentTask{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(got), after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != got.ResourceVersion {
+		t.Errorf("task written while nothing changed: resourceVersion %s -> %s", got.ResourceVersion, after.ResourceVersion)
+	}
+}
+
+func TestLongNamesStayWithin63(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	name := strings.Repeat("long-task-name-", 6) + "end"
+	create(t, task(name, ns, 0, "x=1").Obj())
+	got := waitTask(t, ns, name, "finished", finished)
+	if got.Status.Phase != schedv1.TaskSucceeded || got.Status.JobName != names.Job(name) || len(got.Status.JobName) > 63 {
+		t.Errorf("phase %s job %q (%d chars)", got.Status.Phase, got.Status.JobName, len(got.Status.JobName))
+	}
+}
+
+func waitPods(t *testing.T, ns, task, what string, cond func([]corev1.Pod) bool) {
+	t.Helper()
+	poll(t, "pods of "+task+" "+what, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task)}); err != nil {
+			return false, err
+		}
+		return cond(pods.Items), nil
+	})
+}
+
+func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func findCond(cs []metav1.Condition, t string) *metav1.Condition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
+}
