@@ -249,3 +249,19 @@ func TestValidObjectsAccepted(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowSpecImmutable: steps may already have run, so the spec is
+// fixed once created (a CEL transition rule).
+func TestWorkflowSpecImmutable(t *testing.T) {
+	ctx := context.Background()
+	wf := MakeWorkflow("immutable", ns).Step("a", "busybox").Obj()
+	if err := env.Client.Create(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(ctx, wf)
+	wf.Spec.Steps[0].Task.Image = "alpine"
+	err := env.Client.Update(ctx, wf)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change once it is created") {
+		t.Fatalf("want the update refused as invalid, got %v", err)
+	}
+}

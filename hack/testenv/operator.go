@@ -17,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
@@ -149,11 +151,15 @@ func FreeAddr() (string, error) {
 // StartOperator runs the operator's manager, as main.go builds it, with the
 // operator's RBAC only (see OperatorConfig). Metrics and probes bind to free
 // loopback ports; leader election is off unless mutate turns it on. The
-// returned stop waits for the manager to exit.
+// returned stop waits for the manager to exit. KUBECTL_SCHED_TEST_LOG=1
+// sends the operator's log to stderr.
 func StartOperator(ctx context.Context, admin *rest.Config, mutate func(*app.Options)) (stop func() error, opts app.Options, err error) {
 	cfg, err := OperatorConfig(ctx, admin)
 	if err != nil {
 		return nil, opts, fmt.Errorf("operator RBAC: %w", err)
+	}
+	if os.Getenv("KUBECTL_SCHED_TEST_LOG") != "" {
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
 	}
 	opts = app.DefaultOptions()
 	if opts.MetricsAddr, err = FreeAddr(); err != nil {

@@ -33,8 +33,9 @@ import (
 )
 
 // AnnotationPreviousStepFinished is set by the Workflow controller on a
-// step's task: when the previous step's pod finished. The hand-off latency
-// metric runs from it to this task's Job creation.
+// step's task: when it saw the previous step finish (RFC 3339, nanoseconds).
+// The hand-off metric runs from it to this task's Job being created. Pod
+// and Job timestamps only have whole seconds, too coarse for this.
 const AnnotationPreviousStepFinished = schedv1.GroupName + "/previous-step-finished-at"
 
 // Reconciler reconciles AgentTasks.
@@ -150,7 +151,7 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 	r.Recorder.Eventf(task, job, corev1.EventTypeNormal, "Created", "CreateJob", "created Job %s", job.Name)
 	if at, ok := task.Annotations[AnnotationPreviousStepFinished]; ok {
 		if finished, err := time.Parse(time.RFC3339Nano, at); err == nil {
-			metrics.StepHandoff.Observe(job.CreationTimestamp.Sub(finished).Seconds())
+			metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
 		}
 	}
 	return job, nil

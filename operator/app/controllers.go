@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
 )
 
 // Controller registers one reconciler with the manager.
@@ -20,6 +21,13 @@ var controllers = map[string]Controller{
 			Client:          mgr.GetClient(),
 			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
 			PriorityClasses: o.Settings.PriorityClasses,
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
+	"workflow": func(mgr ctrl.Manager, o Options) error {
+		return (&workflow.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("workflow-controller"),
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 }

@@ -14,9 +14,11 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -52,6 +54,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Release the Lease on shutdown so a new replica takes over at once.
 		LeaderElectionReleaseOnCancel: true,
+		// The name check guards against two controllers in one manager
+		// sharing metrics; tests start several managers in one process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: cache.Options{
 			SyncPeriod:       &sync,
 			DefaultTransform: cache.TransformStripManagedFields(),

@@ -1,0 +1,191 @@
+// Package workflow reconciles Workflows: AgentTasks run one after another,
+// each step's outputs substituted into the steps after it.
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+// Reconciler reconciles Workflows.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache, to tell a deleted step task from one
+	// the cache has not seen yet.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
+
+// Reconcile reads the workflow and its step tasks, decides (plan.go), acts,
+// and patches the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	wf := &schedv1.Workflow{}
+	if err := r.Get(ctx, req.NamespacedName, wf); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !wf.DeletionTimestamp.IsZero() {
+		// Owner references delete the step tasks, which stops the running step.
+		return ctrl.Result{}, nil
+	}
+	now := metav1.NewTime(r.Clock.Now())
+	if wf.Status.Phase.Finished() {
+		return r.applyTTL(ctx, wf, now)
+	}
+
+	tasks, err := r.stepTasks(ctx, wf)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := decide(wf, tasks, now)
+
+	if p.cancel != nil {
+		patch := client.MergeFrom(p.cancel.DeepCopy())
+		p.cancel.Spec.Cancel = true
+		if err := r.Patch(ctx, p.cancel, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", p.cancel.Name, err)
+		}
+	}
+	if p.create != nil {
+		if err := controllerutil.SetControllerReference(wf, p.create, r.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Create(ctx, p.create); err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", p.create.Name, err)
+		} else if err == nil {
+			log.FromContext(ctx).Info("Created step AgentTask", "task", p.create.Name, "step", p.create.Labels[schedv1.LabelWorkflowStep])
+		}
+	}
+
+	if err := r.patchStatus(ctx, wf, p.status); err != nil {
+		return ctrl.Result{}, err
+	}
+	if wf.Status.Phase.Finished() {
+		return r.applyTTL(ctx, wf, now)
+	}
+	if !p.requeueAt.IsZero() {
+		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// stepTasks returns the workflow's step tasks by index. Tasks are matched by
+// owner and by the name the index and step name derive, so a renamed or
+// foreign task is never taken for a step.
+func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[int]*schedv1.AgentTask, error) {
+	var list schedv1.AgentTaskList
+	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace), client.MatchingLabels{schedv1.LabelWorkflow: names.Join(wf.Name)}); err != nil {
+		return nil, err
+	}
+	tasks := map[int]*schedv1.AgentTask{}
+	for i := range list.Items {
+		t := &list.Items[i]
+		idx, err := strconv.Atoi(t.Labels[schedv1.LabelWorkflowStep])
+		if err != nil || idx < 0 || idx >= len(wf.Spec.Steps) || !metav1.IsControlledBy(t, wf) ||
+			t.Name != names.StepTask(wf.Name, idx, wf.Spec.Steps[idx].Name) {
+			continue
+		}
+		tasks[idx] = t
+	}
+	// A step the status says started, whose task the cache lacks, is either
+	// new (the cache lags our create) or deleted: ask the API server.
+	for i, s := range wf.Status.Steps {
+		if i >= len(wf.Spec.Steps) || s.TaskName == "" || tasks[i] != nil || stepFinished(s.Phase) {
+			continue
+		}
+		t := &schedv1.AgentTask{}
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: s.TaskName}, t)
+		switch {
+		case err == nil && metav1.IsControlledBy(t, wf):
+			tasks[i] = t
+		case err != nil && !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	return tasks, nil
+}
+
+// patchStatus writes the status when it changed and emits an event for each
+// workflow and step phase change.
+func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
+	if equality.Semantic.DeepEqual(wf.Status, st) {
+		return nil
+	}
+	before := wf.DeepCopy()
+	wf.Status = st
+	if err := r.Status().Patch(ctx, wf, client.MergeFrom(before)); err != nil {
+		return err
+	}
+	old := map[string]schedv1.StepPhase{}
+	for _, s := range before.Status.Steps {
+		old[s.Name] = s.Phase
+	}
+	for i, s := range st.Steps {
+		if old[s.Name] == s.Phase || s.Phase == schedv1.StepWaiting {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout {
+			typ = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("step %d (%s) %s", i, s.Name, s.Phase)
+		if s.Message != "" && s.Phase != schedv1.StepSucceeded {
+			note += ": " + s.Message
+		}
+		r.Recorder.Eventf(wf, nil, typ, "Step"+string(s.Phase), "Step", "%s", note)
+	}
+	if before.Status.Phase != st.Phase {
+		typ := corev1.EventTypeNormal
+		if st.Phase == schedv1.WorkflowFailed || st.Phase == schedv1.WorkflowTimeout {
+			typ = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(wf, nil, typ, st.Reason, string(st.Phase), "%s", st.Message)
+		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
+	}
+	return nil
+}
+
+func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now metav1.Time) (ctrl.Result, error) {
+	if wf.Spec.TTLAfterFinished == nil || wf.Status.CompletionTime == nil {
+		return ctrl.Result{}, nil
+	}
+	expiry := wf.Status.CompletionTime.Add(wf.Spec.TTLAfterFinished.Duration)
+	if wait := expiry.Sub(now.Time); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	log.FromContext(ctx).Info("Deleting Workflow after its TTL")
+	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, wf, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
+
+// SetupWithManager watches Workflows and the AgentTasks they own.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&schedv1.Workflow{}).
+		Owns(&schedv1.AgentTask{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Named("workflow").
+		Complete(r)
+}

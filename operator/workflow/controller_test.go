@@ -1,0 +1,377 @@
+package workflow_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+var (
+	sim          *testenv.Sim
+	stopOperator func() error
+)
+
+func startOperator() error {
+	stop, _, err := testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
+		o.Controllers = []string{"agenttask", "workflow"}
+	})
+	stopOperator = stop
+	return err
+}
+
+func TestMain(m *testing.M) {
+	var err error
+	if sim, err = testenv.StartSim(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := startOperator(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = sim.Stop(false)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if stopOperator == nil {
+		code = 1
+	} else if err := stopOperator(); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		code = 1
+	}
+	_ = sim.Stop(code != 0)
+	os.Exit(code)
+}
+
+const pollTimeout = 90 * time.Second
+
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "'", "").Replace(t.Name()))
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	if err := sim.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sim.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	return name
+}
+
+// step is a step whose simulated pod prints msg as its termination message
+// and exits with code after runSeconds.
+func step(image string, code int, msg string, runSeconds int, args ...string) schedv1.AgentTaskSpec {
+	return schedv1.AgentTaskSpec{
+		Image: image, Args: args,
+		PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{
+			cluster.AnnotationExitCode:           fmt.Sprint(code),
+			cluster.AnnotationTerminationMessage: msg,
+			cluster.AnnotationRunSeconds:         fmt.Sprint(runSeconds),
+		}},
+	}
+}
+
+func waitWorkflow(t *testing.T, ns, name, what string, cond func(*schedv1.Workflow) bool) *schedv1.Workflow {
+	t.Helper()
+	wf := &schedv1.Workflow{}
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wf); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return cond(wf), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for workflow %s to be %s: %v; last status: %+v", name, what, err, wf.Status)
+	}
+	return wf
+}
+
+func finished(wf *schedv1.Workflow) bool { return wf.Status.Phase.Finished() }
+
+func getTask(t *testing.T, ns, name string) *schedv1.AgentTask {
+	t.Helper()
+	at := &schedv1.AgentTask{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// TestOutputsFlowThroughThreeSteps passes awkward outputs by index and by
+// name, and checks they arrive byte for byte.
+func TestOutputsFlowThroughThreeSteps(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	tricky := `say "hi"` + "\nline two — ünïcödé ✓ costs $5 and keeps ${literal} and $${x}"
+	fetchOut := fmt.Sprintf(`{"sha":"abc123","note":%q}`, tricky)
+	wf := MakeWorkflow("rel", ns).Param("repo", "https://example.com/x.git").
+		StepTask("fetch", step("git:1", 0, fetchOut, 0, "clone", "${params.repo}")).
+		StepTask("build", step("builder:1", 0, "image=reg/app:abc123", 0, "--sha=${steps.0.output.sha}", "--note=${steps.fetch.output.note}")).
+		StepTask("report", func() schedv1.AgentTaskSpec {
+			s := step("busybox", 0, "", 0)
+			s.Env = []schedv1.EnvVar{{Name: "IMAGE", Value: "${steps.build.output.image}"}, {Name: "LITERAL", Value: "$${steps.0.output.sha}"}}
+			return s
+		}()).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "rel", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded || got.Status.Progress != "3/3" {
+		t.Fatalf("status %+v, want Succeeded 3/3", got.Status)
+	}
+	build := getTask(t, ns, names.StepTask("rel", 1, "build"))
+	if diff := cmp.Diff([]string{"--sha=abc123", "--note=" + tricky}, build.Spec.Args); diff != "" {
+		t.Errorf("build args (-want +got):\n%s", diff)
+	}
+	report := getTask(t, ns, names.StepTask("rel", 2, "report"))
+	wantEnv := []schedv1.EnvVar{{Name: "IMAGE", Value: "reg/app:abc123"}, {Name: "LITERAL", Value: "${steps.0.output.sha}"}}
+	if diff := cmp.Diff(wantEnv, report.Spec.Env); diff != "" {
+		t.Errorf("report env (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"sha": "abc123", "note": tricky}, got.Status.Steps[0].Outputs); diff != "" {
+		t.Errorf("fetch outputs in the workflow status (-want +got):\n%s", diff)
+	}
+	for i, s := range got.Status.Steps {
+		if s.Phase != schedv1.StepSucceeded || s.TaskName == "" || s.StartTime == nil || s.CompletionTime == nil {
+			t.Errorf("step %d status %+v: want Succeeded with task and times", i, s)
+		}
+	}
+	// Every phase change is an event a user can see.
+	var evs corev1.EventList
+	if err := sim.Client.List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == "Workflow" {
+			seen[e.Reason]++
+		}
+	}
+	if seen["StepSucceeded"] != 3 || seen[schedv1.ReasonSucceeded] != 1 {
+		t.Errorf("workflow events by reason: %v; want 3 StepSucceeded and 1 Succeeded", seen)
+	}
+}
+
+func TestWorkflowFailures(t *testing.T) {
+	t.Parallel()
+	cases := map[string]struct {
+		wf         func(ns string) *schedv1.Workflow
+		wantPhase  schedv1.WorkflowPhase
+		wantReason string
+		wantSteps  []schedv1.StepPhase
+		wantMsg    string
+	}{
+		"a failing step skips the rest": {
+			wf: func(ns string) *schedv1.Workflow {
+				return MakeWorkflow("fail", ns).StepTask("a", step("x", 0, "k=v", 0)).StepTask("b", step("x", 2, "boom", 0)).StepTask("c", step("x", 0, "", 0)).Obj()
+			},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonStepFailed,
+			wantSteps: []schedv1.StepPhase{schedv1.StepSucceeded, schedv1.StepFailed, schedv1.StepSkipped},
+			wantMsg:   "step 1 (b) failed: exited with code 2 after 1 attempt(s): boom",
+		},
+		"a missing output names the step and key": {
+			wf: func(ns string) *schedv1.Workflow {
+				return MakeWorkflow("missing", ns).StepTask("a", step("x", 0, "have=1", 0)).StepTask("b", step("x", 0, "", 0, "${steps.a.output.want}")).Obj()
+			},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonMissingOutput,
+			wantSteps: []schedv1.StepPhase{schedv1.StepSucceeded, schedv1.StepFailed},
+			wantMsg:   `step 1 (b) cannot start: args[0] uses ${steps.a.output.want}, but step 0 ("a") did not output "want"; its outputs are: have`,
+		},
+		"the workflow timeout stops the running step": {
+			wf: func(ns string) *schedv1.Workflow {
+				return MakeWorkflow("slow", ns).StepTask("a", step("x", 0, "", 300)).StepTask("b", step("x", 0, "", 0)).Timeout(3 * time.Second).Obj()
+			},
+			wantPhase: schedv1.WorkflowTimeout, wantReason: schedv1.ReasonDeadlineExceeded,
+			wantSteps: []schedv1.StepPhase{schedv1.StepTimeout, schedv1.StepSkipped},
+			wantMsg:   "ran past spec.timeout 3s",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace(t)
+			wf := tc.wf(ns)
+			if err := sim.Client.Create(t.Context(), wf); err != nil {
+				t.Fatal(err)
+			}
+			got := waitWorkflow(t, ns, wf.Name, "finished", finished)
+			var steps []schedv1.StepPhase
+			for _, s := range got.Status.Steps {
+				steps = append(steps, s.Phase)
+			}
+			if got.Status.Phase != tc.wantPhase || got.Status.Reason != tc.wantReason || got.Status.Message != tc.wantMsg {
+				t.Errorf("phase %s reason %s message %q; want %s %s %q", got.Status.Phase, got.Status.Reason, got.Status.Message, tc.wantPhase, tc.wantReason, tc.wantMsg)
+			}
+			if diff := cmp.Diff(tc.wantSteps, steps); diff != "" {
+				t.Errorf("step phases (-want +got):\n%s", diff)
+			}
+		})
+	}
+	t.Run("the timed-out step's task is cancelled", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t)
+		wf := MakeWorkflow("slow2", ns).StepTask("a", step("x", 0, "", 300)).Timeout(2 * time.Second).Obj()
+		if err := sim.Client.Create(t.Context(), wf); err != nil {
+			t.Fatal(err)
+		}
+		waitWorkflow(t, ns, "slow2", "finished", finished)
+		name := names.StepTask("slow2", 0, "a")
+		poll(t, "the step task cancelled", func(ctx context.Context) (bool, error) {
+			at := &schedv1.AgentTask{}
+			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, at)
+			return err == nil && at.Spec.Cancel && at.Status.Reason == schedv1.ReasonCancelled, err
+		})
+	})
+}
+
+// TestDeletingARunningWorkflowStopsItsStep: owner references take the step
+// task, its Job and its pod with the workflow.
+func TestDeletingARunningWorkflowStopsItsStep(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	wf := MakeWorkflow("doomed", ns).StepTask("a", step("x", 0, "", 300)).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow(t, ns, "doomed", "running its step", func(w *schedv1.Workflow) bool {
+		return len(w.Status.Steps) == 1 && w.Status.Steps[0].Phase == schedv1.StepRunning
+	})
+	if err := sim.Client.Delete(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "step task, Job and pod gone", func(ctx context.Context) (bool, error) {
+		var tasks schedv1.AgentTaskList
+		var jobs batchv1.JobList
+		var pods corev1.PodList
+		for _, l := range []client.ObjectList{&tasks, &jobs, &pods} {
+			if err := sim.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+		}
+		return len(tasks.Items)+len(jobs.Items)+len(pods.Items) == 0, nil
+	})
+}
+
+// TestOperatorRestartMidWorkflow stops the operator while a step runs and
+// starts a new one: every step's AgentTask and Job is created exactly once,
+// and the outputs of the step that finished while no operator ran arrive.
+// Not parallel: it replaces the package's operator.
+func TestOperatorRestartMidWorkflow(t *testing.T) {
+	ns := namespace(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	added := countAdds(t, ctx, ns)
+
+	wf := MakeWorkflow("restart", ns).
+		StepTask("one", step("x", 0, "a=1", 1)).
+		StepTask("two", step("x", 0, "b=${not-expanded}", 4, "${steps.one.output.a}")).
+		StepTask("three", step("x", 0, "", 1, "${steps.1.output.b}")).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow(t, ns, "restart", "running step two", func(w *schedv1.Workflow) bool {
+		return len(w.Status.Steps) == 3 && w.Status.Steps[1].Phase == schedv1.StepRunning
+	})
+	if err := stopOperator(); err != nil {
+		t.Fatal(err)
+	}
+	// Step two finishes while no operator runs.
+	poll(t, "step two's pod to finish", func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: names.StepTask("restart", 1, "two")}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodSucceeded, nil
+	})
+	if err := startOperator(); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "restart", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("status %+v", got.Status)
+	}
+	three := getTask(t, ns, names.StepTask("restart", 2, "three"))
+	if diff := cmp.Diff([]string{"${not-expanded}"}, three.Spec.Args); diff != "" {
+		t.Errorf("step three args (-want +got):\n%s", diff)
+	}
+	cancel()
+	counts := added()
+	for _, n := range []string{"restart-0-one", "restart-1-two", "restart-2-three"} {
+		if counts["AgentTask/"+n] != 1 || counts["Job/"+n] != 1 {
+			t.Errorf("%s: created %d AgentTask(s) and %d Job(s), want 1 each (all: %v)", n, counts["AgentTask/"+n], counts["Job/"+n], counts)
+		}
+	}
+}
+
+// countAdds watches AgentTasks and Jobs in ns and counts ADDED events per
+// object; the returned func stops and reports.
+func countAdds(t *testing.T, ctx context.Context, ns string) func() map[string]int {
+	t.Helper()
+	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for kind, list := range map[string]client.ObjectList{"AgentTask": &schedv1.AgentTaskList{}, "Job": &batchv1.JobList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					if ev.Type == watch.Added {
+						o := ev.Object.(client.Object)
+						mu.Lock()
+						counts[kind+"/"+o.GetName()]++
+						mu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	return func() map[string]int {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return counts
+	}
+}
+
+func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}

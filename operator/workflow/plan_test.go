@@ -1,0 +1,260 @@
+package workflow
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+var (
+	t0  = metav1.NewTime(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	now = metav1.NewTime(t0.Add(time.Minute))
+)
+
+// threeSteps passes outputs by param, index and name.
+func threeSteps() *WorkflowWrapper {
+	return MakeWorkflow("rel", "ns").Param("repo", "https://example.com/x.git").
+		Step("fetch", "git:1", "clone", "${params.repo}").
+		Step("build", "builder:1", "--sha=${steps.0.output.sha}").
+		StepTask("report", schedv1.AgentTaskSpec{Image: "busybox", Env: []schedv1.EnvVar{{Name: "IMAGE", Value: "${steps.build.output.image}"}}})
+}
+
+// stepTask is a step's task in the given phase with outputs.
+func stepTask(wf *schedv1.Workflow, i int, phase schedv1.AgentTaskPhase, outputs map[string]string, msg string) *schedv1.AgentTask {
+	t, err := stepTaskFor(wf, i)
+	if err != nil {
+		panic(err)
+	}
+	t.CreationTimestamp = t0
+	t.Status = schedv1.AgentTaskStatus{Phase: phase, Outputs: outputs, Message: msg}
+	if phase.Finished() {
+		t.Status.CompletionTime = &t0
+	}
+	return t
+}
+
+// stepTaskFor builds the task of step i as the controller would, with
+// placeholder outputs for the steps before it.
+func stepTaskFor(wf *schedv1.Workflow, i int) (*schedv1.AgentTask, error) {
+	st := &schedv1.WorkflowStatus{}
+	syncSteps(wf, st, nil)
+	for j := range st.Steps {
+		st.Steps[j].Outputs = map[string]string{"sha": "x", "image": "y"}
+	}
+	return newStepTask(wf, i, st)
+}
+
+type summary struct {
+	Phase    schedv1.WorkflowPhase
+	Reason   string
+	Progress string
+	Steps    []string // "name=Phase"
+	Create   string   // name of the task to create
+	Cancel   string   // name of the task to stop
+}
+
+func summarize(p plan) summary {
+	s := summary{Phase: p.status.Phase, Reason: p.status.Reason, Progress: p.status.Progress}
+	for _, st := range p.status.Steps {
+		s.Steps = append(s.Steps, st.Name+"="+string(st.Phase))
+	}
+	if p.create != nil {
+		s.Create = p.create.Name
+	}
+	if p.cancel != nil {
+		s.Cancel = p.cancel.Name
+	}
+	return s
+}
+
+// run applies decide repeatedly the way the controller would: status from
+// one round feeds the next.
+func run(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask) plan {
+	p := decide(wf, tasks, now)
+	wf.Status = p.status
+	return p
+}
+
+func TestDecide(t *testing.T) {
+	cases := map[string]struct {
+		wf      *schedv1.Workflow
+		prepare func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask
+		want    summary
+		check   func(t *testing.T, p plan)
+	}{
+		"a new workflow starts step 0 with its params resolved": {
+			wf:      threeSteps().Obj(),
+			prepare: func(*schedv1.Workflow) map[int]*schedv1.AgentTask { return nil },
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "0/3",
+				Steps: []string{"fetch=Pending", "build=Waiting", "report=Waiting"}, Create: "rel-0-fetch"},
+			check: func(t *testing.T, p plan) {
+				if diff := cmp.Diff([]string{"clone", "https://example.com/x.git"}, p.create.Spec.Args); diff != "" {
+					t.Errorf("args (-want +got):\n%s", diff)
+				}
+				if p.create.Labels[schedv1.LabelWorkflowStep] != "0" || p.create.Labels[schedv1.LabelWorkflow] != "rel" {
+					t.Errorf("labels %v", p.create.Labels)
+				}
+			},
+		},
+		"a running step keeps the workflow running and creates nothing": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskRunning, nil, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "0/3",
+				Steps: []string{"fetch=Running", "build=Waiting", "report=Waiting"}},
+		},
+		"step 0 succeeded: step 1 gets its output by index": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"sha": "abc ${x} $5"}, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/3",
+				Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"},
+			check: func(t *testing.T, p plan) {
+				// Output values are inserted as written, never expanded again.
+				if diff := cmp.Diff([]string{"--sha=abc ${x} $5"}, p.create.Spec.Args); diff != "" {
+					t.Errorf("args (-want +got):\n%s", diff)
+				}
+				if p.create.Annotations["sched.kubectl-sched.dev/previous-step-finished-at"] == "" {
+					t.Errorf("no hand-off annotation: %v", p.create.Annotations)
+				}
+			},
+		},
+		"step 2 gets step 1's output by name": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"sha": "abc"}, ""),
+					1: stepTask(wf, 1, schedv1.TaskSucceeded, map[string]string{"image": "reg/x:abc"}, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/3",
+				Steps: []string{"fetch=Succeeded", "build=Succeeded", "report=Pending"}, Create: "rel-2-report"},
+			check: func(t *testing.T, p plan) {
+				if got := p.create.Spec.Env[0].Value; got != "reg/x:abc" {
+					t.Errorf("IMAGE = %q", got)
+				}
+			},
+		},
+		"all succeeded": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"sha": "abc"}, ""),
+					1: stepTask(wf, 1, schedv1.TaskSucceeded, map[string]string{"image": "i"}, ""),
+					2: stepTask(wf, 2, schedv1.TaskSucceeded, nil, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowSucceeded, Reason: schedv1.ReasonSucceeded, Progress: "3/3",
+				Steps: []string{"fetch=Succeeded", "build=Succeeded", "report=Succeeded"}},
+		},
+		"a missing output fails the workflow naming the step and key": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"commit": "abc"}, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonMissingOutput, Progress: "1/3",
+				Steps: []string{"fetch=Succeeded", "build=Failed", "report=Skipped"}},
+			check: func(t *testing.T, p plan) {
+				for _, w := range []string{`step 1 (build) cannot start`, `did not output "sha"`, "its outputs are: commit"} {
+					if !strings.Contains(p.status.Message, w) {
+						t.Errorf("message %q lacks %q", p.status.Message, w)
+					}
+				}
+			},
+		},
+		"a failed step fails the workflow and skips the rest": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskFailed, nil, "exited with code 2")}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonStepFailed, Progress: "0/3",
+				Steps: []string{"fetch=Failed", "build=Skipped", "report=Skipped"}},
+			check: func(t *testing.T, p plan) {
+				if p.status.Message != "step 0 (fetch) failed: exited with code 2" {
+					t.Errorf("message %q", p.status.Message)
+				}
+			},
+		},
+		"a timed-out step fails the workflow": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskTimeout, nil, "ran past spec.timeout 1s")}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonStepFailed, Progress: "0/3",
+				Steps: []string{"fetch=Timeout", "build=Skipped", "report=Skipped"}},
+		},
+		"the workflow deadline stops the running step": {
+			wf: threeSteps().Timeout(30 * time.Second).Spec(func(s *schedv1.WorkflowSpec) {}).Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				wf.Status.StartTime = &t0
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskRunning, nil, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowTimeout, Reason: schedv1.ReasonDeadlineExceeded, Progress: "0/3",
+				Steps: []string{"fetch=Timeout", "build=Skipped", "report=Skipped"}, Cancel: "rel-0-fetch"},
+		},
+		"a started step whose task was deleted is not run again": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				wf.Status.Steps = []schedv1.StepStatus{{Name: "fetch", TaskName: "rel-0-fetch", Phase: schedv1.StepRunning}}
+				return nil
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonStepFailed, Progress: "0/3",
+				Steps: []string{"fetch=Failed", "build=Skipped", "report=Skipped"}},
+		},
+		"recorded outputs outlive a deleted task": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				wf.Status.Steps = []schedv1.StepStatus{{Name: "fetch", TaskName: "rel-0-fetch", Phase: schedv1.StepSucceeded, Outputs: map[string]string{"sha": "kept"}}}
+				return nil
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/3",
+				Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"},
+			check: func(t *testing.T, p plan) {
+				if p.create.Spec.Args[0] != "--sha=kept" {
+					t.Errorf("args %v", p.create.Spec.Args)
+				}
+			},
+		},
+		"a reference the API server could not check fails before anything runs": {
+			wf:      MakeWorkflow("bad", "ns").Step("a", "busybox", "${params.x}${params.y}").Param("x", "1").Obj(),
+			prepare: func(*schedv1.Workflow) map[int]*schedv1.AgentTask { return nil },
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonInvalidSpec, Progress: "0/1",
+				Steps: []string{"a=Skipped"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tasks := tc.prepare(tc.wf)
+			p := decide(tc.wf, tasks, now)
+			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+			if tc.check != nil {
+				tc.check(t, p)
+			}
+		})
+	}
+}
+
+// TestDecideIsStable: deciding again on the same observation changes
+// nothing, so a reconcile with nothing new writes nothing.
+func TestDecideIsStable(t *testing.T) {
+	wf := threeSteps().Obj()
+	tasks := map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskRunning, nil, "")}
+	first := run(wf, tasks)
+	second := decide(wf, tasks, metav1.NewTime(now.Add(time.Hour)))
+	if diff := cmp.Diff(first.status, second.status); diff != "" {
+		t.Errorf("status changed on a second look (-first +second):\n%s", diff)
+	}
+	if second.create != nil {
+		t.Errorf("second look creates %s", second.create.Name)
+	}
+}
