@@ -27,11 +27,18 @@ type Sim struct {
 // the CRDs. Call it once per package, from TestMain, and Stop the result.
 // extraKCMArgs go to kube-controller-manager (benchmarks raise its QPS).
 func StartSim(extraKCMArgs ...string) (*Sim, error) {
+	return StartSimWith(cluster.Options{ExtraControllerManagerArgs: extraKCMArgs})
+}
+
+// StartSimWith is StartSim with the cluster's options (nodes, component
+// flags); Dir and Log are filled in.
+func StartSimWith(o cluster.Options) (*Sim, error) {
 	dir, err := os.MkdirTemp("", "kubectl-sched-sim-")
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(context.Background(), cluster.Options{Dir: dir, Log: os.Stderr, ExtraControllerManagerArgs: extraKCMArgs})
+	o.Dir, o.Log = dir, os.Stderr
+	c, err := cluster.Start(context.Background(), o)
 	if err != nil {
 		return nil, fmt.Errorf("start the simulated cluster (logs in %s): %w", dir, err)
 	}

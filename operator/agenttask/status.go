@@ -60,7 +60,18 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.job == nil:
 		setPending(&st, schedv1.ReasonPending, "creating the Job")
-	case jobCondition(o.job, batchv1.JobComplete) != nil || jobCondition(o.job, batchv1.JobSuccessCriteriaMet) != nil:
+	case jobFailed(o.job) != nil:
+		c := jobFailed(o.job)
+		pod := latestTerminated(pods)
+		if pod == nil && c.Reason == batchv1.JobReasonBackoffLimitExceeded && len(pods) > 0 {
+			return st // the Job's news came before the pod's: wait for its exit code
+		}
+		failed(&st, task, c, pod, now)
+	case jobCondition(o.job, batchv1.JobComplete) != nil || jobCondition(o.job, batchv1.JobSuccessCriteriaMet) != nil || successfulPod(pods) != nil:
+		// A Succeeded pod settles it: the Job runs one pod to one
+		// completion, and the Job controller reports it only after its
+		// batching delay (about a second), which would slow every
+		// workflow hand-off.
 		pod := successfulPod(pods)
 		if terminatedState(pod) == nil && len(pods) > 0 {
 			// The Job's news arrived before its pod's: the pod is held by
@@ -68,13 +79,10 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 			return st
 		}
 		succeeded(&st, pod, now)
-	case jobFailed(o.job) != nil:
-		c := jobFailed(o.job)
-		pod := latestTerminated(pods)
-		if pod == nil && c.Reason == batchv1.JobReasonBackoffLimitExceeded && len(pods) > 0 {
-			return st // as above: wait for the failed pod's exit code
-		}
-		failed(&st, task, c, pod, now)
+	case failedAttempts(pods) > ptrInt(task.Spec.Retries):
+		// Every attempt the Job allows has failed; as above, do not wait
+		// for the Job controller to say so.
+		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
 	case task.Spec.Cancel && ptrTrue(o.job.Spec.Suspend):
 		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
 		setExit(&st, latestTerminated(pods))
@@ -298,6 +306,25 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 }
 
 func ptrTrue(b *bool) bool { return b != nil && *b }
+
+func ptrInt(i *int32) int {
+	if i == nil {
+		return 0
+	}
+	return int(*i)
+}
+
+// failedAttempts counts pods that ran and failed on their own; pods the
+// Job controller deleted (deadline, suspend) are not attempts that failed.
+func failedAttempts(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && terminatedState(&pods[i]) != nil {
+			n++
+		}
+	}
+	return n
+}
 
 func clip(s string) string {
 	if len(s) <= maxMessage {

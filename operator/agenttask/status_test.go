@@ -131,6 +131,34 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskSucceeded, Reason: schedv1.ReasonSucceeded, Message: "succeeded",
 				ExitCode: ptr.To[int32](0), Attempts: 1, PodName: "t-a", CompletionTime: &t2, ReadyStatus: metav1.ConditionTrue},
 		},
+		"a succeeded pod settles it before the Job does": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(0, "k=v", t2).obj()}},
+			want: want{Phase: schedv1.TaskSucceeded, Reason: schedv1.ReasonSucceeded, Message: "succeeded with 1 output(s)",
+				ExitCode: ptr.To[int32](0), Attempts: 1, PodName: "t-a", Outputs: map[string]string{"k": "v"},
+				CompletionTime: &t2, ReadyStatus: metav1.ConditionTrue},
+		},
+		"the last allowed attempt failing settles it before the Job does": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Retries(1).Obj(),
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(3, "boom", t1).obj(), makePod("t-b", t1).exited(3, "boom", t2).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit, Message: "exited with code 3 after 2 attempt(s): boom",
+				ExitCode: ptr.To[int32](3), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
+		"a failed attempt with retries left keeps it pending": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Retries(1).Obj(),
+			o:    observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(3, "boom", t1).obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
+				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionFalse},
+		},
+		"a pod killed by the Job is not a failed attempt": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{func() corev1.Pod {
+				p := makePod("t-a", t0).exited(137, "killed", t1).obj()
+				p.DeletionTimestamp = &t2
+				return p
+			}()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
+				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionFalse},
+		},
 		"job complete before its pod update waits": {
 			o:    observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
 			want: want{Attempts: 1, PodName: "t-a"},

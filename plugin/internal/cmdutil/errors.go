@@ -1,0 +1,168 @@
+// Package cmdutil holds what every kubectl sched command shares: exit
+// codes, errors that say what to do, and the options every command embeds.
+package cmdutil
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+)
+
+// Exit codes scripts can rely on; the README lists them.
+const (
+	ExitOK = 0
+	// ExitError is a failure not listed below.
+	ExitError = 1
+	// ExitUsage is a bad command line: unknown flag, bad --set, unknown
+	// template, missing or unknown template parameter.
+	ExitUsage = 2
+	// ExitUnreachable: the cluster could not be reached.
+	ExitUnreachable = 3
+	// ExitNotInstalled: the kubectl-sched CRDs are not installed.
+	ExitNotInstalled = 4
+	// ExitForbidden: RBAC refused a request.
+	ExitForbidden = 5
+	// ExitNotFound: the named object does not exist.
+	ExitNotFound = 6
+	// ExitInvalid: the API server refused the object as invalid.
+	ExitInvalid = 7
+	// ExitFailed: a watched task or workflow ended Failed.
+	ExitFailed = 10
+	// ExitTimedOut: a watched task or workflow ended in phase Timeout.
+	ExitTimedOut = 11
+	// ExitWatchTimeout: the command's own --timeout passed first.
+	ExitWatchTimeout = 12
+)
+
+// Error is an error with an exit code and a hint saying what to do.
+type Error struct {
+	Code int
+	Msg  string
+	Hint string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Hint == "" {
+		return e.Msg
+	}
+	return e.Msg + "\n" + e.Hint
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Usage is a command-line mistake (exit code 2).
+func Usage(hint, format string, args ...any) error {
+	return &Error{Code: ExitUsage, Msg: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// Errorf is an error with a code and hint.
+func Errorf(code int, hint, format string, args ...any) error {
+	return &Error{Code: code, Msg: fmt.Sprintf(format, args...), Hint: hint}
+}
+
+// ExitCode is the exit code for err.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ExitError
+}
+
+// API turns an error from the API server into one that names what went
+// wrong in plain words and what to do. verb and what describe the request
+// ("create", "agenttasks.sched.kubectl-sched.dev \"hello\"").
+func API(err error, verb, what string) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	switch {
+	case Unreachable(err):
+		return &Error{Code: ExitUnreachable, Err: err,
+			Msg:  fmt.Sprintf("cannot reach the cluster: %s", rootCause(err)),
+			Hint: "Check the cluster is running and --kubeconfig/--context point at it (kubectl cluster-info)."}
+	case NotInstalled(err):
+		return &Error{Code: ExitNotInstalled, Err: err,
+			Msg:  "the kubectl-sched resources are not installed in this cluster",
+			Hint: "Run 'kubectl sched install' (needs cluster-admin), then try again."}
+	case apierrors.IsForbidden(err):
+		return &Error{Code: ExitForbidden, Err: err,
+			Msg:  fmt.Sprintf("forbidden: you may not %s %s", verb, what),
+			Hint: fmt.Sprintf("Ask an admin for RBAC that allows %q on it; 'kubectl auth can-i %s %s' checks.", verb, verb, resourceOf(what))}
+	case apierrors.IsNotFound(err):
+		return &Error{Code: ExitNotFound, Err: err,
+			Msg:  fmt.Sprintf("%s not found", what),
+			Hint: "Check the name and the namespace (-n); 'kubectl sched get' lists what exists."}
+	case apierrors.IsInvalid(err):
+		return &Error{Code: ExitInvalid, Err: err, Msg: fmt.Sprintf("the cluster refused %s: %s", what, invalidDetails(err)),
+			Hint: "Fix the fields named above; 'kubectl explain' describes them."}
+	}
+	return &Error{Code: ExitError, Err: err, Msg: fmt.Sprintf("cannot %s %s: %v", verb, what, err)}
+}
+
+// Unreachable reports a connection failure (refused, DNS, timeout).
+func Unreachable(err error) bool {
+	var ne net.Error
+	var ue *url.Error
+	var oe *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &oe) || errors.As(err, &ue) && (errors.As(ue.Err, &ne) || strings.Contains(ue.Err.Error(), "connection refused")) ||
+		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host") ||
+		strings.Contains(err.Error(), "i/o timeout") || strings.Contains(err.Error(), "Client.Timeout exceeded")
+}
+
+// NotInstalled reports that our API group is not served.
+func NotInstalled(err error) bool {
+	if meta.IsNoMatchError(err) {
+		return true
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && apierrors.IsNotFound(err) {
+		d := se.Status().Details
+		// A 404 for the whole resource (no name) means the CRD is missing.
+		return d != nil && d.Name == "" && strings.HasSuffix(d.Group, "kubectl-sched.dev")
+	}
+	return strings.Contains(err.Error(), "the server could not find the requested resource")
+}
+
+func invalidDetails(err error) string {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || se.Status().Details == nil || len(se.Status().Details.Causes) == 0 {
+		return err.Error()
+	}
+	var parts []string
+	for _, c := range se.Status().Details.Causes {
+		parts = append(parts, fmt.Sprintf("%s: %s", c.Field, c.Message))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func rootCause(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+func resourceOf(what string) string {
+	if i := strings.IndexByte(what, ' '); i > 0 {
+		return what[:i]
+	}
+	return what
+}

@@ -1,0 +1,92 @@
+// Package kube builds the clients a command needs from the kubectl flags
+// (--kubeconfig, --context, -n, --as, ...), and applies objects with
+// server-side apply as field manager kubectl-sched.
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// FieldManager owns the fields kubectl sched applies.
+const FieldManager = "kubectl-sched"
+
+// Scheme knows the built-in kinds and ours.
+var Scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(schedv1.AddToScheme(s))
+	return s
+}()
+
+// Clients are what commands talk to the cluster with.
+type Clients struct {
+	Config    *rest.Config
+	Client    client.WithWatch
+	Kube      kubernetes.Interface
+	Namespace string
+	// ExplicitNamespace is true when -n was given (or the context sets one).
+	ExplicitNamespace bool
+}
+
+// Getter builds Clients; tests swap it to point commands at a test server.
+type Getter func(flags *genericclioptions.ConfigFlags) (*Clients, error)
+
+// New is the Getter commands use.
+func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
+	}
+	ns, explicit, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
+	}
+	// The mapper is fixed to our scheme's kinds, so commands do not pay for
+	// discovery of every API in the cluster (kubectl's largest startup cost).
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme, Mapper: restMapper()})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Config: cfg, Client: c, Kube: kc, Namespace: ns, ExplicitNamespace: explicit}, nil
+}
+
+// Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
+// "server". With "client" nothing is sent.
+func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) error {
+	if dryRun == "client" {
+		return nil
+	}
+	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	if dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	u, err := toUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	u.SetManagedFields(nil)
+	u.SetResourceVersion("")
+	if err := c.Client.Patch(ctx, u, client.Apply, opts...); err != nil {
+		return err
+	}
+	if _, same := obj.(*unstructured.Unstructured); same {
+		return nil
+	}
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}

@@ -1,0 +1,60 @@
+package kube
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// restMapper maps the kinds commands use without asking the server.
+func restMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper(nil)
+	ns := meta.RESTScopeNamespace
+	root := meta.RESTScopeRoot
+	add := func(gv schema.GroupVersion, kind, plural string, scope meta.RESTScope) {
+		m.AddSpecific(gv.WithKind(kind), gv.WithResource(plural), gv.WithResource(plural[:len(plural)-1]), scope)
+		m.AddSpecific(gv.WithKind(kind+"List"), gv.WithResource(plural), gv.WithResource(plural[:len(plural)-1]), scope)
+	}
+	g := schedv1.GroupVersion
+	add(g, "UserDeployment", "userdeployments", ns)
+	add(g, "AgentTask", "agenttasks", ns)
+	add(g, "Workflow", "workflows", ns)
+	add(g, "SchedExt", "schedexts", root)
+	v1 := schema.GroupVersion{Version: "v1"}
+	add(v1, "Pod", "pods", ns)
+	add(v1, "Event", "events", ns)
+	add(v1, "Secret", "secrets", ns)
+	add(v1, "ConfigMap", "configmaps", ns)
+	add(v1, "Service", "services", ns)
+	add(v1, "Namespace", "namespaces", root)
+	add(v1, "Node", "nodes", root)
+	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
+	add(apps, "Deployment", "deployments", ns)
+	add(apps, "DaemonSet", "daemonsets", ns)
+	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
+	add(batch, "Job", "jobs", ns)
+	ext := schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"}
+	add(ext, "CustomResourceDefinition", "customresourcedefinitions", root)
+	return m
+}
+
+func toUnstructured(obj client.Object) (*unstructured.Unstructured, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	gvks, _, err := Scheme.ObjectKinds(obj)
+	if err != nil {
+		return nil, err
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvks[0])
+	return u, nil
+}

@@ -1,0 +1,140 @@
+// Package printing prints objects the way kubectl does: tables built by the
+// API server from the CRDs' printer columns, or -o json|yaml|name|jsonpath|
+// go-template through cli-runtime's printers.
+package printing
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// Flags are -o/--output and its companions (--template, --show-managed-fields).
+type Flags struct {
+	*genericclioptions.PrintFlags
+	NoHeaders bool
+}
+
+// NewFlags returns printing flags; table output is the default.
+func NewFlags() *Flags {
+	return &Flags{PrintFlags: genericclioptions.NewPrintFlags("").WithTypeSetter(kube.Scheme)}
+}
+
+// AddFlags registers -o and friends on cmd.
+func (f *Flags) AddFlags(cmd *cobra.Command, table bool) {
+	f.PrintFlags.AddFlags(cmd)
+	if table {
+		cmd.Flags().BoolVar(&f.NoHeaders, "no-headers", false, "When using the default or wide output, don't print headers.")
+		cmd.Flag("output").Usage = "Output format: json, yaml, name, wide, jsonpath=..., go-template=..., custom... (default: a table)."
+	}
+}
+
+// IsTable reports whether the output is a table (default or wide).
+func (f *Flags) IsTable() bool {
+	o := ptrStr(f.OutputFormat)
+	return o == "" || o == "wide"
+}
+
+// Printer prints objects for non-table output.
+func (f *Flags) Printer() (printers.ResourcePrinter, error) {
+	return f.ToPrinter()
+}
+
+// TablePrinter prints server-built tables like kubectl get.
+func (f *Flags) TablePrinter(withNamespace, withKind bool) printers.ResourcePrinter {
+	return printers.NewTablePrinter(printers.PrintOptions{
+		Wide: ptrStr(f.OutputFormat) == "wide", WithNamespace: withNamespace, WithKind: withKind, NoHeaders: f.NoHeaders,
+	})
+}
+
+// Table asks the API server for a table of the resource, as kubectl get
+// does, so the columns are the CRD's printer columns. name may be empty to
+// list; namespace empty means all namespaces (or a cluster-scoped kind).
+func Table(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource, namespace, name, selector string) (*metav1.Table, error) {
+	c, err := restClient(cfg, gvr.GroupVersion())
+	if err != nil {
+		return nil, err
+	}
+	req := c.Get().SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").Resource(gvr.Resource)
+	if namespace != "" {
+		req = req.Namespace(namespace)
+	}
+	if name != "" {
+		req = req.Name(name)
+	}
+	if selector != "" {
+		req = req.Param("labelSelector", selector)
+	}
+	req = req.Param("includeObject", "Object")
+	table := &metav1.Table{}
+	if err := req.Do(ctx).Into(table); err != nil {
+		return nil, err
+	}
+	return table, nil
+}
+
+func restClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientFor(c)
+}
+
+// Print writes obj with the chosen non-table printer.
+func (f *Flags) Print(obj runtime.Object, w io.Writer) error {
+	p, err := f.Printer()
+	if err != nil {
+		return err
+	}
+	return p.PrintObj(obj, w)
+}
+
+func ptrStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Color is whether w should get ANSI colour: only a terminal, and never
+// with NO_COLOR set (https://no-color.org).
+func Color(w io.Writer) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(os.Getenv("TERM"), "dumb")
+}
+
+// NoResources prints the line kubectl prints when nothing matches.
+func NoResources(w io.Writer, namespace string) {
+	if namespace == "" {
+		fmt.Fprintln(w, "No resources found")
+		return
+	}
+	fmt.Fprintf(w, "No resources found in %s namespace.\n", namespace)
+}
