@@ -3,14 +3,15 @@
 package cmd
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
 const rootExamples = `  # Show the plugin and operator versions
@@ -45,35 +46,19 @@ see 'kubectl sched install'.`,
 	return root
 }
 
-// Exit codes scripts can rely on. They are documented in the README.
-const (
-	ExitOK = 0
-	// ExitError is any failure not listed below.
-	ExitError = 1
-	// ExitUsage is a bad command line: unknown flag, bad --set, missing argument.
-	ExitUsage = 2
-)
-
-// UsageError marks an error caused by the command line.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-// Execute runs the command and turns its error into one line on stderr and
-// an exit code.
+// Execute runs the command, prints its error as one line plus a hint on
+// stderr, and returns the exit code (plugin/internal/cmdutil lists them).
 func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &UsageError{Err: fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())}
+		return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", c.CommandPath()), "%v", err)
 	})
 	err := root.Execute()
 	if err == nil {
-		return ExitOK
+		return cmdutil.ExitOK
+	}
+	if strings.HasPrefix(err.Error(), "unknown command") {
+		err = cmdutil.Usage("See 'kubectl sched --help'.", "%v", strings.SplitN(err.Error(), "\n", 2)[0])
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
-	var usage *UsageError
-	if errors.As(err, &usage) {
-		return ExitUsage
-	}
-	return ExitError
+	return cmdutil.ExitCode(err)
 }

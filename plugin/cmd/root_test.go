@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
 var (
@@ -116,13 +117,13 @@ func TestExitCodes(t *testing.T) {
 		wantErr  string
 	}{
 		"unknown flag is a usage error": {
-			args: []string{"version", "--bogus"}, wantCode: cmd.ExitUsage, wantErr: "unknown flag: --bogus",
+			args: []string{"version", "--bogus"}, wantCode: cmdutil.ExitUsage, wantErr: "unknown flag: --bogus",
 		},
 		"bad output format": {
-			args: []string{"version", "--client", "-o", "xml"}, wantCode: cmd.ExitError, wantErr: `--output must be json or yaml, got "xml"`,
+			args: []string{"version", "--client", "-o", "xml"}, wantCode: cmdutil.ExitUsage, wantErr: `--output must be json or yaml, got "xml"`,
 		},
 		"unreachable cluster": {
-			args: []string{"version", "--server", "https://127.0.0.1:1", "--request-timeout", "2s"}, wantCode: cmd.ExitError, wantErr: "cannot read the operator version",
+			args: []string{"version", "--server", "https://127.0.0.1:1", "--request-timeout", "2s"}, wantCode: cmdutil.ExitUnreachable, wantErr: "cannot reach the cluster: connection refused",
 		},
 	}
 	for name, tc := range cases {

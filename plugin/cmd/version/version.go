@@ -14,6 +14,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
 // Version is the plugin's version, set at build time with
@@ -86,7 +88,7 @@ func (o *Options) Validate() error {
 	case "", "json", "yaml":
 		return nil
 	}
-	return fmt.Errorf("--output must be json or yaml, got %q", o.Output)
+	return cmdutil.Usage("Use -o json or -o yaml.", "--output must be json or yaml, got %q", o.Output)
 }
 
 // Run prints the versions.
@@ -124,7 +126,7 @@ func (o *Options) Run(ctx context.Context) error {
 func (o *Options) operatorVersion(ctx context.Context) (version, status string, err error) {
 	list, err := o.client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: OperatorLabel})
 	if err != nil {
-		return "", "cluster not reachable", fmt.Errorf("cannot read the operator version: %w", err)
+		return "", "cluster not reachable", cmdutil.API(err, "list", "the operator Deployment")
 	}
 	if len(list.Items) == 0 {
 		return "", "operator not installed; run 'kubectl sched install'", nil

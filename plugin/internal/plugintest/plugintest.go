@@ -1,0 +1,119 @@
+// Package plugintest runs whole kubectl sched commands in-process against a
+// real API server, as kubectl would run the plugin, and compares output
+// with golden files.
+package plugintest
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files with the current output")
+
+// Env is an API server with the CRDs and a kubeconfig for it.
+type Env struct {
+	*testenv.Env
+	Kubeconfig string
+	dir        string
+}
+
+// Start runs etcd and kube-apiserver with the CRDs and writes an admin
+// kubeconfig. Call it once per package from TestMain.
+func Start() (*Env, error) {
+	env, err := testenv.Start()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Env: env}
+	if e.Kubeconfig, e.dir, err = writeKubeconfig(env, "admin", []string{"system:masters"}); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// UserKubeconfig writes a kubeconfig for a user with the given groups, for
+// tests of what a user without rights sees.
+func (e *Env) UserKubeconfig(name string, groups ...string) (string, error) {
+	path, _, err := writeKubeconfig(e.Env, name, groups)
+	return path, err
+}
+
+func writeKubeconfig(env *testenv.Env, name string, groups []string) (path, dir string, err error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", "", err
+	}
+	dir, err = os.MkdirTemp("", "plugintest-")
+	if err != nil {
+		return "", "", err
+	}
+	path = filepath.Join(dir, "kubeconfig")
+	return path, dir, os.WriteFile(path, data, 0o600)
+}
+
+// Stop stops the API server.
+func (e *Env) Stop() error {
+	_ = os.RemoveAll(e.dir)
+	return e.Env.Stop()
+}
+
+// Result is what a command printed and its exit code.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run executes `kubectl sched ARGS --kubeconfig <test server>` in-process.
+func (e *Env) Run(args ...string) Result {
+	return RunWithInput("", append(args, "--kubeconfig", e.Kubeconfig)...)
+}
+
+// RunWithInput executes `kubectl sched ARGS` with stdin, without adding a
+// kubeconfig.
+func RunWithInput(stdin string, args ...string) Result {
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
+	root := cmd.NewRootCommand(streams)
+	root.SetArgs(args)
+	code := cmd.Execute(root, streams)
+	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}
+}
+
+// Golden compares got with testdata/<name>.golden; `go test -update`
+// rewrites the file instead.
+func Golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run the test with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
+	}
+}
