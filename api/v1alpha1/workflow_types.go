@@ -4,15 +4,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The step and param references a step's strings may hold, checked by the
-// API server. The operator resolves them with api/substitution, which also
-// catches what these rules cannot.
-//
-// stepStrings is every string of a step's task that substitution reaches.
-// Written as a CEL macro by hand because markers cannot share expressions.
-//
-// +kubebuilder:validation:XValidation:rule="self.steps.all(s, ([s.task.image] + (has(s.task.command) ? s.task.command : []) + (has(s.task.args) ? s.task.args : []) + (has(s.task.env) ? s.task.env.filter(e, has(e.value)).map(e, e.value) : [])).all(str, str.findAll('(^|[^$])[$][{]steps[.][^.}]*[.]').all(t, self.steps.exists(p, self.steps.indexOf(p) < self.steps.indexOf(s) && (p.name == t.substring(t.indexOf('{steps.') + 7, size(t) - 1) || string(self.steps.indexOf(p)) == t.substring(t.indexOf('{steps.') + 7, size(t) - 1))))))",message="a step may only use the outputs of steps before it: ${steps.N.output.KEY} needs N below the step's own index, and ${steps.NAME.output.KEY} an earlier step's name",fieldPath=".steps"
-// +kubebuilder:validation:XValidation:rule="self.steps.all(s, ([s.task.image] + (has(s.task.command) ? s.task.command : []) + (has(s.task.args) ? s.task.args : []) + (has(s.task.env) ? s.task.env.filter(e, has(e.value)).map(e, e.value) : [])).all(str, str.findAll('(^|[^$])[$][{]params[.][^}]*[}]').all(t, has(self.params) && self.params.exists(x, x.name == t.substring(t.indexOf('{params.') + 8, size(t) - 1)))))",message="a step uses ${params.NAME} for a NAME that is not in spec.params",fieldPath=".steps"
+// References in step strings (${steps.N.output.KEY}, ${params.NAME}) are
+// checked when a Workflow is created by the ValidatingAdmissionPolicy in
+// config/policy, not by CRD rules: CRD rules run on every write, status
+// writes included, and these scan every string of every step.
+// api/substitution checks the same in the plugin and the operator.
 // +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.

@@ -55,6 +55,10 @@ func StartSimWith(o cluster.Options) (*Sim, error) {
 		_ = s.Stop(false)
 		return nil, err
 	}
+	if err := InstallPolicies(context.Background(), s.Client); err != nil {
+		_ = s.Stop(false)
+		return nil, fmt.Errorf("install config/policy: %w", err)
+	}
 	return s, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -159,7 +160,7 @@ func StartOperator(ctx context.Context, admin *rest.Config, mutate func(*app.Opt
 		return nil, opts, fmt.Errorf("operator RBAC: %w", err)
 	}
 	if os.Getenv("KUBECTL_SCHED_TEST_LOG") != "" {
-		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.ConsoleEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder })))
 	}
 	opts = app.DefaultOptions()
 	if opts.MetricsAddr, err = FreeAddr(); err != nil {

@@ -27,7 +27,8 @@ type Env struct {
 	Client client.Client
 }
 
-// Start runs etcd and kube-apiserver with the CRDs from config/crd/bases.
+// Start runs etcd and kube-apiserver with the CRDs from config/crd/bases
+// and the admission policies from config/policy.
 // Call it once per package, from TestMain, and Stop the result.
 func Start() (*Env, error) {
 	bin, err := cluster.BinDir(context.Background(), os.Stderr)
@@ -51,6 +52,10 @@ func Start() (*Env, error) {
 	if err != nil {
 		_ = env.Stop()
 		return nil, err
+	}
+	if err := InstallPolicies(context.Background(), c); err != nil {
+		_ = env.Stop()
+		return nil, fmt.Errorf("install config/policy: %w", err)
 	}
 	return &Env{Environment: env, Config: cfg, Client: c}, nil
 }
