@@ -60,6 +60,14 @@ build: ## Build bin/kubectl-sched and bin/operator.
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-sched ./plugin
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/operator ./operator
 
+.PHONY: dist
+dist: ## Cross-build the krew archives into dist/ and write their sha256s into krew/sched.yaml.
+	go run ./hack/dist -version $(if $(filter v%,$(VERSION)),$(VERSION),v0.1.0) -out dist -update-manifest
+
+.PHONY: docker-build
+docker-build: ## Build the operator image (needs a Docker engine).
+	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .
+
 .PHONY: run
 run: manifests ## Run the operator against the current kubeconfig.
 	go run ./operator --leader-elect=false
