@@ -131,6 +131,60 @@ func (w *UserDeploymentWrapper) State(s schedv1.DesiredState) *UserDeploymentWra
 	w.UserDeployment.Spec.State = s
 	return w
 }
+func (w *UserDeploymentWrapper) Isolation(i schedv1.NetworkIsolation) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.NetworkIsolation = i
+	return w
+}
+
+// TLS terminates HTTPS at the ingress with the certificate in secretName.
+func (w *UserDeploymentWrapper) TLS(secretName string) *UserDeploymentWrapper {
+	if w.UserDeployment.Spec.Ingress == nil {
+		w.UserDeployment.Spec.Ingress = &schedv1.IngressSpec{}
+	}
+	w.UserDeployment.Spec.Ingress.TLS = &schedv1.IngressTLS{SecretName: secretName}
+	return w
+}
+
+// ExternalSecretRef adds a reference to key in the external store.
+func (w *UserDeploymentWrapper) ExternalSecretRef(name, key string, services ...string) *UserDeploymentWrapper {
+	w.UserDeployment.Spec.Secrets = append(w.UserDeployment.Spec.Secrets, schedv1.SecretReference{
+		Name: name, External: &schedv1.ExternalSecretSource{Key: key}, Services: services,
+	})
+	return w
+}
+
+// EditService edits the named service in place.
+func (w *UserDeploymentWrapper) EditService(name string, f func(*schedv1.ServiceSpec)) *UserDeploymentWrapper {
+	for i := range w.UserDeployment.Spec.Services {
+		if w.UserDeployment.Spec.Services[i].Name == name {
+			f(&w.UserDeployment.Spec.Services[i])
+		}
+	}
+	return w
+}
+func (w *UserDeploymentWrapper) Replicas(service string, n int32) *UserDeploymentWrapper {
+	return w.EditService(service, func(s *schedv1.ServiceSpec) { s.Replicas = ptr.To(n) })
+}
+
+// ServicePodAnnotation annotates a service's pods; the simulated cluster
+// reads image pull errors and readiness from these.
+func (w *UserDeploymentWrapper) ServicePodAnnotation(service, k, v string) *UserDeploymentWrapper {
+	return w.EditService(service, func(s *schedv1.ServiceSpec) {
+		if s.PodMetadata == nil {
+			s.PodMetadata = &schedv1.PodMetadata{}
+		}
+		if s.PodMetadata.Annotations == nil {
+			s.PodMetadata.Annotations = map[string]string{}
+		}
+		s.PodMetadata.Annotations[k] = v
+	})
+}
+
+// Meta edits the object's metadata, for pure tests (UID, generation).
+func (w *UserDeploymentWrapper) Meta(f func(*metav1.ObjectMeta)) *UserDeploymentWrapper {
+	f(&w.UserDeployment.ObjectMeta)
+	return w
+}
 
 // WorkflowWrapper builds a Workflow.
 type WorkflowWrapper struct{ schedv1.Workflow }
@@ -199,6 +253,30 @@ func (w *SchedExtWrapper) NodeSelector(k, v string) *SchedExtWrapper {
 }
 func (w *SchedExtWrapper) Toleration(t corev1.Toleration) *SchedExtWrapper {
 	w.SchedExt.Spec.Tolerations = append(w.SchedExt.Spec.Tolerations, t)
+	return w
+}
+func (w *SchedExtWrapper) Args(a ...string) *SchedExtWrapper { w.SchedExt.Spec.Args = a; return w }
+func (w *SchedExtWrapper) Env(name, value string) *SchedExtWrapper {
+	w.SchedExt.Spec.Env = append(w.SchedExt.Spec.Env, schedv1.EnvVar{Name: name, Value: value})
+	return w
+}
+
+// PodAnnotation annotates the scheduler pods; tests use it to steer the
+// simulated cluster (sim.kubectl-sched.dev/ready: "false").
+func (w *SchedExtWrapper) PodAnnotation(k, v string) *SchedExtWrapper {
+	if w.SchedExt.Spec.PodMetadata == nil {
+		w.SchedExt.Spec.PodMetadata = &schedv1.PodMetadata{}
+	}
+	if w.SchedExt.Spec.PodMetadata.Annotations == nil {
+		w.SchedExt.Spec.PodMetadata.Annotations = map[string]string{}
+	}
+	w.SchedExt.Spec.PodMetadata.Annotations[k] = v
+	return w
+}
+
+// Created sets the creation time, for pure tests of arbitration.
+func (w *SchedExtWrapper) Created(t time.Time) *SchedExtWrapper {
+	w.SchedExt.CreationTimestamp = metav1.NewTime(t)
 	return w
 }
 

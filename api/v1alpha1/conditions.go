@@ -42,6 +42,13 @@ const (
 
 	// UserDeployment.
 	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"
+	// ReasonProgressDeadline: a Deployment stopped making progress (its
+	// progressDeadlineSeconds passed) and its pods name no cause.
+	ReasonProgressDeadline = "ProgressDeadlineExceeded"
+	// Events about the objects an app is made of.
+	ReasonCreated  = "Created"
+	ReasonRepaired = "Repaired"
+	ReasonDeleted  = "Deleted"
 
 	// SchedExt.
 	ReasonSchedulerConflict = "SchedulerConflict"
@@ -49,4 +56,10 @@ const (
 	ReasonUnsupportedKernel = "UnsupportedKernel"
 	ReasonNoNodes           = "NoMatchingNodes"
 	ReasonUnknownScheduler  = "UnknownScheduler"
+	ReasonAttached          = "Attached"
+	// ReasonRolledOut: Progressing is False because the DaemonSet runs the
+	// current template everywhere it should.
+	ReasonRolledOut = "RolledOut"
+	// ReasonAsExpected: Degraded is False.
+	ReasonAsExpected = "AsExpected"
 )

@@ -53,12 +53,15 @@ type SchedExtSpec struct {
 	Env []EnvVar `json:"env,omitempty"`
 
 	// NodeSelector picks the nodes; every node when empty. A node already
-	// taken by an older SchedExt stays with it (one scheduler per node).
+	// taken by an older SchedExt stays with it (one scheduler per node): the
+	// oldest by creationTimestamp, then by name, keeps it.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Tolerations let the scheduler run on tainted nodes.
+	// Tolerations let the scheduler run on tainted nodes. A node with a
+	// NoSchedule or NoExecute taint that is not tolerated is not selected,
+	// so it does not count against younger SchedExts either.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
@@ -73,6 +76,11 @@ type SchedExtSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PodMetadata holds labels and annotations passed through to the
+	// scheduler pods (for example for log collection or cost allocation).
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
 }
 
 // SchedExtStatus tells the truth about attach: a node counts as ready only

@@ -159,6 +159,11 @@ type ServiceSpec struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^/`
 	IngressPath string `json:"ingressPath,omitempty"`
+
+	// PodMetadata holds labels and annotations passed through to the
+	// service's pods. The operator's own labels win over these.
+	// +optional
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
 }
 
 // ServicePort is a port a service listens on.
@@ -274,9 +279,19 @@ type IngressTLS struct {
 //	Pending ──> Progressing ──> Running <──> Degraded
 //	   any ──> Stopped (state: Stopped) ──> Progressing (state: Running)
 //
-// Pending: objects not created yet. Progressing: rolling out. Running: every
-// service has its desired ready replicas. Degraded: a service cannot reach
-// them (image pull, crash loop, unschedulable; see the conditions).
+// The phase is derived afresh from what the operator observes, first match
+// wins:
+//
+//	Stopped      spec.state is Stopped (Progressing is True until the pods are gone)
+//	Degraded     a cause is known: a pod's image cannot be pulled, it crash-loops
+//	             or cannot be scheduled, pods cannot be created, a rollout passed its
+//	             deadline, a secret cannot be provided, or an object cannot be written
+//	Pending      a service's Deployment does not exist yet
+//	Running      every service runs its desired, up-to-date, ready replicas
+//	Progressing  otherwise: rolling out, scaling, waiting for readiness
+//
+// The Ready, Progressing and Degraded conditions carry the cause's reason
+// and message.
 // +kubebuilder:validation:Enum=Pending;Progressing;Running;Degraded;Stopped
 type UserDeploymentPhase string
 

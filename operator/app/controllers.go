@@ -7,6 +7,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
 )
 
@@ -16,6 +18,33 @@ type Controller func(mgr ctrl.Manager, o Options) error
 // controllers is every reconciler the manager can run, one per kind, by the
 // name --controllers takes.
 var controllers = map[string]Controller{
+	"userdeployment": func(mgr ctrl.Manager, o Options) error {
+		s := o.Settings
+		return (&userdeployment.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("userdeployment-controller"),
+			Settings: userdeployment.Settings{
+				IngressDomain:      s.IngressDomain,
+				IngressProvider:    s.IngressProvider,
+				IngressClass:       s.IngressClass,
+				IngressNamespace:   s.IngressNamespace,
+				NetworkPolicies:    s.NetworkPolicies,
+				ClusterSecretStore: s.ClusterSecretStore,
+				PriorityClasses:    s.PriorityClasses,
+			},
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
+	"schedext": func(mgr ctrl.Manager, o Options) error {
+		return (&schedext.Reconciler{
+			Client:      mgr.GetClient(),
+			APIReader:   mgr.GetAPIReader(),
+			Recorder:    mgr.GetEventRecorder("schedext-controller"),
+			Namespace:   o.Settings.SchedulerNamespace,
+			Images:      o.Settings.SchedulerImages,
+			HelperImage: o.Settings.HelperImage,
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
 	"agenttask": func(mgr ctrl.Manager, o Options) error {
 		return (&agenttask.Reconciler{
 			Client:          mgr.GetClient(),

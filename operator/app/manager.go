@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 )
 
 // Scheme knows the built-in kinds and ours.
@@ -43,6 +44,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	sync := o.SyncPeriod
 	owned := cache.ByObject{Label: managedSelector}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -70,6 +73,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.Pod{}:                 owned,
 				&networkingv1.Ingress{}:       owned,
 				&networkingv1.NetworkPolicy{}: owned,
+				// Every node, for SchedExt arbitration, trimmed to metadata
+				// and spec: the status is most of a node's size.
+				&corev1.Node{}: {Transform: schedext.TrimNode},
 				// Only the Job controller's reports that it cannot create a
 				// pod, which explain a stuck AgentTask.
 				&corev1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"})},

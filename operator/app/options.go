@@ -23,6 +23,10 @@ type Options struct {
 	LeaderElectionNamespace string
 	LeaderElectionID        string
 	MaxConcurrentReconciles int
+	// KubeAPIQPS and KubeAPIBurst limit the operator's requests to the API
+	// server; a busy cluster with many tasks needs more than client-go's 5/10.
+	KubeAPIQPS   float32
+	KubeAPIBurst int
 	// SyncPeriod is how often every cached object is reconciled again, as a
 	// safety net; controllers never rely on it.
 	SyncPeriod time.Duration
@@ -52,6 +56,9 @@ type Settings struct {
 	SchedulerNamespace string
 	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
 	SchedulerImages map[string]string
+	// HelperImage runs the SchedExt pods' kernel preflight and attach check;
+	// it needs only sh and cat, so scheduler images need no shell.
+	HelperImage string
 	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
 	PriorityClasses map[string]string
 }
@@ -63,6 +70,8 @@ func DefaultOptions() Options {
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        "kubectl-sched-operator.sched.kubectl-sched.dev",
 		MaxConcurrentReconciles: 10,
+		KubeAPIQPS:              50,
+		KubeAPIBurst:            100,
 		SyncPeriod:              10 * time.Hour,
 		Settings: Settings{
 			IngressDomain:      "apps.example.com",
@@ -71,6 +80,7 @@ func DefaultOptions() Options {
 			NetworkPolicies:    true,
 			SchedulerNamespace: "kubectl-sched-schedulers",
 			SchedulerImages:    DefaultSchedulerImages(),
+			HelperImage:        "busybox:1.37",
 			PriorityClasses:    map[string]string{},
 		},
 	}
@@ -94,6 +104,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader Lease; the pod's namespace when empty. (env POD_NAMESPACE)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader Lease.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
+	fs.Func("kube-api-qps", "Requests per second to the API server. (default 50)", func(v string) error {
+		f, err := strconv.ParseFloat(v, 32)
+		if err != nil || f <= 0 {
+			return fmt.Errorf("%q is not a positive number", v)
+		}
+		o.KubeAPIQPS = float32(f)
+		return nil
+	})
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
 	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, userdeployment, schedext); all when unset.", func(v string) error {
 		o.Controllers = strings.Split(v, ",")
@@ -107,6 +126,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
 	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
 	fs.StringVar(&s.SchedulerNamespace, "scheduler-namespace", s.SchedulerNamespace, "Namespace of the SchedExt DaemonSets. (env SCHEDULER_NAMESPACE)")
+	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
 	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
 	fs.Var(mapFlag(s.PriorityClasses), "priority-class", "PRIORITY=CLASS mapping a placement priority to a PriorityClass; repeatable. (env PRIORITY_CLASSES)")
 }
@@ -129,6 +149,7 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("ingress-namespace", "INGRESS_NAMESPACE", &s.IngressNamespace)
 	str("cluster-secret-store", "CLUSTER_SECRET_STORE", &s.ClusterSecretStore)
 	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
+	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
 	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -173,6 +194,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Settings.SchedulerNamespace == "" {
 		return fmt.Errorf("--scheduler-namespace must not be empty")
+	}
+	if o.Settings.HelperImage == "" {
+		return fmt.Errorf("--helper-image must not be empty")
 	}
 	return nil
 }

@@ -45,6 +45,13 @@ func ServiceObject(app, service string) string { return Join(app, service) }
 // ConfigMap is the ConfigMap holding an app's config.
 func ConfigMap(app string) string { return Join(app, "config") }
 
+// ExternalSecret names an app's ExternalSecret and the Secret it syncs.
+func ExternalSecret(app, secret string) string { return Join(app, secret) }
+
+// HostLabel is the first label of an app's default ingress host,
+// <app>-<namespace>, which must fit in a DNS label too.
+func HostLabel(app, namespace string) string { return Join(app, namespace) }
+
 // DaemonSet runs a SchedExt's scheduler.
 func DaemonSet(schedext string) string { return Join("scx", schedext) }
 

@@ -10,7 +10,16 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	deletecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/delete"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/deploy"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/describe"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
+	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/workflow"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
@@ -43,6 +52,9 @@ see 'kubectl sched install'.`,
 	root.SetIn(streams.In)
 
 	root.AddCommand(version.NewCommand(flags, streams))
+	root.AddCommand(deploy.NewCommand(flags, streams), templatecmd.NewCommand(flags, streams))
+	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
+	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
 	return root
 }
 

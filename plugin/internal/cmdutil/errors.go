@@ -12,6 +12,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Exit codes scripts can rely on; the README lists them.
@@ -124,16 +125,28 @@ func Unreachable(err error) bool {
 		strings.Contains(err.Error(), "i/o timeout") || strings.Contains(err.Error(), "Client.Timeout exceeded")
 }
 
-// NotInstalled reports that our API group is not served.
+// NotInstalled reports that our API group is not served. The API server
+// answers a request for an unserved resource with its plain "404 page not
+// found", which client-go turns into a NotFound that names the object as if
+// only the object were missing; the cause type tells the two apart.
 func NotInstalled(err error) bool {
 	if meta.IsNoMatchError(err) {
 		return true
 	}
 	var se apierrors.APIStatus
-	if errors.As(err, &se) && apierrors.IsNotFound(err) {
-		d := se.Status().Details
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	if d := se.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+				return true
+			}
+		}
 		// A 404 for the whole resource (no name) means the CRD is missing.
-		return d != nil && d.Name == "" && strings.HasSuffix(d.Group, "kubectl-sched.dev")
+		if d.Name == "" && strings.HasSuffix(d.Group, "kubectl-sched.dev") {
+			return true
+		}
 	}
 	return strings.Contains(err.Error(), "the server could not find the requested resource")
 }

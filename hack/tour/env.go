@@ -1,0 +1,191 @@
+// Package tour is the guided tour of kubectl-sched on the simulated cluster:
+// `make demo` narrates it for a person, and hack/e2e runs the same steps and
+// asserts what they print. Everything goes through the real binaries: the
+// plugin found by the real kubectl on PATH, and the operator as its own
+// process with only its generated RBAC (a service-account token).
+package tour
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+)
+
+// Operator identity, as config/rbac creates it.
+const (
+	OperatorNamespace      = "kubectl-sched-system"
+	OperatorServiceAccount = "kubectl-sched-operator"
+	// IngressDomain is the domain the tour's operator gives public apps.
+	IngressDomain = "apps.local.test"
+)
+
+// Env is a running tour: a cluster, the built binaries and the operator.
+type Env struct {
+	Root       string // repository root
+	Dir        string // tour state: binaries, operator kubeconfig and log
+	BinDir     string
+	Kubeconfig string
+	Kubectl    string
+	Cluster    *cluster.Cluster
+	Log        io.Writer
+
+	operator *exec.Cmd
+}
+
+// Build compiles kubectl-sched and the operator into e.BinDir.
+func (e *Env) Build(ctx context.Context) error {
+	for name, pkg := range map[string]string{"kubectl-sched": "./plugin", "operator": "./operator"} {
+		fmt.Fprintf(e.Log, "building %s\n", name)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(e.BinDir, name),
+			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=v0.1.0-tour -X main.version=v0.1.0-tour", pkg)
+		cmd.Dir = e.Root
+		cmd.Stdout, cmd.Stderr = e.Log, e.Log
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Environ is the environment commands run with: our binaries first on PATH
+// (so `kubectl sched` finds the plugin) and the cluster's kubeconfig.
+func (e *Env) Environ() []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "KUBECONFIG=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PATH="+e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+e.Kubeconfig)
+}
+
+// Kubectl runs kubectl ARGS and returns what it printed and its exit code.
+func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
+	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
+	cmd.Env = e.Environ()
+	var o, se strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &se
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), se.String(), ee.ExitCode(), nil
+	}
+	return o.String(), se.String(), 0, err
+}
+
+// StartOperator runs bin/operator as its own process, authenticated as the
+// operator's service account (a token from the TokenRequest API), so it has
+// exactly the generated RBAC. Its log goes to Dir/operator.log.
+func (e *Env) StartOperator(ctx context.Context) error {
+	cfg, err := e.Cluster.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	tok, err := kc.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, OperatorServiceAccount, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token for the operator's service account (is the RBAC installed?): %w", err)
+	}
+	admin, err := clientcmd.LoadFromFile(e.Kubeconfig)
+	if err != nil {
+		return err
+	}
+	cur := admin.Contexts[admin.CurrentContext]
+	sa := clientcmdapi.NewConfig()
+	sa.Clusters["sim"] = admin.Clusters[cur.Cluster]
+	sa.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	sa.Contexts["operator"] = &clientcmdapi.Context{Cluster: "sim", AuthInfo: "operator", Namespace: OperatorNamespace}
+	sa.CurrentContext = "operator"
+	saPath := filepath.Join(e.Dir, "operator.kubeconfig")
+	if err := clientcmd.WriteToFile(*sa, saPath); err != nil {
+		return err
+	}
+	probe, err := freePort()
+	if err != nil {
+		return err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return err
+	}
+	logf, err := os.Create(filepath.Join(e.Dir, "operator.log"))
+	if err != nil {
+		return err
+	}
+	e.operator = exec.Command(filepath.Join(e.BinDir, "operator"),
+		"--kubeconfig="+saPath, "--leader-elect", "--leader-election-namespace="+OperatorNamespace,
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics,
+		"--ingress-domain="+IngressDomain)
+	e.operator.Stdout, e.operator.Stderr = logf, logf
+	if err := e.operator.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get("http://" + probe + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(e.Log, "operator ready (pid %d, log %s)\n", e.operator.Process.Pid, logf.Name())
+				return nil
+			}
+		}
+		if e.operator.ProcessState != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("the operator did not become ready in 60s; see %s", logf.Name())
+}
+
+// OperatorPID is the operator's process id, for the demo's closing words.
+func (e *Env) OperatorPID() int {
+	if e.operator == nil || e.operator.Process == nil {
+		return 0
+	}
+	return e.operator.Process.Pid
+}
+
+// StopOperator stops the operator process.
+func (e *Env) StopOperator() error {
+	if e.operator == nil || e.operator.Process == nil {
+		return nil
+	}
+	_ = e.operator.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- e.operator.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = e.operator.Process.Kill()
+	}
+	return nil
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}

@@ -1,0 +1,73 @@
+package tour
+
+import (
+	"path/filepath"
+)
+
+// Step is one command of the tour: what it shows, the kubectl command, and
+// what its output must contain (the e2e test asserts it; the demo shows it).
+type Step struct {
+	Title    string
+	Say      string
+	Args     []string // arguments to kubectl
+	WantExit int
+	Want     []string // substrings of stdout+stderr
+}
+
+// Steps is the tour, in order. root is the repository root.
+func Steps(root string) []Step {
+	return []Step{
+		{
+			Title: "Install the API",
+			Say:   "CRDs, the admission policy and the operator's RBAC. The operator itself runs as a local process here, with only that RBAC.",
+			Args:  []string{"sched", "install", "--without-operator"},
+			Want:  []string{"customresourcedefinition.apiextensions.k8s.io/workflows.sched.kubectl-sched.dev"},
+		},
+		{
+			Title: "Deploy a two-service app from the built-in catalog",
+			Say:   "web-app renders a UserDeployment (a public web service and an internal API); --wait follows it until it runs.",
+			Args:  []string{"sched", "deploy", "shop", "--template", "web-app", "--wait", "--timeout", "2m"},
+			Want:  []string{"shop", "http://shop-default." + IngressDomain},
+		},
+		{
+			Title: "Everything kubectl-sched manages, with plain kubectl",
+			Say:   "The four kinds share the category sched.",
+			Args:  []string{"get", "sched"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop", "Running"},
+		},
+		{
+			Title: "Run a three-step workflow that passes outputs, watched live",
+			Say:   "Step 1 uses ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how.",
+			Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch"},
+			Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:4f2a9c1e7b3d"},
+		},
+		{
+			Title: "Scripts can wait on any kind with kubectl itself",
+			Args:  []string{"wait", "--for=jsonpath={.status.phase}=Succeeded", "workflow/release", "--timeout=60s"},
+			Want:  []string{"workflow.sched.kubectl-sched.dev/release condition met"},
+		},
+		{
+			Title:    "A task that fails, and how the failure is explained",
+			Say:      "The simulated container exits 3 and leaves a message; --wait exits 10 (Failed) with the reason.",
+			Args:     []string{"sched", "task", "run", "broken", "--image", "busybox:1.36", "--annotation", "sim.kubectl-sched.dev/exit-code=3", "--annotation", "sim.kubectl-sched.dev/termination-message=database connection refused", "--wait", "--", "sh", "-c", "exit 3"},
+			WantExit: 10,
+			Want:     []string{"exited with code 3", "database connection refused"},
+		},
+		{
+			Title: "Describe the failed task",
+			Args:  []string{"sched", "describe", "agenttask", "broken"},
+			Want:  []string{"Failed", "NonZeroExit", "database connection refused"},
+		},
+		{
+			Title: "Load the scx_lavd CPU scheduler on the general node pool",
+			Say:   "A SchedExt becomes a DaemonSet on the selected nodes; a node counts as ready only while its kernel reports the scheduler attached (simulated here).",
+			Args:  []string{"sched", "schedext", "set", "lavd", "--sched", "scx_lavd", "--nodes", "node.kubectl-sched.dev/pool=general"},
+			Want:  []string{"lavd"},
+		},
+		{
+			Title: "Per-node scheduler status",
+			Args:  []string{"sched", "schedext", "status", "lavd"},
+			Want:  []string{"sim-general-a", "attached"},
+		},
+	}
+}

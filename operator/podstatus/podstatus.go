@@ -1,0 +1,61 @@
+// Package podstatus explains, from a pod's status, why it does not run: the
+// scheduler's verdict or the kubelet's reason for a waiting container. The
+// controllers copy these causes into their conditions, so users see the real
+// problem without reading pods.
+package podstatus
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// MaxMessage bounds the messages copied from pods into a status.
+const MaxMessage = 1024
+
+// Cause returns a condition reason and message for a pod that cannot run, or
+// empty strings when the pod shows no problem (it may still be starting).
+func Cause(pod *corev1.Pod) (reason, message string) {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return schedv1.ReasonUnschedulable, "no node can run the pod: " + Clip(c.Message)
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		w := cs.State.Waiting
+		if w == nil {
+			continue
+		}
+		switch w.Reason {
+		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
+			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, Clip(w.Message))
+		case "CrashLoopBackOff":
+			msg := fmt.Sprintf("container %s keeps crashing (%d restarts)", cs.Name, cs.RestartCount)
+			if t := cs.LastTerminationState.Terminated; t != nil {
+				msg += fmt.Sprintf(", last exit code %d", t.ExitCode)
+				if m := strings.TrimSpace(t.Message); m != "" {
+					msg += ": " + Clip(m)
+				}
+			}
+			return schedv1.ReasonCrashLoop, msg
+		case "CreateContainerConfigError":
+			return schedv1.ReasonMissingRef, "the container cannot be configured: " + Clip(w.Message)
+		case "CreateContainerError", "RunContainerError":
+			return schedv1.ReasonCreateFailed, fmt.Sprintf("%s: %s", w.Reason, Clip(w.Message))
+		}
+	}
+	return "", ""
+}
+
+// Clip shortens s to MaxMessage bytes, on a rune boundary so the status
+// stays valid UTF-8.
+func Clip(s string) string {
+	if len(s) <= MaxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:MaxMessage], "") + "…"
+}

@@ -1,0 +1,68 @@
+package podstatus
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+func TestCause(t *testing.T) {
+	waiting := func(reason, msg string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "app", Image: "app:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
+	}
+	cases := map[string]struct {
+		status     corev1.PodStatus
+		reason     string
+		msgContain string
+	}{
+		"starting": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ContainerCreating", "")}}},
+		"running":  {status: corev1.PodStatus{Phase: corev1.PodRunning}},
+		"unschedulable wins over a waiting container": {
+			status: corev1.PodStatus{
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/6 nodes are available"}},
+				ContainerStatuses: []corev1.ContainerStatus{waiting("ErrImagePull", "")},
+			},
+			reason: schedv1.ReasonUnschedulable, msgContain: "0/6 nodes are available",
+		},
+		"pull back-off":      {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ImagePullBackOff", "Back-off pulling")}}, reason: schedv1.ReasonImagePull, msgContain: "app:1: ImagePullBackOff"},
+		"invalid image name": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("InvalidImageName", "")}}, reason: schedv1.ReasonImagePull},
+		"init container":     {status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{waiting("ErrImagePull", "")}}, reason: schedv1.ReasonImagePull},
+		"missing secret": {
+			status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("CreateContainerConfigError", `secret "db" not found`)}},
+			reason: schedv1.ReasonMissingRef, msgContain: `secret "db" not found`,
+		},
+		"crash loop": {
+			status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{func() corev1.ContainerStatus {
+				cs := waiting("CrashLoopBackOff", "back-off")
+				cs.RestartCount = 3
+				cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137}
+				return cs
+			}()}},
+			reason: schedv1.ReasonCrashLoop, msgContain: "(3 restarts), last exit code 137",
+		},
+		"run error": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("RunContainerError", "exec format error")}}, reason: schedv1.ReasonCreateFailed, msgContain: "exec format error"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reason, msg := Cause(&corev1.Pod{Status: tc.status})
+			if reason != tc.reason || !strings.Contains(msg, tc.msgContain) || (reason == "") != (msg == "") {
+				t.Errorf("Cause = %q, %q; want %q containing %q", reason, msg, tc.reason, tc.msgContain)
+			}
+		})
+	}
+}
+
+func TestClipKeepsUTF8(t *testing.T) {
+	s := strings.Repeat("é", MaxMessage) // two bytes each
+	got := Clip(s)
+	if !utf8.ValidString(got) || len(got) > MaxMessage+len("…") {
+		t.Errorf("Clip gave %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+	}
+	if Clip("short") != "short" {
+		t.Errorf("Clip changed a short message")
+	}
+}

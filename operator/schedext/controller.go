@@ -1,0 +1,435 @@
+// Package schedext reconciles SchedExts: one DaemonSet per SchedExt in the
+// operator's scheduler namespace loads a sched_ext scheduler on the nodes
+// arbitration gives it (one scheduler per node, the oldest SchedExt wins),
+// and the status says where the kernel really has it attached.
+//
+// The DaemonSet is owned by its cluster-scoped SchedExt through an owner
+// reference (a namespaced dependent may have a cluster-scoped owner), so the
+// garbage collector removes it, and its pods, when the SchedExt is deleted;
+// no finalizer is needed. The scheduler namespace itself stays: it is shared
+// by every SchedExt.
+//
+// Each pod has three containers:
+//   - preflight (init, Settings.HelperImage): exits ExitUnsupported with a
+//     termination message when the kernel lacks sched_ext or BTF; the node is
+//     then listed in status.unsupportedNodes.
+//   - scheduler (the scheduler image, privileged): the loader.
+//   - attach-check (Settings.HelperImage): idles; its readiness probe passes
+//     only while /sys/kernel/sched_ext/state is "enabled" and root/ops starts
+//     with the expected ops name. So a Ready pod means an attached scheduler,
+//     and the DaemonSet's ready count is the attach count.
+//
+// The checks run in a helper image, not the scheduler image, so scheduler
+// images need no shell (the scx images are not built to provide one).
+//
+// Arbitration (arbitration.go) is a pure function of all SchedExts and all
+// nodes. A younger SchedExt's DaemonSet excludes the nodes an older one
+// keeps through required node affinity on metadata.name. Two consequences:
+//   - A change in the excluded set changes the pod template, so the younger
+//     DaemonSet replaces its pods one node at a time (maxSurge 0).
+//   - On a handover (the older deleted or narrowed, a node relabelled) the
+//     new loader can start while the old one is still exiting; the kernel
+//     refuses a second attach, so the new pod restarts until the old loader
+//     is gone, and is not Ready meanwhile.
+package schedext
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+// Pod Security Admission label that lets the privileged loaders run in the
+// scheduler namespace.
+const labelPSAEnforce = "pod-security.kubernetes.io/enforce"
+
+// Reconciler reconciles SchedExts.
+type Reconciler struct {
+	client.Client
+	// APIReader reads the scheduler namespace without caching every
+	// namespace in the cluster.
+	APIReader   client.Reader
+	Recorder    recorder.EventRecorder
+	Namespace   string
+	Images      map[string]string
+	HelperImage string
+	Clock       clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts/status,verbs=get;update;patch
+// The DaemonSet's owner reference blocks the SchedExt's deletion until the
+// DaemonSet is gone; setting that needs update on the finalizers subresource
+// where OwnerReferencesPermissionEnforcement is enabled.
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Arbitration reads every node's labels and taints.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// Only the scheduler namespace, read uncached: no list or watch.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
+
+// Reconcile makes one SchedExt's DaemonSet match its spec and its share of
+// the nodes, then reports what the kernels say.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	scx := &schedv1.SchedExt{}
+	if err := r.Get(ctx, req.NamespacedName, scx); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteOrphan(ctx, req.Name)
+		}
+		return ctrl.Result{}, err
+	}
+	if !scx.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	o, err := r.observe(ctx, scx)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if o.image == "" {
+		if err := r.deleteDaemonSet(ctx, scx, o.ds); err != nil {
+			return ctrl.Result{}, err
+		}
+		o.ds = nil
+	} else {
+		desired := buildDaemonSet(scx, buildInput{
+			Namespace:   r.Namespace,
+			Image:       o.image,
+			HelperImage: r.HelperImage,
+			Exclude:     o.assignment.ExcludedNodes(),
+		})
+		if o.ds, err = r.applyDaemonSet(ctx, scx, o.ds, desired); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	before := scx.Status.DeepCopy()
+	scx.Status = computeStatus(scx, o, metav1.NewTime(r.Clock.Now()))
+	return ctrl.Result{}, r.patchStatus(ctx, scx, before)
+}
+
+// observe reads the SchedExt's world from the cache: arbitration over all
+// SchedExts and nodes, its DaemonSet and its pods.
+func (r *Reconciler) observe(ctx context.Context, scx *schedv1.SchedExt) (observed, error) {
+	var o observed
+	o.image, _ = ResolveImage(scx.Spec.Scheduler, r.Images)
+
+	// Read-only views of the cache: arbitration copies nothing it keeps,
+	// and copying every node on every reconcile would cost the most.
+	var all schedv1.SchedExtList
+	if err := r.List(ctx, &all, client.UnsafeDisableDeepCopy); err != nil {
+		return o, err
+	}
+	var nodes corev1.NodeList
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return o, err
+	}
+	o.assignment = Arbitrate(all.Items, nodes.Items)[scx.Name]
+
+	ds := &appsv1.DaemonSet{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: names.DaemonSet(scx.Name)}, ds)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return o, err
+	case !metav1.IsControlledBy(ds, scx):
+		// Usually the DaemonSet of a deleted SchedExt of the same name that
+		// the garbage collector has not removed yet; its deletion brings us back.
+		return o, fmt.Errorf("daemonset %s/%s exists but does not belong to SchedExt %s (uid %s); waiting for it to go", ds.Namespace, ds.Name, scx.Name, scx.UID)
+	default:
+		o.ds = ds
+	}
+
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingLabels{schedv1.LabelSchedExt: scx.Name}); err != nil {
+		return o, err
+	}
+	o.pods = pods.Items
+	return o, nil
+}
+
+// applyDaemonSet creates the DaemonSet, or updates it when the SchedExt or
+// arbitration changed it (the template hash) or someone edited it.
+func (r *Reconciler) applyDaemonSet(ctx context.Context, scx *schedv1.SchedExt, current, desired *appsv1.DaemonSet) (*appsv1.DaemonSet, error) {
+	if err := controllerutil.SetControllerReference(scx, desired, r.Scheme()); err != nil {
+		return nil, err
+	}
+	if current == nil {
+		if err := r.ensureNamespace(ctx); err != nil {
+			return nil, err
+		}
+		err := r.Create(ctx, desired)
+		if err == nil {
+			log.FromContext(ctx).Info("Created DaemonSet", "daemonSet", client.ObjectKeyFromObject(desired), "image", desired.Spec.Template.Spec.Containers[0].Image)
+			r.Recorder.Eventf(scx, desired, corev1.EventTypeNormal, schedv1.ReasonCreated, "CreateDaemonSet", "created DaemonSet %s/%s", desired.Namespace, desired.Name)
+			return desired, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			r.Recorder.Eventf(scx, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateDaemonSet", "cannot create DaemonSet %s/%s: %v", desired.Namespace, desired.Name, err)
+			return nil, fmt.Errorf("create daemonset %s/%s: %w", desired.Namespace, desired.Name, err)
+		}
+		// Our cache has not seen it yet, or it lost the label the cache
+		// selects on: read it from the server and repair it.
+		current = &appsv1.DaemonSet{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), current); err != nil {
+			return nil, err
+		}
+		if !metav1.IsControlledBy(current, scx) {
+			return nil, fmt.Errorf("daemonset %s/%s exists but does not belong to SchedExt %s", current.Namespace, current.Name, scx.Name)
+		}
+	}
+
+	why, edited := driftReason(current, desired)
+	if why == "" {
+		return current, nil
+	}
+	updated := current.DeepCopy()
+	updated.Labels = mergeLabels(updated.Labels, desired.Labels)
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Annotations[AnnotationTemplateHash] = desired.Annotations[AnnotationTemplateHash]
+	updated.OwnerReferences = desired.OwnerReferences
+	updated.Spec = desired.Spec
+	if err := r.Update(ctx, updated); err != nil {
+		return nil, fmt.Errorf("update daemonset %s/%s: %w", updated.Namespace, updated.Name, err)
+	}
+	log.FromContext(ctx).Info("Updated DaemonSet", "daemonSet", client.ObjectKeyFromObject(updated), "why", why)
+	reason := schedv1.ReasonReconciling
+	if edited {
+		reason = schedv1.ReasonRepaired
+	}
+	r.Recorder.Eventf(scx, updated, corev1.EventTypeNormal, reason, "UpdateDaemonSet", "updated DaemonSet %s/%s: %s", updated.Namespace, updated.Name, why)
+	return updated, nil
+}
+
+// driftReason says why current must be rewritten to desired, or "", and
+// whether someone else edited it.
+func driftReason(current, desired *appsv1.DaemonSet) (why string, edited bool) {
+	if current.Annotations[AnnotationTemplateHash] != desired.Annotations[AnnotationTemplateHash] {
+		return "the SchedExt or its share of the nodes changed", false
+	}
+	for k, v := range desired.Labels {
+		if current.Labels[k] != v {
+			return "its labels were edited", true
+		}
+	}
+	// Unset fields in desired are not compared, so server defaults are
+	// not drift; every number the builder sets is set explicitly.
+	if !equality.Semantic.DeepDerivative(desired.Spec.Template, current.Spec.Template) {
+		return "its pod template was edited", true
+	}
+	return "", false
+}
+
+func mergeLabels(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = map[string]string{}
+	}
+	maps.Copy(into, from)
+	return into
+}
+
+// deleteDaemonSet removes the DaemonSet of a SchedExt whose scheduler no
+// longer resolves: it would run a scheduler the spec no longer names, and
+// outside arbitration.
+func (r *Reconciler) deleteDaemonSet(ctx context.Context, scx *schedv1.SchedExt, ds *appsv1.DaemonSet) error {
+	if ds == nil {
+		return nil
+	}
+	if err := r.Delete(ctx, ds, client.Preconditions{UID: &ds.UID}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+	}
+	log.FromContext(ctx).Info("Deleted DaemonSet of an unknown scheduler", "daemonSet", client.ObjectKeyFromObject(ds), "scheduler", scx.Spec.Scheduler.Name)
+	r.Recorder.Eventf(scx, ds, corev1.EventTypeWarning, schedv1.ReasonUnknownScheduler, "DeleteDaemonSet", "deleted DaemonSet %s/%s: no image for scheduler %q", ds.Namespace, ds.Name, scx.Spec.Scheduler.Name)
+	return nil
+}
+
+// deleteOrphan deletes the DaemonSet of a SchedExt that is gone. The
+// garbage collector would too, through the owner reference, but only after
+// its discovery has caught up with the SchedExt kind; deleting at once
+// shortens the time the old loader runs on nodes another SchedExt is taking
+// over.
+func (r *Reconciler) deleteOrphan(ctx context.Context, name string) error {
+	ds := &appsv1.DaemonSet{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: names.DaemonSet(name)}, ds); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	ref := metav1.GetControllerOf(ds)
+	if ref == nil || ref.Kind != "SchedExt" || ref.Name != name || !ds.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	err := r.Delete(ctx, ds, client.Preconditions{UID: &ds.UID}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("delete daemonset %s/%s of deleted SchedExt %s: %w", ds.Namespace, ds.Name, name, err)
+	}
+	log.FromContext(ctx).Info("Deleted the DaemonSet of a deleted SchedExt", "daemonSet", client.ObjectKeyFromObject(ds))
+	return nil
+}
+
+// ensureNamespace creates the scheduler namespace, or labels an existing one
+// so Pod Security Admission admits the privileged loaders. It runs only when
+// a DaemonSet is about to be created.
+func (r *Reconciler) ensureNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: r.Namespace}, ns)
+	if apierrors.IsNotFound(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name:   r.Namespace,
+			Labels: map[string]string{labelPSAEnforce: "privileged", schedv1.LabelManagedBy: schedv1.ManagedByValue},
+		}}
+		if err := r.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", r.Namespace, err)
+		}
+		log.FromContext(ctx).Info("Created the scheduler namespace", "namespace", r.Namespace)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if ns.Labels[labelPSAEnforce] == "privileged" {
+		return nil
+	}
+	// An existing namespace is not ours: add only what the loaders need.
+	patch := client.MergeFrom(ns.DeepCopy())
+	ns.Labels = mergeLabels(ns.Labels, map[string]string{labelPSAEnforce: "privileged"})
+	if err := r.Patch(ctx, ns, patch); err != nil {
+		return fmt.Errorf("label namespace %s for privileged pods: %w", r.Namespace, err)
+	}
+	log.FromContext(ctx).Info("Labelled the scheduler namespace for privileged pods", "namespace", r.Namespace)
+	return nil
+}
+
+// patchStatus writes the status only when it changed, and tells of attach,
+// detach and conflicts with events.
+func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, before *schedv1.SchedExtStatus) error {
+	if equality.Semantic.DeepEqual(*before, scx.Status) {
+		return nil
+	}
+	old := scx.DeepCopy()
+	old.Status = *before
+	if err := r.Status().Patch(ctx, scx, client.MergeFrom(old)); err != nil {
+		return err
+	}
+	lg := log.FromContext(ctx)
+	wasReady := meta.FindStatusCondition(before.Conditions, schedv1.ConditionReady)
+	ready := meta.FindStatusCondition(scx.Status.Conditions, schedv1.ConditionReady)
+	switch {
+	case ready.Status == metav1.ConditionTrue && (wasReady == nil || wasReady.Status != metav1.ConditionTrue):
+		r.Recorder.Eventf(scx, nil, corev1.EventTypeNormal, schedv1.ReasonAttached, "Attach", "%s", ready.Message)
+		lg.Info("SchedExt attached", "desiredNodes", scx.Status.DesiredNodes)
+	case ready.Status != metav1.ConditionTrue && wasReady != nil && wasReady.Status == metav1.ConditionTrue:
+		r.Recorder.Eventf(scx, nil, corev1.EventTypeWarning, ready.Reason, "Attach", "%s", ready.Message)
+		lg.Info("SchedExt no longer attached everywhere", "reason", ready.Reason, "readyNodes", scx.Status.ReadyNodes, "desiredNodes", scx.Status.DesiredNodes)
+	}
+	wasDegraded := meta.FindStatusCondition(before.Conditions, schedv1.ConditionDegraded)
+	degraded := meta.FindStatusCondition(scx.Status.Conditions, schedv1.ConditionDegraded)
+	switch {
+	// Not on every message change: a crash loop's restart count is in it.
+	case degraded.Status == metav1.ConditionTrue && (wasDegraded == nil || wasDegraded.Status != metav1.ConditionTrue ||
+		wasDegraded.Reason != degraded.Reason || !slices.Equal(before.ConflictingNodes, scx.Status.ConflictingNodes) ||
+		!slices.Equal(before.UnsupportedNodes, scx.Status.UnsupportedNodes)):
+		r.Recorder.Eventf(scx, nil, corev1.EventTypeWarning, degraded.Reason, "Arbitrate", "%s", degraded.Message)
+		lg.Info("SchedExt degraded", "reason", degraded.Reason, "conflictingNodes", len(scx.Status.ConflictingNodes), "unsupportedNodes", len(scx.Status.UnsupportedNodes))
+	case degraded.Status != metav1.ConditionTrue && wasDegraded != nil && wasDegraded.Status == metav1.ConditionTrue:
+		r.Recorder.Eventf(scx, nil, corev1.EventTypeNormal, schedv1.ReasonAsExpected, "Arbitrate", "no longer degraded (was %s)", wasDegraded.Reason)
+		lg.Info("SchedExt no longer degraded", "was", wasDegraded.Reason)
+	}
+	return nil
+}
+
+// SetupWithManager watches SchedExts, their DaemonSets and pods, and the
+// nodes. Arbitration is global, so a node's labels or taints changing, or
+// any SchedExt appearing, changing its spec or going, re-runs every
+// SchedExt. It never polls.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	byPodLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name := o.GetLabels()[schedv1.LabelSchedExt]
+		if name == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+	})
+	everySchedExt := handler.EnqueueRequestsFromMapFunc(r.allSchedExts)
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&schedv1.SchedExt{}).
+		Owns(&appsv1.DaemonSet{}).
+		Watches(&corev1.Pod{}, byPodLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
+		}))).
+		Watches(&corev1.Node{}, everySchedExt, builder.WithPredicates(nodeChanged)).
+		Watches(&schedv1.SchedExt{}, everySchedExt, builder.WithPredicates(claimChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Named("schedext").
+		Complete(r)
+}
+
+func (r *Reconciler) allSchedExts(ctx context.Context, _ client.Object) []reconcile.Request {
+	var list schedv1.SchedExtList
+	if err := r.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "Cannot list SchedExts to re-run arbitration")
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, s := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}})
+	}
+	return reqs
+}
+
+// nodeChanged passes the node events arbitration depends on: a node added
+// or removed, or its labels or taints changed. Status heartbeats do not pass.
+var nodeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
+		newNode, ok2 := e.ObjectNew.(*corev1.Node)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return !maps.Equal(oldNode.Labels, newNode.Labels) ||
+			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
+			oldNode.DeletionTimestamp.IsZero() != newNode.DeletionTimestamp.IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// claimChanged passes the SchedExt events that can move nodes between
+// SchedExts: created, deleted, spec changed, or deletion started.
+var claimChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}

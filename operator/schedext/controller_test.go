@@ -1,0 +1,562 @@
+package schedext_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+)
+
+var (
+	sim  *testenv.Sim
+	opts app.Options
+)
+
+// One simulated cluster and one operator (with only its generated RBAC)
+// for the package. The tests run one after another: arbitration spans
+// every SchedExt in the cluster, so each test removes its own before the
+// next starts.
+func TestMain(m *testing.M) {
+	// The operator logs to a file, kept and named when a test fails.
+	logFile, err := os.CreateTemp("", "schedext-operator-*.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
+	sim, err = testenv.StartSim()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	var stop func() error
+	stop, opts, err = testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
+		o.Controllers = []string{"schedext"}
+		o.Settings.SchedulerImages["scx_lavd"] = "registry.example/scx:lavd"
+		o.Settings.SchedulerImages["scx_rusty"] = "registry.example/scx:rusty"
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = sim.Stop(false)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		code = 1
+	}
+	_ = sim.Stop(code != 0)
+	_ = logFile.Close()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "operator log kept in %s\n", logFile.Name())
+	} else {
+		_ = os.Remove(logFile.Name())
+	}
+	os.Exit(code)
+}
+
+const pollTimeout = 60 * time.Second
+
+var (
+	generalNodes = []string{"sim-general-a", "sim-general-b", "sim-general-c"}
+	untainted    = []string{"sim-general-a", "sim-general-b", "sim-general-c", "sim-highmem-a"}
+)
+
+// TestSchedulerOnANodePool: pods land only on the pool's nodes, the counts
+// and conditions say attached, the namespace admits privileged pods, and
+// deleting the SchedExt leaves nothing.
+func TestSchedulerOnANodePool(t *testing.T) {
+	create(t, MakeSchedExt("lavd-general").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").
+		Args("--performance").Env("RUST_LOG", "info").Obj())
+
+	got := waitSchedExt(t, "lavd-general", "attached on the general pool", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 3 && s.Status.ReadyNodes == 3 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	want := schedv1.SchedExtStatus{
+		ObservedGeneration: got.Generation, ResolvedImage: "registry.example/scx:lavd", DaemonSetName: "scx-lavd-general",
+		DesiredNodes: 3, ReadyNodes: 3, AvailableNodes: 3, UnavailableNodes: 0,
+	}
+	gotCounts := got.Status
+	gotCounts.Conditions = nil
+	if !equalStatus(want, gotCounts) {
+		t.Errorf("status %+v, want %+v", gotCounts, want)
+	}
+	if !condIs(got, schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut) ||
+		!condIs(got, schedv1.ConditionDegraded, metav1.ConditionFalse, schedv1.ReasonAsExpected) {
+		t.Errorf("conditions %+v", got.Status.Conditions)
+	}
+	if nodes := podNodes(t, "lavd-general"); !slices.Equal(nodes, generalNodes) {
+		t.Errorf("pods on %v, want %v", nodes, generalNodes)
+	}
+
+	ds := daemonSet(t, "lavd-general")
+	if !metav1.IsControlledBy(ds, got) {
+		t.Errorf("DaemonSet owners %+v, want the SchedExt", ds.OwnerReferences)
+	}
+	pod := ds.Spec.Template.Spec
+	sched := pod.Containers[0]
+	if sched.Name != schedext.ContainerScheduler || !slices.Equal(sched.Command, []string{"scx_lavd"}) || !slices.Equal(sched.Args, []string{"--performance"}) ||
+		len(sched.Env) != 1 || sched.Env[0].Value != "info" || sched.SecurityContext == nil || !*sched.SecurityContext.Privileged {
+		t.Errorf("scheduler container %+v", sched)
+	}
+	if pod.Containers[1].ReadinessProbe == nil || pod.InitContainers[0].Image != opts.Settings.HelperImage {
+		t.Errorf("attach check or preflight missing: %+v / %+v", pod.Containers[1], pod.InitContainers)
+	}
+
+	ns := &corev1.Namespace{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: opts.Settings.SchedulerNamespace}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+		t.Errorf("namespace labels %v", ns.Labels)
+	}
+	if !eventSeen(t, "lavd-general", schedv1.ReasonAttached) {
+		t.Errorf("no %s event", schedv1.ReasonAttached)
+	}
+
+	// Deletion leaves nothing: the garbage collector follows the owner
+	// reference from the namespaced DaemonSet to the cluster-scoped SchedExt.
+	remove(t, "lavd-general")
+}
+
+// TestExistingNamespaceLabelled: a scheduler namespace that exists without
+// the Pod Security label (an admin created it) gets it, and keeps its other
+// labels.
+func TestExistingNamespaceLabelled(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Settings.SchedulerNamespace}}
+	if err := sim.Client.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(ns.DeepCopy())
+	delete(ns.Labels, "pod-security.kubernetes.io/enforce")
+	metav1.SetMetaDataLabel(&ns.ObjectMeta, "team", "kernel")
+	if err := sim.Client.Patch(t.Context(), ns, patch); err != nil {
+		t.Fatal(err)
+	}
+	create(t, MakeSchedExt("ns-label").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "highmem").Obj())
+	waitSchedExt(t, "ns-label", "attached", func(s *schedv1.SchedExt) bool { return s.Status.ReadyNodes == 1 })
+	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels["team"] != "kernel" {
+		t.Errorf("namespace labels %v", ns.Labels)
+	}
+	remove(t, "ns-label")
+}
+
+// TestNotAttached: pods that run but whose attach probe fails are not
+// counted as ready; fixing it (here, the simulated probe) makes them ready.
+func TestNotAttached(t *testing.T) {
+	create(t, MakeSchedExt("unattached").Scheduler("scx_rusty").NodeSelector(schedv1.NodeLabelPool, "general").
+		PodAnnotation(cluster.AnnotationReady, "false").Obj())
+	got := waitSchedExt(t, "unattached", "running but not attached", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 3 && len(podNodes(t, "unattached")) == 3 &&
+			condIs(s, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonNotAttached)
+	})
+	if got.Status.ReadyNodes != 0 || got.Status.AvailableNodes != 0 || got.Status.UnavailableNodes != 3 {
+		t.Errorf("counts ready %d available %d unavailable %d, want 0 0 3", got.Status.ReadyNodes, got.Status.AvailableNodes, got.Status.UnavailableNodes)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionReady); !strings.Contains(c.Message, "attached on 0 of 3 nodes") || !strings.Contains(c.Message, "sim-general-a") {
+		t.Errorf("Ready message %q", c.Message)
+	}
+	if condIs(got, schedv1.ConditionDegraded, metav1.ConditionTrue, "") {
+		t.Errorf("not attached (yet) is not Degraded: %+v", got.Status.Conditions)
+	}
+
+	// A spec change rolls the DaemonSet; the new pods attach.
+	update(t, "unattached", func(s *schedv1.SchedExt) { s.Spec.PodMetadata = nil })
+	waitSchedExt(t, "unattached", "attached after the fix", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 3 && s.Status.ObservedGeneration == s.Generation &&
+			condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	remove(t, "unattached")
+}
+
+// TestConflictingSchedExts: the older keeps shared nodes; the younger
+// excludes them, says so, and takes them over when the older narrows and
+// then goes.
+func TestConflictingSchedExts(t *testing.T) {
+	create(t, MakeSchedExt("conflict-a").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj())
+	waitSchedExt(t, "conflict-a", "attached", func(s *schedv1.SchedExt) bool { return s.Status.ReadyNodes == 3 })
+	// Younger (and later by name, should they share a creation second);
+	// no selector: every node without an untolerated taint.
+	create(t, MakeSchedExt("conflict-b").Scheduler("scx_rusty").Obj())
+
+	young := waitSchedExt(t, "conflict-b", "in conflict over the general pool", func(s *schedv1.SchedExt) bool {
+		return slices.Equal(s.Status.ConflictingNodes, generalNodes) && s.Status.DesiredNodes == 1 && s.Status.ReadyNodes == 1 &&
+			condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerConflict)
+	})
+	msg := meta.FindStatusCondition(young.Status.Conditions, schedv1.ConditionDegraded).Message
+	for _, w := range append([]string{"conflict-a"}, generalNodes...) {
+		if !strings.Contains(msg, w) {
+			t.Errorf("Degraded message %q does not name %s", msg, w)
+		}
+	}
+	waitPodNodes(t, "conflict-b", []string{"sim-highmem-a"})
+	waitPodNodes(t, "conflict-a", generalNodes)
+	old := get(t, "conflict-a")
+	if len(old.Status.ConflictingNodes) != 0 || condIs(old, schedv1.ConditionDegraded, metav1.ConditionTrue, "") {
+		t.Errorf("the older one is not in conflict: %+v", old.Status)
+	}
+	if !eventSeen(t, "conflict-b", schedv1.ReasonSchedulerConflict) {
+		t.Errorf("no %s event on the younger", schedv1.ReasonSchedulerConflict)
+	}
+
+	// Narrowed: the older keeps zone-a only; the younger takes the rest.
+	update(t, "conflict-a", func(s *schedv1.SchedExt) { s.Spec.NodeSelector[schedv1.NodeLabelZone] = "zone-a" })
+	waitSchedExt(t, "conflict-b", "holding the narrowed-away nodes", func(s *schedv1.SchedExt) bool {
+		return slices.Equal(s.Status.ConflictingNodes, []string{"sim-general-a"}) && s.Status.DesiredNodes == 3 && s.Status.ReadyNodes == 3
+	})
+	waitPodNodes(t, "conflict-b", []string{"sim-general-b", "sim-general-c", "sim-highmem-a"})
+	waitPodNodes(t, "conflict-a", []string{"sim-general-a"})
+
+	// Deleted: the younger takes everything and is no longer Degraded.
+	remove(t, "conflict-a")
+	waitSchedExt(t, "conflict-b", "owning every untainted node", func(s *schedv1.SchedExt) bool {
+		return len(s.Status.ConflictingNodes) == 0 && s.Status.DesiredNodes == 4 && s.Status.ReadyNodes == 4 &&
+			condIs(s, schedv1.ConditionDegraded, metav1.ConditionFalse, schedv1.ReasonAsExpected) &&
+			condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	waitPodNodes(t, "conflict-b", untainted)
+	remove(t, "conflict-b")
+}
+
+// TestNodeRelabelled: a node labelled into an older SchedExt's selection
+// moves to it from a younger one, and back when the label goes; the counts
+// follow.
+func TestNodeRelabelled(t *testing.T) {
+	const key, node = "scx.example/test", "sim-highmem-a"
+	t.Cleanup(func() { labelNode(t, node, key, "") })
+	create(t, MakeSchedExt("relabel-old").Scheduler("scx_lavd").NodeSelector(key, "on").Obj())
+	waitSchedExt(t, "relabel-old", "without nodes", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 0 && condIs(s, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonNoNodes)
+	})
+	create(t, MakeSchedExt("relabel-young").Scheduler("scx_rusty").NodeSelector(schedv1.NodeLabelPool, "highmem").Obj())
+	waitSchedExt(t, "relabel-young", "attached on highmem", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 1 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+
+	labelNode(t, node, key, "on")
+	waitSchedExt(t, "relabel-old", "attached on the relabelled node", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 1 && s.Status.ReadyNodes == 1 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	waitSchedExt(t, "relabel-young", "in conflict", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 0 && slices.Equal(s.Status.ConflictingNodes, []string{node}) &&
+			condIs(s, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSchedulerConflict)
+	})
+	waitPodNodes(t, "relabel-young", nil)
+	waitPodNodes(t, "relabel-old", []string{node})
+
+	labelNode(t, node, key, "")
+	waitSchedExt(t, "relabel-old", "without nodes again", func(s *schedv1.SchedExt) bool {
+		return s.Status.DesiredNodes == 0 && s.Status.ReadyNodes == 0 && condIs(s, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonNoNodes)
+	})
+	waitSchedExt(t, "relabel-young", "back on highmem", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 1 && len(s.Status.ConflictingNodes) == 0 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	waitPodNodes(t, "relabel-old", nil)
+	remove(t, "relabel-old")
+	remove(t, "relabel-young")
+}
+
+// TestNoWritesWhenNothingChanged: events that change nothing (a node label
+// no selector uses, an annotation on the SchedExt) are reconciled but write
+// nothing: resourceVersions stay while the reconcile count moves.
+func TestNoWritesWhenNothingChanged(t *testing.T) {
+	const key, node = "scx.example/unrelated", "sim-general-b"
+	t.Cleanup(func() { labelNode(t, node, key, "") })
+	create(t, MakeSchedExt("quiet").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj())
+	waitSchedExt(t, "quiet", "attached", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 3 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	// Let the pods' and DaemonSet's last updates arrive.
+	time.Sleep(3 * time.Second)
+
+	// Each change must be followed by a reconcile (the count moves), and
+	// then by nothing else.
+	reconciles := reconcileCount(t)
+	update(t, "quiet", func(s *schedv1.SchedExt) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "note", "touched") })
+	poll(t, "a reconcile after the annotation", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
+	scxBefore, dsBefore := get(t, "quiet"), daemonSet(t, "quiet")
+	reconciles = reconcileCount(t)
+	labelNode(t, node, key, "x")
+	poll(t, "a reconcile after the node label", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
+	time.Sleep(2 * time.Second)
+
+	scxAfter, dsAfter := get(t, "quiet"), daemonSet(t, "quiet")
+	if scxAfter.ResourceVersion != scxBefore.ResourceVersion {
+		t.Errorf("SchedExt written while nothing changed: resourceVersion %s -> %s\nbefore %+v\nafter %+v",
+			scxBefore.ResourceVersion, scxAfter.ResourceVersion, scxBefore.Status, scxAfter.Status)
+	}
+	if dsAfter.ResourceVersion != dsBefore.ResourceVersion {
+		t.Errorf("DaemonSet written while nothing changed: resourceVersion %s -> %s", dsBefore.ResourceVersion, dsAfter.ResourceVersion)
+	}
+	remove(t, "quiet")
+}
+
+// TestDriftRepaired: an edit to the DaemonSet's template is undone.
+func TestDriftRepaired(t *testing.T) {
+	create(t, MakeSchedExt("drift").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "highmem").Args("--a").Obj())
+	waitSchedExt(t, "drift", "attached", func(s *schedv1.SchedExt) bool { return s.Status.ReadyNodes == 1 })
+	ds := daemonSet(t, "drift")
+	patch := client.MergeFrom(ds.DeepCopy())
+	ds.Spec.Template.Spec.Containers[0].Args = []string{"--b"}
+	if err := sim.Client.Patch(t.Context(), ds, patch); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the args restored", func(ctx context.Context) (bool, error) {
+		got := &appsv1.DaemonSet{}
+		if err := sim.Client.Get(ctx, client.ObjectKeyFromObject(ds), got); err != nil {
+			return false, err
+		}
+		return slices.Equal(got.Spec.Template.Spec.Containers[0].Args, []string{"--a"}), nil
+	})
+	if !eventSeen(t, "drift", schedv1.ReasonRepaired) {
+		t.Errorf("no %s event", schedv1.ReasonRepaired)
+	}
+	remove(t, "drift")
+}
+
+// TestUnknownScheduler: a name with no configured image makes no
+// DaemonSet and says why.
+func TestUnknownScheduler(t *testing.T) {
+	create(t, MakeSchedExt("unknown").Scheduler("scx_nonexistent").Obj())
+	got := waitSchedExt(t, "unknown", "degraded", func(s *schedv1.SchedExt) bool {
+		return condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonUnknownScheduler)
+	})
+	if got.Status.DaemonSetName != "" || got.Status.ResolvedImage != "" || !condIs(got, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler) {
+		t.Errorf("status %+v", got.Status)
+	}
+	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet("unknown")}, &appsv1.DaemonSet{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("DaemonSet for an unknown scheduler: %v", err)
+	}
+	remove(t, "unknown")
+}
+
+// TestImagePullFailure: a scheduler image that cannot be pulled is the
+// reason in Ready and Degraded.
+func TestImagePullFailure(t *testing.T) {
+	create(t, MakeSchedExt("nopull").Image("registry.example/missing:1", "").NodeSelector(schedv1.NodeLabelPool, "highmem").
+		PodAnnotation(cluster.AnnotationImagePullError, "ErrImagePull").Obj())
+	got := waitSchedExt(t, "nopull", "degraded by the image", func(s *schedv1.SchedExt) bool {
+		return condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonImagePull)
+	})
+	if !condIs(got, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonImagePull) || got.Status.ReadyNodes != 0 {
+		t.Errorf("status %+v", got.Status)
+	}
+	remove(t, "nopull")
+}
+
+func create(t *testing.T, s *schedv1.SchedExt) {
+	t.Helper()
+	if err := sim.Client.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	// Remove it even when the test fails, so the next test's arbitration
+	// is not disturbed.
+	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), s) })
+}
+
+// remove deletes a SchedExt and waits for its DaemonSet and pods to go.
+func remove(t *testing.T, name string) {
+	t.Helper()
+	if err := sim.Client.Delete(t.Context(), &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "SchedExt "+name+"'s DaemonSet and pods to be gone", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, &appsv1.DaemonSet{})
+		if !apierrors.IsNotFound(err) {
+			return false, client.IgnoreNotFound(err)
+		}
+		var pods corev1.PodList
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 0, nil
+	})
+}
+
+func get(t *testing.T, name string) *schedv1.SchedExt {
+	t.Helper()
+	s := &schedv1.SchedExt{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func update(t *testing.T, name string, f func(*schedv1.SchedExt)) {
+	t.Helper()
+	s := get(t, name)
+	patch := client.MergeFrom(s.DeepCopy())
+	f(s)
+	if err := sim.Client.Patch(t.Context(), s, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
+	t.Helper()
+	ds := &appsv1.DaemonSet{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, ds); err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// labelNode sets a node label, or removes it when value is "".
+func labelNode(t *testing.T, name, key, value string) {
+	t.Helper()
+	n := &corev1.Node{}
+	if err := sim.Client.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if value == "" {
+		delete(n.Labels, key)
+	} else {
+		n.Labels[key] = value
+	}
+	if err := sim.Client.Patch(context.Background(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitSchedExt(t *testing.T, name, what string, cond func(*schedv1.SchedExt) bool) *schedv1.SchedExt {
+	t.Helper()
+	got := &schedv1.SchedExt{}
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := sim.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		return cond(got), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for SchedExt %s to be %s: %v; last status: %+v", name, what, err, got.Status)
+	}
+	return got
+}
+
+// podNodes lists the nodes of a SchedExt's pods that are not terminating.
+func podNodes(t *testing.T, name string) []string {
+	t.Helper()
+	var pods corev1.PodList
+	if err := sim.Client.List(t.Context(), &pods, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp.IsZero() {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
+}
+
+func waitPodNodes(t *testing.T, name string, want []string) {
+	t.Helper()
+	var got []string
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+		got = podNodes(t, name)
+		return slices.Equal(got, want), nil
+	})
+	if err != nil {
+		t.Fatalf("pods of %s on %v, want %v", name, got, want)
+	}
+}
+
+func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+// condIs matches a condition's status and, unless reason is "", reason.
+func condIs(s *schedv1.SchedExt, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(s.Status.Conditions, typ)
+	return c != nil && c.Status == status && (reason == "" || c.Reason == reason) && c.ObservedGeneration == s.Generation
+}
+
+func equalStatus(a, b schedv1.SchedExtStatus) bool {
+	return a.ObservedGeneration == b.ObservedGeneration && a.ResolvedImage == b.ResolvedImage && a.DaemonSetName == b.DaemonSetName &&
+		a.DesiredNodes == b.DesiredNodes && a.ReadyNodes == b.ReadyNodes && a.AvailableNodes == b.AvailableNodes &&
+		a.UnavailableNodes == b.UnavailableNodes && slices.Equal(a.ConflictingNodes, b.ConflictingNodes) && slices.Equal(a.UnsupportedNodes, b.UnsupportedNodes)
+}
+
+// eventSeen polls for an event with reason about the named SchedExt.
+func eventSeen(t *testing.T, name, reason string) bool {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		var evs eventsv1.EventList
+		if err := sim.Client.List(ctx, &evs); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Regarding.Kind == "SchedExt" && e.Regarding.Name == name && e.Reason == reason {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return err == nil
+}
+
+// reconcileCount reads how many SchedExt reconciles the operator has run
+// from its metrics endpoint.
+func reconcileCount(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + opts.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	total := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="schedext"`) {
+			continue
+		}
+		fields := strings.Fields(line)
+		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		total += int(n)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}

@@ -1,0 +1,167 @@
+package userdeployment_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
+)
+
+// benchApps is how many apps each side of the benchmark starts. Their 200
+// pods fit on the simulated cluster's untainted nodes twice over.
+const benchApps = 200
+
+// BenchmarkUserDeployments times 200 one-service UserDeployments going to
+// Running through the operator, against the same Deployments and Services
+// created directly (10 clients at once) until available, and reports the
+// ratio (target <= 1.1). The apps are Open (no NetworkPolicy) so both sides
+// create the same objects. Neither side is held back by a client-side rate
+// limit, and the operator runs 50 reconciles at once: creating a Service
+// (its cluster IP) is the API server's slowest step here, and a reconcile
+// waits for it.
+//
+//	go test ./operator/userdeployment/ -run '^$' -bench BenchmarkUserDeployments -benchtime 1x
+func BenchmarkUserDeployments(b *testing.B) {
+	restartOperator(b, func(o *app.Options) {
+		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
+		o.MaxConcurrentReconciles = 50
+	})
+	cfg := rest.CopyConfig(sim.Config)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	apps := func(ns string) []*schedv1.UserDeployment {
+		out := make([]*schedv1.UserDeployment, benchApps)
+		for i := range out {
+			out[i] = MakeUserDeployment(fmt.Sprintf("app-%03d", i), ns).
+				Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+				Isolation(schedv1.IsolationOpen).Obj()
+		}
+		return out
+	}
+
+	var direct, operator time.Duration
+	for range b.N {
+		b.StopTimer()
+		ns := namespace(b)
+		var objs []client.Object
+		for _, ud := range apps(ns) {
+			for _, o := range userdeployment.PlanObjects(ud, userdeployment.Settings{}) {
+				o.SetOwnerReferences(nil)
+				objs = append(objs, o)
+			}
+		}
+		b.StartTimer()
+		direct += timeToReady(b, c, objs, func(ctx context.Context) (int, error) {
+			var deps appsv1.DeploymentList
+			if err := c.List(ctx, &deps, client.InNamespace(ns)); err != nil {
+				return 0, err
+			}
+			ready := 0
+			for _, d := range deps.Items {
+				if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1 {
+					ready++
+				}
+			}
+			return ready, nil
+		})
+		b.StopTimer()
+		emptyNamespace(b, c, ns)
+
+		ns = namespace(b)
+		objs = objs[:0]
+		for _, ud := range apps(ns) {
+			objs = append(objs, ud)
+		}
+		b.StartTimer()
+		operator += timeToReady(b, c, objs, func(ctx context.Context) (int, error) {
+			var uds schedv1.UserDeploymentList
+			if err := c.List(ctx, &uds, client.InNamespace(ns)); err != nil {
+				return 0, err
+			}
+			ready := 0
+			for i := range uds.Items {
+				if phase(schedv1.UserDeploymentRunning)(&uds.Items[i]) {
+					ready++
+				}
+			}
+			return ready, nil
+		})
+		b.StopTimer()
+		emptyNamespace(b, c, ns)
+	}
+	n := float64(b.N)
+	b.ReportMetric(direct.Seconds()/n, "direct-s")
+	b.ReportMetric(operator.Seconds()/n, "operator-s")
+	b.ReportMetric(operator.Seconds()/direct.Seconds(), "ratio")
+}
+
+// timeToReady creates objs with a few workers and returns how long it takes
+// until ready counts benchApps of them.
+func timeToReady(b *testing.B, c client.Client, objs []client.Object, ready func(context.Context) (int, error)) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	work := make(chan client.Object)
+	errs := make(chan error, len(objs))
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			for o := range work {
+				if err := c.Create(ctx, o); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for _, o := range objs {
+		work <- o
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	eventuallyWithin(b, fmt.Sprintf("%d apps ready", benchApps), 10*time.Minute, func(ctx context.Context) error {
+		n, err := ready(ctx)
+		if err == nil && n < benchApps {
+			err = fmt.Errorf("%d of %d ready", n, benchApps)
+		}
+		return err
+	})
+	return time.Since(start)
+}
+
+// emptyNamespace deletes ns and waits for its pods to go, so the next run
+// has the nodes to itself.
+func emptyNamespace(b *testing.B, c client.Client, ns string) {
+	b.Helper()
+	if err := c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	eventuallyWithin(b, "the pods of "+ns+" to go", gcTimeout, func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left", len(pods.Items))
+		}
+		return nil
+	})
+}

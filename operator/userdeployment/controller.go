@@ -1,0 +1,458 @@
+// Package userdeployment reconciles UserDeployments: per service a
+// Deployment and a ClusterIP Service, the app's ConfigMap, ExternalSecrets
+// for external secret references, an Ingress (or a Traefik IngressRoute) for
+// public services and a NetworkPolicy, all owned by the UserDeployment so
+// the garbage collector removes them with it.
+//
+// Every reconcile builds the desired objects from the spec (resources.go),
+// compares them with the cached ones and writes only what differs, with
+// server-side apply; the status comes from a pure function (status.go).
+package userdeployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// fieldOwner is the server-side apply field manager of every object written.
+const fieldOwner = "kubectl-sched-operator"
+
+// conflictRetry is how often an object name taken by someone else is
+// checked again: that object is not labelled, so no event announces its end.
+const conflictRetry = time.Minute
+
+// Reconciler reconciles UserDeployments.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache: an object the cache lacks may exist
+	// without the operator's labels, and must not be taken over.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Settings  Settings
+
+	apis apis
+	// optional caches ExternalSecrets and IngressRoutes, selected by label
+	// like every owned kind; nil when the cluster serves neither API.
+	optional cache.Cache
+}
+
+// The operator writes only objects it owns, in the app's namespace. It never
+// reads Secrets: pods reference them by name and the kubelet reads them.
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=userdeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=userdeployments/status,verbs=get;update;patch
+// Owner references with blockOwnerDeletion need this where the
+// OwnerReferencesPermissionEnforcement admission plugin runs.
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=userdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=external-secrets.io,resources=externalsecrets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=traefik.io,resources=ingressroutes,verbs=get;list;watch;create;patch;delete
+
+// Reconcile brings one app's objects to the plan and reports on them.
+// Deletion needs nothing: every object carries an owner reference.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	ud := &schedv1.UserDeployment{}
+	if err := r.Get(ctx, req.NamespacedName, ud); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !ud.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	p := buildPlan(ud, r.Settings, r.apis)
+	owned, err := r.observeOwned(ctx, ud)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &syncState{ud: ud, owned: owned, deployments: map[string]*appsv1.Deployment{}}
+	r.applyObjects(ctx, s, p)
+	if s.terminating {
+		// The namespace is being deleted, and the app with it.
+		return ctrl.Result{}, nil
+	}
+	r.deleteUnwanted(ctx, s, p)
+	r.recordChanges(ctx, s)
+	pods, err := r.observePods(ctx, ud)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	before := ud.Status.DeepCopy()
+	ud.Status = computeStatus(ud, p, observed{deployments: s.deployments, pods: pods, problems: s.problems})
+	if err := r.patchStatus(ctx, ud, before); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := errors.Join(s.errs...); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.conflict {
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+// syncState collects what one reconcile did and found.
+type syncState struct {
+	ud    *schedv1.UserDeployment
+	owned map[objectKey]client.Object
+	// deployments as written or found, by service name, for the status.
+	deployments map[string]*appsv1.Deployment
+
+	created, repaired, deleted []string
+	problems                   []string // for the status: what could not be written
+	errs                       []error  // to retry with backoff
+	conflict                   bool
+	terminating                bool // the namespace refuses new objects
+}
+
+// objectKey identifies an owned object; the kinds' names do not collide.
+type objectKey struct{ kind, name string }
+
+func (k objectKey) String() string { return k.kind + " " + k.name }
+
+// builtinKinds are the built-in kinds the controller creates, with how to
+// list them.
+var builtinKinds = []struct {
+	kind string
+	list func() client.ObjectList
+}{
+	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
+	{"ConfigMap", func() client.ObjectList { return &corev1.ConfigMapList{} }},
+	{"Ingress", func() client.ObjectList { return &networkingv1.IngressList{} }},
+	{"NetworkPolicy", func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }},
+}
+
+// observeOwned lists, from the caches, the objects ud controls.
+func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeployment) (map[objectKey]client.Object, error) {
+	owned := map[objectKey]client.Object{}
+	opts := []client.ListOption{client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}}
+	collect := func(kind string, reader client.Reader, list client.ObjectList) error {
+		if err := reader.List(ctx, list, opts...); err != nil {
+			return fmt.Errorf("list %ss: %w", kind, err)
+		}
+		return meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); metav1.IsControlledBy(obj, ud) {
+				owned[objectKey{kind, obj.GetName()}] = obj
+			}
+			return nil
+		})
+	}
+	for _, k := range builtinKinds {
+		if err := collect(k.kind, r.Client, k.list()); err != nil {
+			return nil, err
+		}
+	}
+	for _, gvk := range r.optionalKinds() {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := collect(gvk.Kind, r.optional, list); err != nil {
+			return nil, err
+		}
+	}
+	return owned, nil
+}
+
+func (r *Reconciler) optionalKinds() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	if r.apis.externalSecrets {
+		out = append(out, externalSecretGVK)
+	}
+	if r.apis.ingressRoutes {
+		out = append(out, ingressRouteGVK)
+	}
+	return out
+}
+
+// applyObjects writes every planned object that is missing or differs from
+// the cluster's copy, and nothing else.
+func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {
+	for _, desired := range p.objects {
+		form, err := applyForm(desired)
+		if err != nil {
+			s.errs = append(s.errs, err)
+			continue
+		}
+		key := objectKey{form.GetKind(), form.GetName()}
+		current, err := r.ensure(ctx, s, key, form)
+		var c *conflictError
+		switch {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			s.terminating = true
+			return
+		case errors.As(err, &c):
+			s.conflict = true
+			s.problems = append(s.problems, err.Error())
+			continue
+		case err != nil:
+			s.errs = append(s.errs, fmt.Errorf("apply %s: %w", key, err))
+			s.problems = append(s.problems, err.Error())
+			continue
+		}
+		if key.kind == "Deployment" {
+			dep, err := asDeployment(current)
+			if err != nil {
+				s.errs = append(s.errs, err)
+				continue
+			}
+			s.deployments[dep.Labels[schedv1.LabelService]] = dep
+		}
+	}
+}
+
+// conflictError: the name is taken by an object the app does not control.
+type conflictError struct{ key objectKey }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("%s already exists and is not controlled by this UserDeployment; delete or rename it", e.key)
+}
+
+// ensure returns the object as it is after writing it if needed.
+func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, form *unstructured.Unstructured) (client.Object, error) {
+	current := s.owned[key]
+	if current == nil {
+		// Not in the cache: new, deleted out of band, or someone else's
+		// (the cache holds only labelled objects). Ask the API server; its
+		// watch cache (resourceVersion 0) is recent enough to tell.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(form.GroupVersionKind())
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		case !metav1.IsControlledBy(live, s.ud):
+			return nil, &conflictError{key}
+		default:
+			current = live // ours; the cache is behind or lost our labels
+		}
+	}
+	if current != nil {
+		ok, err := inSync(form, current)
+		if err != nil || ok {
+			return current, err
+		}
+	}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	switch {
+	case current == nil && s.ud.Status.ObservedGeneration == s.ud.Generation:
+		// This spec was already in place, so the object was deleted.
+		s.repaired = append(s.repaired, key.String()+" (deleted)")
+	case current == nil:
+		s.created = append(s.created, key.String())
+	case current.GetAnnotations()[annotationApplied] == form.GetAnnotations()[annotationApplied]:
+		// Same plan as last applied, different object: edited out of band.
+		s.repaired = append(s.repaired, key.String()+" (edited)")
+	default:
+		log.FromContext(ctx).Info("Updated object to the spec", "kind", key.kind, "name", key.name)
+	}
+	return form, nil
+}
+
+// deleteUnwanted removes owned objects the plan no longer has: a removed
+// service, an exposure turned to None, config emptied, isolation opened.
+func (r *Reconciler) deleteUnwanted(ctx context.Context, s *syncState, p plan) {
+	wanted := map[objectKey]bool{}
+	for _, o := range p.objects {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		wanted[objectKey{gvk.Kind, o.GetName()}] = true
+	}
+	for key, obj := range s.owned {
+		if wanted[key] {
+			continue
+		}
+		uid := obj.GetUID()
+		err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			s.errs = append(s.errs, fmt.Errorf("delete %s: %w", key, err))
+		default:
+			s.deleted = append(s.deleted, key.String())
+		}
+	}
+}
+
+// recordChanges logs and reports what this reconcile changed, one event per
+// kind of change.
+func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
+	lg := log.FromContext(ctx)
+	for _, c := range []struct {
+		names          []string
+		reason, action string
+		note           string
+		typ            string
+	}{
+		{s.created, schedv1.ReasonCreated, "Create", "created %s", corev1.EventTypeNormal},
+		{s.repaired, schedv1.ReasonRepaired, "Repair", "restored %s, changed out of band", corev1.EventTypeWarning},
+		{s.deleted, schedv1.ReasonDeleted, "Delete", "deleted %s, no longer in the spec", corev1.EventTypeNormal},
+	} {
+		if len(c.names) == 0 {
+			continue
+		}
+		lg.Info("Changed objects", "action", c.action, "objects", c.names)
+		r.Recorder.Eventf(s.ud, nil, c.typ, c.reason, c.action, c.note, strings.Join(c.names, ", "))
+	}
+}
+
+func (r *Reconciler) observePods(ctx context.Context, ud *schedv1.UserDeployment) (map[string][]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	pods := map[string][]corev1.Pod{}
+	for _, pod := range list.Items {
+		svc := pod.Labels[schedv1.LabelService]
+		pods[svc] = append(pods[svc], pod)
+	}
+	return pods, nil
+}
+
+// patchStatus writes the status only when it changed, with an event when
+// the app reaches Running, Stopped or Degraded.
+func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment, before *schedv1.UserDeploymentStatus) error {
+	if equality.Semantic.DeepEqual(*before, ud.Status) {
+		return nil
+	}
+	old := ud.DeepCopy()
+	old.Status = *before
+	if err := r.Status().Patch(ctx, ud, client.MergeFrom(old)); err != nil {
+		return err
+	}
+	if before.Phase == ud.Status.Phase {
+		return nil
+	}
+	ready := meta.FindStatusCondition(ud.Status.Conditions, schedv1.ConditionReady)
+	log.FromContext(ctx).Info("UserDeployment phase changed", "from", before.Phase, "to", ud.Status.Phase, "reason", ready.Reason)
+	switch ud.Status.Phase {
+	case schedv1.UserDeploymentRunning, schedv1.UserDeploymentStopped:
+		r.Recorder.Eventf(ud, nil, corev1.EventTypeNormal, ready.Reason, string(ud.Status.Phase), "%s", ready.Message)
+	case schedv1.UserDeploymentDegraded:
+		r.Recorder.Eventf(ud, nil, corev1.EventTypeWarning, ready.Reason, string(ud.Status.Phase), "%s", ready.Message)
+	}
+	// Pending and Progressing are on the way; the status shows them.
+	return nil
+}
+
+func asDeployment(obj client.Object) (*appsv1.Deployment, error) {
+	if dep, ok := obj.(*appsv1.Deployment); ok {
+		return dep, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("unexpected %T for a Deployment", obj)
+	}
+	dep := &appsv1.Deployment{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, dep); err != nil {
+		return nil, fmt.Errorf("read Deployment %s: %w", u.GetName(), err)
+	}
+	return dep, nil
+}
+
+// SetupWithManager watches UserDeployments, everything they own and their
+// pods (whose states explain a service that does not become ready). The
+// optional APIs are looked up once, here: the operator must be restarted to
+// use External Secrets or Traefik installed after it started.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	lg := mgr.GetLogger().WithName("userdeployment")
+	var err error
+	if r.apis.externalSecrets, err = served(mgr.GetRESTMapper(), externalSecretGVK); err != nil {
+		return err
+	}
+	if r.apis.ingressRoutes, err = served(mgr.GetRESTMapper(), ingressRouteGVK); err != nil {
+		return err
+	}
+	if r.Settings.IngressProvider == "traefik" && !r.apis.ingressRoutes {
+		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
+	}
+
+	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		// Status writes (ours) do not change the generation: no reconcile.
+		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
+			return ok
+		})))
+
+	if kinds := r.optionalKinds(); len(kinds) > 0 {
+		// The manager's cache cannot be told about these kinds before it
+		// knows they exist, so they get their own, selected the same way.
+		r.optional, err = cache.New(mgr.GetConfig(), cache.Options{
+			HTTPClient:           mgr.GetHTTPClient(),
+			Scheme:               mgr.GetScheme(),
+			Mapper:               mgr.GetRESTMapper(),
+			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue}),
+			DefaultTransform:     cache.TransformStripManagedFields(),
+		})
+		if err != nil {
+			return fmt.Errorf("cache for optional APIs: %w", err)
+		}
+		if err := mgr.Add(r.optional); err != nil {
+			return err
+		}
+		for _, gvk := range kinds {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.WatchesRawSource(source.Kind(r.optional, u,
+				handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), &schedv1.UserDeployment{}, handler.OnlyControllerOwner())))
+		}
+		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes)
+	}
+	return b.
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		Named("userdeployment").
+		Complete(r)
+}
+
+// served reports whether the API server serves gvk.
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up %s: %w", gvk, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,846 @@
+package userdeployment_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+)
+
+func appLabel(name string) client.MatchingLabels {
+	return client.MatchingLabels{schedv1.LabelUserDeployment: name}
+}
+
+// runningPods lists the app's pods that run and are not being deleted.
+func runningPods(ctx context.Context, ns, name string) ([]corev1.Pod, error) {
+	var pods corev1.PodList
+	if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), appLabel(name)); err != nil {
+		return nil, err
+	}
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// waitEvent waits for an event with reason about a UserDeployment; the
+// recorder sends events in the background.
+func waitEvent(t *testing.T, ns, name, reason string) {
+	t.Helper()
+	eventually(t, "a "+reason+" event", func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := sim.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "UserDeployment" && e.Regarding.Name == name {
+				if e.Reason == reason {
+					return nil
+				}
+				seen = append(seen, e.Reason)
+			}
+		}
+		return fmt.Errorf("events %v", seen)
+	})
+}
+
+func TestThreeServiceAppRuns(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-db", Namespace: ns}, StringData: map[string]string{"PASSWORD": "s3cret"}})
+	create(t, MakeUserDeployment("shop", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Replicas("web", 2).
+		Service("api", "shop-api:1", 8080, schedv1.ExposureInternal).
+		Service("worker", "shop-worker:1", 0, schedv1.ExposureNone).
+		Config("MODE", "fast").SecretRef("db", "shop-db").Obj())
+
+	ud := waitUD(t, ns, "shop", "Running", phase(schedv1.UserDeploymentRunning))
+	if ud.Status.Ready != "3/3" {
+		t.Errorf("ready %q, want 3/3", ud.Status.Ready)
+	}
+	if diff := cmp.Diff([]string{"http://" + names.HostLabel("shop", ns) + ".apps.test/"}, ud.Status.URLs); diff != "" {
+		t.Errorf("urls (-want +got):\n%s", diff)
+	}
+	wantServices := []schedv1.ServiceStatus{
+		{Name: "web", ReadyReplicas: 2, DesiredReplicas: 2},
+		{Name: "api", ReadyReplicas: 1, DesiredReplicas: 1},
+		{Name: "worker", ReadyReplicas: 1, DesiredReplicas: 1},
+	}
+	if diff := cmp.Diff(wantServices, ud.Status.Services); diff != "" {
+		t.Errorf("services (-want +got):\n%s", diff)
+	}
+	for typ, want := range map[string]metav1.ConditionStatus{schedv1.ConditionReady: metav1.ConditionTrue, schedv1.ConditionProgressing: metav1.ConditionFalse, schedv1.ConditionDegraded: metav1.ConditionFalse} {
+		if c := condition(ud, typ); c.Status != want || c.ObservedGeneration != ud.Generation {
+			t.Errorf("%s condition %+v, want %s at generation %d", typ, c, want, ud.Generation)
+		}
+	}
+
+	ctx := t.Context()
+	var deps appsv1.DeploymentList
+	if err := sim.Client.List(ctx, &deps, client.InNamespace(ns), appLabel("shop")); err != nil {
+		t.Fatal(err)
+	}
+	var depNames []string
+	for _, d := range deps.Items {
+		depNames = append(depNames, d.Name)
+		if !metav1.IsControlledBy(&d, ud) || d.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+			t.Errorf("Deployment %s: owners %v labels %v", d.Name, d.OwnerReferences, d.Labels)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		wantFrom := []corev1.EnvFromSource{
+			{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-config"}}},
+			{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-db"}}},
+		}
+		if diff := cmp.Diff(wantFrom, c.EnvFrom); diff != "" {
+			t.Errorf("Deployment %s envFrom (-want +got):\n%s", d.Name, diff)
+		}
+	}
+	slices.Sort(depNames)
+	if diff := cmp.Diff([]string{"shop-api", "shop-web", "shop-worker"}, depNames); diff != "" {
+		t.Errorf("Deployments (-want +got):\n%s", diff)
+	}
+	var svcs corev1.ServiceList
+	if err := sim.Client.List(ctx, &svcs, client.InNamespace(ns), appLabel("shop")); err != nil {
+		t.Fatal(err)
+	}
+	var svcNames []string
+	for _, s := range svcs.Items {
+		svcNames = append(svcNames, s.Name)
+		if s.Spec.Type != corev1.ServiceTypeClusterIP || s.Spec.Selector[schedv1.LabelService] == "" || !metav1.IsControlledBy(&s, ud) {
+			t.Errorf("Service %s: type %s selector %v owners %v", s.Name, s.Spec.Type, s.Spec.Selector, s.OwnerReferences)
+		}
+	}
+	slices.Sort(svcNames)
+	if diff := cmp.Diff([]string{"shop-api", "shop-web"}, svcNames); diff != "" {
+		t.Errorf("Services, none for the worker (-want +got):\n%s", diff)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop-config"}, cm); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"MODE": "fast"}, cm.Data); diff != "" {
+		t.Errorf("config (-want +got):\n%s", diff)
+	}
+	for _, obj := range []client.Object{&networkingv1.Ingress{}, &networkingv1.NetworkPolicy{}} {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, obj); err != nil {
+			t.Errorf("%T: %v", obj, err)
+		}
+	}
+	// The pods carry the managed-by label: the operator only caches those.
+	pods, err := runningPods(ctx, ns, "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 4 {
+		t.Errorf("%d running pods, want 4", len(pods))
+	}
+	for _, p := range pods {
+		if p.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+			t.Errorf("pod %s labels %v", p.Name, p.Labels)
+		}
+	}
+	waitEvent(t, ns, "shop", schedv1.ReasonCreated)
+	// Secret values never reach the status.
+	if strings.Contains(fmt.Sprintf("%+v", ud.Status), "s3cret") {
+		t.Errorf("the status shows a secret value: %+v", ud.Status)
+	}
+}
+
+func TestIngressAndNetworkPolicyContents(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("site", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
+		Service("api", "site-api:1", 8080, schedv1.ExposurePublic).
+		EditService("web", func(s *schedv1.ServiceSpec) { s.IngressPath = "/" }).
+		Ingress("site.example.com").TLS("site-tls").
+		Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress.ClassName = "nginx" }).Obj())
+	ud := waitUD(t, ns, "site", "Running", phase(schedv1.UserDeploymentRunning))
+	if diff := cmp.Diff([]string{"https://site.example.com/", "https://site.example.com/api"}, ud.Status.URLs); diff != "" {
+		t.Errorf("urls (-want +got):\n%s", diff)
+	}
+
+	ing := &networkingv1.Ingress{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "site"}, ing); err != nil {
+		t.Fatal(err)
+	}
+	prefix := ptr.To(networkingv1.PathTypePrefix)
+	backend := func(name string, port int32) networkingv1.IngressBackend {
+		return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: port}}}
+	}
+	wantIngress := networkingv1.IngressSpec{
+		IngressClassName: ptr.To("nginx"),
+		TLS:              []networkingv1.IngressTLS{{Hosts: []string{"site.example.com"}, SecretName: "site-tls"}},
+		Rules: []networkingv1.IngressRule{{Host: "site.example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Paths: []networkingv1.HTTPIngressPath{
+				{Path: "/", PathType: prefix, Backend: backend("site-web", 80)},
+				{Path: "/api", PathType: prefix, Backend: backend("site-api", 8080)},
+			},
+		}}}},
+	}
+	if diff := cmp.Diff(wantIngress, ing.Spec); diff != "" {
+		t.Errorf("Ingress (-want +got):\n%s", diff)
+	}
+
+	np := &networkingv1.NetworkPolicy{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "site"}, np); err != nil {
+		t.Fatal(err)
+	}
+	self := &metav1.LabelSelector{MatchLabels: map[string]string{schedv1.LabelUserDeployment: "site"}}
+	wantPolicy := networkingv1.NetworkPolicySpec{
+		PodSelector: *self,
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
+			{PodSelector: self},
+			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: op.opts.Settings.IngressNamespace}}},
+		}}},
+	}
+	if diff := cmp.Diff(wantPolicy, np.Spec); diff != "" {
+		t.Errorf("NetworkPolicy (-want +got):\n%s", diff)
+	}
+
+	// Opening the app removes the policy.
+	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) { s.NetworkIsolation = schedv1.IsolationOpen })
+	gone(t, np)
+}
+
+func TestStopAndStart(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Replicas("web", 2).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("A", "1").Obj())
+	waitUD(t, ns, "app", "Running", phase(schedv1.UserDeploymentRunning))
+
+	update(t, ns, "app", func(s *schedv1.UserDeploymentSpec) { s.State = schedv1.StateStopped })
+	ud := waitUD(t, ns, "app", "Stopped with no pods left", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentStopped)(ud) && condition(ud, schedv1.ConditionProgressing).Status == metav1.ConditionFalse
+	})
+	if c := condition(ud, schedv1.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != schedv1.ReasonStopped {
+		t.Errorf("Ready condition %+v, want False/Stopped", c)
+	}
+	ctx := t.Context()
+	for _, name := range []string{"app-web", "app-api"} {
+		dep := &appsv1.Deployment{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, dep); err != nil {
+			t.Fatal(err)
+		}
+		if *dep.Spec.Replicas != 0 {
+			t.Errorf("Deployment %s has %d replicas while stopped", name, *dep.Spec.Replicas)
+		}
+	}
+	eventually(t, "no pods", func(ctx context.Context) error {
+		var pods corev1.PodList
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), appLabel("app")); err != nil {
+			return err
+		}
+		if len(pods.Items) > 0 {
+			return fmt.Errorf("%d pods left", len(pods.Items))
+		}
+		return nil
+	})
+	// Everything but the pods stays.
+	for _, obj := range []client.Object{&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "app-web"}}, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "app-config"}},
+		&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Name: "app"}}, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "app"}}} {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: obj.GetName()}, obj); err != nil {
+			t.Errorf("%T %s while stopped: %v", obj, obj.GetName(), err)
+		}
+	}
+	waitEvent(t, ns, "app", schedv1.ReasonStopped)
+
+	update(t, ns, "app", func(s *schedv1.UserDeploymentSpec) { s.State = schedv1.StateRunning })
+	ud = waitUD(t, ns, "app", "Running again", phase(schedv1.UserDeploymentRunning))
+	if ud.Status.Ready != "2/2" {
+		t.Errorf("ready %q, want 2/2", ud.Status.Ready)
+	}
+	pods, err := runningPods(ctx, ns, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 3 {
+		t.Errorf("%d running pods after the restart, want 3", len(pods))
+	}
+}
+
+func TestServiceRemoved(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		Service("worker", "worker:1", 0, schedv1.ExposureNone).Obj())
+	waitUD(t, ns, "app", "Running", phase(schedv1.UserDeploymentRunning))
+	ctx := t.Context()
+	webKey := types.NamespacedName{Namespace: ns, Name: "app-web"}
+	dep, svc := &appsv1.Deployment{}, &corev1.Service{}
+	for _, obj := range []client.Object{dep, svc} {
+		if err := sim.Client.Get(ctx, webKey, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	update(t, ns, "app", func(s *schedv1.UserDeploymentSpec) { s.Services = s.Services[:1] })
+	gone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-api"}})
+	gone(t, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-api"}})
+	gone(t, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app-worker"}})
+	ud := waitUD(t, ns, "app", "Running with one service", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.Ready == "1/1"
+	})
+	if len(ud.Status.Services) != 1 || ud.Status.Services[0].Name != "web" {
+		t.Errorf("services %+v, want only web", ud.Status.Services)
+	}
+	// The remaining service's objects were not written to (the Deployment's
+	// status may move; its spec and metadata may not).
+	dep2, svc2 := &appsv1.Deployment{}, &corev1.Service{}
+	for _, obj := range []client.Object{dep2, svc2} {
+		if err := sim.Client.Get(ctx, webKey, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if svc2.ResourceVersion != svc.ResourceVersion {
+		t.Errorf("Service app-web was written: resourceVersion %s -> %s", svc.ResourceVersion, svc2.ResourceVersion)
+	}
+	if dep2.Generation != dep.Generation || !cmp.Equal(dep.ObjectMeta.Labels, dep2.ObjectMeta.Labels) || !cmp.Equal(dep.Annotations, dep2.Annotations) {
+		t.Errorf("Deployment app-web was written: generation %d -> %d", dep.Generation, dep2.Generation)
+	}
+	waitEvent(t, ns, "app", schedv1.ReasonDeleted)
+}
+
+func TestOutOfBandChangesRepaired(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj())
+	waitUD(t, ns, "app", "Running", phase(schedv1.UserDeploymentRunning))
+	ctx := t.Context()
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+	t.Run("deleted Deployment", func(t *testing.T) {
+		dep := &appsv1.Deployment{}
+		if err := sim.Client.Get(ctx, key("app-api"), dep); err != nil {
+			t.Fatal(err)
+		}
+		old := dep.UID
+		if err := sim.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a new Deployment app-api", func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key("app-api"), dep); err != nil {
+				return err
+			}
+			if dep.UID == old {
+				return fmt.Errorf("still the old one")
+			}
+			return nil
+		})
+	})
+	t.Run("deleted Service", func(t *testing.T) {
+		svc := &corev1.Service{}
+		if err := sim.Client.Get(ctx, key("app-web"), svc); err != nil {
+			t.Fatal(err)
+		}
+		old := svc.UID
+		if err := sim.Client.Delete(ctx, svc); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "a new Service app-web", func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key("app-web"), svc); err != nil {
+				return err
+			}
+			if svc.UID == old {
+				return fmt.Errorf("still the old one")
+			}
+			return nil
+		})
+	})
+	t.Run("replicas edited", func(t *testing.T) {
+		dep := &appsv1.Deployment{}
+		if err := sim.Client.Get(ctx, key("app-web"), dep); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(dep.DeepCopy())
+		dep.Spec.Replicas = ptr.To[int32](5)
+		if err := sim.Client.Patch(ctx, dep, patch, client.FieldOwner("kubectl-scale")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "replicas back to 1", func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key("app-web"), dep); err != nil {
+				return err
+			}
+			if *dep.Spec.Replicas != 1 {
+				return fmt.Errorf("replicas %d", *dep.Spec.Replicas)
+			}
+			return nil
+		})
+	})
+	t.Run("policy widened", func(t *testing.T) {
+		np := &networkingv1.NetworkPolicy{}
+		if err := sim.Client.Get(ctx, key("app"), np); err != nil {
+			t.Fatal(err)
+		}
+		want := np.Spec.DeepCopy()
+		patch := client.MergeFrom(np.DeepCopy())
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{From: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{}}}})
+		if err := sim.Client.Patch(ctx, np, patch); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the policy restored", func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key("app"), np); err != nil {
+				return err
+			}
+			if diff := cmp.Diff(*want, np.Spec); diff != "" {
+				return fmt.Errorf("(-want +got):\n%s", diff)
+			}
+			return nil
+		})
+	})
+	t.Run("label removed", func(t *testing.T) {
+		// Without the label the cache no longer sees the object; the
+		// operator must find it with a direct read, not create a second.
+		svc := &corev1.Service{}
+		if err := sim.Client.Get(ctx, key("app-api"), svc); err != nil {
+			t.Fatal(err)
+		}
+		uid := svc.UID
+		patch := client.MergeFrom(svc.DeepCopy())
+		delete(svc.Labels, schedv1.LabelManagedBy)
+		if err := sim.Client.Patch(ctx, svc, patch); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the label restored", func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key("app-api"), svc); err != nil {
+				return err
+			}
+			if svc.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+				return fmt.Errorf("labels %v", svc.Labels)
+			}
+			return nil
+		})
+		if svc.UID != uid {
+			t.Errorf("the Service was replaced, not repaired")
+		}
+	})
+	waitUD(t, ns, "app", "Running after the repairs", phase(schedv1.UserDeploymentRunning))
+	waitEvent(t, ns, "app", schedv1.ReasonRepaired)
+}
+
+func TestImagePullFailureReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+		Service("api", "registry.example/api:missing", 8080, schedv1.ExposureInternal).
+		ServicePodAnnotation("api", cluster.AnnotationImagePullError, "ErrImagePull").Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	for _, typ := range []string{schedv1.ConditionReady, schedv1.ConditionDegraded} {
+		c := condition(ud, typ)
+		if c.Reason != schedv1.ReasonImagePull || !strings.Contains(c.Message, "cannot pull image registry.example/api:missing: ErrImagePull") {
+			t.Errorf("%s condition %+v, want the image pull failure", typ, c)
+		}
+	}
+	if ud.Status.Ready != "1/2" || !strings.Contains(ud.Status.Services[1].Message, "ErrImagePull") {
+		t.Errorf("ready %s services %+v", ud.Status.Ready, ud.Status.Services)
+	}
+	eventually(t, "a Warning event with the cause", func(ctx context.Context) error {
+		var list eventsv1.EventList
+		if err := sim.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == "app" && e.Type == corev1.EventTypeWarning && e.Reason == schedv1.ReasonImagePull {
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(list.Items))
+	})
+
+	// A pull that works again brings the app back.
+	update(t, ns, "app", func(s *schedv1.UserDeploymentSpec) { s.Services[1].PodMetadata = nil })
+	waitUD(t, ns, "app", "Running after the fix", phase(schedv1.UserDeploymentRunning))
+}
+
+func TestUnschedulableReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		Placement(schedv1.Placement{NodePools: []string{"nowhere"}}).Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	c := condition(ud, schedv1.ConditionReady)
+	if c.Reason != schedv1.ReasonUnschedulable || !strings.Contains(c.Message, "0/6 nodes are available") {
+		t.Errorf("Ready condition %+v, want Unschedulable with the scheduler's message", c)
+	}
+}
+
+func TestPlacementChoosesTheNodes(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	cases := map[string]struct {
+		placement schedv1.Placement
+		node      string
+	}{
+		"memory":       {schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, NodePools: []string{"highmem"}}, "sim-highmem-a"},
+		"spot":         {schedv1.Placement{Spot: schedv1.SpotRequired}, "sim-spot-b"},
+		"gpu":          {schedv1.Placement{WorkloadType: schedv1.WorkloadGPU}, "sim-gpu-c"},
+		"general-pool": {schedv1.Placement{NodePools: []string{"general"}, MultiZone: true}, "sim-general-"},
+	}
+	for name, tc := range cases {
+		create(t, MakeUserDeployment(name, ns).Service("job", "worker:1", 0, schedv1.ExposureNone).Placement(tc.placement).Obj())
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			waitUD(t, ns, name, "Running", phase(schedv1.UserDeploymentRunning))
+			pods, err := runningPods(t.Context(), ns, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods) != 1 || !strings.HasPrefix(pods[0].Spec.NodeName, tc.node) {
+				var nodes []string
+				for _, p := range pods {
+					nodes = append(nodes, p.Spec.NodeName)
+				}
+				t.Errorf("pods on %v, want one on %s*", nodes, tc.node)
+			}
+		})
+	}
+}
+
+func TestDeletionCleansUp(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ud := MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Replicas("web", 2).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("A", "1").Obj()
+	create(t, ud)
+	waitUD(t, ns, "app", "Running", phase(schedv1.UserDeploymentRunning))
+	if err := sim.Client.Delete(t.Context(), ud); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, ud)
+	lists := map[string]client.ObjectList{
+		"Deployments": &appsv1.DeploymentList{}, "ReplicaSets": &appsv1.ReplicaSetList{}, "Pods": &corev1.PodList{},
+		"Services": &corev1.ServiceList{}, "ConfigMaps": &corev1.ConfigMapList{},
+		"Ingresses": &networkingv1.IngressList{}, "NetworkPolicies": &networkingv1.NetworkPolicyList{},
+	}
+	for kind, list := range lists {
+		// The garbage collector notices a kind installed after it started
+		// (the CRDs) only at its next discovery sync, every 30 seconds.
+		eventuallyWithin(t, "no "+kind, gcTimeout, func(ctx context.Context) error {
+			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("app")); err != nil {
+				return err
+			}
+			if n := len(itemsOf(list)); n > 0 {
+				return fmt.Errorf("%d left", n)
+			}
+			return nil
+		})
+	}
+}
+
+func itemsOf(list client.ObjectList) []any {
+	var out []any
+	switch l := list.(type) {
+	case *appsv1.DeploymentList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *appsv1.ReplicaSetList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.PodList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ServiceList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *corev1.ConfigMapList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *networkingv1.IngressList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	case *networkingv1.NetworkPolicyList:
+		for i := range l.Items {
+			out = append(out, &l.Items[i])
+		}
+	}
+	return out
+}
+
+func TestExternalSecretsUnavailableHoldsTheService(t *testing.T) {
+	t.Parallel()
+	if op.opts.Settings.ClusterSecretStore != "" {
+		t.Fatalf("the shared operator has a ClusterSecretStore (%q); this test needs none", op.opts.Settings.ClusterSecretStore)
+	}
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		ExternalSecretRef("db", "prod/db", "api").Obj())
+	ud := waitUD(t, ns, "app", "Degraded with web running", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentDegraded)(ud) && ud.Status.Ready == "1/2"
+	})
+	c := condition(ud, schedv1.ConditionDegraded)
+	if c.Reason != schedv1.ReasonExternalSecretsUnavailable || !strings.Contains(c.Message, "--cluster-secret-store") {
+		t.Errorf("Degraded condition %+v, want ExternalSecretsUnavailable naming the missing store", c)
+	}
+	dep := &appsv1.Deployment{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "app-api"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if *dep.Spec.Replicas != 0 {
+		t.Errorf("api runs %d replicas without its secret, want 0", *dep.Spec.Replicas)
+	}
+	var es unstructured.UnstructuredList
+	es.SetAPIVersion("external-secrets.io/v1")
+	es.SetKind("ExternalSecretList")
+	if err := sim.Client.List(t.Context(), &es, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(es.Items) != 0 {
+		t.Errorf("%d ExternalSecrets without a store", len(es.Items))
+	}
+}
+
+func TestForeignObjectIsNotTakenOver(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	foreign := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "clash-api", Namespace: ns},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 9999}}},
+	}
+	create(t, foreign)
+	create(t, MakeUserDeployment("clash", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj())
+	ud := waitUD(t, ns, "clash", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	c := condition(ud, schedv1.ConditionDegraded)
+	if c.Reason != schedv1.ReasonCreateFailed || !strings.Contains(c.Message, "Service clash-api already exists and is not controlled by this UserDeployment") {
+		t.Errorf("Degraded condition %+v", c)
+	}
+	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(foreign), foreign); err != nil {
+		t.Fatal(err)
+	}
+	if len(foreign.OwnerReferences) > 0 || foreign.Spec.Ports[0].Port != 9999 {
+		t.Errorf("the foreign Service was changed: owners %v ports %v", foreign.OwnerReferences, foreign.Spec.Ports)
+	}
+}
+
+// TestOptionalAPIs runs the operator with a ClusterSecretStore and Traefik
+// as the ingress provider, then back without them. It restarts the shared
+// operator, so it does not run in parallel.
+func TestOptionalAPIs(t *testing.T) {
+	ns := namespace(t)
+	restartOperator(t, func(o *app.Options) {
+		o.Settings.ClusterSecretStore = "vault"
+		o.Settings.IngressProvider = "traefik"
+	})
+	create(t, MakeUserDeployment("shop", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).TLS("shop-tls").
+		Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.Secrets = []schedv1.SecretReference{{Name: "db", External: &schedv1.ExternalSecretSource{Key: "prod/db", Property: "password"}, MountPath: "/etc/db"}}
+		}).Obj())
+	ud := waitUD(t, ns, "shop", "Running", phase(schedv1.UserDeploymentRunning))
+	host := names.HostLabel("shop", ns) + ".apps.test"
+	if diff := cmp.Diff([]string{"https://" + host + "/"}, ud.Status.URLs); diff != "" {
+		t.Errorf("urls (-want +got):\n%s", diff)
+	}
+
+	ctx := t.Context()
+	get := func(apiVersion, kind, name string) (*unstructured.Unstructured, error) {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion(apiVersion)
+		u.SetKind(kind)
+		return u, sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
+	}
+	es, err := get("external-secrets.io/v1", "ExternalSecret", "shop-db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantES := map[string]any{
+		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
+		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+		"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": "prod/db", "property": "password"}}},
+	}
+	if diff := cmp.Diff(wantES, es.Object["spec"]); diff != "" {
+		t.Errorf("ExternalSecret (-want +got):\n%s", diff)
+	}
+	if !metav1.IsControlledBy(es, ud) {
+		t.Errorf("ExternalSecret owners %v", es.GetOwnerReferences())
+	}
+	route, err := get("traefik.io/v1alpha1", "IngressRoute", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRoute := map[string]any{
+		"entryPoints": []any{"websecure"},
+		"tls":         map[string]any{"secretName": "shop-tls"},
+		"routes": []any{map[string]any{
+			"kind": "Rule", "match": "Host(`" + host + "`) && PathPrefix(`/`)",
+			"services": []any{map[string]any{"name": "shop-web", "port": int64(80)}},
+		}},
+	}
+	if diff := cmp.Diff(wantRoute, route.Object["spec"]); diff != "" {
+		t.Errorf("IngressRoute (-want +got):\n%s", diff)
+	}
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, &networkingv1.Ingress{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an Ingress beside the IngressRoute: %v", err)
+	}
+	dep := &appsv1.Deployment{}
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop-web"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if v := dep.Spec.Template.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != "shop-db" {
+		t.Errorf("volumes %+v, want the synced Secret shop-db", v)
+	}
+
+	// An out-of-band edit of an optional kind is repaired too.
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"target":{"name":"stolen"}}}`))
+	if err := sim.Client.Patch(ctx, es, patch); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the ExternalSecret restored", func(context.Context) error {
+		es, err := get("external-secrets.io/v1", "ExternalSecret", "shop-db")
+		if err != nil {
+			return err
+		}
+		if diff := cmp.Diff(wantES, es.Object["spec"]); diff != "" {
+			return fmt.Errorf("(-want +got):\n%s", diff)
+		}
+		return nil
+	})
+
+	// Back to the defaults: an Ingress replaces the route, and without a
+	// store the ExternalSecret goes and the service is held.
+	restartOperator(t, nil)
+	eventually(t, "an Ingress instead of the IngressRoute", func(ctx context.Context) error {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, &networkingv1.Ingress{}); err != nil {
+			return err
+		}
+		if _, err := get("traefik.io/v1alpha1", "IngressRoute", "shop"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("IngressRoute: %v", err)
+		}
+		if _, err := get("external-secrets.io/v1", "ExternalSecret", "shop-db"); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("ExternalSecret: %v", err)
+		}
+		return nil
+	})
+	ud = waitUD(t, ns, "shop", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	if c := condition(ud, schedv1.ConditionDegraded); c.Reason != schedv1.ReasonExternalSecretsUnavailable {
+		t.Errorf("Degraded condition %+v", c)
+	}
+}
+
+// TestNoWritesWhenNothingChanged reconciles a running app again and again
+// (pod events trigger reconciles) and checks that the operator sent no
+// write and that neither the app nor any object it owns changed. It runs
+// alone so the reconciles and writes are its own.
+func TestNoWritesWhenNothingChanged(t *testing.T) {
+	ns := namespace(t)
+	create(t, MakeUserDeployment("quiet", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Replicas("web", 2).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		Config("A", "1").SecretRef("db", "quiet-db").
+		Placement(schedv1.Placement{NodePools: []string{"general"}, MultiZone: true}).Obj())
+	waitUD(t, ns, "quiet", "Running", phase(schedv1.UserDeploymentRunning))
+	ctx := t.Context()
+	versions := func() map[string]string {
+		out := map[string]string{}
+		ud := &schedv1.UserDeployment{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "quiet"}, ud); err != nil {
+			t.Fatal(err)
+		}
+		out["UserDeployment"] = ud.ResourceVersion
+		for kind, list := range map[string]client.ObjectList{
+			"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{},
+			"Ingress": &networkingv1.IngressList{}, "NetworkPolicy": &networkingv1.NetworkPolicyList{},
+		} {
+			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("quiet")); err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range itemsOf(list) {
+				obj := o.(client.Object)
+				out[kind+" "+obj.GetName()] = obj.GetResourceVersion()
+			}
+		}
+		return out
+	}
+	// The deployment controller writes the Deployments' status once more
+	// after the pods are ready; wait for that last write.
+	eventually(t, "the rollouts to be complete", func(ctx context.Context) error {
+		var deps appsv1.DeploymentList
+		if err := sim.Client.List(ctx, &deps, client.InNamespace(ns), appLabel("quiet")); err != nil {
+			return err
+		}
+		for _, d := range deps.Items {
+			done := false
+			for _, c := range d.Status.Conditions {
+				done = done || c.Type == appsv1.DeploymentProgressing && c.Reason == "NewReplicaSetAvailable"
+			}
+			if !done {
+				return fmt.Errorf("Deployment %s: %+v", d.Name, d.Status.Conditions)
+			}
+		}
+		return nil
+	})
+	before := versions()
+	if len(before) != 8 {
+		t.Fatalf("found %d objects, want the app and the 7 objects it owns: %v", len(before), before)
+	}
+
+	start, written := reconciles(t), writeCount()
+	pods, err := runningPods(ctx, ns, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		for _, p := range pods {
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{"poke":"%d"}}}`, i)))
+			if err := sim.Client.Patch(ctx, &p, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	eventually(t, "the operator to reconcile", func(context.Context) error {
+		if n := reconciles(t) - start; n < 3 {
+			return fmt.Errorf("%d reconciles", n)
+		}
+		return nil
+	})
+	// A write that changes nothing (an apply of the same fields) leaves the
+	// resourceVersion alone, so the requests themselves are counted too.
+	if w := writesSince(written); len(w) > 0 {
+		t.Errorf("the operator wrote while nothing changed:\n%s", strings.Join(w, "\n"))
+	}
+	if diff := cmp.Diff(before, versions()); diff != "" {
+		t.Errorf("objects were written while nothing changed (resourceVersions -before +after):\n%s", diff)
+	}
+}

@@ -1,0 +1,307 @@
+package userdeployment_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+var (
+	sim *testenv.Sim
+	// op is the running operator; tests that need other settings restart it.
+	op struct {
+		stop func() error
+		opts app.Options
+		// custom is set while the operator runs with a test's settings.
+		custom bool
+	}
+)
+
+const (
+	pollTimeout = 60 * time.Second
+	// gcTimeout allows for the garbage collector's discovery sync (30s).
+	gcTimeout = 2 * pollTimeout
+)
+
+// One simulated cluster for the package, with stand-in CRDs for External
+// Secrets and Traefik, and one operator with only its generated RBAC.
+// kube-controller-manager gets more QPS so the benchmark measures the
+// operator rather than the controller manager's rate limit.
+func TestMain(m *testing.M) {
+	var err error
+	sim, err = testenv.StartSim("--kube-api-qps=300", "--kube-api-burst=600")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if _, err = envtest.InstallCRDs(sim.Config, envtest.CRDInstallOptions{CRDs: optionalCRDs()}); err == nil {
+		err = startOperator(nil)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = sim.Stop(true)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := op.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		code = 1
+	}
+	_ = sim.Stop(code != 0)
+	os.Exit(code)
+}
+
+// startOperator runs the userdeployment controller with the test settings,
+// changed by mutate.
+func startOperator(mutate func(*app.Options)) error {
+	cfg := rest.CopyConfig(sim.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeRecorder{rt} })
+	stop, opts, err := testenv.StartOperator(context.Background(), cfg, func(o *app.Options) {
+		o.Controllers = []string{"userdeployment"}
+		o.Settings.IngressDomain = "apps.test"
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	op.stop, op.opts, op.custom = stop, opts, mutate != nil
+	return nil
+}
+
+// restartOperator restarts the operator with the test settings changed by
+// mutate (nil: the defaults). The defaults come back when the test ends.
+// Only tests that do not run in parallel may call it.
+func restartOperator(t testing.TB, mutate func(*app.Options)) {
+	t.Helper()
+	if err := op.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := startOperator(mutate); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !op.custom {
+			return
+		}
+		if err := op.stop(); err != nil {
+			t.Error(err)
+		}
+		if err := startOperator(nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// writes records every request the operator makes that is not a read.
+var writes struct {
+	sync.Mutex
+	log []string
+}
+
+type writeRecorder struct{ next http.RoundTripper }
+
+func (w writeRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		writes.Lock()
+		writes.log = append(writes.log, r.Method+" "+r.URL.Path)
+		writes.Unlock()
+	}
+	return w.next.RoundTrip(r)
+}
+
+// writesSince returns the operator's writes after the first n.
+func writesSince(n int) []string {
+	writes.Lock()
+	defer writes.Unlock()
+	return append([]string(nil), writes.log[n:]...)
+}
+
+func writeCount() int {
+	writes.Lock()
+	defer writes.Unlock()
+	return len(writes.log)
+}
+
+// optionalCRDs stand in for External Secrets' and Traefik's CRDs: the
+// operator only needs the APIs to be served.
+func optionalCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	crd := func(group, version, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
+		open := &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr.To(true)}
+		return &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: group,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+				Scope: apiextensionsv1.NamespaceScoped,
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+					Name: version, Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+						Type:       "object",
+						Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": *open, "status": *open},
+					}},
+				}},
+			},
+		}
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{
+		crd("external-secrets.io", "v1", "ExternalSecret", "externalsecrets"),
+		crd("traefik.io", "v1alpha1", "IngressRoute", "ingressroutes"),
+	}
+}
+
+// namespace creates a namespace for one test and waits for its default
+// ServiceAccount, without which no pod can be created.
+func namespace(t testing.TB) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	if len(name) > 30 {
+		name = name[:30]
+	}
+	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := sim.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
+	eventually(t, "the default ServiceAccount", func(ctx context.Context) error {
+		return sim.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
+	})
+	return name
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := sim.Client.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond until it returns nil.
+func eventually(t testing.TB, what string, cond func(context.Context) error) {
+	t.Helper()
+	eventuallyWithin(t, what, pollTimeout, cond)
+}
+
+func eventuallyWithin(t testing.TB, what string, timeout time.Duration, cond func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, last)
+	}
+}
+
+// waitUD polls until cond holds for the UserDeployment and returns it.
+func waitUD(t *testing.T, ns, name, what string, cond func(*schedv1.UserDeployment) bool) *schedv1.UserDeployment {
+	t.Helper()
+	ud := &schedv1.UserDeployment{}
+	eventually(t, "UserDeployment "+name+" "+what, func(ctx context.Context) error {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ud); err != nil {
+			return err
+		}
+		if !cond(ud) {
+			return fmt.Errorf("not yet; status %+v", ud.Status)
+		}
+		return nil
+	})
+	return ud
+}
+
+// phase is true when the status describes the current spec and has phase p.
+func phase(p schedv1.UserDeploymentPhase) func(*schedv1.UserDeployment) bool {
+	return func(ud *schedv1.UserDeployment) bool {
+		return ud.Status.ObservedGeneration == ud.Generation && ud.Status.Phase == p
+	}
+}
+
+// update changes the UserDeployment's spec, retrying on conflicts.
+func update(t *testing.T, ns, name string, f func(*schedv1.UserDeploymentSpec)) {
+	t.Helper()
+	eventually(t, "the update of "+name, func(ctx context.Context) error {
+		ud := &schedv1.UserDeployment{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ud); err != nil {
+			return err
+		}
+		f(&ud.Spec)
+		return sim.Client.Update(ctx, ud)
+	})
+}
+
+// gone waits until obj no longer exists.
+func gone(t *testing.T, obj client.Object) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%T %s to be deleted", obj, obj.GetName()), func(ctx context.Context) error {
+		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("still there")
+	})
+}
+
+func condition(ud *schedv1.UserDeployment, typ string) metav1.Condition {
+	for _, c := range ud.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+// reconciles reads the operator's count of finished userdeployment
+// reconciles from its metrics endpoint.
+func reconciles(t *testing.T) int {
+	t.Helper()
+	resp, err := http.Get("http://" + op.opts.MetricsAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	total := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
+			continue
+		}
+		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		total += int(n)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}

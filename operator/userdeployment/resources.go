@@ -1,0 +1,448 @@
+package userdeployment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+)
+
+// Settings are what the builders need to know about the cluster; the
+// operator fills them from its flags.
+type Settings struct {
+	// IngressDomain: public hosts default to <name>-<namespace>.<domain>.
+	IngressDomain string
+	// IngressProvider is "ingress" or "traefik".
+	IngressProvider string
+	// IngressClass is the ingressClassName when the spec names none.
+	IngressClass string
+	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
+	IngressNamespace string
+	// NetworkPolicies switches isolation on.
+	NetworkPolicies bool
+	// ClusterSecretStore backs external secret references.
+	ClusterSecretStore string
+	// PriorityClasses maps placement priorities to PriorityClass names.
+	PriorityClasses map[string]string
+}
+
+// apis records which optional APIs the cluster serves.
+type apis struct {
+	externalSecrets bool
+	ingressRoutes   bool
+}
+
+// Optional APIs, handled as unstructured so the operator needs neither
+// project's Go module.
+var (
+	externalSecretGVK = schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}
+	ingressRouteGVK   = schema.GroupVersionKind{Group: "traefik.io", Version: "v1alpha1", Kind: "IngressRoute"}
+)
+
+const (
+	// annotationConfigHash on pod templates changes with the app's config, so
+	// a config change rolls the pods (environment is read at start only).
+	annotationConfigHash = schedv1.GroupName + "/config-hash"
+	// Traefik's conventional entry points for HTTP and HTTPS.
+	entryPointWeb       = "web"
+	entryPointWebSecure = "websecure"
+)
+
+// plan is everything an app should consist of, derived from its spec and
+// the settings alone.
+type plan struct {
+	// objects in creation order: what the Deployments reference comes first.
+	objects []client.Object
+	// deployments by service name (also in objects).
+	deployments map[string]*appsv1.Deployment
+	// held services run zero replicas because a secret they need cannot be
+	// provided; the value says why.
+	held map[string]string
+	urls []string
+}
+
+// buildPlan derives the desired objects of ud.
+func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
+	p := plan{deployments: map[string]*appsv1.Deployment{}, held: map[string]string{}}
+	if cm := buildConfigMap(ud); cm != nil {
+		p.objects = append(p.objects, cm)
+	}
+	esProblem := externalSecretsProblem(s, a)
+	for _, ref := range ud.Spec.Secrets {
+		if ref.External == nil {
+			continue
+		}
+		if esProblem == "" {
+			p.objects = append(p.objects, buildExternalSecret(ud, ref, s.ClusterSecretStore))
+			continue
+		}
+		for _, svc := range servicesOf(ud, ref) {
+			if _, ok := p.held[svc]; !ok {
+				p.held[svc] = fmt.Sprintf("not started: secret %q comes from an external store, but %s", ref.Name, esProblem)
+			}
+		}
+	}
+	for i := range ud.Spec.Services {
+		svc := &ud.Spec.Services[i]
+		replicas := ptr.Deref(svc.Replicas, 1)
+		if ud.Spec.State == schedv1.StateStopped || p.held[svc.Name] != "" {
+			replicas = 0
+		}
+		dep := buildDeployment(ud, svc, replicas, s.PriorityClasses)
+		p.deployments[svc.Name] = dep
+		p.objects = append(p.objects, dep)
+		if svc.Exposure != schedv1.ExposureNone {
+			p.objects = append(p.objects, buildService(ud, svc))
+		}
+	}
+	if routes := publicRoutes(ud); len(routes) > 0 {
+		host := ingressHost(ud, s)
+		scheme := "http"
+		if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
+			scheme = "https"
+		}
+		for _, r := range routes {
+			p.urls = append(p.urls, scheme+"://"+host+r.path)
+		}
+		if s.IngressProvider == "traefik" && a.ingressRoutes {
+			p.objects = append(p.objects, buildIngressRoute(ud, host, routes))
+		} else {
+			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass))
+		}
+	}
+	if s.NetworkPolicies && ud.Spec.NetworkIsolation != schedv1.IsolationOpen {
+		p.objects = append(p.objects, buildNetworkPolicy(ud, s.IngressNamespace))
+	}
+	return p
+}
+
+// externalSecretsProblem says why external secret references cannot be
+// honoured, or "" when they can.
+func externalSecretsProblem(s Settings, a apis) string {
+	switch {
+	case !a.externalSecrets:
+		return "the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)"
+	case s.ClusterSecretStore == "":
+		return "the operator has no ClusterSecretStore configured (--cluster-secret-store)"
+	}
+	return ""
+}
+
+// servicesOf lists the services that receive a secret: those named, or all.
+func servicesOf(ud *schedv1.UserDeployment, ref schedv1.SecretReference) []string {
+	if len(ref.Services) > 0 {
+		return ref.Services
+	}
+	out := make([]string, 0, len(ud.Spec.Services))
+	for _, s := range ud.Spec.Services {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
+// objectLabels mark what the operator manages (its caches select on them)
+// and which app and service an object belongs to.
+func objectLabels(ud *schedv1.UserDeployment, service string) map[string]string {
+	l := map[string]string{
+		schedv1.LabelManagedBy:      schedv1.ManagedByValue,
+		schedv1.LabelUserDeployment: ud.Name,
+	}
+	if service != "" {
+		l[schedv1.LabelService] = service
+	}
+	return l
+}
+
+// selectorLabels pick one service's pods. They never change, since a
+// Deployment's selector is immutable.
+func selectorLabels(ud *schedv1.UserDeployment, service string) map[string]string {
+	return map[string]string{schedv1.LabelUserDeployment: ud.Name, schedv1.LabelService: service}
+}
+
+func objectMeta(ud *schedv1.UserDeployment, name, service string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       ud.Namespace,
+		Labels:          objectLabels(ud, service),
+		OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(ud, schedv1.GroupVersion.WithKind("UserDeployment"))},
+	}
+}
+
+func buildConfigMap(ud *schedv1.UserDeployment) *corev1.ConfigMap {
+	if len(ud.Spec.Config) == 0 {
+		return nil
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: objectMeta(ud, names.ConfigMap(ud.Name), ""),
+		Data:       maps.Clone(ud.Spec.Config),
+	}
+}
+
+func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, replicas int32, priorityClasses map[string]string) *appsv1.Deployment {
+	podLabels, podAnnotations := map[string]string{}, map[string]string{}
+	if svc.PodMetadata != nil {
+		maps.Copy(podLabels, svc.PodMetadata.Labels)
+		maps.Copy(podAnnotations, svc.PodMetadata.Annotations)
+	}
+	// Ours win: the managed-by label keeps the pods in the operator's cache.
+	maps.Copy(podLabels, objectLabels(ud, svc.Name))
+	if len(ud.Spec.Config) > 0 {
+		podAnnotations[annotationConfigHash] = configHash(ud.Spec.Config)
+	}
+	if len(podAnnotations) == 0 {
+		podAnnotations = nil
+	}
+
+	c := corev1.Container{
+		Name:           svc.Name,
+		Image:          svc.Image,
+		Command:        svc.Command,
+		Args:           svc.Args,
+		Resources:      svc.Resources,
+		ReadinessProbe: svc.ReadinessProbe,
+		LivenessProbe:  svc.LivenessProbe,
+	}
+	for _, p := range svc.Ports {
+		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: protocol(p)})
+	}
+	if len(ud.Spec.Config) > 0 {
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{
+			ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: names.ConfigMap(ud.Name)}},
+		})
+	}
+	var volumes []corev1.Volume
+	for _, ref := range ud.Spec.Secrets {
+		if !slices.Contains(servicesOf(ud, ref), svc.Name) {
+			continue
+		}
+		secret := ref.SecretName
+		if ref.External != nil {
+			secret = names.ExternalSecret(ud.Name, ref.Name)
+		}
+		if ref.MountPath != "" {
+			vol := "secret-" + ref.Name
+			volumes = append(volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secret}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: ref.MountPath, ReadOnly: true})
+			continue
+		}
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{
+			Prefix:    ref.EnvPrefix,
+			SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secret}},
+		})
+	}
+	for _, e := range svc.Env {
+		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: e.Value, ValueFrom: e.ValueFrom})
+	}
+
+	spec := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes}
+	selector := selectorLabels(ud, svc.Name)
+	placement.Apply(&spec, ud.Spec.Placement, selector, priorityClasses)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: objectMeta(ud, names.ServiceObject(ud.Name, svc.Name), svc.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
+				Spec:       spec,
+			},
+		},
+	}
+}
+
+func buildService(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec) *corev1.Service {
+	ports := make([]corev1.ServicePort, 0, len(svc.Ports))
+	for _, p := range svc.Ports {
+		name := p.Name
+		if name == "" {
+			// A Service with several ports needs every port named.
+			name = fmt.Sprintf("%s-%d", strings.ToLower(string(protocol(p))), p.Port)
+		}
+		ports = append(ports, corev1.ServicePort{Name: name, Port: p.Port, TargetPort: intstr.FromInt32(p.Port), Protocol: protocol(p)})
+	}
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: objectMeta(ud, names.ServiceObject(ud.Name, svc.Name), svc.Name),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: selectorLabels(ud, svc.Name),
+			Ports:    ports,
+		},
+	}
+}
+
+func protocol(p schedv1.ServicePort) corev1.Protocol {
+	if p.Protocol == "" {
+		return corev1.ProtocolTCP
+	}
+	return p.Protocol
+}
+
+// route sends a path of the ingress host to one public service.
+type route struct {
+	path    string
+	service string // the Service object's name
+	port    int32
+}
+
+// publicRoutes lists the public services' paths: a service's ingressPath;
+// else the ingress path when it is the only public service; else /<name>.
+func publicRoutes(ud *schedv1.UserDeployment) []route {
+	var public []*schedv1.ServiceSpec
+	for i := range ud.Spec.Services {
+		if ud.Spec.Services[i].Exposure == schedv1.ExposurePublic {
+			public = append(public, &ud.Spec.Services[i])
+		}
+	}
+	routes := make([]route, 0, len(public))
+	for _, svc := range public {
+		path := svc.IngressPath
+		switch {
+		case path != "":
+		case len(public) == 1 && ud.Spec.Ingress != nil && ud.Spec.Ingress.Path != "":
+			path = ud.Spec.Ingress.Path
+		case len(public) == 1:
+			path = "/"
+		default:
+			path = "/" + svc.Name
+		}
+		routes = append(routes, route{path: path, service: names.ServiceObject(ud.Name, svc.Name), port: svc.Ports[0].Port})
+	}
+	return routes
+}
+
+// ingressHost is the spec's host or <name>-<namespace>.<domain>.
+func ingressHost(ud *schedv1.UserDeployment, s Settings) string {
+	if ud.Spec.Ingress != nil && ud.Spec.Ingress.Host != "" {
+		return ud.Spec.Ingress.Host
+	}
+	return names.HostLabel(ud.Name, ud.Namespace) + "." + s.IngressDomain
+}
+
+func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defaultClass string) *networkingv1.Ingress {
+	ing := &networkingv1.Ingress{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
+		ObjectMeta: objectMeta(ud, ud.Name, ""),
+	}
+	class := defaultClass
+	if ud.Spec.Ingress != nil && ud.Spec.Ingress.ClassName != "" {
+		class = ud.Spec.Ingress.ClassName
+	}
+	if class != "" {
+		ing.Spec.IngressClassName = ptr.To(class)
+	}
+	if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: ud.Spec.Ingress.TLS.SecretName}}
+	}
+	paths := make([]networkingv1.HTTPIngressPath, 0, len(routes))
+	for _, r := range routes {
+		paths = append(paths, networkingv1.HTTPIngressPath{
+			Path:     r.path,
+			PathType: ptr.To(networkingv1.PathTypePrefix),
+			Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+				Name: r.service, Port: networkingv1.ServiceBackendPort{Number: r.port},
+			}},
+		})
+	}
+	ing.Spec.Rules = []networkingv1.IngressRule{{
+		Host:             host,
+		IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: paths}},
+	}}
+	return ing
+}
+
+// buildIngressRoute is Traefik's equivalent of buildIngress. Values are
+// JSON types (int64, []any) so they compare equal to what the server returns.
+func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route) *unstructured.Unstructured {
+	rules := make([]any, 0, len(routes))
+	for _, r := range routes {
+		rules = append(rules, map[string]any{
+			"kind":     "Rule",
+			"match":    fmt.Sprintf("Host(`%s`) && PathPrefix(`%s`)", host, r.path),
+			"services": []any{map[string]any{"name": r.service, "port": int64(r.port)}},
+		})
+	}
+	spec := map[string]any{"entryPoints": []any{entryPointWeb}, "routes": rules}
+	if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
+		spec["entryPoints"] = []any{entryPointWebSecure}
+		spec["tls"] = map[string]any{"secretName": ud.Spec.Ingress.TLS.SecretName}
+	}
+	return unstructuredObject(ingressRouteGVK, objectMeta(ud, ud.Name, ""), spec)
+}
+
+// buildExternalSecret asks External Secrets to sync one key of the store
+// into the Secret <app>-<name>, owned by the ExternalSecret so it goes too.
+func buildExternalSecret(ud *schedv1.UserDeployment, ref schedv1.SecretReference, store string) *unstructured.Unstructured {
+	name := names.ExternalSecret(ud.Name, ref.Name)
+	spec := map[string]any{
+		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": store},
+		"target":         map[string]any{"name": name, "creationPolicy": "Owner"},
+	}
+	if ref.External.Property != "" {
+		spec["data"] = []any{map[string]any{
+			"secretKey": ref.External.Property,
+			"remoteRef": map[string]any{"key": ref.External.Key, "property": ref.External.Property},
+		}}
+	} else {
+		spec["dataFrom"] = []any{map[string]any{"extract": map[string]any{"key": ref.External.Key}}}
+	}
+	return unstructuredObject(externalSecretGVK, objectMeta(ud, name, ""), spec)
+}
+
+func unstructuredObject(gvk schema.GroupVersionKind, m metav1.ObjectMeta, spec map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(gvk)
+	u.SetName(m.Name)
+	u.SetNamespace(m.Namespace)
+	u.SetLabels(m.Labels)
+	u.SetOwnerReferences(m.OwnerReferences)
+	return u
+}
+
+// buildNetworkPolicy admits traffic to the app's pods only from its own
+// pods and from the ingress controller's namespace.
+func buildNetworkPolicy(ud *schedv1.UserDeployment, ingressNamespace string) *networkingv1.NetworkPolicy {
+	app := &metav1.LabelSelector{MatchLabels: map[string]string{schedv1.LabelUserDeployment: ud.Name}}
+	from := []networkingv1.NetworkPolicyPeer{{PodSelector: app}}
+	if ingressNamespace != "" {
+		from = append(from, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{corev1.LabelMetadataName: ingressNamespace},
+		}})
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: objectMeta(ud, ud.Name, ""),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: *app.DeepCopy(),
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: from}},
+		},
+	}
+}
+
+// configHash is a short digest of the config, independent of map order.
+func configHash(config map[string]string) string {
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(config)) {
+		fmt.Fprintf(h, "%s=%s\x00", k, config[k])
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}

@@ -1,0 +1,453 @@
+package userdeployment
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+var testSettings = Settings{
+	IngressDomain:    "apps.test",
+	IngressProvider:  "ingress",
+	IngressNamespace: "ingress-nginx",
+	NetworkPolicies:  true,
+}
+
+func app() *UserDeploymentWrapper {
+	return MakeUserDeployment("shop", "ns").Meta(func(m *metav1.ObjectMeta) { m.UID = "uid-1"; m.Generation = 1 })
+}
+
+var ownerRefs = []metav1.OwnerReference{{
+	APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: "shop", UID: "uid-1",
+	Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+}}
+
+func wantMeta(name, service string) metav1.ObjectMeta {
+	l := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelUserDeployment: "shop"}
+	if service != "" {
+		l[schedv1.LabelService] = service
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: l, OwnerReferences: ownerRefs}
+}
+
+// objectNames lists a plan's objects as "Kind name".
+func objectNames(p plan) []string {
+	var out []string
+	for _, o := range p.objects {
+		out = append(out, o.GetObjectKind().GroupVersionKind().Kind+" "+o.GetName())
+	}
+	return out
+}
+
+func TestBuildPlan(t *testing.T) {
+	cases := map[string]struct {
+		ud       *schedv1.UserDeployment
+		settings func(*Settings)
+		apis     apis
+		want     []string
+		held     map[string]string
+		urls     []string
+		replicas map[string]int32
+	}{
+		"internal and worker services": {
+			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Service("worker", "worker:1", 0, schedv1.ExposureNone).Replicas("api", 3).Obj(),
+			want:     []string{"Deployment shop-api", "Service shop-api", "Deployment shop-worker", "NetworkPolicy shop"},
+			replicas: map[string]int32{"api": 3, "worker": 1},
+		},
+		"config comes first": {
+			ud:   app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("MODE", "fast").Obj(),
+			want: []string{"ConfigMap shop-config", "Deployment shop-api", "Service shop-api", "NetworkPolicy shop"},
+		},
+		"stopped scales to zero and keeps the rest": {
+			ud:       app().Service("web", "web:1", 80, schedv1.ExposurePublic).Replicas("web", 2).State(schedv1.StateStopped).Obj(),
+			want:     []string{"Deployment shop-web", "Service shop-web", "Ingress shop", "NetworkPolicy shop"},
+			urls:     []string{"http://shop-ns.apps.test/"},
+			replicas: map[string]int32{"web": 0},
+		},
+		"two public services with TLS": {
+			ud:   app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).TLS("shop-tls").Obj(),
+			want: []string{"Deployment shop-web", "Service shop-web", "Deployment shop-api", "Service shop-api", "Ingress shop", "NetworkPolicy shop"},
+			urls: []string{"https://shop-ns.apps.test/web", "https://shop-ns.apps.test/api"},
+		},
+		"host from the spec": {
+			ud:   app().Service("web", "web:1", 80, schedv1.ExposurePublic).Ingress("shop.example.com").Obj(),
+			want: []string{"Deployment shop-web", "Service shop-web", "Ingress shop", "NetworkPolicy shop"},
+			urls: []string{"http://shop.example.com/"},
+		},
+		"traefik when served": {
+			ud:       app().Service("web", "web:1", 80, schedv1.ExposurePublic).Obj(),
+			settings: func(s *Settings) { s.IngressProvider = "traefik" },
+			apis:     apis{ingressRoutes: true},
+			want:     []string{"Deployment shop-web", "Service shop-web", "IngressRoute shop", "NetworkPolicy shop"},
+			urls:     []string{"http://shop-ns.apps.test/"},
+		},
+		"traefik chosen but not served falls back to an Ingress": {
+			ud:       app().Service("web", "web:1", 80, schedv1.ExposurePublic).Obj(),
+			settings: func(s *Settings) { s.IngressProvider = "traefik" },
+			want:     []string{"Deployment shop-web", "Service shop-web", "Ingress shop", "NetworkPolicy shop"},
+			urls:     []string{"http://shop-ns.apps.test/"},
+		},
+		"external secret with a store and the API": {
+			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).ExternalSecretRef("db", "prod/db").Obj(),
+			settings: func(s *Settings) { s.ClusterSecretStore = "vault" },
+			apis:     apis{externalSecrets: true},
+			want:     []string{"ExternalSecret shop-db", "Deployment shop-api", "Service shop-api", "NetworkPolicy shop"},
+		},
+		"external secret without a store holds only the services that need it": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Service("web", "web:1", 80, schedv1.ExposureInternal).
+				ExternalSecretRef("db", "prod/db", "api").Obj(),
+			apis:     apis{externalSecrets: true},
+			want:     []string{"Deployment shop-api", "Service shop-api", "Deployment shop-web", "Service shop-web", "NetworkPolicy shop"},
+			held:     map[string]string{"api": `not started: secret "db" comes from an external store, but the operator has no ClusterSecretStore configured (--cluster-secret-store)`},
+			replicas: map[string]int32{"api": 0, "web": 1},
+		},
+		"external secret without the API": {
+			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).ExternalSecretRef("db", "prod/db").Obj(),
+			settings: func(s *Settings) { s.ClusterSecretStore = "vault" },
+			want:     []string{"Deployment shop-api", "Service shop-api", "NetworkPolicy shop"},
+			held:     map[string]string{"api": `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+		},
+		"open isolation": {
+			ud:   app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Isolation(schedv1.IsolationOpen).Obj(),
+			want: []string{"Deployment shop-api", "Service shop-api"},
+		},
+		"network policies switched off": {
+			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			settings: func(s *Settings) { s.NetworkPolicies = false },
+			want:     []string{"Deployment shop-api", "Service shop-api"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := testSettings
+			if tc.settings != nil {
+				tc.settings(&s)
+			}
+			p := buildPlan(tc.ud, s, tc.apis)
+			if diff := cmp.Diff(tc.want, objectNames(p)); diff != "" {
+				t.Errorf("objects (-want +got):\n%s", diff)
+			}
+			held := tc.held
+			if held == nil {
+				held = map[string]string{}
+			}
+			if diff := cmp.Diff(held, p.held); diff != "" {
+				t.Errorf("held services (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.urls, p.urls); diff != "" {
+				t.Errorf("urls (-want +got):\n%s", diff)
+			}
+			for svc, want := range tc.replicas {
+				if got := *p.deployments[svc].Spec.Replicas; got != want {
+					t.Errorf("service %s replicas = %d, want %d", svc, got, want)
+				}
+			}
+			for _, o := range p.objects {
+				if errs := validation.IsDNS1123Label(o.GetName()); len(errs) > 0 {
+					t.Errorf("%s: %v", o.GetName(), errs)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildDeployment(t *testing.T) {
+	ud := app().
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		Service("web", "web:1", 80, schedv1.ExposurePublic).
+		Config("MODE", "fast").
+		SecretRef("db", "shop-db").
+		ExternalSecretRef("stripe", "prod/stripe", "api").
+		Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.Secrets[0].EnvPrefix = "DB_"
+			s.Secrets = append(s.Secrets, schedv1.SecretReference{Name: "tls", SecretName: "web-cert", MountPath: "/etc/tls", Services: []string{"web"}})
+			s.Placement = &schedv1.Placement{NodePools: []string{"highmem"}}
+		}).
+		EditService("api", func(s *schedv1.ServiceSpec) {
+			s.Command = []string{"/api"}
+			s.Args = []string{"--port=8080"}
+			s.Ports[0].Name = "http"
+			s.Env = []schedv1.EnvVar{{Name: "LOG", Value: "debug"}}
+			s.PodMetadata = &schedv1.PodMetadata{
+				Labels:      map[string]string{"team": "pay", schedv1.LabelService: "spoofed"},
+				Annotations: map[string]string{"sim.kubectl-sched.dev/ready": "false"},
+			}
+		}).
+		Replicas("api", 2).Obj()
+	s := testSettings
+	s.ClusterSecretStore = "vault"
+	p := buildPlan(ud, s, apis{externalSecrets: true})
+
+	podLabels := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelUserDeployment: "shop", schedv1.LabelService: "api", "team": "pay"}
+	selector := map[string]string{schedv1.LabelUserDeployment: "shop", schedv1.LabelService: "api"}
+	want := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: wantMeta("shop-api", "api"),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](2),
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{
+					Labels:      podLabels,
+					Annotations: map[string]string{"sim.kubectl-sched.dev/ready": "false", annotationConfigHash: configHash(map[string]string{"MODE": "fast"})},
+				},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{
+						Name:    "api",
+						Image:   "api:1",
+						Command: []string{"/api"},
+						Args:    []string{"--port=8080"},
+						Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: 8080, Protocol: corev1.ProtocolTCP}},
+						EnvFrom: []corev1.EnvFromSource{
+							{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-config"}}},
+							{Prefix: "DB_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-db"}}},
+							{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-stripe"}}},
+						},
+						Env: []corev1.EnvVar{{Name: "LOG", Value: "debug"}},
+					}},
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+							MatchExpressions: []corev1.NodeSelectorRequirement{
+								{Key: schedv1.NodeLabelPool, Operator: corev1.NodeSelectorOpIn, Values: []string{"highmem"}},
+								{Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"}},
+							},
+						}}},
+					}},
+				},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, p.deployments["api"]); diff != "" {
+		t.Errorf("api Deployment (-want +got):\n%s", diff)
+	}
+
+	web := p.deployments["web"].Spec.Template.Spec
+	wantVolumes := []corev1.Volume{{Name: "secret-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "web-cert"}}}}
+	if diff := cmp.Diff(wantVolumes, web.Volumes); diff != "" {
+		t.Errorf("web volumes (-want +got):\n%s", diff)
+	}
+	wantMounts := []corev1.VolumeMount{{Name: "secret-tls", MountPath: "/etc/tls", ReadOnly: true}}
+	if diff := cmp.Diff(wantMounts, web.Containers[0].VolumeMounts); diff != "" {
+		t.Errorf("web mounts (-want +got):\n%s", diff)
+	}
+	// web gets the config and the shared secret, not api's external one.
+	if got := len(web.Containers[0].EnvFrom); got != 2 {
+		t.Errorf("web has %d envFrom sources, want 2: %+v", got, web.Containers[0].EnvFrom)
+	}
+}
+
+func TestConfigHashFollowsTheConfig(t *testing.T) {
+	a := configHash(map[string]string{"A": "1", "B": "2"})
+	if b := configHash(map[string]string{"B": "2", "A": "1"}); a != b {
+		t.Errorf("hash depends on map order: %s != %s", a, b)
+	}
+	if c := configHash(map[string]string{"A": "1", "B": "3"}); a == c {
+		t.Errorf("a changed value keeps the hash %s", a)
+	}
+	if d := configHash(map[string]string{"A": "1=B", "": "2"}); a == d {
+		t.Errorf("keys and values can be shifted without changing the hash %s", a)
+	}
+}
+
+func TestBuildService(t *testing.T) {
+	ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		EditService("api", func(s *schedv1.ServiceSpec) {
+			s.Ports = append(s.Ports, schedv1.ServicePort{Name: "metrics", Port: 9090}, schedv1.ServicePort{Port: 5353, Protocol: corev1.ProtocolUDP})
+		}).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	want := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: wantMeta("shop-api", "api"),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: map[string]string{schedv1.LabelUserDeployment: "shop", schedv1.LabelService: "api"},
+			Ports: []corev1.ServicePort{
+				{Name: "tcp-8080", Port: 8080, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP},
+				{Name: "metrics", Port: 9090, TargetPort: intstr.FromInt32(9090), Protocol: corev1.ProtocolTCP},
+				{Name: "udp-5353", Port: 5353, TargetPort: intstr.FromInt32(5353), Protocol: corev1.ProtocolUDP},
+			},
+		},
+	}
+	if diff := cmp.Diff(want, p.objects[1]); diff != "" {
+		t.Errorf("Service (-want +got):\n%s", diff)
+	}
+}
+
+func TestBuildIngress(t *testing.T) {
+	prefix := ptr.To(networkingv1.PathTypePrefix)
+	backend := func(name string, port int32) networkingv1.IngressBackend {
+		return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: port}}}
+	}
+	cases := map[string]struct {
+		ud           *schedv1.UserDeployment
+		defaultClass string
+		want         networkingv1.IngressSpec
+	}{
+		"one public service at the ingress path": {
+			ud: app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+				Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Path: "/shop"} }).Obj(),
+			defaultClass: "nginx",
+			want: networkingv1.IngressSpec{
+				IngressClassName: ptr.To("nginx"),
+				Rules: []networkingv1.IngressRule{{Host: "shop-ns.apps.test", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{{Path: "/shop", PathType: prefix, Backend: backend("shop-web", 80)}},
+				}}}},
+			},
+		},
+		"several public services, TLS, class and paths from the spec": {
+			ud: app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).
+				EditService("web", func(s *schedv1.ServiceSpec) { s.IngressPath = "/" }).
+				Ingress("shop.example.com").TLS("shop-tls").
+				Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress.ClassName = "traefik" }).Obj(),
+			defaultClass: "nginx",
+			want: networkingv1.IngressSpec{
+				IngressClassName: ptr.To("traefik"),
+				TLS:              []networkingv1.IngressTLS{{Hosts: []string{"shop.example.com"}, SecretName: "shop-tls"}},
+				Rules: []networkingv1.IngressRule{{Host: "shop.example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+					Paths: []networkingv1.HTTPIngressPath{
+						{Path: "/", PathType: prefix, Backend: backend("shop-web", 80)},
+						{Path: "/api", PathType: prefix, Backend: backend("shop-api", 8080)},
+					},
+				}}}},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := testSettings
+			s.IngressClass = tc.defaultClass
+			p := buildPlan(tc.ud, s, apis{})
+			var got *networkingv1.Ingress
+			for _, o := range p.objects {
+				if ing, ok := o.(*networkingv1.Ingress); ok {
+					got = ing
+				}
+			}
+			if got == nil {
+				t.Fatalf("no Ingress in %v", objectNames(p))
+			}
+			if diff := cmp.Diff(wantMeta("shop", ""), got.ObjectMeta); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.want, got.Spec); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildIngressRoute(t *testing.T) {
+	ud := app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).TLS("shop-tls").Obj()
+	got := buildIngressRoute(ud, "shop.example.com", publicRoutes(ud))
+	want := map[string]any{
+		"entryPoints": []any{"websecure"},
+		"tls":         map[string]any{"secretName": "shop-tls"},
+		"routes": []any{
+			map[string]any{"kind": "Rule", "match": "Host(`shop.example.com`) && PathPrefix(`/web`)", "services": []any{map[string]any{"name": "shop-web", "port": int64(80)}}},
+			map[string]any{"kind": "Rule", "match": "Host(`shop.example.com`) && PathPrefix(`/api`)", "services": []any{map[string]any{"name": "shop-api", "port": int64(8080)}}},
+		},
+	}
+	if diff := cmp.Diff(want, got.Object["spec"]); diff != "" {
+		t.Errorf("IngressRoute spec (-want +got):\n%s", diff)
+	}
+	if got.GetAPIVersion() != "traefik.io/v1alpha1" || got.GetKind() != "IngressRoute" || got.GetName() != "shop" {
+		t.Errorf("IngressRoute is %s %s %s", got.GetAPIVersion(), got.GetKind(), got.GetName())
+	}
+}
+
+func TestBuildExternalSecret(t *testing.T) {
+	cases := map[string]struct {
+		source schedv1.ExternalSecretSource
+		want   map[string]any
+	}{
+		"every property of the key": {
+			source: schedv1.ExternalSecretSource{Key: "prod/db"},
+			want: map[string]any{
+				"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
+				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+				"dataFrom":       []any{map[string]any{"extract": map[string]any{"key": "prod/db"}}},
+			},
+		},
+		"one property": {
+			source: schedv1.ExternalSecretSource{Key: "prod/db", Property: "password"},
+			want: map[string]any{
+				"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
+				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+				"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": "prod/db", "property": "password"}}},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
+			got := buildExternalSecret(ud, schedv1.SecretReference{Name: "db", External: &tc.source}, "vault")
+			if diff := cmp.Diff(tc.want, got.Object["spec"]); diff != "" {
+				t.Errorf("spec (-want +got):\n%s", diff)
+			}
+			expected := &unstructured.Unstructured{}
+			expected.SetName("shop-db")
+			expected.SetNamespace("ns")
+			expected.SetLabels(wantMeta("", "").Labels)
+			expected.SetOwnerReferences(ownerRefs)
+			if diff := cmp.Diff(expected.Object["metadata"], got.Object["metadata"]); diff != "" {
+				t.Errorf("metadata (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildNetworkPolicy(t *testing.T) {
+	app := &metav1.LabelSelector{MatchLabels: map[string]string{schedv1.LabelUserDeployment: "shop"}}
+	cases := map[string]struct {
+		ingressNamespace string
+		from             []networkingv1.NetworkPolicyPeer
+	}{
+		"own pods and the ingress controller": {
+			ingressNamespace: "ingress-nginx",
+			from: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: app},
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}}},
+			},
+		},
+		"own pods only without an ingress namespace": {
+			from: []networkingv1.NetworkPolicyPeer{{PodSelector: app}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := buildNetworkPolicy(MakeUserDeployment("shop", "ns").Meta(func(m *metav1.ObjectMeta) { m.UID = "uid-1" }).Obj(), tc.ingressNamespace)
+			want := &networkingv1.NetworkPolicy{
+				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+				ObjectMeta: wantMeta("shop", ""),
+				Spec: networkingv1.NetworkPolicySpec{
+					PodSelector: *app,
+					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+					Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: tc.from}},
+				},
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("NetworkPolicy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDefaultHostFitsADNSLabel(t *testing.T) {
+	ud := MakeUserDeployment("a-rather-long-application-name-for-a-shop-front", "a-team-namespace-that-is-long-too").
+		Service("web", "web:1", 80, schedv1.ExposurePublic).Obj()
+	host := ingressHost(ud, testSettings)
+	if errs := validation.IsDNS1123Subdomain(host); len(errs) > 0 {
+		t.Errorf("host %q: %v", host, errs)
+	}
+}

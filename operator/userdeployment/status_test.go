@@ -1,0 +1,346 @@
+package userdeployment
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// deployment is a Deployment whose status reports ready of want replicas,
+// rolled out at its generation when ready == want.
+func deployment(svc string, want, ready int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-" + svc, Generation: 1},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To(want)},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: 1, Replicas: want, UpdatedReplicas: want, ReadyReplicas: ready, AvailableReplicas: ready,
+		},
+	}
+}
+
+func withCondition(d *appsv1.Deployment, c appsv1.DeploymentCondition) *appsv1.Deployment {
+	d.Status.Conditions = append(d.Status.Conditions, c)
+	return d
+}
+
+func pod(name, svc string, mutate func(*corev1.Pod)) corev1.Pod {
+	p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{schedv1.LabelService: svc}}}
+	if mutate != nil {
+		mutate(&p)
+	}
+	return p
+}
+
+func waiting(reason, msg string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "api", Image: "api:bad", State: corev1.ContainerState{
+			Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg},
+		}}}
+	}
+}
+
+type wantCond struct {
+	status metav1.ConditionStatus
+	reason string
+	msg    string
+}
+
+func TestComputeStatus(t *testing.T) {
+	twoServices := func() *UserDeploymentWrapper {
+		return app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposureInternal)
+	}
+	cases := map[string]struct {
+		ud          *schedv1.UserDeployment
+		apis        apis
+		o           observed
+		phase       schedv1.UserDeploymentPhase
+		ready       string
+		services    []schedv1.ServiceStatus
+		conditions  map[string]wantCond
+		urls        []string
+		ignoreNotes bool
+	}{
+		"nothing created yet": {
+			ud:    twoServices().Obj(),
+			phase: schedv1.UserDeploymentPending,
+			ready: "0/2",
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 1, Message: "the Deployment is not created yet"},
+				{Name: "api", DesiredReplicas: 1, Message: "the Deployment is not created yet"},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:       {metav1.ConditionFalse, schedv1.ReasonPending, "creating the app's objects: 2 Deployment(s) not created yet"},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "creating the app's objects: 2 Deployment(s) not created yet"},
+				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"rolling out": {
+			ud: twoServices().Replicas("web", 2).Obj(),
+			o:  observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 2, 1), "api": deployment("api", 1, 1)}},
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 2, ReadyReplicas: 1, Message: "1/2 replicas ready"},
+				{Name: "api", DesiredReplicas: 1, ReadyReplicas: 1},
+			},
+			phase: schedv1.UserDeploymentProgressing,
+			ready: "1/2",
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:       {metav1.ConditionFalse, schedv1.ReasonReconciling, "rolling out: web 1/2 replicas ready"},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "rolling out: web 1/2 replicas ready"},
+				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"running": {
+			ud: twoServices().Replicas("web", 2).Obj(),
+			o:  observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 2, 2), "api": deployment("api", 1, 1)}},
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 2, ReadyReplicas: 2},
+				{Name: "api", DesiredReplicas: 1, ReadyReplicas: 1},
+			},
+			phase: schedv1.UserDeploymentRunning,
+			ready: "2/2",
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:       {metav1.ConditionTrue, schedv1.ReasonAvailable, "all 2 service(s) are ready"},
+				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonRolledOut, "every service runs its desired replicas"},
+				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"an old generation is not rolled out": {
+			ud: twoServices().Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{
+				"web": func() *appsv1.Deployment { d := deployment("web", 1, 1); d.Generation = 2; return d }(),
+				"api": deployment("api", 1, 1),
+			}},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       "1/2",
+			ignoreNotes: true,
+		},
+		"image cannot be pulled": {
+			ud: twoServices().Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"web": deployment("web", 1, 1), "api": deployment("api", 1, 0)},
+				pods: map[string][]corev1.Pod{"api": {
+					pod("shop-api-2", "api", waiting("ErrImagePull", `failed to pull "api:bad": not found`)),
+					pod("shop-api-1", "api", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{}; waiting("CrashLoopBackOff", "")(p) }),
+				}},
+			},
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 1, ReadyReplicas: 1},
+				{Name: "api", DesiredReplicas: 1, Message: `pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
+			},
+			phase: schedv1.UserDeploymentDegraded,
+			ready: "1/2",
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:       {metav1.ConditionFalse, schedv1.ReasonImagePull, `service api: pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
+				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonImagePull, `stuck: service api: pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
+				schedv1.ConditionDegraded:    {metav1.ConditionTrue, schedv1.ReasonImagePull, `service api: pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"crash loop": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods: map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", func(p *corev1.Pod) {
+					p.Status.ContainerStatuses = []corev1.ContainerStatus{{
+						Name: "api", RestartCount: 4,
+						State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 1m20s"}},
+						LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "config missing"}},
+					}}
+				})}},
+			},
+			phase: schedv1.UserDeploymentDegraded,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: container api keeps crashing (4 restarts), last exit code 2: config missing"},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonCrashLoop, "service api: pod shop-api-1: container api keeps crashing (4 restarts), last exit code 2: config missing"},
+			},
+		},
+		"unschedulable": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods: map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", func(p *corev1.Pod) {
+					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."}}
+				})}},
+			},
+			phase: schedv1.UserDeploymentDegraded,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady: {metav1.ConditionFalse, schedv1.ReasonUnschedulable, "service api: pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+			},
+		},
+		"a secret the operator cannot provide": {
+			ud: twoServices().ExternalSecretRef("db", "prod/db", "api").Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{
+				"web": deployment("web", 1, 1), "api": deployment("api", 0, 0),
+			}},
+			phase: schedv1.UserDeploymentDegraded,
+			ready: "1/2",
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 1, ReadyReplicas: 1},
+				{Name: "api", DesiredReplicas: 0, Message: `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonExternalSecretsUnavailable, `service api: not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"pods cannot be created": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{"api": withCondition(deployment("api", 1, 0), appsv1.DeploymentCondition{
+				Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate",
+				Message: `pods "shop-api-x" is forbidden: exceeded quota: pods`,
+			})}},
+			phase:       schedv1.UserDeploymentDegraded,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonForbidden, `service api: cannot create pods: pods "shop-api-x" is forbidden: exceeded quota: pods`},
+			},
+		},
+		"progress deadline without a pod cause": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{"api": withCondition(deployment("api", 1, 0), appsv1.DeploymentCondition{
+				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+				Message: `ReplicaSet "shop-api-1" has timed out progressing.`,
+			})}},
+			phase:       schedv1.UserDeploymentDegraded,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, `service api: ReplicaSet "shop-api-1" has timed out progressing.`},
+			},
+		},
+		"objects the operator could not write": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 1)},
+				problems:    []string{"Service shop-api already exists and is not controlled by this UserDeployment; delete or rename it"},
+			},
+			phase:       schedv1.UserDeploymentDegraded,
+			ready:       "1/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonCreateFailed, "Service shop-api already exists and is not controlled by this UserDeployment; delete or rename it"},
+			},
+		},
+		"stopping": {
+			ud: twoServices().State(schedv1.StateStopped).Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{
+				"web": func() *appsv1.Deployment { d := deployment("web", 0, 1); d.Status.Replicas = 1; return d }(),
+				"api": deployment("api", 0, 0),
+			}},
+			phase: schedv1.UserDeploymentStopped,
+			ready: "0/2",
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 0, ReadyReplicas: 1, Message: "stopping: 1 pod(s) left"},
+				{Name: "api", DesiredReplicas: 0},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:       {metav1.ConditionFalse, schedv1.ReasonStopped, "stopped (spec.state: Stopped): every service is scaled to zero"},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "scaling to zero: 1 pod(s) left"},
+				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+		"stopped": {
+			ud: twoServices().State(schedv1.StateStopped).Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{
+				"web": deployment("web", 0, 0), "api": deployment("api", 0, 0),
+			}},
+			phase: schedv1.UserDeploymentStopped,
+			ready: "0/2",
+			services: []schedv1.ServiceStatus{
+				{Name: "web", DesiredReplicas: 0},
+				{Name: "api", DesiredReplicas: 0},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonStopped, "every service is scaled to zero"},
+			},
+			urls: []string{"http://shop-ns.apps.test/"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := buildPlan(tc.ud, testSettings, tc.apis)
+			got := computeStatus(tc.ud, p, tc.o)
+			if got.Phase != tc.phase || got.Ready != tc.ready {
+				t.Errorf("phase %s ready %s, want %s %s", got.Phase, got.Ready, tc.phase, tc.ready)
+			}
+			if got.ObservedGeneration != tc.ud.Generation {
+				t.Errorf("observedGeneration %d, want %d", got.ObservedGeneration, tc.ud.Generation)
+			}
+			if !tc.ignoreNotes {
+				if diff := cmp.Diff(tc.services, got.Services); diff != "" {
+					t.Errorf("services (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.urls, got.URLs); diff != "" {
+					t.Errorf("urls (-want +got):\n%s", diff)
+				}
+			}
+			for typ, want := range tc.conditions {
+				var c *metav1.Condition
+				for i := range got.Conditions {
+					if got.Conditions[i].Type == typ {
+						c = &got.Conditions[i]
+					}
+				}
+				if c == nil {
+					t.Errorf("no %s condition in %+v", typ, got.Conditions)
+					continue
+				}
+				if diff := cmp.Diff(want, wantCond{c.Status, c.Reason, c.Message}, cmp.AllowUnexported(wantCond{})); diff != "" {
+					t.Errorf("%s condition (-want +got):\n%s", typ, diff)
+				}
+				if c.ObservedGeneration != tc.ud.Generation {
+					t.Errorf("%s condition at generation %d, want %d", typ, c.ObservedGeneration, tc.ud.Generation)
+				}
+			}
+			if len(got.Conditions) != 3 {
+				t.Errorf("%d conditions, want Ready, Progressing and Degraded: %+v", len(got.Conditions), got.Conditions)
+			}
+		})
+	}
+}
+
+// TestComputeStatusIsStable: the same observation gives the same status,
+// transition times included, so a quiet reconcile writes nothing.
+func TestComputeStatusIsStable(t *testing.T) {
+	ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	o := observed{deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 1)}}
+	first := computeStatus(ud, p, o)
+	for i := range first.Conditions {
+		first.Conditions[i].LastTransitionTime = metav1.NewTime(time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC))
+	}
+	ud.Status = first
+	if diff := cmp.Diff(first, computeStatus(ud, p, o)); diff != "" {
+		t.Errorf("second status differs (-first +second):\n%s", diff)
+	}
+	// Running -> Progressing: Ready and Progressing change, Degraded stays
+	// False and keeps its transition time.
+	o.deployments["api"] = deployment("api", 1, 0)
+	next := computeStatus(ud, p, o)
+	for _, c := range next.Conditions {
+		moved := c.LastTransitionTime.Year() != 2020
+		if want := c.Type != schedv1.ConditionDegraded; moved != want {
+			t.Errorf("%s condition moved=%v, want %v: %+v", c.Type, moved, want, c)
+		}
+	}
+}

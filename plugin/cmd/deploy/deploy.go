@@ -1,0 +1,418 @@
+// Package deploy implements `kubectl sched deploy`: render a template into
+// a UserDeployment, apply it and its Secret with server-side apply, and
+// optionally wait until it runs.
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
+)
+
+const examples = `  # A web front end and an API, from the built-in catalog
+  kubectl sched deploy shop --template web-app --set apiImage=ghcr.io/example/shop-api:1.4.0
+
+  # An API with PostgreSQL; the password goes into a Secret, never the UserDeployment
+  kubectl sched deploy orders --template api-postgres -f values.yaml --secret-file POSTGRES_PASSWORD=./db-password
+
+  # Wait until it runs and print its URL
+  kubectl sched deploy shop --template web-app --set apiImage=api:1 --wait --timeout 3m
+
+  # See what would be applied
+  kubectl sched deploy shop --template ./my-app.yaml --dry-run=client -o yaml`
+
+// resource names the kind in messages, as kubectl does.
+const resource = "userdeployment.sched.kubectl-sched.dev"
+
+// Options for `kubectl sched deploy`.
+type Options struct {
+	Flags           *genericclioptions.ConfigFlags
+	Name            string
+	Template        string
+	TemplateDirs    []string
+	Values          templates.ValueFlags
+	CreateNamespace bool
+	DryRun          string
+	Output          string
+	ShowManaged     bool
+	Wait            bool
+	Timeout         time.Duration
+	genericiooptions.IOStreams
+
+	// Getter builds the clients; tests may swap it.
+	Getter  kube.Getter
+	clients *kube.Clients
+	print   *genericclioptions.PrintFlags
+	params  map[string]string
+	secrets map[string][]byte
+}
+
+// NewCommand returns `kubectl sched deploy`.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{Flags: flags, IOStreams: streams, Getter: kube.New}
+	cmd := &cobra.Command{
+		Use:   "deploy NAME --template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] [--secret NAME=VALUE]...",
+		Short: "Render a template into a UserDeployment and apply it",
+		Long: `Deploy renders a UserDeployment template (see 'kubectl sched template list'),
+and applies it with server-side apply as field manager kubectl-sched. Values
+of secret parameters go into the Secret NAME-secrets, which the
+UserDeployment references; they are never printed or stored in the
+UserDeployment. A later deploy that omits a secret keeps its current value.
+
+With --wait it follows the UserDeployment until it is Running (exit 0), or
+Degraded (exit 10), or --timeout passes (exit 12), and prints its URL.`,
+		Example: examples,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := o.Complete(cmd); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Template, "template", "", "Template to render: a name, or a path to a file or folder (see 'kubectl sched template list').")
+	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
+	o.Values.AddFlags(f, "f")
+	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
+	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
+	f.Lookup("dry-run").NoOptDefVal = "unchanged"
+	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")
+	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
+	f.BoolVar(&o.Wait, "wait", false, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).")
+	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	_ = cmd.RegisterFlagCompletionFunc("template", completeTemplates)
+	return cmd
+}
+
+// Complete parses the values and builds the clients.
+func (o *Options) Complete(cmd *cobra.Command) error {
+	var err error
+	if o.params, o.secrets, err = o.Values.Values(); err != nil {
+		return err
+	}
+	o.print = genericclioptions.NewPrintFlags("").WithTypeSetter(kube.Scheme)
+	o.print.OutputFormat = &o.Output
+	o.print.JSONYamlPrintFlags.ShowManagedFields = o.ShowManaged
+	if o.clients, err = o.Getter(o.Flags); err != nil {
+		return cmdutil.Errorf(cmdutil.ExitUnreachable, "Check --kubeconfig and --context (kubectl config view).", "%v", err)
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.Template == "" {
+		return cmdutil.Usage("Name one with --template; 'kubectl sched template list' shows them.", "--template is required")
+	}
+	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
+		return cmdutil.Usage("Names are lower-case letters, digits and '-', starting with a letter or digit.", "invalid name %q: %s", o.Name, strings.Join(errs, ", "))
+	}
+	switch o.DryRun {
+	case "none":
+		o.DryRun = ""
+	case "client", "server":
+	case "unchanged":
+		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run needs a value: client, server or none")
+	default:
+		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run must be client, server or none, got %q", o.DryRun)
+	}
+	if o.Output != "" {
+		if _, err := o.print.ToPrinter(); err != nil {
+			return cmdutil.Usage("Use -o json, -o yaml or -o name.", "%v", err)
+		}
+	}
+	if o.Wait && o.DryRun != "" {
+		return cmdutil.Usage("Drop --wait, or --dry-run.", "--wait cannot follow a dry run: nothing is created")
+	}
+	if o.Timeout <= 0 {
+		return cmdutil.Usage("Give a duration such as --timeout 5m.", "--timeout must be positive, got %v", o.Timeout)
+	}
+	return nil
+}
+
+// msgOut is where progress messages go: stdout, unless stdout carries the
+// object (-o).
+func (o *Options) msgOut() io.Writer {
+	if o.Output != "" {
+		return o.ErrOut
+	}
+	return o.Out
+}
+
+// Run renders, applies and, with --wait, follows the UserDeployment.
+func (o *Options) Run(ctx context.Context) error {
+	c, ns := o.clients, o.clients.Namespace
+	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns}
+	t, err := src.Get(ctx, o.Template)
+	if err != nil {
+		return templates.CommandError(err)
+	}
+	if kind := t.ObjectKind(); kind != "UserDeployment" {
+		return cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
+	}
+	if t.HasSecrets() {
+		if err := o.keepSecrets(ctx, t); err != nil {
+			return err
+		}
+	}
+	obj, secret, err := t.Render(templates.Input{Name: o.Name, Namespace: ns, Params: o.params, Secrets: o.secrets})
+	if err != nil {
+		return templates.CommandError(err)
+	}
+	ud := obj.(*schedv1.UserDeployment)
+
+	nsCreated := false
+	if o.CreateNamespace {
+		if nsCreated, err = o.ensureNamespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	owned := false
+	if secret != nil {
+		if owned, err = o.ownSecret(ctx, secret); err != nil {
+			return err
+		}
+		if err := c.Apply(ctx, secret, o.DryRun); err != nil {
+			return o.applyErr(err, "secrets", secret.Name)
+		}
+	}
+	if err := c.Apply(ctx, ud, o.DryRun); err != nil {
+		if o.DryRun == "server" && nsCreated && isNamespaceNotFound(err) {
+			fmt.Fprintf(o.ErrOut, "note: namespace %s does not exist yet, so the API server cannot dry-run the UserDeployment in it.\n", ns)
+			return nil
+		}
+		return o.applyErr(err, "userdeployments.sched.kubectl-sched.dev", o.Name)
+	}
+	// A new Secret is owned by its UserDeployment once that has a UID, so
+	// deleting the app deletes the Secret too.
+	if secret != nil && !owned && o.DryRun == "" {
+		setOwner(secret, ud)
+		if err := c.Apply(ctx, secret, ""); err != nil {
+			return o.applyErr(err, "secrets", secret.Name)
+		}
+	}
+
+	if err := o.printResult(ud, secret); err != nil {
+		return err
+	}
+	if o.Wait {
+		return o.wait(ctx, ud)
+	}
+	if o.DryRun == "" {
+		fmt.Fprintf(o.msgOut(), "Follow it with: kubectl sched get ud %s%s -w\n", o.Name, o.nsFlag())
+	}
+	return nil
+}
+
+// completeTemplates offers the catalog's UserDeployment templates, and
+// files, without asking the cluster: completion must be instant.
+func completeTemplates(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	ts, _ := templates.Catalog()
+	var out []cobra.Completion
+	for _, t := range ts {
+		if t.ObjectKind() == "UserDeployment" {
+			out = append(out, cobra.CompletionWithDesc(t.Name(), t.Description))
+		}
+	}
+	return out, cobra.ShellCompDirectiveDefault
+}
+
+// otherKindHint says which command handles a template deploy refuses.
+func otherKindHint(kind, ref string) string {
+	switch kind {
+	case "Workflow":
+		return fmt.Sprintf("Run it with 'kubectl sched workflow run --template %s'.", ref)
+	case "AgentTask":
+		return fmt.Sprintf("Run a task with 'kubectl sched task run', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
+	case "SchedExt":
+		return fmt.Sprintf("Load a scheduler with 'kubectl sched schedext set', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
+	}
+	return "See 'kubectl sched template list' for the kind each template makes."
+}
+
+func (o *Options) nsFlag() string {
+	if o.clients.ExplicitNamespace && o.clients.Namespace != "" {
+		return " -n " + o.clients.Namespace
+	}
+	return ""
+}
+
+// keepSecrets fills secret parameters the command line omits from the
+// Secret already in the cluster, so a redeploy need not repeat them and
+// server-side apply does not drop them. The values are read into memory
+// only to be sent back.
+func (o *Options) keepSecrets(ctx context.Context, t *templates.Template) error {
+	existing := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: o.clients.Namespace, Name: templates.SecretName(o.Name)}
+	err := o.clients.Client.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return cmdutil.API(err, "get", fmt.Sprintf("secrets %q", key.Name))
+	}
+	for _, p := range t.Parameters {
+		if _, given := o.secrets[p.Name]; p.Secret && !given {
+			if v, ok := existing.Data[p.Name]; ok {
+				o.secrets[p.Name] = v
+			}
+		}
+	}
+	return nil
+}
+
+// ownSecret sets the owner reference when the UserDeployment already
+// exists. It must be in every apply: server-side apply removes fields this
+// manager set before and no longer sends.
+func (o *Options) ownSecret(ctx context.Context, secret *corev1.Secret) (bool, error) {
+	current := &schedv1.UserDeployment{}
+	err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: o.clients.Namespace, Name: o.Name}, current)
+	switch {
+	case notServed(err):
+		return false, notInstalled()
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, cmdutil.API(err, "get", fmt.Sprintf("userdeployments.sched.kubectl-sched.dev %q", o.Name))
+	}
+	setOwner(secret, current)
+	return true, nil
+}
+
+func setOwner(secret *corev1.Secret, ud *schedv1.UserDeployment) {
+	// Not a controller reference: the operator does not manage this Secret.
+	secret.OwnerReferences = []metav1.OwnerReference{{
+		APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: ud.Name, UID: ud.UID,
+	}}
+}
+
+func (o *Options) ensureNamespace(ctx context.Context, ns string) (created bool, err error) {
+	if o.DryRun == "client" {
+		return false, nil
+	}
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	var opts []client.CreateOption
+	if o.DryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	err = o.clients.Client.Create(ctx, nsObj, opts...)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return false, nil
+	case err != nil:
+		return false, cmdutil.API(err, "create", fmt.Sprintf("namespaces %q", ns))
+	}
+	fmt.Fprintf(o.msgOut(), "namespace/%s created%s\n", ns, dryRunSuffix(o.DryRun))
+	return true, nil
+}
+
+func (o *Options) applyErr(err error, plural, name string) error {
+	switch {
+	case isNamespaceNotFound(err):
+		return cmdutil.Errorf(cmdutil.ExitNotFound, "Add --create-namespace to create it, or pick another with -n.",
+			"namespace %q not found", o.clients.Namespace)
+	case apierrors.IsNotFound(err):
+		// Apply creates what is missing, so only the resource type can be.
+		return notInstalled()
+	}
+	return cmdutil.API(err, "patch", fmt.Sprintf("%s %q", plural, name))
+}
+
+// notServed reports a 404 for the resource type rather than for one
+// object: the API server answered with its plain "404 page not found",
+// which client-go turns into a NotFound naming the object.
+func notServed(err error) bool {
+	if err == nil {
+		return false
+	}
+	if cmdutil.NotInstalled(err) {
+		return true
+	}
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) || se.Status().Details == nil {
+		return false
+	}
+	for _, c := range se.Status().Details.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return true
+		}
+	}
+	return false
+}
+
+func notInstalled() error {
+	return cmdutil.API(&apimeta.NoResourceMatchError{PartialResource: schedv1.GroupVersion.WithResource("userdeployments")}, "patch", "userdeployments")
+}
+
+func isNamespaceNotFound(err error) bool {
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+func dryRunSuffix(dryRun string) string {
+	switch dryRun {
+	case "client":
+		return " (dry run)"
+	case "server":
+		return " (server dry run)"
+	}
+	return ""
+}
+
+// printResult prints the object with -o, or kubectl's one line per object.
+// A Secret's content is never printed: with -o json|yaml it is left out and
+// stderr says so.
+func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret) error {
+	if o.Output == "" {
+		if secret != nil {
+			fmt.Fprintf(o.Out, "secret/%s applied%s\n", secret.Name, dryRunSuffix(o.DryRun))
+		}
+		fmt.Fprintf(o.Out, "%s/%s applied%s\n", resource, ud.Name, dryRunSuffix(o.DryRun))
+		return nil
+	}
+	p, err := o.print.ToPrinter()
+	if err != nil {
+		return err
+	}
+	if secret != nil {
+		if o.Output == "name" {
+			if err := p.PrintObj(secret, o.Out); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(o.ErrOut, "note: Secret %q (keys %s) is not printed: it holds secret values.\n", secret.Name, strings.Join(sortedKeys(secret.Data), ", "))
+		}
+	}
+	return p.PrintObj(ud, o.Out)
+}
+
+func sortedKeys(m map[string][]byte) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,214 @@
+// Package describe implements `kubectl sched describe`: one object's state
+// in words, the objects the operator made for it and its recent events,
+// laid out as kubectl describe lays them out.
+package describe
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+const examples = `  # A task's phase, outputs, Job, pods and events
+  kubectl sched describe at hello
+
+  # A workflow's steps and their tasks
+  kubectl sched describe workflow/nightly
+
+  # Every app in the namespace with a label
+  kubectl sched describe ud -l team=web`
+
+// Options for `kubectl sched describe`.
+type Options struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	Selector           string
+	AllNamespaces      bool
+	ShowEvents         bool
+	SchedulerNamespace string
+
+	NewClients kube.Getter
+
+	targets []get.Target
+	clients *kube.Clients
+}
+
+// NewCommand returns `kubectl sched describe`.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, ShowEvents: true, SchedulerNamespace: schedext.DefaultSchedulerNamespace}
+	cmd := &cobra.Command{
+		Use:   "describe KIND [NAME...]",
+		Short: "Show an object's status, conditions, the objects it owns and its events",
+		Long: `Describe UserDeployments, AgentTasks, Workflows and SchedExts: status in words,
+conditions, the Jobs, pods, Deployments, Services, Ingresses or step tasks the
+operator created for them, and their recent events (oldest first). With no NAME,
+every object of the kind (matching -l) is described. Secrets are shown as
+references, never values.`,
+		Example:           examples,
+		ValidArgsFunction: get.CompleteKindsAndNames(flags),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.Selector, "selector", "l", "", "Describe the objects with these labels, e.g. -l key=value.")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "With no NAME, describe matching objects in every namespace.")
+	f.BoolVar(&o.ShowEvents, "show-events", o.ShowEvents, "Show the object's events.")
+	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace of the SchedExt DaemonSets (the operator's --scheduler-namespace).")
+	return cmd
+}
+
+// Complete parses the arguments and builds the clients.
+func (o *Options) Complete(args []string) error {
+	var err error
+	if o.targets, err = get.ParseArgs(args, false); err != nil {
+		return err
+	}
+	o.clients, err = o.NewClients(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.Selector == "" {
+		return nil
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return cmdutil.Usage("A selector looks like key=value,key2!=value2.", "bad --selector: %v", err)
+	}
+	for _, t := range o.targets {
+		if len(t.Names) > 0 {
+			return cmdutil.Usage("Drop the names or the selector.", "names cannot be given with --selector")
+		}
+	}
+	return nil
+}
+
+// Run describes each object, separated by a blank line.
+func (o *Options) Run(ctx context.Context) error {
+	first := true
+	var errs []error
+	for _, t := range o.targets {
+		keys, err := o.keys(ctx, t)
+		if err != nil {
+			return err
+		}
+		if len(keys) == 0 && len(t.Names) == 0 {
+			ns := o.clients.Namespace
+			if o.AllNamespaces || !t.Kind.Namespaced {
+				ns = ""
+			}
+			if ns == "" {
+				fmt.Fprintln(o.ErrOut, "No resources found")
+			} else {
+				fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", ns)
+			}
+		}
+		for _, key := range keys {
+			var buf bytes.Buffer
+			if err := o.describe(ctx, t.Kind, key, &buf); err != nil {
+				// As kubectl: a missing name does not stop the others.
+				if cmdutil.ExitCode(err) == cmdutil.ExitNotFound {
+					errs = append(errs, err)
+					continue
+				}
+				return err
+			}
+			if !first {
+				fmt.Fprintln(o.Out)
+			}
+			first = false
+			if _, err := buf.WriteTo(o.Out); err != nil {
+				return err
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keys are the objects to describe: the names given, or every object of
+// the kind that matches the selector.
+func (o *Options) keys(ctx context.Context, t get.Target) ([]client.ObjectKey, error) {
+	ns := o.clients.Namespace
+	if !t.Kind.Namespaced {
+		ns = ""
+	}
+	if len(t.Names) > 0 {
+		keys := make([]client.ObjectKey, 0, len(t.Names))
+		for _, n := range t.Names {
+			keys = append(keys, client.ObjectKey{Namespace: ns, Name: n})
+		}
+		return keys, nil
+	}
+	if o.AllNamespaces {
+		ns = ""
+	}
+	mc, err := metadata.NewForConfig(o.clients.Config)
+	if err != nil {
+		return nil, err
+	}
+	list, err := mc.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	if err != nil {
+		return nil, get.APIError(err, "list", t.Kind.What(ns, ""))
+	}
+	keys := make([]client.ObjectKey, 0, len(list.Items))
+	for _, item := range list.Items {
+		keys = append(keys, client.ObjectKey{Namespace: item.Namespace, Name: item.Name})
+	}
+	return keys, nil
+}
+
+func (o *Options) describe(ctx context.Context, k get.Kind, key client.ObjectKey, buf *bytes.Buffer) error {
+	var obj client.Object
+	switch k.Kind {
+	case "UserDeployment":
+		obj = &schedv1.UserDeployment{}
+	case "AgentTask":
+		obj = &schedv1.AgentTask{}
+	case "Workflow":
+		obj = &schedv1.Workflow{}
+	case "SchedExt":
+		obj = &schedv1.SchedExt{}
+	}
+	if err := o.clients.Client.Get(ctx, key, obj); err != nil {
+		return get.APIError(err, "get", k.What(key.Namespace, key.Name))
+	}
+	d := &describer{ctx: ctx, clients: o.clients, kind: k, schedulerNamespace: o.SchedulerNamespace}
+	w := newWriter(buf)
+	switch obj := obj.(type) {
+	case *schedv1.UserDeployment:
+		d.userDeployment(w, obj)
+	case *schedv1.AgentTask:
+		d.agentTask(w, obj)
+	case *schedv1.Workflow:
+		d.workflow(w, obj)
+	case *schedv1.SchedExt:
+		d.schedExt(w, obj)
+	}
+	if o.ShowEvents {
+		d.events(w, obj)
+	}
+	return w.Flush()
+}

@@ -1,0 +1,302 @@
+package describe_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+)
+
+var env *plugintest.Env
+
+func TestMain(m *testing.M) {
+	// Start and completion times print in local time; pin it.
+	time.Local = time.UTC
+	var err error
+	if env, err = plugintest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const ns = "describe-test"
+
+// past is when the test's conditions and events happened: long enough ago
+// that ages print as two-digit years, which normalise keeps aligned.
+var past = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+
+var (
+	createdRE = regexp.MustCompile(`(?m)^(Created:\s+).*$`)
+	yearsRE   = regexp.MustCompile(`\b\d\dy\b`)
+)
+
+// normalise replaces what depends on the clock: the server-set creation
+// time and ages in years (same width, so columns stay aligned).
+func normalise(s string) string {
+	s = createdRE.ReplaceAllString(s, "${1}<created>")
+	return yearsRE.ReplaceAllString(s, "NNy")
+}
+
+func at(d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(past.Add(d))) }
+
+func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(past)}
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		status := o.DeepCopyObject().(client.Object)
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
+		}
+		var hasStatus bool
+		switch d := o.(type) {
+		case *schedv1.AgentTask:
+			d.Status, hasStatus = status.(*schedv1.AgentTask).Status, true
+		case *schedv1.Workflow:
+			d.Status, hasStatus = status.(*schedv1.Workflow).Status, true
+		case *schedv1.UserDeployment:
+			d.Status, hasStatus = status.(*schedv1.UserDeployment).Status, true
+		case *schedv1.SchedExt:
+			d.Status, hasStatus = status.(*schedv1.SchedExt).Status, true
+		case *corev1.Pod:
+			d.Status, hasStatus = status.(*corev1.Pod).Status, true
+		}
+		if hasStatus {
+			if err := env.Client.Status().Update(context.Background(), o); err != nil {
+				t.Fatalf("status of %T %s: %v", o, o.GetName(), err)
+			}
+		}
+	}
+}
+
+// event records an event about obj as a controller would.
+func event(t *testing.T, obj client.Object, kind, typ, reason, msg string, offset time.Duration, count int32) {
+	t.Helper()
+	evNS := obj.GetNamespace()
+	if evNS == "" {
+		evNS = metav1.NamespaceDefault
+	}
+	e := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: obj.GetName() + ".", Namespace: evNS},
+		InvolvedObject: corev1.ObjectReference{
+			APIVersion: schedv1.GroupVersion.String(), Kind: kind, Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(),
+		},
+		Type: typ, Reason: reason, Message: msg, Count: count,
+		FirstTimestamp: metav1.NewTime(past), LastTimestamp: metav1.NewTime(past.Add(offset)),
+		Source: corev1.EventSource{Component: strings.ToLower(kind) + "-controller"},
+	}
+	if err := env.Client.Create(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func labels(kindLabel, value string) map[string]string {
+	return map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, kindLabel: value}
+}
+
+func pod(name, namespace, node string, l map[string]string, ready bool, phase corev1.PodPhase) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: l},
+		Spec: corev1.PodSpec{NodeName: node, RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "busybox:1.37"}}},
+	}
+	p.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "main", Image: "busybox:1.37", ImageID: "docker.io/library/busybox@sha256:0", Ready: ready, RestartCount: 1,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}},
+	}}}
+	if ready {
+		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(past)}}
+	}
+	return p
+}
+
+func TestDescribe(t *testing.T) {
+	ctx := context.Background()
+	for _, n := range []string{ns, "kubectl-sched-schedulers"} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// AgentTask with its Job, pod, conditions and events.
+	task := schedtesting.MakeAgentTask("hello", ns).Image("busybox:1.37").Command("sh", "-c", "echo answer=42 > /dev/termination-log").
+		Env("GREETING", "hi there").Timeout(10*time.Minute).Retries(2).TTL(time.Hour, schedv1.CleanupJob).Obj()
+	task.Spec.Env = append(task.Spec.Env, schedv1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
+		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}})
+	task.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, JobName: "hello", PodName: "hello-x7k2p", Attempts: 1, ExitCode: ptr.To[int32](0),
+		Reason: schedv1.ReasonSucceeded, Message: "the container exited 0", StartTime: at(0), CompletionTime: at(12 * time.Second),
+		Outputs: map[string]string{"answer": "42", "url": "http://example.com/report"},
+		Conditions: []metav1.Condition{
+			cond(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSucceeded, "the task finished"),
+			cond(schedv1.ConditionSucceeded, metav1.ConditionTrue, schedv1.ReasonSucceeded, "the container exited 0"),
+		}}
+	jobLabels := labels(schedv1.LabelAgentTask, "hello")
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: ns, Labels: jobLabels},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: jobLabels},
+			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox:1.37"}}},
+		}},
+	}
+	create(t, task, job, pod("hello-x7k2p", ns, "node-1", jobLabels, false, corev1.PodSucceeded),
+		// Another task's pod must not show.
+		pod("other-abcde", ns, "node-1", labels(schedv1.LabelAgentTask, "other"), false, corev1.PodSucceeded))
+	event(t, task, "AgentTask", corev1.EventTypeNormal, "Created", "Created Job hello", 0, 1)
+	event(t, task, "AgentTask", corev1.EventTypeNormal, "Succeeded", "The container exited 0 after 12s", 12*time.Second, 1)
+	event(t, task, "AgentTask", corev1.EventTypeWarning, "OutputsTruncated", "Output url was cut\nto 1 KiB", 5*time.Second, 3)
+
+	// Workflow with step statuses and its step tasks.
+	wf := schedtesting.MakeWorkflow("nightly", ns).Param("env", "staging").
+		Step("fetch", "busybox", "fetch").Step("build", "busybox", "build", "${steps.fetch.output.url}").Step("ship", "busybox").Timeout(time.Hour).Obj()
+	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Progress: "1/3", CurrentStep: 1, StartTime: at(0), CompletionTime: at(95 * time.Second),
+		Reason: schedv1.ReasonStepFailed, Message: "step 1 (build) failed: exit code 2",
+		Steps: []schedv1.StepStatus{
+			{Name: "fetch", TaskName: "nightly-0-fetch", Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(30 * time.Second), Outputs: map[string]string{"url": "http://x/a.tgz", "size": "12"}},
+			{Name: "build", TaskName: "nightly-1-build", Phase: schedv1.StepFailed, StartTime: at(31 * time.Second), CompletionTime: at(95 * time.Second), Message: "exit code 2"},
+			{Name: "ship", Phase: schedv1.StepSkipped, Message: "an earlier step failed"},
+		},
+		Conditions: []metav1.Condition{cond(schedv1.ConditionSucceeded, metav1.ConditionFalse, schedv1.ReasonStepFailed, "step 1 (build) failed")}}
+	stepTask := func(name, step string, phase schedv1.AgentTaskPhase, exit int32) *schedv1.AgentTask {
+		st := schedtesting.MakeAgentTask(name, ns).Image("busybox").Obj()
+		st.Labels = map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelWorkflow: "nightly", schedv1.LabelWorkflowStep: step}
+		st.Status = schedv1.AgentTaskStatus{Phase: phase, ExitCode: ptr.To(exit), Attempts: 1, JobName: name}
+		return st
+	}
+	create(t, wf, stepTask("nightly-1-build", "1", schedv1.TaskFailed, 2), stepTask("nightly-0-fetch", "0", schedv1.TaskSucceeded, 0))
+	event(t, wf, "Workflow", corev1.EventTypeWarning, "StepFailed", "Step 1 (build) failed: exit code 2", 95*time.Second, 1)
+
+	// UserDeployment with secrets by reference, and what the operator made.
+	ud := schedtesting.MakeUserDeployment("shop", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Service("api", "shop/api:2.1", 8080, schedv1.ExposureInternal).
+		Config("LOG_LEVEL", "debug").Config("FEATURES", "cart").Ingress("shop.example.com").TLS("shop-tls").Obj()
+	ud.Spec.Secrets = []schedv1.SecretReference{
+		{Name: "db", SecretName: "shop-db", EnvPrefix: "DB_"},
+		{Name: "stripe", External: &schedv1.ExternalSecretSource{Key: "vault/shop/stripe", Property: "token"}, MountPath: "/etc/stripe", Services: []string{"api"}},
+	}
+	ud.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentDegraded, Ready: "1/2", URLs: []string{"https://shop.example.com/"},
+		Services: []schedv1.ServiceStatus{{Name: "web", ReadyReplicas: 1, DesiredReplicas: 1}, {Name: "api", ReadyReplicas: 0, DesiredReplicas: 1, Message: "image shop/api:2.1: ErrImagePull"}},
+		Conditions: []metav1.Condition{
+			cond(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonImagePull, "service api: image shop/api:2.1 cannot be pulled"),
+			cond(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonImagePull, "service api: image shop/api:2.1 cannot be pulled"),
+		}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "shop-db", Namespace: ns}, StringData: map[string]string{"password": "s3cr3t-value"}}
+	deployment := func(service string) *appsv1.Deployment {
+		l := labels(schedv1.LabelUserDeployment, "shop")
+		l[schedv1.LabelService] = service
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop-" + service, Namespace: ns, Labels: l},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: l},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: service, Image: "nginx:1.27"}}}}},
+		}
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-web", Namespace: ns, Labels: labels(schedv1.LabelUserDeployment, "shop")},
+		Spec:       corev1.ServiceSpec{ClusterIP: "10.0.0.80", Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}}},
+	}
+	pathType := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns, Labels: labels(schedv1.LabelUserDeployment, "shop")},
+		Spec: networkingv1.IngressSpec{IngressClassName: ptr.To("nginx"), Rules: []networkingv1.IngressRule{{Host: "shop.example.com",
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "shop-web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
+			}}}}}}},
+	}
+	create(t, ud, secret, deployment("web"), deployment("api"), svc, ing)
+
+	// SchedExt with its DaemonSet's pods in the scheduler namespace.
+	scx := schedtesting.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "batch").Args("--performance").Obj()
+	scx.Status = schedv1.SchedExtStatus{ResolvedImage: "ghcr.io/sched-ext/scx_lavd:1.0", DaemonSetName: "scx-lavd", DesiredNodes: 3, ReadyNodes: 1, AvailableNodes: 1, UnavailableNodes: 2,
+		ConflictingNodes: []string{"node-3"}, UnsupportedNodes: []string{"node-4"},
+		Conditions: []metav1.Condition{
+			cond(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnsupportedKernel, "attached on 1 of 3 nodes; node-4 runs a kernel without sched_ext"),
+			cond(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerConflict, "node-3 runs SchedExt rusty"),
+		}}
+	scxLabels := labels(schedv1.LabelSchedExt, "lavd")
+	create(t, scx,
+		pod("scx-lavd-aaaaa", "kubectl-sched-schedulers", "node-1", scxLabels, true, corev1.PodRunning),
+		pod("scx-lavd-bbbbb", "kubectl-sched-schedulers", "node-4", scxLabels, false, corev1.PodRunning))
+	event(t, scx, "SchedExt", corev1.EventTypeWarning, schedv1.ReasonSchedulerConflict, "node-3 already runs SchedExt rusty", 0, 1)
+
+	cases := map[string]struct {
+		args   []string
+		golden string
+	}{
+		"agenttask":      {args: []string{"describe", "at", "hello", "-n", ns}, golden: "agenttask"},
+		"workflow":       {args: []string{"describe", "workflow/nightly", "-n", ns}, golden: "workflow"},
+		"userdeployment": {args: []string{"describe", "userdeployments", "shop", "-n", ns}, golden: "userdeployment"},
+		"schedext":       {args: []string{"describe", "scx", "lavd"}, golden: "schedext"},
+		"no events":      {args: []string{"describe", "at", "nightly-0-fetch", "-n", ns, "--show-events=false"}, golden: "step-task"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := env.Run(tc.args...)
+			if res.Code != 0 {
+				t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+			}
+			if strings.Contains(res.Stdout, "s3cr3t") {
+				t.Errorf("a secret value was printed:\n%s", res.Stdout)
+			}
+			plugintest.Golden(t, tc.golden, normalise(res.Stdout))
+		})
+	}
+
+	t.Run("every task matching a selector", func(t *testing.T) {
+		res := env.Run("describe", "at", "-n", ns, "-l", schedv1.LabelWorkflow+"=nightly")
+		if res.Code != 0 || strings.Count(res.Stdout, "\nKind:") != 2 || !strings.Contains(res.Stdout, "Name:         nightly-0-fetch") {
+			t.Errorf("exit %d, want both step tasks:\n%s%s", res.Code, res.Stdout, res.Stderr)
+		}
+	})
+}
+
+func TestDescribeErrors(t *testing.T) {
+	nobody, err := env.UserKubeconfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args     []string
+		as       string // a kubeconfig other than admin's
+		wantCode int
+		wantErr  string
+	}{
+		"no kind":      {args: []string{"describe"}, wantCode: cmdutil.ExitUsage, wantErr: "name a kind"},
+		"unknown kind": {args: []string{"describe", "deployment", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "agenttask (at)"},
+		"not found":    {args: []string{"describe", "wf", "missing", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: `workflows.sched.kubectl-sched.dev "missing" not found`},
+		"forbidden":    {args: []string{"describe", "ud", "shop", "-n", ns}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `you may not get userdeployments.sched.kubectl-sched.dev "shop"`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var res plugintest.Result
+			if tc.as != "" {
+				res = plugintest.RunWithInput("", append(tc.args, "--kubeconfig", tc.as)...)
+			} else {
+				res = env.Run(tc.args...)
+			}
+			if res.Code != tc.wantCode || !strings.Contains(res.Stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,457 @@
+package describe
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/names"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// describer fetches what a description shows besides the object itself.
+type describer struct {
+	ctx                context.Context
+	clients            *kube.Clients
+	kind               get.Kind
+	schedulerNamespace string
+}
+
+// owned selects what the operator created for an object: its managed-by
+// label plus the kind's label (api/v1alpha1/common_types.go).
+func owned(kindLabel, value string) string {
+	return labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue, kindLabel: value}).String()
+}
+
+// listError is shown in place of a section the user may not read.
+func listError(err error, resource string) string {
+	err = cmdutil.API(err, "list", resource)
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return "<" + msg + ">"
+}
+
+func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
+	w.header(t, "AgentTask")
+	st := t.Status
+	w.field(0, "Phase", string(st.Phase))
+	w.optional(0, "Reason", st.Reason)
+	w.optional(0, "Message", oneLine(st.Message))
+	w.line(0, "Task:")
+	taskSpec(w, 1, t.Spec)
+	w.field(0, "Job", st.JobName)
+	w.field(0, "Pod", st.PodName)
+	w.field(0, "Attempts", strconv.Itoa(int(st.Attempts)))
+	if st.ExitCode != nil {
+		w.field(0, "Exit Code", strconv.Itoa(int(*st.ExitCode)))
+	}
+	w.optional(0, "Start Time", timePtr(st.StartTime))
+	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
+	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	w.mapField(0, "Outputs", st.Outputs, ":\t")
+	w.conditions(st.Conditions)
+
+	sel := owned(schedv1.LabelAgentTask, names.Job(t.Name))
+	jobs, err := d.clients.Kube.BatchV1().Jobs(t.Namespace).List(d.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		w.line(0, "Jobs:\t%s", listError(err, "jobs.batch"))
+	} else {
+		rows := [][]string{}
+		for _, j := range jobs.Items {
+			rows = append(rows, []string{j.Name, strconv.Itoa(int(j.Status.Active)), strconv.Itoa(int(j.Status.Succeeded)), strconv.Itoa(int(j.Status.Failed))})
+		}
+		w.table(0, "Jobs", []string{"Name", "Active", "Succeeded", "Failed"}, rows)
+	}
+	d.pods(w, "Pods", t.Namespace, sel)
+}
+
+// taskSpec writes what a task runs; env values from Secrets stay references.
+func taskSpec(w *writer, level int, s schedv1.AgentTaskSpec) {
+	w.field(level, "Image", s.Image)
+	if len(s.Command) > 0 {
+		w.field(level, "Command", quoteArgs(s.Command))
+	}
+	if len(s.Args) > 0 {
+		w.field(level, "Args", quoteArgs(s.Args))
+	}
+	if len(s.Env) > 0 {
+		w.line(level, "Environment:")
+		for _, e := range s.Env {
+			w.line(level+1, "%s:\t%s", e.Name, envValue(e))
+		}
+	}
+	if s.Timeout != nil {
+		w.field(level, "Timeout", s.Timeout.Duration.String())
+	}
+	if s.Retries != nil {
+		w.field(level, "Retries", strconv.Itoa(int(*s.Retries)))
+	}
+	if s.TTLAfterFinished != nil {
+		cleanup := s.Cleanup
+		if cleanup == "" {
+			cleanup = schedv1.CleanupJob
+		}
+		w.field(level, "TTL After Finished", fmt.Sprintf("%s (then delete the %s)", s.TTLAfterFinished.Duration, cleanup))
+	}
+	w.optional(level, "Service Account", s.ServiceAccountName)
+	if s.Placement != nil {
+		w.field(level, "Placement", placement(*s.Placement))
+	}
+	if s.Cancel {
+		w.field(level, "Cancel", "true")
+	}
+}
+
+// envValue is kubectl describe's rendering: a literal, or where it comes from.
+func envValue(e schedv1.EnvVar) string {
+	vf := e.ValueFrom
+	switch {
+	case vf == nil:
+		return e.Value
+	case vf.SecretKeyRef != nil:
+		return fmt.Sprintf("<set to the key '%s' in secret '%s'>", vf.SecretKeyRef.Key, vf.SecretKeyRef.Name)
+	case vf.ConfigMapKeyRef != nil:
+		return fmt.Sprintf("<set to the key '%s' of config map '%s'>", vf.ConfigMapKeyRef.Key, vf.ConfigMapKeyRef.Name)
+	case vf.FieldRef != nil:
+		return fmt.Sprintf("(%s:%s)", vf.FieldRef.APIVersion, vf.FieldRef.FieldPath)
+	case vf.ResourceFieldRef != nil:
+		return fmt.Sprintf("(%s)", vf.ResourceFieldRef.Resource)
+	}
+	return "<set from a reference>"
+}
+
+func placement(p schedv1.Placement) string {
+	var parts []string
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	add("workloadType", string(p.WorkloadType))
+	add("priority", string(p.Priority))
+	add("nodePools", strings.Join(p.NodePools, ","))
+	add("spot", string(p.Spot))
+	if p.MultiZone {
+		add("multiZone", "true")
+	}
+	if len(p.Tolerations) > 0 {
+		add("tolerations", strconv.Itoa(len(p.Tolerations)))
+	}
+	return orNone(strings.Join(parts, " "))
+}
+
+func (d *describer) pods(w *writer, title, ns, selector string) {
+	pods, err := d.clients.Kube.CoreV1().Pods(ns).List(d.ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		w.line(0, "%s:\t%s", title, listError(err, "pods"))
+		return
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	rows := [][]string{}
+	for _, p := range pods.Items {
+		ready, restarts := 0, int32(0)
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready {
+				ready++
+			}
+			restarts += cs.RestartCount
+		}
+		rows = append(rows, []string{p.Name, string(p.Status.Phase), fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), strconv.Itoa(int(restarts)), orNone(p.Spec.NodeName)})
+	}
+	w.table(0, title, []string{"Name", "Phase", "Ready", "Restarts", "Node"}, rows)
+}
+
+func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
+	w.header(wf, "Workflow")
+	st := wf.Status
+	w.field(0, "Phase", string(st.Phase))
+	w.field(0, "Progress", st.Progress)
+	if st.Phase != "" && int(st.CurrentStep) < len(wf.Spec.Steps) {
+		w.field(0, "Current Step", fmt.Sprintf("%d (%s)", st.CurrentStep, wf.Spec.Steps[st.CurrentStep].Name))
+	}
+	w.optional(0, "Reason", st.Reason)
+	w.optional(0, "Message", oneLine(st.Message))
+	if wf.Spec.Timeout != nil {
+		w.field(0, "Timeout", wf.Spec.Timeout.Duration.String())
+	}
+	if wf.Spec.TTLAfterFinished != nil {
+		w.field(0, "TTL After Finished", wf.Spec.TTLAfterFinished.Duration.String())
+	}
+	w.optional(0, "Start Time", timePtr(st.StartTime))
+	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
+	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	params := map[string]string{}
+	for _, p := range wf.Spec.Params {
+		params[p.Name] = p.Value
+	}
+	w.mapField(0, "Params", params, "=")
+
+	statusOf := map[string]schedv1.StepStatus{}
+	for _, s := range st.Steps {
+		statusOf[s.Name] = s
+	}
+	rows := [][]string{}
+	for i, s := range wf.Spec.Steps {
+		ss, ok := statusOf[s.Name]
+		phase := string(ss.Phase)
+		if !ok || phase == "" {
+			phase = string(schedv1.StepWaiting)
+		}
+		rows = append(rows, []string{strconv.Itoa(i), s.Name, phase, orDash(ss.TaskName),
+			orDash(elapsed(ss.StartTime, ss.CompletionTime)), orDash(sortedPairs(ss.Outputs)), orDash(oneLine(ss.Message))})
+	}
+	w.table(0, "Steps", []string{"#", "Name", "Phase", "Task", "Duration", "Outputs", "Message"}, rows)
+	w.conditions(st.Conditions)
+
+	var tasks schedv1.AgentTaskList
+	sel, _ := labels.Parse(owned(schedv1.LabelWorkflow, names.Join(wf.Name)))
+	if err := d.clients.Client.List(d.ctx, &tasks, client.InNamespace(wf.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		w.line(0, "Step Tasks:\t%s", listError(err, "agenttasks."+schedv1.GroupName))
+		return
+	}
+	slices.SortFunc(tasks.Items, func(a, b schedv1.AgentTask) int {
+		return strings.Compare(a.Labels[schedv1.LabelWorkflowStep], b.Labels[schedv1.LabelWorkflowStep])
+	})
+	rows = [][]string{}
+	for _, t := range tasks.Items {
+		exit := "-"
+		if t.Status.ExitCode != nil {
+			exit = strconv.Itoa(int(*t.Status.ExitCode))
+		}
+		rows = append(rows, []string{t.Name, orDash(t.Labels[schedv1.LabelWorkflowStep]), orDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), orDash(t.Status.JobName)})
+	}
+	w.table(0, "Step Tasks", []string{"Name", "Step", "Phase", "Exit", "Attempts", "Job"}, rows)
+}
+
+func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
+	w.header(ud, "UserDeployment")
+	st := ud.Status
+	spec := ud.Spec
+	w.field(0, "Phase", string(st.Phase))
+	w.field(0, "Ready", st.Ready)
+	w.field(0, "State", string(spec.State))
+	if len(st.URLs) == 0 {
+		w.field(0, "URLs", "")
+	}
+	for i, u := range st.URLs {
+		if i == 0 {
+			w.field(0, "URLs", u)
+		} else {
+			w.line(0, "\t%s", u)
+		}
+	}
+	w.field(0, "Network Isolation", string(spec.NetworkIsolation))
+	if spec.Placement != nil {
+		w.field(0, "Placement", placement(*spec.Placement))
+	}
+
+	statusOf := map[string]schedv1.ServiceStatus{}
+	for _, s := range st.Services {
+		statusOf[s.Name] = s
+	}
+	rows := [][]string{}
+	for _, s := range spec.Services {
+		ss, ok := statusOf[s.Name]
+		ready := "-"
+		if ok {
+			ready = fmt.Sprintf("%d/%d", ss.ReadyReplicas, ss.DesiredReplicas)
+		}
+		var ports []string
+		for _, p := range s.Ports {
+			proto := p.Protocol
+			if proto == "" {
+				proto = corev1.ProtocolTCP
+			}
+			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, proto))
+		}
+		rows = append(rows, []string{s.Name, s.Image, ready, orDash(string(s.Exposure)), orDash(strings.Join(ports, ",")), orDash(oneLine(ss.Message))})
+	}
+	w.table(0, "Services", []string{"Name", "Image", "Ready", "Exposure", "Ports", "Message"}, rows)
+
+	// Config keys only: values are in the ConfigMap, and a value set by
+	// mistake where a secret belonged should not be printed here.
+	if len(spec.Config) > 0 {
+		keys := make([]string, 0, len(spec.Config))
+		for k := range spec.Config {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		w.field(0, "Config", fmt.Sprintf("%s (ConfigMap %s)", strings.Join(keys, ", "), names.ConfigMap(ud.Name)))
+	} else {
+		w.field(0, "Config", "")
+	}
+	rows = [][]string{}
+	for _, s := range spec.Secrets {
+		services := strings.Join(s.Services, ",")
+		if services == "" {
+			services = "all"
+		}
+		rows = append(rows, []string{s.Name, secretSource(ud.Name, s), secretInto(s), services})
+	}
+	w.table(0, "Secrets", []string{"Name", "Source", "Into", "Services"}, rows)
+	if ing := spec.Ingress; ing != nil {
+		w.line(0, "Ingress:")
+		w.field(1, "Host", ing.Host)
+		w.field(1, "Path", ing.Path)
+		w.optional(1, "Class", ing.ClassName)
+		if ing.TLS != nil {
+			w.field(1, "TLS Secret", ing.TLS.SecretName)
+		}
+	}
+	w.conditions(st.Conditions)
+
+	sel := owned(schedv1.LabelUserDeployment, ud.Name)
+	opts := metav1.ListOptions{LabelSelector: sel}
+	if deps, err := d.clients.Kube.AppsV1().Deployments(ud.Namespace).List(d.ctx, opts); err != nil {
+		w.line(0, "Deployments:\t%s", listError(err, "deployments.apps"))
+	} else {
+		rows = [][]string{}
+		for _, dep := range deps.Items {
+			rows = append(rows, []string{dep.Name, fmt.Sprintf("%d/%d", dep.Status.ReadyReplicas, desired(dep)), strconv.Itoa(int(dep.Status.UpdatedReplicas)), strconv.Itoa(int(dep.Status.AvailableReplicas))})
+		}
+		w.table(0, "Deployments", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
+	}
+	if svcs, err := d.clients.Kube.CoreV1().Services(ud.Namespace).List(d.ctx, opts); err != nil {
+		w.line(0, "Kubernetes Services:\t%s", listError(err, "services"))
+	} else {
+		rows = [][]string{}
+		for _, s := range svcs.Items {
+			var ports []string
+			for _, p := range s.Spec.Ports {
+				ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
+			}
+			rows = append(rows, []string{s.Name, string(s.Spec.Type), orNone(s.Spec.ClusterIP), orNone(strings.Join(ports, ","))})
+		}
+		w.table(0, "Kubernetes Services", []string{"Name", "Type", "Cluster-IP", "Ports"}, rows)
+	}
+	if ings, err := d.clients.Kube.NetworkingV1().Ingresses(ud.Namespace).List(d.ctx, opts); err != nil {
+		w.line(0, "Ingresses:\t%s", listError(err, "ingresses.networking.k8s.io"))
+	} else {
+		rows = [][]string{}
+		for _, ing := range ings.Items {
+			var hosts []string
+			for _, r := range ing.Spec.Rules {
+				hosts = append(hosts, r.Host)
+			}
+			class := ""
+			if ing.Spec.IngressClassName != nil {
+				class = *ing.Spec.IngressClassName
+			}
+			var addrs []string
+			for _, lb := range ing.Status.LoadBalancer.Ingress {
+				addrs = append(addrs, lb.IP+lb.Hostname)
+			}
+			rows = append(rows, []string{ing.Name, orNone(class), orNone(strings.Join(hosts, ",")), orNone(strings.Join(addrs, ","))})
+		}
+		w.table(0, "Ingresses", []string{"Name", "Class", "Hosts", "Address"}, rows)
+	}
+}
+
+func desired(dep appsv1.Deployment) int32 {
+	if dep.Spec.Replicas == nil {
+		return 1
+	}
+	return *dep.Spec.Replicas
+}
+
+// secretSource names where a secret's values live; never the values.
+func secretSource(app string, s schedv1.SecretReference) string {
+	if s.External != nil {
+		src := "external " + s.External.Key
+		if s.External.Property != "" {
+			src += "#" + s.External.Property
+		}
+		return src + " (Secret " + names.ExternalSecret(app, s.Name) + ")"
+	}
+	return "Secret " + s.SecretName
+}
+
+func secretInto(s schedv1.SecretReference) string {
+	switch {
+	case s.MountPath != "":
+		return "files in " + s.MountPath
+	case s.EnvPrefix != "":
+		return "env " + s.EnvPrefix + "*"
+	}
+	return "env"
+}
+
+func (d *describer) schedExt(w *writer, scx *schedv1.SchedExt) {
+	w.header(scx, "SchedExt")
+	spec, st := scx.Spec, scx.Status
+	if spec.Scheduler.Name != "" {
+		w.field(0, "Scheduler", spec.Scheduler.Name)
+	} else {
+		w.field(0, "Scheduler Image", spec.Scheduler.Image)
+		w.optional(0, "Ops Name", spec.Scheduler.OpsName)
+	}
+	w.field(0, "Resolved Image", st.ResolvedImage)
+	if len(spec.Args) > 0 {
+		w.field(0, "Args", quoteArgs(spec.Args))
+	}
+	if len(spec.NodeSelector) == 0 {
+		w.field(0, "Node Selector", "<all nodes>")
+	} else {
+		w.field(0, "Node Selector", sortedPairs(spec.NodeSelector))
+	}
+	if len(spec.Tolerations) > 0 {
+		var tols []string
+		for _, t := range spec.Tolerations {
+			tol := t.Key
+			if t.Operator == corev1.TolerationOpEqual || t.Value != "" {
+				tol += "=" + t.Value
+			}
+			if t.Effect != "" {
+				tol += ":" + string(t.Effect)
+			}
+			if tol == "" {
+				tol = "<everything>"
+			}
+			tols = append(tols, tol)
+		}
+		w.field(0, "Tolerations", strings.Join(tols, ", "))
+	}
+	ds := st.DaemonSetName
+	if ds != "" {
+		ds = d.schedulerNamespace + "/" + ds
+	}
+	w.field(0, "DaemonSet", ds)
+	w.field(0, "Nodes", fmt.Sprintf("%d desired, %d ready (attached), %d available, %d unavailable",
+		st.DesiredNodes, st.ReadyNodes, st.AvailableNodes, st.UnavailableNodes))
+	w.field(0, "Conflicting Nodes", strings.Join(st.ConflictingNodes, ", "))
+	w.field(0, "Unsupported Nodes", strings.Join(st.UnsupportedNodes, ", "))
+	w.conditions(st.Conditions)
+	d.pods(w, "Scheduler Pods", d.schedulerNamespace, owned(schedv1.LabelSchedExt, scx.Name))
+}
+
+// events lists core/v1 events about obj (events.k8s.io events included:
+// they are the same objects), as kubectl describe does.
+func (d *describer) events(w *writer, obj client.Object) {
+	sel := fields.Set{
+		"involvedObject.name": obj.GetName(),
+		"involvedObject.kind": d.kind.Kind,
+		"involvedObject.uid":  string(obj.GetUID()),
+	}
+	if obj.GetNamespace() != "" {
+		sel["involvedObject.namespace"] = obj.GetNamespace()
+	}
+	// A cluster-scoped object's events live in the default namespace; look
+	// everywhere, as kubectl does.
+	events, err := d.clients.Kube.CoreV1().Events(obj.GetNamespace()).List(d.ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
+	if err != nil {
+		w.line(0, "Events:\t%s", listError(err, "events"))
+		return
+	}
+	w.eventRows(events.Items)
+}

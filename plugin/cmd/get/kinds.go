@@ -1,0 +1,262 @@
+package get
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/metadata"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+)
+
+// Kind is one of the kinds kubectl sched manages, with every name a user
+// may type for it.
+type Kind struct {
+	Kind       string // AgentTask
+	Singular   string // agenttask
+	Plural     string // agenttasks
+	Short      string // at
+	Namespaced bool
+}
+
+// Kinds in the order `get` with no KIND prints them.
+var Kinds = []Kind{
+	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true},
+	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true},
+	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true},
+	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false},
+}
+
+// GVR is the kind's resource.
+func (k Kind) GVR() schema.GroupVersionResource { return schedv1.GroupVersion.WithResource(k.Plural) }
+
+// GVK is the kind.
+func (k Kind) GVK() schema.GroupVersionKind { return schedv1.GroupVersion.WithKind(k.Kind) }
+
+// GroupKind prefixes names in multi-kind tables and -o name, as kubectl does.
+func (k Kind) GroupKind() schema.GroupKind { return k.GVK().GroupKind() }
+
+// Resource is "agenttasks.sched.kubectl-sched.dev", as kubectl names it in messages.
+func (k Kind) Resource() string { return k.Plural + "." + schedv1.GroupName }
+
+// Qualified is "agenttask.sched.kubectl-sched.dev", the prefix of -o name.
+func (k Kind) Qualified() string { return k.Singular + "." + schedv1.GroupName }
+
+// What names one object, or the kind in ns, for error messages.
+func (k Kind) What(ns, name string) string {
+	switch {
+	case name != "":
+		return fmt.Sprintf("%s %q", k.Resource(), name)
+	case k.Namespaced && ns != "":
+		return fmt.Sprintf("%s in namespace %q", k.Resource(), ns)
+	}
+	return k.Resource()
+}
+
+// KindNames lists the kinds with their short names, for help and errors.
+func KindNames() string {
+	parts := make([]string, 0, len(Kinds))
+	for _, k := range Kinds {
+		parts = append(parts, fmt.Sprintf("%s (%s)", k.Singular, k.Short))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Lookup finds a kind by any of its names, case-insensitively, with or
+// without the API group ("at", "agenttasks", "AgentTask.sched.kubectl-sched.dev").
+func Lookup(name string) (Kind, bool) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	n = strings.TrimSuffix(n, "."+schedv1.GroupName)
+	for _, k := range Kinds {
+		if n == k.Singular || n == k.Plural || n == k.Short || n == strings.ToLower(k.Kind) {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}
+
+// ResolveKinds parses a KIND argument: one name, a comma-separated list, or
+// "all" for every kind. An unknown name is a usage error listing the kinds.
+func ResolveKinds(arg string) ([]Kind, error) {
+	if strings.EqualFold(arg, "all") {
+		return Kinds, nil
+	}
+	var out []Kind
+	for _, part := range strings.Split(arg, ",") {
+		k, ok := Lookup(part)
+		if !ok {
+			return nil, unknownKind(part)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func unknownKind(name string) error {
+	return cmdutil.Usage("Kinds: "+KindNames()+".", "unknown kind %q", name)
+}
+
+// Target is a kind with the names asked for (none: all of that kind).
+type Target struct {
+	Kind  Kind
+	Names []string
+}
+
+// ParseArgs reads `KIND [NAME...]`, `KIND,KIND`, or `KIND/NAME...` as
+// kubectl does. With no args it returns every kind when allowEmpty is set.
+func ParseArgs(args []string, allowEmpty bool) ([]Target, error) {
+	if len(args) == 0 {
+		if !allowEmpty {
+			return nil, cmdutil.Usage("Kinds: "+KindNames()+".", "name a kind")
+		}
+		targets := make([]Target, 0, len(Kinds))
+		for _, k := range Kinds {
+			targets = append(targets, Target{Kind: k})
+		}
+		return targets, nil
+	}
+	if strings.Contains(args[0], "/") {
+		var targets []Target
+		for _, a := range args {
+			kindName, name, ok := strings.Cut(a, "/")
+			if !ok || name == "" {
+				return nil, cmdutil.Usage("Give every argument as KIND/NAME, or KIND then NAMEs.", "cannot mix KIND/NAME and NAME arguments: %q", a)
+			}
+			k, found := Lookup(kindName)
+			if !found {
+				return nil, unknownKind(kindName)
+			}
+			i := slices.IndexFunc(targets, func(t Target) bool { return t.Kind == k })
+			if i < 0 {
+				targets = append(targets, Target{Kind: k})
+				i = len(targets) - 1
+			}
+			targets[i].Names = append(targets[i].Names, name)
+		}
+		return targets, nil
+	}
+	kinds, err := ResolveKinds(args[0])
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	if len(args) > 1 {
+		names = args[1:]
+	}
+	if len(names) > 0 && len(kinds) > 1 {
+		return nil, cmdutil.Usage("Name one kind, or use KIND/NAME arguments.", "names need a single kind, got %q", args[0])
+	}
+	targets := make([]Target, 0, len(kinds))
+	for _, k := range kinds {
+		targets = append(targets, Target{Kind: k, Names: slices.Clone(names)})
+	}
+	return targets, nil
+}
+
+// CompleteKindsAndNames completes the first argument with the kinds and
+// the next ones with the names of that kind in the cluster. kubectl's
+// __complete passes the connection flags, so -n and --context apply.
+func CompleteKindsAndNames(flags *genericclioptions.ConfigFlags) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			var out []cobra.Completion
+			for _, k := range Kinds {
+				if strings.HasPrefix(k.Singular, toComplete) {
+					out = append(out, cobra.CompletionWithDesc(k.Singular, k.Kind+" ("+k.Short+")"))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		}
+		k, ok := Lookup(args[0])
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		names := ListNames(flags, k)
+		out := make([]cobra.Completion, 0, len(names))
+		for _, n := range names {
+			if strings.HasPrefix(n, toComplete) && !slices.Contains(args[1:], n) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// CompleteNames completes arguments with the names of one kind.
+func CompleteNames(flags *genericclioptions.ConfigFlags, k Kind, max int) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if max > 0 && len(args) >= max {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var out []cobra.Completion
+		for _, n := range ListNames(flags, k) {
+			if strings.HasPrefix(n, toComplete) {
+				out = append(out, n)
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// ListNames lists the names of kind k in the flags' namespace with a
+// metadata-only request; completion stays quiet on errors.
+func ListNames(flags *genericclioptions.ConfigFlags, k Kind) []string {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil
+	}
+	cfg.Timeout = 5 * time.Second
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil
+	}
+	var list *metav1.PartialObjectMetadataList
+	if k.Namespaced {
+		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil
+		}
+		list, err = mc.Resource(k.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return nil
+		}
+	} else if list, err = mc.Resource(k.GVR()).List(context.Background(), metav1.ListOptions{}); err != nil {
+		return nil
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, o := range list.Items {
+		names = append(names, o.Name)
+	}
+	return names
+}
+
+// APIError is cmdutil.API for requests about our kinds. A 404 for a named
+// object whose API group is not served at all (the CRDs are missing) comes
+// back as a plain-text "404 page not found" that client-go dresses as the
+// object not being found; it is reported as not installed instead.
+func APIError(err error, verb, what string) error {
+	var se apierrors.APIStatus
+	if errors.As(err, &se) && apierrors.IsNotFound(err) {
+		if d := se.Status().Details; d != nil && d.Group == schedv1.GroupName {
+			for _, c := range d.Causes {
+				if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+					err = &meta.NoResourceMatchError{PartialResource: schema.GroupVersionResource{Group: d.Group, Resource: d.Kind}}
+				}
+			}
+		}
+	}
+	return cmdutil.API(err, verb, what)
+}

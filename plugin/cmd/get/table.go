@@ -1,0 +1,141 @@
+package get
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+)
+
+// tableAccept asks the API server for a metav1.Table, as kubectl get does.
+const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// fetchTable gets the server-built table of k in ns (all namespaces when
+// ns is empty), one object when name is set, and decodes each row's object
+// so the printer can add NAMESPACE and label columns.
+func fetchTable(ctx context.Context, cfg *rest.Config, k Kind, ns, name, selector string) (*metav1.Table, error) {
+	if !k.Namespaced {
+		ns = ""
+	}
+	t, err := printing.Table(ctx, cfg, k.GVR(), ns, name, selector)
+	if err != nil {
+		return nil, err
+	}
+	return t, decodeRows(t)
+}
+
+// decodeRows turns each row's raw object into an Unstructured.
+func decodeRows(t *metav1.Table) error {
+	for i := range t.Rows {
+		row := &t.Rows[i]
+		if row.Object.Raw == nil || row.Object.Object != nil {
+			continue
+		}
+		obj, err := runtime.Decode(unstructured.UnstructuredJSONScheme, row.Object.Raw)
+		if err != nil {
+			return fmt.Errorf("cannot decode a row of the server's table: %w", err)
+		}
+		row.Object.Object = obj
+	}
+	return nil
+}
+
+// tableEvent is one watch event with its object as a table of one row.
+type tableEvent struct {
+	Type  watch.EventType
+	Table *metav1.Table
+}
+
+// watchTables streams watch events of k as tables, from resourceVersion
+// rv, until ctx ends or the server closes the watch. It calls fn for each
+// event; an ERROR event becomes the returned API error.
+func watchTables(ctx context.Context, cfg *rest.Config, k Kind, ns, name, selector, rv string, timeout time.Duration, fn func(tableEvent) error) error {
+	c := rest.CopyConfig(cfg)
+	// A watch lasts as long as the user wants; --request-timeout bounds it
+	// through timeoutSeconds and ctx instead of cutting the stream as an error.
+	c.Timeout = 0
+	c.GroupVersion = &schedv1.GroupVersion
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	rc, err := rest.RESTClientFor(c)
+	if err != nil {
+		return err
+	}
+	req := rc.Get().SetHeader("Accept", tableAccept).Resource(k.Plural).
+		Param("watch", "true").Param("includeObject", "Object").Param("resourceVersion", rv)
+	if k.Namespaced && ns != "" {
+		req = req.Namespace(ns)
+	}
+	if selector != "" {
+		req = req.Param("labelSelector", selector)
+	}
+	if name != "" {
+		req = req.Param("fieldSelector", "metadata.name="+name)
+	}
+	if timeout > 0 {
+		req = req.Param("timeoutSeconds", strconv.Itoa(max(1, int(timeout.Seconds()))))
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	for {
+		var ev metav1.WatchEvent
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		switch watch.EventType(ev.Type) {
+		case watch.Bookmark:
+			continue
+		case watch.Error:
+			status := &metav1.Status{}
+			if err := json.Unmarshal(ev.Object.Raw, status); err != nil {
+				return fmt.Errorf("the watch failed: %s", ev.Object.Raw)
+			}
+			return apierrors.FromObject(status)
+		}
+		t := &metav1.Table{}
+		if err := json.Unmarshal(ev.Object.Raw, t); err != nil {
+			return fmt.Errorf("cannot decode a watch event: %w", err)
+		}
+		if err := decodeRows(t); err != nil {
+			return err
+		}
+		if err := fn(tableEvent{Type: watch.EventType(ev.Type), Table: t}); err != nil {
+			return err
+		}
+	}
+}
+
+// rowObjects are the objects of a table's rows.
+func rowObjects(t *metav1.Table) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		if u, ok := r.Object.Object.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	return out
+}

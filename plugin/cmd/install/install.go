@@ -1,0 +1,323 @@
+// Package install implements `kubectl sched install` and `uninstall`: the
+// CRDs, RBAC and operator Deployment of config/, embedded in the binary,
+// applied with server-side apply or removed.
+package install
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Options for `kubectl sched install`.
+type Options struct {
+	Flags *genericclioptions.ConfigFlags
+	Print *printing.Flags
+	genericiooptions.IOStreams
+
+	Image   string
+	DryRun  string
+	Wait    bool
+	Timeout time.Duration
+	// WithoutOperator leaves out the operator Deployment and its Service.
+	WithoutOperator bool
+
+	namespace string
+	objects   []*unstructured.Unstructured
+	dynamic   dynamic.Interface
+}
+
+// NewCommand returns `kubectl sched install`.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "install",
+		Short: "Install the CRDs, RBAC and operator in the cluster (server-side apply)",
+		Long: `Apply the kubectl-sched CRDs, the operator's RBAC and its Deployment: the same
+manifests as config/ in the repository, embedded in the plugin. The operator goes
+in namespace kubectl-sched-system unless -n says otherwise, with the operator image
+of this plugin's version unless --image says otherwise. Running it again updates
+the installation. Needs cluster-admin.`,
+		Example: `  # Install, and wait until the operator is available
+  kubectl sched install --wait
+
+  # Print the manifests instead, without contacting the cluster
+  kubectl sched install --dry-run=client -o yaml
+
+  # Another namespace and a pinned image
+  kubectl sched install -n platform --image registry.example.com/kubectl-sched/operator:v0.3.0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Image, "image", "", "Operator image (default "+DefaultImage(version.ClientVersion())+").")
+	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
+	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
+	o.Print.AddFlags(cmd, false)
+	return cmd
+}
+
+// operatorNamespace is -n when given; never the kubeconfig's namespace,
+// which is about the user's work, not where the operator lives.
+func operatorNamespace(flags *genericclioptions.ConfigFlags) string {
+	if flags.Namespace != nil && *flags.Namespace != "" {
+		return *flags.Namespace
+	}
+	return ManifestNamespace
+}
+
+// Complete reads the manifests and, unless nothing is sent, builds the client.
+func (o *Options) Complete() error {
+	o.namespace = operatorNamespace(o.Flags)
+	image := o.Image
+	if image == "" {
+		image = DefaultImage(version.ClientVersion())
+	}
+	var err error
+	if o.objects, err = Objects(image, o.namespace, VersionOf(image, version.ClientVersion())); err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	if o.WithoutOperator {
+		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
+			return u.GetKind() == "Deployment" || u.GetKind() == "Service"
+		})
+	}
+	if o.DryRun == "client" {
+		return nil
+	}
+	o.dynamic, err = dynamicClient(o.Flags)
+	return err
+}
+
+func dynamicClient(flags *genericclioptions.ConfigFlags) (dynamic.Interface, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
+	}
+	return dynamic.NewForConfig(cfg)
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	switch o.DryRun {
+	case "", "client", "server":
+	default:
+		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	}
+	if !o.Print.IsTable() {
+		if _, err := o.Print.Printer(); err != nil {
+			return cmdutil.Usage("Use -o yaml, json or name.", "%v", err)
+		}
+	} else if *o.Print.OutputFormat == "wide" {
+		return cmdutil.Usage("Use -o yaml, json or name.", "install prints no table; -o wide does not apply")
+	}
+	return nil
+}
+
+// Run applies the objects in order, then waits for the CRDs.
+func (o *Options) Run(ctx context.Context) error {
+	suffix := dryRunSuffix(o.DryRun)
+	if o.DryRun == "client" {
+		if !o.Print.IsTable() {
+			return o.printObjects(o.objects)
+		}
+		for _, obj := range o.objects {
+			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", Qualified(obj), suffix)
+		}
+		return nil
+	}
+	// A server dry run cannot place objects in a namespace that does not
+	// exist yet: say so instead of failing on the first of them.
+	nsMissing := false
+	if o.DryRun == "server" {
+		_, err := o.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, o.namespace, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return cmdutil.API(err, "get", fmt.Sprintf("namespaces %q", o.namespace))
+		}
+		nsMissing = apierrors.IsNotFound(err)
+	}
+	var applied []*unstructured.Unstructured
+	for _, obj := range o.objects {
+		if nsMissing && obj.GetNamespace() != "" {
+			fmt.Fprintf(o.Out, "%s skipped%s: namespace %q does not exist yet\n", Qualified(obj), suffix, o.namespace)
+			continue
+		}
+		out, err := o.apply(ctx, obj)
+		if err != nil {
+			return err
+		}
+		applied = append(applied, out)
+		if o.Print.IsTable() {
+			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", Qualified(obj), suffix)
+		}
+	}
+	if !o.Print.IsTable() {
+		if err := o.printObjects(applied); err != nil {
+			return err
+		}
+	}
+	if o.DryRun == "server" {
+		return nil
+	}
+	if err := o.waitEstablished(ctx); err != nil {
+		return err
+	}
+	if o.Wait {
+		if err := o.waitAvailable(ctx); err != nil {
+			return err
+		}
+	}
+	if o.Print.IsTable() {
+		fmt.Fprintf(o.Out, "kubectl-sched is installed: the operator runs in namespace %s. 'kubectl sched version' shows it.\n", o.namespace)
+	}
+	return nil
+}
+
+func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := obj.GroupVersionKind()
+	res := o.dynamic.Resource(Resource(gvk)).Namespace(obj.GetNamespace())
+	opts := metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true}
+	if o.DryRun == "server" {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	out, err := res.Apply(ctx, obj.GetName(), obj, opts)
+	if err != nil {
+		return nil, cmdutil.API(err, "patch", what(obj))
+	}
+	return out, nil
+}
+
+// what names an object as kubectl RBAC errors do: resource.group "name".
+func what(obj *unstructured.Unstructured) string {
+	gvr := Resource(obj.GroupVersionKind())
+	r := gvr.Resource
+	if gvr.Group != "" {
+		r += "." + gvr.Group
+	}
+	return fmt.Sprintf("%s %q", r, obj.GetName())
+}
+
+// printObjects prints for -o: YAML documents one after another (ready for
+// kubectl apply -f -), or a v1 List for JSON and the rest.
+func (o *Options) printObjects(objs []*unstructured.Unstructured) error {
+	if *o.Print.OutputFormat == "yaml" {
+		p, err := o.Print.Printer()
+		if err != nil {
+			return err
+		}
+		for _, obj := range objs {
+			if err := p.PrintObj(obj, o.Out); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{"resourceVersion": ""}}}
+	for _, obj := range objs {
+		list.Items = append(list.Items, *obj)
+	}
+	return o.Print.Print(list, o.Out)
+}
+
+// waitEstablished waits until the API server serves every CRD.
+func (o *Options) waitEstablished(ctx context.Context) error {
+	var pending string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		for _, obj := range o.objects {
+			if obj.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			crd, err := o.dynamic.Resource(crdGVR).Get(ctx, obj.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return false, cmdutil.API(err, "get", what(obj))
+			}
+			if !hasCondition(crd, "Established") {
+				pending = obj.GetName()
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+pending+" -o yaml' shows its conditions.",
+			"timed out after %s waiting for CRD %s to be established", o.Timeout, pending)
+	}
+	return err
+}
+
+// waitAvailable waits for the operator Deployment's Available condition.
+func (o *Options) waitAvailable(ctx context.Context) error {
+	var dep *unstructured.Unstructured
+	for _, obj := range o.objects {
+		if obj.GetKind() == "Deployment" {
+			dep = obj
+		}
+	}
+	if dep == nil {
+		return nil
+	}
+	res := o.dynamic.Resource(Resource(dep.GroupVersionKind())).Namespace(dep.GetNamespace())
+	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		got, err := res.Get(ctx, dep.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, cmdutil.API(err, "get", what(dep))
+		}
+		return hasCondition(got, "Available"), nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
+			fmt.Sprintf("'kubectl -n %s describe deployment %s' shows why.", dep.GetNamespace(), dep.GetName()),
+			"timed out after %s waiting for the operator Deployment to be available", o.Timeout)
+	}
+	return err
+}
+
+func hasCondition(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+func dryRunSuffix(dryRun string) string {
+	switch dryRun {
+	case "client":
+		return " (dry run)"
+	case "server":
+		return " (server dry run)"
+	}
+	return ""
+}

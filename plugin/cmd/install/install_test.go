@@ -1,0 +1,367 @@
+package install_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+)
+
+// A bare API server: no CRDs, as a fresh cluster before install.
+var (
+	bare       *envtest.Environment
+	bareClient client.Client
+	kubeconfig string
+	nobody     string
+)
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	bin, err := cluster.BinDir(context.Background(), os.Stderr)
+	if err != nil {
+		return 0, err
+	}
+	bare = &envtest.Environment{BinaryAssetsDirectory: bin}
+	cfg, err := bare.Start()
+	if err != nil {
+		return 0, err
+	}
+	defer bare.Stop()
+	scheme := app.Scheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return 0, err
+	}
+	if bareClient, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "install-test-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	if kubeconfig, err = writeKubeconfig(dir, "admin", "system:masters"); err != nil {
+		return 0, err
+	}
+	if nobody, err = writeKubeconfig(dir, "nobody"); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+func writeKubeconfig(dir, name string, groups ...string) (string, error) {
+	user, err := bare.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
+	if err != nil {
+		return "", err
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".kubeconfig")
+	return path, os.WriteFile(path, data, 0o600)
+}
+
+func runAs(kc string, args ...string) plugintest.Result {
+	return plugintest.RunWithInput("", append(args, "--kubeconfig", kc)...)
+}
+
+func decodeAll(t *testing.T, r io.Reader) []*unstructured.Unstructured {
+	t.Helper()
+	dec := yaml.NewYAMLOrJSONDecoder(r, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+}
+
+func TestInstallDryRunClient(t *testing.T) {
+	// Nothing is contacted: there is no kubeconfig.
+	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "-n", "ops", "--image", "registry.example.com/op:v1.2.3")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	objs := decodeAll(t, strings.NewReader(res.Stdout))
+	var got []string
+	for _, o := range objs {
+		got = append(got, fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
+	}
+	want := []string{
+		"CustomResourceDefinition /agenttasks.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /schedexts.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /userdeployments.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
+		"ValidatingAdmissionPolicy /kubectl-sched-workflow-references",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-workflow-references",
+		"Namespace /ops",
+		"ServiceAccount ops/kubectl-sched-operator",
+		"ClusterRole /kubectl-sched-operator",
+		"Role ops/kubectl-sched-operator",
+		"ClusterRoleBinding /kubectl-sched-operator",
+		"RoleBinding ops/kubectl-sched-operator",
+		"Service ops/kubectl-sched-operator-metrics",
+		"Deployment ops/kubectl-sched-operator",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"kubectl-sched-system", "image: operator\n"} {
+		if strings.Contains(res.Stdout, bad) {
+			t.Errorf("output still holds %q", bad)
+		}
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment":
+			var dep appsv1.Deployment
+			if err := fromUnstructured(o, &dep); err != nil {
+				t.Fatal(err)
+			}
+			if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/op:v1.2.3" {
+				t.Errorf("image %q", img)
+			}
+			if v := dep.Labels["app.kubernetes.io/version"]; v != "v1.2.3" {
+				t.Errorf("version label %q", v)
+			}
+		case "ClusterRoleBinding", "RoleBinding":
+			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			if ns := subjects[0].(map[string]any)["namespace"]; ns != "ops" {
+				t.Errorf("%s subject namespace %v", o.GetKind(), ns)
+			}
+		case "CustomResourceDefinition":
+			// The very manifests of config/crd/bases, not copies.
+			root, err := testenv.RepoRoot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.Open(filepath.Join(root, "config", "crd", "bases", "sched.kubectl-sched.dev_"+strings.SplitN(o.GetName(), ".", 2)[0]+".yaml"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			onDisk := decodeAll(t, f)
+			f.Close()
+			if diff := cmp.Diff(onDisk[0].Object, o.Object); diff != "" {
+				t.Errorf("CRD %s differs from config/ (-config +printed):\n%s", o.GetName(), diff)
+			}
+		}
+	}
+
+	res = plugintest.RunWithInput("", "install", "--dry-run=client")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	plugintest.Golden(t, "install-dry-run", res.Stdout)
+
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "json")
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "ghcr.io/kubectl-sched/operator:latest"`) {
+		t.Errorf("exit %d, want a List with the default image:\n%.2000s", res.Code, res.Stdout)
+	}
+}
+
+func fromUnstructured(u *unstructured.Unstructured, into any) error {
+	b, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	return yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), len(b)).Decode(into)
+}
+
+// TestInstallUninstall walks a fresh cluster through install and
+// uninstall; its steps depend on each other, so they run in order.
+func TestInstallUninstall(t *testing.T) {
+	ctx := context.Background()
+	step := func(name string, args []string, wantCode int, check func(t *testing.T, res plugintest.Result)) {
+		t.Helper()
+		if !t.Run(name, func(t *testing.T) {
+			res := runAs(kubeconfig, args...)
+			if res.Code != wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", res.Code, wantCode, res.Stdout, res.Stderr)
+			}
+			if check != nil {
+				check(t, res)
+			}
+		}) {
+			t.FailNow()
+		}
+	}
+	notInstalled := func(t *testing.T, res plugintest.Result) {
+		for _, want := range []string{"the kubectl-sched resources are not installed in this cluster", "Run 'kubectl sched install'"} {
+			if !strings.Contains(res.Stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
+			}
+		}
+	}
+
+	step("get before install", []string{"get", "at"}, cmdutil.ExitNotInstalled, notInstalled)
+	step("get one before install", []string{"get", "wf", "x"}, cmdutil.ExitNotInstalled, notInstalled)
+	step("describe before install", []string{"describe", "ud", "x"}, cmdutil.ExitNotInstalled, notInstalled)
+	step("schedext status before install", []string{"schedext", "status"}, cmdutil.ExitNotInstalled, notInstalled)
+	t.Run("forbidden install", func(t *testing.T) {
+		res := runAs(nobody, "install")
+		if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `forbidden: you may not patch customresourcedefinitions.apiextensions.k8s.io "agenttasks.sched.kubectl-sched.dev"`) {
+			t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
+		}
+	})
+	step("server dry run", []string{"install", "--dry-run=server"}, 0, func(t *testing.T, res plugintest.Result) {
+		if !strings.Contains(res.Stdout, "deployment.apps/kubectl-sched-operator skipped (server dry run): namespace \"kubectl-sched-system\" does not exist yet") {
+			t.Errorf("stdout:\n%s", res.Stdout)
+		}
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		if err := bareClient.List(ctx, &crds); err != nil || len(crds.Items) != 0 {
+			t.Errorf("a server dry run created %d CRDs (%v)", len(crds.Items), err)
+		}
+	})
+	step("install", []string{"install", "--image", "example.com/operator:v0.0.7"}, 0, func(t *testing.T, res plugintest.Result) {
+		plugintest.Golden(t, "install", res.Stdout)
+	})
+	step("get after install", []string{"get", "at"}, 0, func(t *testing.T, res plugintest.Result) {
+		if res.Stderr != "No resources found in default namespace.\n" {
+			t.Errorf("stderr %q", res.Stderr)
+		}
+	})
+	step("version reads the operator", []string{"version"}, 0, func(t *testing.T, res plugintest.Result) {
+		if !strings.Contains(res.Stdout, "Operator Version: v0.0.7") {
+			t.Errorf("stdout:\n%s", res.Stdout)
+		}
+	})
+	step("install again changes nothing", []string{"install", "--image", "example.com/operator:v0.0.7", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
+		if !strings.Contains(res.Stdout, "deployment.apps/kubectl-sched-operator\n") {
+			t.Errorf("stdout:\n%s", res.Stdout)
+		}
+	})
+	// An object the CRDs' deletion takes with it.
+	task := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "sched.kubectl-sched.dev/v1alpha1", "kind": "AgentTask",
+		"metadata": map[string]any{"name": "survivor", "namespace": "default"},
+		"spec":     map[string]any{"image": "busybox"},
+	}}
+	if err := bareClient.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	step("uninstall needs --yes", []string{"uninstall"}, cmdutil.ExitUsage, func(t *testing.T, res plugintest.Result) {
+		for _, want := range []string{"every UserDeployment, AgentTask, Workflow and SchedExt in the cluster (now: 1 agenttasks)", "--yes", "--keep-crds"} {
+			if !strings.Contains(res.Stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
+			}
+		}
+	})
+	step("uninstall dry run", []string{"uninstall", "--dry-run=server"}, 0, func(t *testing.T, res plugintest.Result) {
+		plugintest.Golden(t, "uninstall-dry-run", res.Stdout)
+	})
+	step("uninstall keeping the CRDs", []string{"uninstall", "--keep-crds"}, 0, func(t *testing.T, res plugintest.Result) {
+		if strings.Contains(res.Stdout, "customresourcedefinition") || !strings.Contains(res.Stdout, `deployment.apps "kubectl-sched-operator" deleted`) {
+			t.Errorf("stdout:\n%s", res.Stdout)
+		}
+		err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: "kubectl-sched-operator"}, &appsv1.Deployment{})
+		if !apierrors.IsNotFound(err) {
+			t.Errorf("the operator Deployment is still there (%v)", err)
+		}
+	})
+	step("objects survive --keep-crds", []string{"get", "at", "survivor", "-o", "name"}, 0, nil)
+	step("uninstall", []string{"uninstall", "--yes"}, 0, func(t *testing.T, res plugintest.Result) {
+		if !strings.Contains(res.Stderr, "Warning: deleting the CRDs deletes every kubectl-sched object in the cluster (now: 1 agenttasks).") {
+			t.Errorf("stderr:\n%s", res.Stderr)
+		}
+		plugintest.Golden(t, "uninstall", res.Stdout)
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		if err := bareClient.List(ctx, &crds); err != nil || len(crds.Items) != 0 {
+			t.Errorf("%d CRDs left (%v)", len(crds.Items), err)
+		}
+	})
+	step("get after uninstall", []string{"get", "at"}, cmdutil.ExitNotInstalled, notInstalled)
+}
+
+func TestInstallUnreachable(t *testing.T) {
+	res := plugintest.RunWithInput("", "install", "--server", "https://127.0.0.1:1", "--request-timeout", "2s")
+	if res.Code != cmdutil.ExitUnreachable || !strings.Contains(res.Stderr, "cannot reach the cluster") {
+		t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
+	}
+}
+
+func TestObjectsAreWellFormed(t *testing.T) {
+	objs, err := install.Objects("img", "ns", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if install.Namespaced(o.GroupVersionKind()) != (o.GetNamespace() != "") {
+			t.Errorf("%s %s: namespace %q does not fit its scope", o.GetKind(), o.GetName(), o.GetNamespace())
+		}
+	}
+	cases := map[string]struct{ image, plugin, want string }{
+		"tag":              {image: "r/op:v1.2.3", plugin: "devel", want: "v1.2.3"},
+		"port, no tag":     {image: "localhost:5000/op", plugin: "v0.1.0", want: "v0.1.0"},
+		"digest":           {image: "r/op@sha256:abc", plugin: "v0.1.0", want: "v0.1.0"},
+		"build metadata":   {image: "r/op", plugin: "v0.1.0+dirty", want: "v0.1.0_dirty"},
+		"nothing to go by": {image: "r/op", plugin: "", want: "unknown"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := install.VersionOf(tc.image, tc.plugin); got != tc.want {
+				t.Errorf("VersionOf(%q, %q) = %q, want %q", tc.image, tc.plugin, got, tc.want)
+			}
+		})
+	}
+	if got := install.DefaultImage("v0.3.0"); got != "ghcr.io/kubectl-sched/operator:v0.3.0" {
+		t.Errorf("DefaultImage = %q", got)
+	}
+	if got := install.DefaultImage("devel"); got != "ghcr.io/kubectl-sched/operator:latest" {
+		t.Errorf("DefaultImage(devel) = %q", got)
+	}
+}
+
+// TestInstallWithoutOperator leaves out the Deployment and its Service, for
+// running the operator elsewhere (make run, the local demo).
+func TestInstallWithoutOperator(t *testing.T) {
+	res := plugintest.RunWithInput("", "install", "--without-operator", "--dry-run=client", "-o", "name")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	for _, absent := range []string{"deployment.apps/", "service/"} {
+		if strings.Contains(res.Stdout, absent) {
+			t.Errorf("output names a %s:\n%s", absent, res.Stdout)
+		}
+	}
+	for _, present := range []string{"customresourcedefinition.apiextensions.k8s.io/workflows.sched.kubectl-sched.dev", "clusterrole.rbac.authorization.k8s.io/kubectl-sched-operator", "validatingadmissionpolicy"} {
+		if !strings.Contains(res.Stdout, present) {
+			t.Errorf("output lacks %s:\n%s", present, res.Stdout)
+		}
+	}
+}

@@ -1,0 +1,239 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+)
+
+var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// UninstallOptions for `kubectl sched uninstall`.
+type UninstallOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	KeepCRDs           bool
+	Yes                bool
+	DryRun             string
+	Timeout            time.Duration
+	SchedulerNamespace string
+
+	namespace string
+	objects   []*unstructured.Unstructured
+	dynamic   dynamic.Interface
+}
+
+// NewUninstallCommand returns `kubectl sched uninstall`.
+func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedext.DefaultSchedulerNamespace}
+	cmd := &cobra.Command{
+		Use:   "uninstall",
+		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
+		Long: `Remove what 'kubectl sched install' applied. Deleting the CRDs deletes every
+UserDeployment, AgentTask, Workflow and SchedExt in the cluster, and with them
+their Jobs, Deployments and scheduler DaemonSets: it needs --yes. With
+--keep-crds the objects stay (and stop being reconciled).`,
+		Example: `  # Remove everything, objects included
+  kubectl sched uninstall --yes
+
+  # Remove the operator only
+  kubectl sched uninstall --keep-crds
+
+  # See what would be removed
+  kubectl sched uninstall --dry-run=server`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.KeepCRDs, "keep-crds", false, "Keep the CRDs and so every kubectl-sched object.")
+	f.BoolVar(&o.Yes, "yes", false, "Confirm that the CRDs and every kubectl-sched object are to be deleted.")
+	f.StringVar(&o.DryRun, "dry-run", "", `"client" lists what exists and would be deleted; "server" has the API server check each deletion.`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
+	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace the operator created for SchedExt DaemonSets; deleted with the CRDs.")
+	return cmd
+}
+
+// Complete reads the manifests and builds the client.
+func (o *UninstallOptions) Complete() error {
+	o.namespace = operatorNamespace(o.Flags)
+	var err error
+	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	if o.KeepCRDs {
+		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
+	}
+	o.dynamic, err = dynamicClient(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *UninstallOptions) Validate() error {
+	switch o.DryRun {
+	case "", "client", "server":
+		return nil
+	}
+	return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+}
+
+// Run deletes the CRDs first, while the operator still runs to release the
+// finalizers of the pods it owns, then the operator and its RBAC.
+func (o *UninstallOptions) Run(ctx context.Context) error {
+	if !o.KeepCRDs && !o.Yes && o.DryRun == "" {
+		return cmdutil.Usage("Run again with --yes to delete them, or with --keep-crds to remove only the operator.",
+			"uninstall deletes the kubectl-sched CRDs and with them every UserDeployment, AgentTask, Workflow and SchedExt in the cluster%s", o.census(ctx))
+	}
+	if !o.KeepCRDs && o.DryRun == "" {
+		fmt.Fprintf(o.ErrOut, "Warning: deleting the CRDs deletes every kubectl-sched object in the cluster%s.\n", o.census(ctx))
+	}
+	suffix := dryRunSuffix(o.DryRun)
+	order := slices.Clone(o.objects)
+	// CRDs first (see above), then everything else in reverse apply order.
+	slices.SortStableFunc(order, func(a, b *unstructured.Unstructured) int {
+		ca, cb := a.GetKind() == "CustomResourceDefinition", b.GetKind() == "CustomResourceDefinition"
+		switch {
+		case ca && !cb:
+			return -1
+		case cb && !ca:
+			return 1
+		}
+		return rank(b) - rank(a)
+	})
+	if !o.KeepCRDs {
+		// The operator made this namespace for scheduler DaemonSets; it goes
+		// once the SchedExts are gone, if the operator's label says it is ours.
+		order = append(order, o.schedulerNamespace(ctx)...)
+	}
+	var crds []string
+	for i, obj := range order {
+		if err := o.delete(ctx, obj, suffix); err != nil {
+			return err
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, obj.GetName())
+		}
+		last := i == len(order)-1 || order[i+1].GetKind() != "CustomResourceDefinition"
+		if obj.GetKind() == "CustomResourceDefinition" && last && o.DryRun == "" {
+			if err := o.waitGone(ctx, crds); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (o *UninstallOptions) schedulerNamespace(ctx context.Context) []*unstructured.Unstructured {
+	ns, err := o.dynamic.Resource(namespaceGVR).Get(ctx, o.SchedulerNamespace, metav1.GetOptions{})
+	if err != nil || ns.GetLabels()[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("Namespace")
+	u.SetName(o.SchedulerNamespace)
+	return []*unstructured.Unstructured{u}
+}
+
+// delete deletes obj and prints a line; what does not exist is skipped,
+// so uninstall can be run again after a partial one.
+func (o *UninstallOptions) delete(ctx context.Context, obj *unstructured.Unstructured, suffix string) error {
+	res := o.dynamic.Resource(Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
+	var err error
+	switch o.DryRun {
+	case "client":
+		_, err = res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	case "server":
+		err = res.Delete(ctx, obj.GetName(), metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+	default:
+		policy := metav1.DeletePropagationBackground
+		err = res.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &policy})
+	}
+	if apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err) {
+		return nil
+	}
+	if err != nil {
+		return cmdutil.API(err, "delete", what(obj))
+	}
+	gk := obj.GroupVersionKind().GroupKind()
+	fmt.Fprintf(o.Out, "%s %q deleted%s\n", strings.ToLower(gk.String()), obj.GetName(), suffix)
+	return nil
+}
+
+// waitGone waits until the API server has removed the CRDs, which it does
+// after deleting every object of them.
+func (o *UninstallOptions) waitGone(ctx context.Context, crds []string) error {
+	var pending string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range crds {
+			_, err := o.dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return false, cmdutil.API(err, "get", fmt.Sprintf("customresourcedefinitions.apiextensions.k8s.io %q", name))
+			}
+			pending = name
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+		return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+pending+" -o yaml' shows what holds it; run uninstall again to finish.",
+			"timed out after %s waiting for CRD %s to be deleted", o.Timeout, pending)
+	}
+	return err
+}
+
+// census counts the objects the CRDs' deletion would take, for the
+// warning; it says nothing when they cannot be counted.
+func (o *UninstallOptions) census(ctx context.Context) string {
+	if o.KeepCRDs {
+		return ""
+	}
+	var parts []string
+	for _, plural := range []string{"userdeployments", "agenttasks", "workflows", "schedexts"} {
+		// One item and the server's count of the rest: cheap on big clusters.
+		list, err := o.dynamic.Resource(schedv1.GroupVersion.WithResource(plural)).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return ""
+		}
+		n := int64(len(list.Items))
+		if rest := list.GetRemainingItemCount(); rest != nil {
+			n += *rest
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, plural))
+		}
+	}
+	if len(parts) == 0 {
+		return " (there are none now)"
+	}
+	return " (now: " + strings.Join(parts, ", ") + ")"
+}

@@ -1,0 +1,41 @@
+// Package schedext implements `kubectl sched schedext set|status|unset`:
+// load a sched_ext CPU scheduler on nodes, see where it is attached, and
+// remove it.
+package schedext
+
+import (
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+)
+
+// DefaultSchedulerNamespace is where the operator runs the scheduler
+// DaemonSets unless its --scheduler-namespace says otherwise.
+const DefaultSchedulerNamespace = "kubectl-sched-schedulers"
+
+// WellKnown are the scx schedulers the operator resolves to images by name.
+var WellKnown = []string{"scx_rusty", "scx_lavd", "scx_bpfland", "scx_rustland", "scx_layered", "scx_p2dq", "scx_flash", "scx_cosmos"}
+
+var kind, _ = get.Lookup("schedext")
+
+// NewCommand returns `kubectl sched schedext` and its subcommands.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "schedext",
+		Aliases: []string{"scx"},
+		Short:   "Load sched_ext CPU schedulers on nodes and see where they are attached",
+		Long: `A SchedExt loads a sched_ext CPU scheduler (scx_lavd, scx_rusty, ... or an image
+of your own) on the nodes its selector picks, through a DaemonSet the operator
+runs. A node runs one scheduler: a node an older SchedExt already has is a
+conflict, and a kernel without sched_ext is unsupported.`,
+		Example: `  kubectl sched schedext set lavd --sched scx_lavd --nodes pool=batch
+  kubectl sched schedext status
+  kubectl sched schedext unset lavd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newSetCommand(flags, streams), newStatusCommand(flags, streams), newUnsetCommand(flags, streams))
+	return cmd
+}

@@ -1,0 +1,94 @@
+package schedext
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// UnsetOptions for `kubectl sched schedext unset`.
+type UnsetOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	DryRun string
+
+	NewClients kube.Getter
+
+	names   []string
+	clients *kube.Clients
+}
+
+func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UnsetOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:   "unset NAME...",
+		Short: "Delete SchedExts: their schedulers detach and the nodes fall back to the kernel's default",
+		Example: `  kubectl sched schedext unset lavd
+  kubectl sched schedext unset lavd --dry-run=server`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: get.CompleteNames(flags, kind, 0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" only checks it exists; "server" has the API server check the deletion.`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	return cmd
+}
+
+// Complete builds the clients.
+func (o *UnsetOptions) Complete(args []string) error {
+	o.names = args
+	var err error
+	o.clients, err = o.NewClients(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *UnsetOptions) Validate() error {
+	switch o.DryRun {
+	case "", "client", "server":
+		return nil
+	}
+	return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+}
+
+// Run deletes each SchedExt; the operator's owner references take its
+// DaemonSet with it.
+func (o *UnsetOptions) Run(ctx context.Context) error {
+	suffix := map[string]string{"client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	for _, name := range o.names {
+		scx := &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		var err error
+		switch o.DryRun {
+		case "client":
+			err = o.clients.Client.Get(ctx, client.ObjectKey{Name: name}, scx)
+		case "server":
+			err = o.clients.Client.Delete(ctx, scx, client.DryRunAll)
+		default:
+			err = o.clients.Client.Delete(ctx, scx)
+		}
+		if err != nil {
+			return get.APIError(err, "delete", kind.What("", name))
+		}
+		fmt.Fprintf(o.Out, "%s %q deleted%s\n", kind.Qualified(), name, suffix)
+	}
+	return nil
+}

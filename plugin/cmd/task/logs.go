@@ -1,0 +1,170 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+)
+
+// LogsOptions for `kubectl sched task logs`.
+type LogsOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	Name   string
+	Follow bool
+	Tail   int64
+
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+	clients    *kube.Clients
+}
+
+func newLogsCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &LogsOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:   "logs NAME [-f] [--tail N]",
+		Short: "Print the logs of an AgentTask's pod",
+		Long: `Print the logs of the pod that runs the task's latest attempt (its "task"
+container). A task has no pod while it waits to be scheduled or for its image;
+the command then says why. With -f it waits for the pod, follows each attempt
+in turn, and ends when the task does.`,
+		Example: `  # The logs of task hello
+  kubectl sched task logs hello
+
+  # The last 20 lines, then follow until the task ends
+  kubectl sched task logs hello -f --tail 20`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: get.CompleteNames(flags, agentTaskKind, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs until the task finishes, waiting for its pod if needed.")
+	cmd.Flags().Int64Var(&o.Tail, "tail", -1, "Lines of recent log to show; -1 shows all.")
+	return cmd
+}
+
+// Complete builds the clients.
+func (o *LogsOptions) Complete(args []string) error {
+	o.Name = args[0]
+	var err error
+	o.clients, err = o.NewClients(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *LogsOptions) Validate() error {
+	if o.Tail < -1 {
+		return cmdutil.Usage("Use --tail N with N >= 0, or -1 for all.", "--tail must be -1 or more, got %d", o.Tail)
+	}
+	return nil
+}
+
+// Run prints the logs.
+func (o *LogsOptions) Run(ctx context.Context) error {
+	ns := o.clients.Namespace
+	t := &schedv1.AgentTask{}
+	if err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Name}, t); err != nil {
+		return cmdutil.API(err, "get", what(o.Name))
+	}
+	opts := corev1.PodLogOptions{}
+	if o.Tail >= 0 {
+		opts.TailLines = ptr.To(o.Tail)
+	}
+	pod := t.Status.PodName
+	switch {
+	case pod == "" && !o.Follow:
+		return noPod(t)
+	case pod == "" || o.Follow && !t.Status.Phase.Finished():
+		return o.follow(ctx, t, opts)
+	}
+	if err := watch.StreamLogs(ctx, o.clients.Kube, ns, pod, opts, o.Out); err != nil {
+		return logsError(err, t)
+	}
+	return nil
+}
+
+// follow waits for the task's pods and streams their logs until it ends.
+func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts corev1.PodLogOptions) error {
+	if t.Status.Phase.Finished() {
+		return noPod(t) // it ended without a pod; nothing will come
+	}
+	f := &watch.TaskFollower{
+		Client: o.clients.Client,
+		Kube:   o.clients.Kube,
+		Logs:   true,
+		Tail:   opts.TailLines,
+		Out:    o.Out,
+		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+	}
+	said := ""
+	f.OnChange = func(t *schedv1.AgentTask) {
+		if t.Status.PodName == "" && !t.Status.Phase.Finished() {
+			if why := watch.Explain(t); why != said {
+				said = why
+				fmt.Fprintf(o.ErrOut, "agenttask/%s has no pod yet: %s\n", t.Name, why)
+			}
+		}
+	}
+	if _, err := f.Run(ctx, t.Namespace, t.Name); err != nil {
+		return watchError(err, t.Name, 0, nil)
+	}
+	return nil
+}
+
+// noPod explains why a task has no pod to show logs of.
+func noPod(t *schedv1.AgentTask) error {
+	if t.Status.Phase.Finished() {
+		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe agenttask %s' shows what happened.", t.Name),
+			"agenttask %s ended without a pod, so it has no logs: %s", t.Name, watch.Explain(t))
+	}
+	return cmdutil.Errorf(cmdutil.ExitError,
+		fmt.Sprintf("'kubectl sched task logs %s -f' waits for the pod; 'kubectl sched describe agenttask %s' shows events.", t.Name, t.Name),
+		"agenttask %s has no pod yet: %s", t.Name, watch.Explain(t))
+}
+
+func logsError(err error, t *schedv1.AgentTask) error {
+	pod := t.Status.PodName
+	if podNotFound(err, pod) {
+		return cmdutil.Errorf(cmdutil.ExitError,
+			fmt.Sprintf("Its outputs are kept: kubectl sched describe agenttask %s", t.Name),
+			"pod %s of agenttask %s is gone (deleted after the task finished, or by its TTL), and its logs with it", pod, t.Name)
+	}
+	if apierrors.IsForbidden(err) || cmdutil.Unreachable(err) {
+		return cmdutil.API(err, "get", "pods/log "+pod)
+	}
+	return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe agenttask %s' shows the task's state.", t.Name),
+		"cannot read the logs of pod %s of agenttask %s: %v", pod, t.Name, err)
+}
+
+// podNotFound tells a missing pod from other things the API server may not
+// find on the way to the logs, such as the pod's node.
+func podNotFound(err error, pod string) bool {
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d == nil || d.Kind == "pods" && d.Name == pod
+}

@@ -1,0 +1,333 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+)
+
+const runExamples = `  # Run a command in busybox and wait: exit 0 and its outputs as KEY=VALUE
+  # lines on success, 10 on failure, 11 past --timeout
+  kubectl sched task run hello --image busybox --wait -- sh -c 'echo hi'
+
+  # Follow its logs to the end, give up watching after 10 minutes (exit 12)
+  kubectl sched task run train --image trainer:1.2 --env EPOCHS=3 --timeout 1h \
+    --retries 2 -f --watch-timeout 10m -- python train.py --fast
+
+  # Pass every word to the image's own entrypoint, as kubectl run does
+  kubectl sched task run lint --image linter --command=false -- --strict ./...
+
+  # Print the AgentTask instead of creating it
+  kubectl sched task run hello --image busybox --dry-run=client -o yaml -- echo hi`
+
+// RunOptions for `kubectl sched task run`.
+type RunOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	Print *printing.Flags
+	genericiooptions.IOStreams
+
+	Name         string
+	Image        string
+	Env          []string
+	Timeout      time.Duration
+	Retries      int32
+	TTL          time.Duration
+	Labels       []string
+	Annotations  []string
+	Command      bool
+	Words        []string
+	Follow       bool
+	Wait         bool
+	WatchTimeout time.Duration
+	DryRun       string
+
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+
+	retriesSet bool
+	task       *schedv1.AgentTask
+	clients    *kube.Clients
+}
+
+func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
+		Short: "Create an AgentTask: one container run to completion, with outputs",
+		Long: `Create an AgentTask that runs IMAGE once to completion in a Job, and
+optionally wait for it (--wait) or follow its logs (-f).
+
+Words after -- are the container's command: the first replaces the image's
+entrypoint (spec.command) and the rest are its arguments (spec.args). With
+--command=false every word is an argument to the image's own entrypoint,
+which is what 'kubectl run' does without --command. With no words the image
+runs as built.
+
+A task reports outputs by writing KEY=VALUE lines to its termination message
+(/dev/termination-log). With --wait or -f the command ends when the task
+does: exit 0 when it Succeeded, printing its outputs as KEY=VALUE lines on
+stdout; 10 when it Failed (reason, exit code and message on stderr); 11 when
+it ran past --timeout; 12 when --watch-timeout passed first (the task goes
+on). Progress goes to stderr, so stdout holds only the logs and outputs.
+
+A task that already exists is not changed: pick another NAME, or delete it.`,
+		Example: runExamples,
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Image, "image", "", "The container image to run (required).")
+	f.StringArrayVarP(&o.Env, "env", "e", nil, "An environment variable NAME=VALUE; repeat for more.")
+	f.DurationVar(&o.Timeout, "timeout", 0, "The longest the task may run, retries included; past it the task ends in phase Timeout (1s to 168h).")
+	f.Int32Var(&o.Retries, "retries", 0, "Attempts after a failed one (0 to 10).")
+	f.DurationVar(&o.TTL, "ttl", 0, "Delete the task's Job and pod this long after it finished; its outputs stay in the AgentTask.")
+	f.StringArrayVarP(&o.Labels, "label", "l", nil, "A label key=value for the AgentTask; repeat for more.")
+	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
+	f.BoolVar(&o.Command, "command", true, "Use the first word after -- as the command; with --command=false all words are arguments to the image's entrypoint.")
+	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
+	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
+	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --wait or -f, stop waiting after this long and exit 12 (0: no limit).")
+	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the AgentTask without sending it; "server" has the API server check it without persisting it.`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	o.Print.AddFlags(cmd, false)
+	return cmd
+}
+
+// Complete reads the arguments and builds the AgentTask.
+func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case dash == -1 && len(args) > 1:
+		return cmdutil.Usage("Put the command after --: kubectl sched task run NAME --image IMAGE -- COMMAND ARGS...",
+			"unexpected arguments %q before --", args[1:])
+	case dash == 0:
+		return cmdutil.Usage("kubectl sched task run NAME --image IMAGE -- COMMAND ARGS...", "NAME is missing before --")
+	case dash > 1:
+		return cmdutil.Usage("Put the command after --: kubectl sched task run NAME --image IMAGE -- COMMAND ARGS...",
+			"unexpected arguments %q before --", args[1:dash])
+	}
+	o.Name = args[0]
+	if dash > 0 {
+		o.Words = args[dash:]
+	}
+	o.retriesSet = cmd.Flags().Changed("retries")
+	if o.DryRun == "none" {
+		o.DryRun = ""
+	}
+	var err error
+	if o.clients, err = o.NewClients(o.Flags); err != nil {
+		return err
+	}
+	o.task, err = o.build(o.clients.Namespace)
+	return err
+}
+
+// Validate checks the flags that Complete does not read.
+func (o *RunOptions) Validate() error {
+	switch o.DryRun {
+	case "", "client", "server":
+	default:
+		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	}
+	if o.Image == "" {
+		return cmdutil.Usage("kubectl sched task run NAME --image IMAGE [-- COMMAND ARGS...]", "--image is required")
+	}
+	if o.DryRun != "" && (o.Wait || o.Follow) {
+		return cmdutil.Usage("Drop --wait/-f, or drop --dry-run.", "--dry-run creates nothing to wait for")
+	}
+	if o.WatchTimeout < 0 || o.WatchTimeout > 0 && !o.Wait && !o.Follow {
+		return cmdutil.Usage("Use --watch-timeout with --wait or -f, as a positive duration.", "--watch-timeout %s needs --wait or -f", o.WatchTimeout)
+	}
+	if o.Timeout < 0 || o.TTL < 0 || o.Retries < 0 {
+		return cmdutil.Usage("Durations and --retries must not be negative.", "negative --timeout, --ttl or --retries")
+	}
+	return nil
+}
+
+// build makes the AgentTask from the flags; a bad NAME, --env, --label or
+// --annotation is a usage error.
+func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
+	if errs := validation.IsDNS1123Subdomain(o.Name); len(errs) > 0 {
+		return nil, cmdutil.Usage("Use lowercase letters, digits, '-' and '.', starting and ending with a letter or digit.",
+			"invalid task name %q: %s", o.Name, strings.Join(errs, "; "))
+	}
+	t := &schedv1.AgentTask{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "AgentTask"},
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: ns},
+		Spec:       schedv1.AgentTaskSpec{Image: o.Image},
+	}
+	if len(o.Words) > 0 {
+		if o.Command {
+			t.Spec.Command, t.Spec.Args = o.Words[:1], o.Words[1:]
+		} else {
+			t.Spec.Args = o.Words
+		}
+		if len(t.Spec.Args) == 0 {
+			t.Spec.Args = nil
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range o.Env {
+		name, value, ok := strings.Cut(e, "=")
+		// Only the name is quoted back: the value may be a secret.
+		if !ok || name == "" {
+			return nil, cmdutil.Usage("Write --env NAME=VALUE, one variable per flag.", "--env %q: want NAME=VALUE", name)
+		}
+		if !envName(name) {
+			return nil, cmdutil.Usage("A variable name holds letters, digits, '_', '-' and '.', and does not start with a digit.",
+				"--env: invalid variable name %q", name)
+		}
+		if seen[name] {
+			return nil, cmdutil.Usage("Give each variable once.", "--env: %s is given twice", name)
+		}
+		seen[name] = true
+		t.Spec.Env = append(t.Spec.Env, schedv1.EnvVar{Name: name, Value: value})
+	}
+	labels, err := pairs("--label", o.Labels, func(k, v string) []string {
+		return append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.Labels = labels
+	annotations, err := pairs("--annotation", o.Annotations, func(k, _ string) []string { return validation.IsQualifiedName(k) })
+	if err != nil {
+		return nil, err
+	}
+	if annotations != nil {
+		t.Spec.PodMetadata = &schedv1.PodMetadata{Annotations: annotations}
+	}
+	if o.Timeout > 0 {
+		t.Spec.Timeout = &metav1.Duration{Duration: o.Timeout}
+	}
+	if o.retriesSet {
+		t.Spec.Retries = ptr.To(o.Retries)
+	}
+	if o.TTL > 0 {
+		t.Spec.TTLAfterFinished = &metav1.Duration{Duration: o.TTL}
+	}
+	return t, nil
+}
+
+// Run creates the task, prints it, and with --wait or -f follows it.
+func (o *RunOptions) Run(ctx context.Context) error {
+	t := o.task
+	if o.DryRun != "client" {
+		// Apply would quietly change a task that exists (and may have run);
+		// like kubectl run, refuse instead.
+		err := o.clients.Client.Get(ctx, client.ObjectKeyFromObject(t), &schedv1.AgentTask{})
+		if err == nil {
+			return cmdutil.Errorf(cmdutil.ExitError,
+				fmt.Sprintf("Pick another name, or delete it first: kubectl sched delete agenttask %s -n %s", t.Name, t.Namespace),
+				"agenttask %s already exists in namespace %s", t.Name, t.Namespace)
+		}
+		// Only "not found" lets it go on; a missing CRD is a 404 too.
+		if e := cmdutil.API(err, "get", what(t.Name)); cmdutil.ExitCode(e) != cmdutil.ExitNotFound {
+			return e
+		}
+		if err := o.clients.Apply(ctx, t, o.DryRun); err != nil {
+			return cmdutil.API(err, "create", what(t.Name))
+		}
+	}
+	if err := o.print(t); err != nil {
+		return err
+	}
+	if !o.Wait && !o.Follow {
+		return nil
+	}
+	return o.follow(ctx)
+}
+
+func (o *RunOptions) print(t *schedv1.AgentTask) error {
+	if o.Print.OutputFormat != nil && *o.Print.OutputFormat != "" {
+		return o.Print.Print(t, o.Out)
+	}
+	suffix := map[string]string{"": "", "client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	fmt.Fprintf(o.Out, "agenttask.%s/%s created%s\n", schedv1.GroupName, t.Name, suffix)
+	return nil
+}
+
+// follow waits for the task to finish, streaming logs with -f, and turns
+// its end into the exit code.
+func (o *RunOptions) follow(ctx context.Context) error {
+	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, o.WatchTimeout)
+	defer cancel()
+	var last *schedv1.AgentTask
+	lastSaid := ""
+	f := &watch.TaskFollower{
+		Client: o.clients.Client,
+		Kube:   o.clients.Kube,
+		Logs:   o.Follow,
+		Out:    o.Out,
+		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+		OnChange: func(t *schedv1.AgentTask) {
+			last = t
+			if t.Status.Phase.Finished() {
+				return // the outcome says it
+			}
+			if say := watch.Explain(t); say != lastSaid {
+				lastSaid = say
+				fmt.Fprintf(o.ErrOut, "agenttask/%s %s\n", t.Name, say)
+			}
+		},
+	}
+	final, err := f.Run(ctx, o.task.Namespace, o.task.Name)
+	if err != nil {
+		return watchError(err, o.task.Name, o.WatchTimeout, last)
+	}
+	return outcome(final, func(s string) { fmt.Fprintln(o.Out, s) })
+}
+
+// envName is the CRD's pattern for variable names, [-._a-zA-Z][-._a-zA-Z0-9]*.
+func envName(s string) bool {
+	for i, c := range s {
+		ok := c == '-' || c == '.' || c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || i > 0 && '0' <= c && c <= '9'
+		if !ok {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// pairs parses repeated key=value flags; check returns problems with one.
+func pairs(flag string, values []string, check func(k, v string) []string) (map[string]string, error) {
+	if len(values) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, kv := range values {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, cmdutil.Usage(fmt.Sprintf("Write %s key=value, one per flag.", flag), "%s %q: want key=value", flag, kv)
+		}
+		if errs := check(k, v); len(errs) > 0 {
+			return nil, cmdutil.Usage(fmt.Sprintf("Write %s key=value with a valid key and value.", flag), "%s %q: %s", flag, kv, strings.Join(errs, "; "))
+		}
+		m[k] = v
+	}
+	return m, nil
+}

@@ -1,0 +1,100 @@
+// Package task implements `kubectl sched task run` and `kubectl sched task
+// logs`: start an AgentTask, wait for it or follow its pod's logs, and read
+// those logs later.
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+)
+
+// NewCommand returns `kubectl sched task` with its subcommands.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "task",
+		Aliases: []string{"tasks", "agenttask", "at"},
+		Short:   "Run an AgentTask (one container to completion) and read its logs",
+		Example: `  # Run a command, wait for it and print its outputs as KEY=VALUE lines
+  kubectl sched task run hello --image busybox --wait -- sh -c 'echo done'
+
+  # Follow the logs of a task
+  kubectl sched task logs hello -f`,
+	}
+	cmd.AddCommand(newRunCommand(flags, streams), newLogsCommand(flags, streams))
+	return cmd
+}
+
+// agentTaskKind is the kind for name completion.
+var agentTaskKind, _ = get.Lookup("agenttask")
+
+// what names a task in errors the way kubectl names objects.
+func what(name string) string {
+	return fmt.Sprintf("agenttasks.%s %q", schedv1.GroupName, name)
+}
+
+// outcome turns a finished task into the command's result: its outputs as
+// KEY=VALUE lines on success, else an error with the documented exit code.
+func outcome(t *schedv1.AgentTask, print func(string)) error {
+	st := t.Status
+	switch st.Phase {
+	case schedv1.TaskSucceeded:
+		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
+			print(k + "=" + st.Outputs[k])
+		}
+		return nil
+	case schedv1.TaskTimeout:
+		return cmdutil.Errorf(cmdutil.ExitTimedOut, logsHint(t),
+			"agenttask %s timed out (%s): %s", t.Name, orDash(st.Reason), orDash(st.Message))
+	}
+	exit := "no exit code"
+	if st.ExitCode != nil {
+		exit = fmt.Sprintf("exit code %d", *st.ExitCode)
+	}
+	return cmdutil.Errorf(cmdutil.ExitFailed, logsHint(t),
+		"agenttask %s failed (%s, %s): %s", t.Name, orDash(st.Reason), exit, orDash(st.Message))
+}
+
+func logsHint(t *schedv1.AgentTask) string {
+	if t.Status.PodName == "" {
+		return fmt.Sprintf("'kubectl sched describe agenttask %s' shows its events.", t.Name)
+	}
+	return fmt.Sprintf("See its logs: kubectl sched task logs %s -n %s", t.Name, t.Namespace)
+}
+
+// watchError explains why following a task stopped before it finished.
+func watchError(err error, name string, timeout time.Duration, last *schedv1.AgentTask) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		phase := "not started"
+		if last != nil && last.Status.Phase != "" {
+			phase = string(last.Status.Phase)
+		}
+		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
+			fmt.Sprintf("It goes on in the cluster: 'kubectl sched task logs %s -f' follows it, 'kubectl sched get agenttask %s' shows it.", name, name),
+			"stopped waiting after %s: agenttask %s is %s", timeout, name, phase)
+	case errors.Is(err, watch.ErrDeleted):
+		return cmdutil.Errorf(cmdutil.ExitNotFound, "Someone or its TTL deleted it; 'kubectl sched get agenttasks' lists what exists.",
+			"agenttask %s was deleted before it finished", name)
+	}
+	return cmdutil.API(err, "watch", what(name))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,120 @@
+package template
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
+)
+
+// AnnotationSource is added to templates printed by `template list -o
+// json|yaml`, to say where each was found.
+const AnnotationSource = "templates.kubectl-sched.dev/source"
+
+// ListOptions for `kubectl sched template list`.
+type ListOptions struct {
+	common
+	Print *printing.Flags
+}
+
+func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ListOptions{common: common{Flags: flags, IOStreams: streams}, Print: printing.NewFlags()}
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the templates: name, kind made, where each comes from",
+		Example: `  kubectl sched template list
+  kubectl sched template list --template-dir ./templates -o wide
+  kubectl sched template list -o name`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			o.complete()
+			return o.Run(cmd.Context())
+		},
+	}
+	o.addFlags(cmd)
+	o.Print.AddFlags(cmd, true)
+	return cmd
+}
+
+// Validate checks the output format before anything is read.
+func (o *ListOptions) Validate() error {
+	if o.Print.IsTable() {
+		return nil
+	}
+	if _, err := o.Print.Printer(); err != nil {
+		return cmdutil.Usage("Use -o json, yaml, name or wide.", "%v", err)
+	}
+	return nil
+}
+
+// Run lists the templates.
+func (o *ListOptions) Run(ctx context.Context) error {
+	ts, err := o.source.List(ctx)
+	if err != nil {
+		return err
+	}
+	if o.Print.IsTable() {
+		return o.Print.TablePrinter(false, false).PrintObj(table(ts), o.Out)
+	}
+	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
+	for _, t := range ts {
+		u, err := asObject(t)
+		if err != nil {
+			return err
+		}
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationSource] = t.Source
+		u.SetAnnotations(ann)
+		list.Items = append(list.Items, *u)
+	}
+	return o.Print.Print(list, o.Out)
+}
+
+// asObject is the template as written, as an object cli-runtime printers
+// accept.
+func asObject(t *templates.Template) (*unstructured.Unstructured, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal(t.Raw, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func table(ts []*templates.Template) *metav1.Table {
+	tbl := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string"},
+		{Name: "Kind", Type: "string"},
+		{Name: "Source", Type: "string"},
+		{Name: "Description", Type: "string"},
+		{Name: "Parameters", Type: "string", Priority: 1, Description: "Required parameters are marked with *."},
+	}}
+	for _, t := range ts {
+		var params []string
+		for _, p := range t.Parameters {
+			if p.Required {
+				params = append(params, p.Name+"*")
+			} else {
+				params = append(params, p.Name)
+			}
+		}
+		// The printer drops the priority-1 column unless -o wide.
+		tbl.Rows = append(tbl.Rows, metav1.TableRow{Cells: []any{t.Name(), t.ObjectKind(), t.Source, t.Description, strings.Join(params, ",")}})
+	}
+	return tbl
+}

@@ -1,0 +1,84 @@
+// Package template implements `kubectl sched template list|show|render`:
+// the templates kubectl sched can render, where they come from, what
+// parameters they take, and what they make.
+package template
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
+)
+
+// NewCommand returns `kubectl sched template` and its subcommands.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "template",
+		Aliases: []string{"templates", "tpl"},
+		Short:   "List, show and render the templates deploy and workflow run use",
+		Long: `Templates are parameterised kubectl-sched objects. They come from folders
+given with --template-dir, from ConfigMaps labelled
+sched.kubectl-sched.dev/template=true in the current namespace and in
+kubectl-sched-system, and from the catalog built into the plugin; a name is
+looked up in that order.`,
+		Example: `  # What templates are there?
+  kubectl sched template list
+
+  # What does web-app take and make?
+  kubectl sched template show web-app
+
+  # Render a template of any kind and apply it with kubectl
+  kubectl sched template render scx-lavd lavd --set nodes=node.kubectl-sched.dev/pool=batch | kubectl apply --server-side -f -`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	cmd.AddCommand(newListCommand(flags, streams), newShowCommand(flags, streams), newRenderCommand(flags, streams))
+	return cmd
+}
+
+// common is what every subcommand needs to find templates.
+type common struct {
+	Flags *genericclioptions.ConfigFlags
+	Dirs  []string
+	genericiooptions.IOStreams
+
+	// getter builds the clients; tests may swap it.
+	getter    kube.Getter
+	source    *templates.Source
+	namespace string
+}
+
+func (o *common) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringArrayVar(&o.Dirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
+}
+
+// complete builds the template source. The cluster is optional here: these
+// commands still show local and built-in templates without one, with a
+// warning saying what was skipped.
+func (o *common) complete() {
+	if o.getter == nil {
+		o.getter = kube.New
+	}
+	o.source = &templates.Source{Dirs: o.Dirs, TolerateUnreachable: true, Warn: o.warn}
+	o.namespace = "default"
+	c, err := o.getter(o.Flags)
+	if err != nil {
+		o.warn(fmt.Sprintf("not searching templates in the cluster: %v", err))
+		return
+	}
+	o.source.Client, o.source.Namespace, o.namespace = c.Client, c.Namespace, c.Namespace
+}
+
+func (o *common) warn(msg string) {
+	fmt.Fprintf(o.ErrOut, "warning: %s\n", msg)
+}
+
+func (o *common) get(ctx context.Context, ref string) (*templates.Template, error) {
+	t, err := o.source.Get(ctx, ref)
+	return t, templates.CommandError(err)
+}

@@ -1,0 +1,310 @@
+package template_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
+)
+
+var env *plugintest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	env, err = plugintest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const teamTemplate = `apiVersion: templates.kubectl-sched.dev/v1
+kind: Template
+metadata:
+  name: team-app
+description: The team's standard app.
+parameters:
+  - name: image
+    required: true
+object:
+  kind: UserDeployment
+  spec:
+    services:
+      - name: app
+        image: ${{ image }}
+        exposure: None
+`
+
+// workerOverride replaces the catalog's worker for the whole cluster.
+const workerOverride = `apiVersion: templates.kubectl-sched.dev/v1
+kind: Template
+metadata:
+  name: worker
+description: The cluster's own worker, replacing the catalog's.
+parameters: []
+object:
+  kind: UserDeployment
+  spec:
+    services:
+      - name: worker
+        image: registry.internal/worker:7
+        exposure: None
+`
+
+func createNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// shareTemplate stores a template in the cluster, as a team would.
+func shareTemplate(t *testing.T, ns, name, text string) {
+	t.Helper()
+	createNamespace(t, ns)
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{templates.LabelTemplate: "true"}},
+		Data:       map[string]string{templates.ConfigMapKey: text},
+	}
+	if err := env.Client.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
+}
+
+func mustRun(t *testing.T, args ...string) plugintest.Result {
+	t.Helper()
+	r := env.Run(args...)
+	if r.Code != 0 {
+		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
+func TestList(t *testing.T) {
+	shareTemplate(t, "team-a", "team-app", teamTemplate)
+	shareTemplate(t, templates.SystemNamespace, "worker", workerOverride)
+	shareTemplate(t, "team-a", "broken", "apiVersion: templates.kubectl-sched.dev/v1\nkind: Template\n")
+
+	r := mustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates")
+	plugintest.Golden(t, "list", r.Stdout)
+	if want := "warning: skipped broken: invalid template configmap:team-a/broken"; !strings.Contains(r.Stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+	}
+
+	r = mustRun(t, "template", "list", "-n", "team-a", "-o", "wide")
+	plugintest.Golden(t, "list-wide", r.Stdout)
+
+	r = mustRun(t, "template", "list", "-o", "name", "--no-headers")
+	plugintest.Golden(t, "list-name", r.Stdout)
+
+	r = mustRun(t, "template", "list", "-o", "json")
+	var list struct {
+		Kind  string
+		Items []struct {
+			Metadata struct {
+				Name        string
+				Annotations map[string]string
+			}
+			Parameters []templates.Parameter
+		}
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil {
+		t.Fatalf("%v:\n%s", err, r.Stdout)
+	}
+	if list.Kind != "List" || len(list.Items) != 6 || list.Items[0].Metadata.Name != "agent-task" ||
+		list.Items[0].Metadata.Annotations["templates.kubectl-sched.dev/source"] != "catalog" {
+		t.Errorf("json list = %+v", list)
+	}
+}
+
+func TestListWithoutCluster(t *testing.T) {
+	r := plugintest.RunWithInput("", "template", "list", "--server", "https://127.0.0.1:1", "--request-timeout", "2s")
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, "web-app") || !strings.Contains(r.Stderr, "warning: not searching templates in the cluster") {
+		t.Errorf("want the catalog and a warning; stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
+	}
+}
+
+// A user who may not list ConfigMaps still gets the other templates.
+func TestListForbidden(t *testing.T) {
+	nobody, err := env.UserKubeconfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := plugintest.RunWithInput("", "template", "list", "--kubeconfig", nobody, "-o", "name")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "template.templates.kubectl-sched.dev/web-app") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		"warning: not searching template ConfigMaps in namespace default: forbidden",
+		"warning: not searching template ConfigMaps in namespace kubectl-sched-system: forbidden",
+	} {
+		if !strings.Contains(r.Stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+}
+
+func TestShow(t *testing.T) {
+	for _, name := range []string{"web-app", "api-postgres", "scx-lavd", "release-workflow", "agent-task"} {
+		t.Run(name, func(t *testing.T) {
+			r := mustRun(t, "template", "show", name)
+			plugintest.Golden(t, "show-"+name, r.Stdout)
+		})
+	}
+
+	t.Run("-o yaml is the template as written", func(t *testing.T) {
+		r := mustRun(t, "template", "show", "api-postgres", "-o", "yaml")
+		want, err := os.ReadFile(filepath.Join("..", "..", "internal", "templates", "catalog", "api-postgres.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Stdout != string(want) {
+			t.Errorf("show -o yaml differs from the catalog file:\n%s", r.Stdout)
+		}
+	})
+
+	t.Run("-o json", func(t *testing.T) {
+		r := mustRun(t, "template", "show", "worker", "-o", "json")
+		var tmpl templates.Template
+		if err := json.Unmarshal([]byte(r.Stdout), &tmpl); err != nil || tmpl.Name() != "worker" || tmpl.ObjectKind() != "UserDeployment" {
+			t.Errorf("%v: %+v", err, tmpl)
+		}
+	})
+
+	t.Run("a local file", func(t *testing.T) {
+		r := mustRun(t, "template", "show", "testdata/templates/batch.yaml")
+		plugintest.Golden(t, "show-file", r.Stdout)
+	})
+
+	t.Run("a cluster template shadows the catalog", func(t *testing.T) {
+		shareTemplate(t, templates.SystemNamespace, "worker", workerOverride)
+		r := mustRun(t, "template", "show", "worker")
+		if !strings.Contains(r.Stdout, "Source:       configmap:kubectl-sched-system/worker") {
+			t.Errorf("want the cluster's worker:\n%s", r.Stdout)
+		}
+	})
+}
+
+func TestRender(t *testing.T) {
+	r := mustRun(t, "template", "render", "scx-lavd", "lavd", "--set", "nodes=node.kubectl-sched.dev/pool=batch", "--set", "mode=--performance")
+	plugintest.Golden(t, "render-scx-lavd", r.Stdout)
+
+	r = mustRun(t, "template", "render", "api-postgres", "orders", "-n", "shop", "--set", "image=orders:2", "--secret", "POSTGRES_PASSWORD=tiger-lily-42", "-o", "json")
+	if strings.Contains(r.Stdout+r.Stderr, "tiger-lily-42") {
+		t.Fatalf("the secret value was printed:\n%s\n%s", r.Stdout, r.Stderr)
+	}
+	if !strings.Contains(r.Stdout, `"secretName": "orders-secrets"`) || !strings.Contains(r.Stdout, `"namespace": "shop"`) {
+		t.Errorf("want the reference to orders-secrets in namespace shop:\n%s", r.Stdout)
+	}
+	if want := `note: Secret "orders-secrets" (keys POSTGRES_PASSWORD) is not printed`; !strings.Contains(r.Stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+	}
+}
+
+// Every catalog template, rendered with its defaults and sample values for
+// required parameters, is an object the API server accepts: the CRDs'
+// schemas and CEL rules agree with the catalog.
+func TestCatalogPassesServerValidation(t *testing.T) {
+	ts, err := templates.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	createNamespace(t, "catalog")
+	for _, tmpl := range ts {
+		t.Run(tmpl.Name(), func(t *testing.T) {
+			in := templates.Input{Name: "sample", Namespace: "catalog", Params: map[string]string{}, Secrets: map[string][]byte{}}
+			for _, p := range tmpl.Parameters {
+				switch {
+				case p.Secret:
+					in.Secrets[p.Name] = []byte("sample")
+				case p.Required:
+					in.Params[p.Name] = "https://example.com/repo.git"
+					if strings.Contains(strings.ToLower(p.Name), "image") {
+						in.Params[p.Name] = "registry.example.com/app:1"
+					}
+				}
+			}
+			obj, _, err := tmpl.Render(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := env.Client.Create(context.Background(), obj, client.DryRunAll); err != nil {
+				t.Errorf("the API server refuses %s rendered with defaults: %v", tmpl.Name(), err)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	cases := map[string]struct {
+		args     []string
+		wantCode int
+		wantErr  []string
+	}{
+		"unknown template": {
+			args: []string{"template", "show", "wep-app"}, wantCode: cmdutil.ExitUsage,
+			wantErr: []string{`unknown template "wep-app"`, "Available templates: agent-task, api-postgres, release-workflow, scx-lavd, web-app, worker."},
+		},
+		"missing file": {
+			args: []string{"template", "show", "./nope.yaml"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"template file ./nope.yaml does not exist"},
+		},
+		"folder with several templates": {
+			args: []string{"template", "show", "testdata/templates"}, wantCode: cmdutil.ExitUsage,
+			wantErr: []string{"folder testdata/templates holds 2 templates: batch, team-cache", "--template-dir testdata/templates --template NAME"},
+		},
+		"invalid template file": {
+			args: []string{"template", "show", "testdata/invalid.yaml"}, wantCode: cmdutil.ExitInvalid,
+			wantErr: []string{`invalid template file:testdata/invalid.yaml: parameter "image" is declared but the object never uses ${{ image }}`},
+		},
+		"bad output": {
+			args: []string{"template", "show", "web-app", "-o", "wide"}, wantCode: cmdutil.ExitUsage, wantErr: []string{`--output must be yaml or json, got "wide"`},
+		},
+		"render: missing required parameter": {
+			args: []string{"template", "render", "web-app", "shop"}, wantCode: cmdutil.ExitUsage,
+			wantErr: []string{`template web-app: missing required parameter "apiImage"`, "Template web-app expects: --set webImage"},
+		},
+		"render: bad --set": {
+			args: []string{"template", "render", "web-app", "shop", "--set", "apiImage"}, wantCode: cmdutil.ExitUsage,
+			wantErr: []string{`bad --set "apiImage": want NAME=VALUE`, "Write --set NAME=VALUE"},
+		},
+		"render: bad name": {
+			args: []string{"template", "render", "web-app", "Shop"}, wantCode: cmdutil.ExitUsage, wantErr: []string{`invalid name "Shop"`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := env.Run(tc.args...)
+			if r.Code != tc.wantCode {
+				t.Errorf("exit %d, want %d\nstderr: %s", r.Code, tc.wantCode, r.Stderr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+				}
+			}
+			if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n > 1 {
+				t.Errorf("want one line and a hint, got:\n%s", r.Stderr)
+			}
+		})
+	}
+}

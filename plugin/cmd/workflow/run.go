@@ -1,0 +1,378 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	k8sjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-sched/kubectl-sched/api/substitution"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
+)
+
+const runLong = `Submit a Workflow read from a file (-f FILE, or -f - for stdin) or rendered
+from a template (--template T --set k=v ...), with server-side apply.
+
+Before anything is sent, the step references are checked: each
+${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
+one using it, and each ${params.NAME} a param in spec.params. Every problem
+found is listed at once and nothing is submitted (exit 7, the code for an
+invalid object, as when the API server refuses one).
+
+A workflow that already exists is not changed (its spec cannot change once it
+ran): pick another --name, or delete it. With --watch the command goes on as
+'kubectl sched workflow watch' and exits with the workflow's outcome.`
+
+const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 11 or 12)
+  kubectl sched workflow run -f pipeline.yaml --watch
+
+  # From stdin, under another name, with the running step's logs
+  cat pipeline.yaml | kubectl sched workflow run -f - --name pipeline-2 --watch --logs
+
+  # Render the three-step template and only print it
+  kubectl sched workflow run --template pipeline --set image=alpine --dry-run=client -o yaml
+
+  # Have the API server check it without creating it
+  kubectl sched workflow run -f pipeline.yaml --dry-run=server`
+
+// RunOptions for `kubectl sched workflow run`.
+type RunOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	Print *printing.Flags
+	genericiooptions.IOStreams
+
+	File         string
+	Template     string
+	TemplateDirs []string
+	Values       templates.ValueFlags
+	Name         string
+	Watch        bool
+	Logs         bool
+	WatchTimeout time.Duration
+	DryRun       string
+
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+
+	wf      *schedv1.Workflow
+	secret  *corev1.Secret
+	source  string
+	clients *kube.Clients
+}
+
+func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
+		Short:   "Submit a Workflow from a file or a template, after checking its step references",
+		Long:    runLong,
+		Example: runExamples,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd.Context()); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.File, "filename", "f", "", "The Workflow's YAML or JSON file; - reads stdin.")
+	f.StringVar(&o.Template, "template", "", "A template that renders a Workflow: a catalog name, a file or a folder (see 'kubectl sched template list').")
+	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
+	o.Values.AddFlags(f, "")
+	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
+	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
+	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
+	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
+	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
+	f.Lookup("dry-run").NoOptDefVal = "client"
+	// Only -o: the other printing flags include --template, which here
+	// names a workflow template (-o go-template=... still works).
+	f.StringVarP(o.Print.OutputFormat, "output", "o", "", "Output format: json, yaml, name, jsonpath=..., go-template=... (default: a line saying what was done).")
+	return cmd
+}
+
+// Complete reads the workflow and builds the clients.
+func (o *RunOptions) Complete(ctx context.Context) error {
+	if o.DryRun == "none" {
+		o.DryRun = ""
+	}
+	switch {
+	case o.File != "" && o.Template != "":
+		return cmdutil.Usage("Use -f FILE or --template T.", "-f and --template cannot be used together")
+	case o.File == "" && o.Template == "":
+		return cmdutil.Usage("kubectl sched workflow run -f FILE, or --template T; 'kubectl sched template list' lists templates.", "give the workflow with -f FILE or --template T")
+	case o.Template == "" && len(o.Values.Set)+len(o.Values.ValuesFiles)+len(o.Values.Secret)+len(o.Values.SecretFile) > 0:
+		return cmdutil.Usage("--set, --values, --secret and --secret-file give template parameters; edit the file instead, or use --template.",
+			"template parameters need --template")
+	}
+	var err error
+	if o.clients, err = o.NewClients(o.Flags); err != nil {
+		return err
+	}
+	if o.File != "" {
+		o.wf, err = o.readFile()
+	} else {
+		o.wf, err = o.render(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	if o.Name != "" {
+		o.wf.Name = o.Name
+	}
+	switch ns := o.wf.Namespace; {
+	case ns == "":
+		o.wf.Namespace = o.clients.Namespace
+	case o.clients.ExplicitNamespace && ns != o.clients.Namespace:
+		return cmdutil.Usage(fmt.Sprintf("Drop metadata.namespace from %s, or run with -n %s.", o.source, ns),
+			"%s is for namespace %q, not %q", o.source, ns, o.clients.Namespace)
+	}
+	return nil
+}
+
+// Validate checks the flags.
+func (o *RunOptions) Validate() error {
+	switch o.DryRun {
+	case "", "client", "server":
+	default:
+		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	}
+	switch {
+	case o.DryRun != "" && o.Watch:
+		return cmdutil.Usage("Drop --watch, or drop --dry-run.", "--dry-run creates nothing to watch")
+	case (o.Logs || o.WatchTimeout != 0) && !o.Watch:
+		return cmdutil.Usage("Add --watch.", "--logs and --watch-timeout need --watch")
+	case o.WatchTimeout < 0:
+		return cmdutil.Usage("Use a positive --watch-timeout, or 0 for no limit.", "--watch-timeout must not be negative")
+	}
+	return nil
+}
+
+// Run checks the workflow, submits it and, with --watch, follows it.
+func (o *RunOptions) Run(ctx context.Context) error {
+	wf := o.wf
+	if probs := problems(wf); len(probs) > 0 {
+		name := wf.Name
+		if name == "" {
+			name = "(no name)"
+		}
+		return cmdutil.Errorf(cmdutil.ExitInvalid,
+			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, and ${params.NAME} of spec.params.", o.source),
+			"workflow %s has %d problem%s; nothing was submitted:\n  %s", name, len(probs), plural(len(probs)), strings.Join(probs, "\n  "))
+	}
+	if o.DryRun != "client" {
+		// Its spec cannot change once created, and re-applying the same
+		// spec would silently show an old run: refuse, like kubectl run.
+		err := o.clients.Client.Get(ctx, client.ObjectKeyFromObject(wf), &schedv1.Workflow{})
+		if err == nil {
+			return cmdutil.Errorf(cmdutil.ExitError,
+				fmt.Sprintf("Pick another name with --name, or delete it first: kubectl sched delete workflow %s -n %s", wf.Name, wf.Namespace),
+				"workflow %s already exists in namespace %s", wf.Name, wf.Namespace)
+		}
+		// Only "not found" lets it go on; a missing CRD is a 404 too.
+		if e := cmdutil.API(err, "get", what(wf.Name)); cmdutil.ExitCode(e) != cmdutil.ExitNotFound {
+			return e
+		}
+		if o.secret != nil {
+			// First, so the steps that read it find it.
+			if err := o.clients.Apply(ctx, o.secret, o.DryRun); err != nil {
+				return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
+			}
+		}
+		if err := o.clients.Apply(ctx, wf, o.DryRun); err != nil {
+			return cmdutil.API(err, "create", what(wf.Name))
+		}
+	}
+	if o.Print.OutputFormat != nil && *o.Print.OutputFormat != "" {
+		if err := o.Print.Print(wf, o.Out); err != nil {
+			return err
+		}
+	} else {
+		suffix := map[string]string{"": "", "client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+		fmt.Fprintf(o.Out, "workflow.%s/%s created%s\n", schedv1.GroupName, wf.Name, suffix)
+	}
+	if !o.Watch {
+		return nil
+	}
+	tty := printing.Color(o.Out)
+	return follow(ctx, o.clients, wf.Namespace, wf.Name, followOptions{
+		out: o.Out, tty: tty, width: width(o.Out, tty), logs: o.Logs, timeout: o.WatchTimeout,
+	})
+}
+
+// problems lists every mistake the plugin can see before the API server:
+// missing names and images, repeated step names, and every bad reference
+// (api/substitution.ValidateWorkflow, which the operator also runs).
+func problems(wf *schedv1.Workflow) []string {
+	var out []string
+	if wf.Name == "" {
+		out = append(out, "metadata.name: a name is required; set it in the file or with --name")
+	}
+	if len(wf.Spec.Steps) == 0 {
+		out = append(out, "spec.steps: a workflow needs at least one step")
+	}
+	seen := map[string]int{}
+	for i, s := range wf.Spec.Steps {
+		switch j, dup := seen[s.Name]; {
+		case s.Name == "":
+			out = append(out, fmt.Sprintf("spec.steps[%d].name: every step needs a name", i))
+		case dup:
+			out = append(out, fmt.Sprintf("spec.steps[%d].name: %q is also the name of step %d; step names must differ", i, s.Name, j))
+		default:
+			seen[s.Name] = i
+		}
+		if s.Task.Image == "" {
+			out = append(out, fmt.Sprintf("spec.steps[%d].task.image: every step needs an image", i))
+		}
+	}
+	for _, e := range substitution.ValidateWorkflow(&wf.Spec) {
+		out = append(out, e.Field+": "+e.Detail)
+	}
+	return out
+}
+
+// render renders --template with the parameter flags. The workflow is
+// named --name, or after the template.
+func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
+	o.source = "template " + o.Template
+	src := &templates.Source{
+		Dirs: o.TemplateDirs, Client: o.clients.Client, Namespace: o.clients.Namespace,
+		// Printing a rendered workflow should not need the cluster.
+		TolerateUnreachable: o.DryRun == "client",
+		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+	}
+	t, err := src.Get(ctx, o.Template)
+	if err != nil {
+		return nil, templateError(err)
+	}
+	if k := t.ObjectKind(); k != "Workflow" {
+		return nil, cmdutil.Usage("'kubectl sched template list' shows what each template makes; 'kubectl sched deploy' and 'task run' take the others.",
+			"template %s makes a %s, not a Workflow", t.Name(), k)
+	}
+	params, secrets, err := o.Values.Values()
+	if err != nil {
+		return nil, err
+	}
+	name := o.Name
+	if name == "" {
+		name = t.Name()
+	}
+	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.clients.Namespace, Params: params, Secrets: secrets})
+	if err != nil {
+		return nil, templateError(err)
+	}
+	o.secret = secret
+	return obj.(*schedv1.Workflow), nil
+}
+
+// templateError gives a broken template the exit code of an invalid object.
+func templateError(err error) error {
+	var inv *templates.InvalidError
+	if errors.As(err, &inv) {
+		return cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl sched template show NAME' prints the template.", "%v", err)
+	}
+	return err
+}
+
+// readFile reads -f: one Workflow, YAML or JSON, unknown fields refused.
+func (o *RunOptions) readFile() (*schedv1.Workflow, error) {
+	var data []byte
+	var err error
+	if o.File == "-" {
+		o.source = "stdin"
+		data, err = io.ReadAll(o.In)
+	} else {
+		o.source = o.File
+		data, err = os.ReadFile(o.File)
+	}
+	if err != nil {
+		return nil, cmdutil.Usage("Check the path given to -f.", "cannot read %s: %v", o.source, unwrapPath(err))
+	}
+	return decode(data, o.source)
+}
+
+// decode reads exactly one Workflow from YAML or JSON.
+func decode(data []byte, source string) (*schedv1.Workflow, error) {
+	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var docs []json.RawMessage
+	for {
+		var raw json.RawMessage
+		err := d.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s is not valid YAML or JSON: %v", source, err)
+		}
+		if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+			docs = append(docs, raw)
+		}
+	}
+	if len(docs) != 1 {
+		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Put one Workflow in the file.", "%s holds %d objects; workflow run takes exactly one Workflow", source, len(docs))
+	}
+	wf := &schedv1.Workflow{}
+	if err := yaml.Unmarshal(docs[0], &wf.TypeMeta); err != nil {
+		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s: %v", source, err)
+	}
+	if wf.Kind != "Workflow" || wf.APIVersion != schedv1.GroupVersion.String() {
+		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Start the file with apiVersion: %s and kind: Workflow.", schedv1.GroupVersion),
+			"%s holds a %s %q, not a %s Workflow", source, orNone(wf.Kind), wf.APIVersion, schedv1.GroupVersion)
+	}
+	strict, err := k8sjson.UnmarshalStrict(docs[0], wf)
+	if err == nil && len(strict) > 0 {
+		msgs := make([]string, len(strict))
+		for i, e := range strict {
+			msgs[i] = e.Error()
+		}
+		err = errors.New(strings.Join(msgs, "; "))
+	}
+	if err != nil {
+		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl explain workflows.spec' lists the fields (with the CRDs installed).", "%s: %v", source, err)
+	}
+	return wf, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no kind)"
+	}
+	return s
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,477 @@
+package workflow_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
+)
+
+var env *plugintest.Env
+
+func TestMain(m *testing.M) {
+	var err error
+	if env, err = plugintest.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+func TestRunRefusesBadReferencesBeforeSubmitting(t *testing.T) {
+	res := env.Run("workflow", "run", "-f", "testdata/bad-references.yaml")
+	if res.Code != cmdutil.ExitInvalid || res.Stdout != "" {
+		t.Errorf("exit %d, stdout %q; want exit 7 and nothing printed", res.Code, res.Stdout)
+	}
+	plugintest.Golden(t, "run-bad-references.stderr", res.Stderr)
+	if !apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bad"}, &schedv1.Workflow{})) {
+		t.Error("the workflow was submitted")
+	}
+}
+
+func TestRunInputErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	cases := map[string]struct {
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		"no source": {
+			args: nil, wantCode: cmdutil.ExitUsage, wantErr: "give the workflow with -f FILE or --template T",
+		},
+		"both sources": {
+			args: []string{"-f", "x.yaml", "--template", "release-workflow"}, wantCode: cmdutil.ExitUsage, wantErr: "-f and --template cannot be used together",
+		},
+		"set without template": {
+			args: []string{"-f", "testdata/two-steps.yaml", "--set", "a=b"}, wantCode: cmdutil.ExitUsage, wantErr: "template parameters need --template",
+		},
+		"missing file": {
+			args: []string{"-f", "testdata/none.yaml"}, wantCode: cmdutil.ExitUsage, wantErr: "cannot read testdata/none.yaml: no such file or directory",
+		},
+		"not a workflow": {
+			args:     []string{"-f", write("task.yaml", "apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: AgentTask\nmetadata: {name: x}\nspec: {image: busybox}\n")},
+			wantCode: cmdutil.ExitInvalid, wantErr: `holds a AgentTask "sched.kubectl-sched.dev/v1alpha1", not a sched.kubectl-sched.dev/v1alpha1 Workflow`,
+		},
+		"unknown field": {
+			args:     []string{"-f", write("typo.yaml", "apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: Workflow\nmetadata: {name: x}\nspec:\n  stpes: []\n")},
+			wantCode: cmdutil.ExitInvalid, wantErr: `unknown field "spec.stpes"`,
+		},
+		"two objects": {
+			args:     []string{"-f", write("two.yaml", "apiVersion: v1\nkind: Workflow\n---\napiVersion: v1\nkind: Workflow\n")},
+			wantCode: cmdutil.ExitInvalid, wantErr: "holds 2 objects; workflow run takes exactly one Workflow",
+		},
+		"namespace differs from -n": {
+			args:     []string{"-f", write("ns.yaml", "apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: Workflow\nmetadata: {name: x, namespace: team-a}\nspec: {steps: [{name: a, task: {image: busybox}}]}\n"), "-n", "team-b"},
+			wantCode: cmdutil.ExitUsage, wantErr: `is for namespace "team-a", not "team-b"`,
+		},
+		"watch with dry run": {
+			args: []string{"-f", "testdata/two-steps.yaml", "--dry-run=server", "--watch"}, wantCode: cmdutil.ExitUsage, wantErr: "--dry-run creates nothing to watch",
+		},
+		"logs without watch": {
+			args: []string{"-f", "testdata/two-steps.yaml", "--logs"}, wantCode: cmdutil.ExitUsage, wantErr: "--logs and --watch-timeout need --watch",
+		},
+		"unknown template": {
+			args: []string{"--template", "no-such-template"}, wantCode: cmdutil.ExitUsage, wantErr: `unknown template "no-such-template"`,
+		},
+		"template of another kind": {
+			args: []string{"--template", "web-app"}, wantCode: cmdutil.ExitUsage, wantErr: "template web-app makes a UserDeployment, not a Workflow",
+		},
+		"missing template parameter": {
+			args: []string{"--template", "release-workflow"}, wantCode: cmdutil.ExitUsage, wantErr: `missing required parameter "repo"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := env.Run(append([]string{"workflow", "run"}, tc.args...)...)
+			if res.Code != tc.wantCode || !strings.Contains(res.Stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestRunDryRun(t *testing.T) {
+	data, err := os.ReadFile("testdata/two-steps.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("client, from stdin, renamed", func(t *testing.T) {
+		res := plugintest.RunWithInput(string(data), "workflow", "run", "-f", "-", "--name", "renamed", "--dry-run=client", "-o", "yaml", "--kubeconfig", env.Kubeconfig)
+		if res.Code != 0 {
+			t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+		}
+		plugintest.Golden(t, "run-dry-run-client.yaml", res.Stdout)
+	})
+	t.Run("client, from a template", func(t *testing.T) {
+		res := env.Run("workflow", "run", "--template", "release-workflow", "--set", "repo=https://example.com/shop.git", "--name", "rel", "--dry-run=client", "-o", "yaml")
+		if res.Code != 0 {
+			t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+		}
+		plugintest.Golden(t, "run-template.yaml", res.Stdout)
+	})
+	t.Run("server", func(t *testing.T) {
+		res := env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--dry-run=server")
+		if res.Code != 0 || res.Stdout != "workflow.sched.kubectl-sched.dev/two-steps created (server dry run)\n" {
+			t.Errorf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+		}
+		if !apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "two-steps"}, &schedv1.Workflow{})) {
+			t.Error("--dry-run=server persisted the workflow")
+		}
+	})
+	t.Run("server refuses what only it checks", func(t *testing.T) {
+		bad := strings.Replace(string(data), "timeout: 10m", "timeout: 500ms", 1)
+		res := plugintest.RunWithInput(bad, "workflow", "run", "-f", "-", "--dry-run=server", "--kubeconfig", env.Kubeconfig)
+		if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "timeout must be between 1s and 720h") {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+}
+
+func TestRunWatch(t *testing.T) {
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "run-watch", Namespace: "default"}})
+	})
+	r := watchtest.Start(env.Kubeconfig, "workflow", "run", "-f", "testdata/two-steps.yaml", "--name", "run-watch", "--watch")
+	watchtest.Eventually(t, "the watch to start", func() bool { return strings.Contains(r.Stdout(), "workflow run-watch Pending") })
+	wf := getWF(t, "run-watch")
+	if m := wf.ManagedFields; len(m) != 1 || m[0].Manager != "kubectl-sched" || m[0].Operation != metav1.ManagedFieldsOperationApply {
+		t.Errorf("want one server-side apply by kubectl-sched, got %+v", m)
+	}
+	setStatus(t, "run-watch", func(s *schedv1.WorkflowStatus) {
+		s.Phase, s.StartTime, s.CompletionTime = schedv1.WorkflowSucceeded, at(0), at(3)
+		s.Steps = []schedv1.StepStatus{
+			{Name: "build", Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(1), Outputs: map[string]string{"image": "app:1"}},
+			{Name: "test", Phase: schedv1.StepSucceeded, StartTime: at(1), CompletionTime: at(3)},
+		}
+	})
+	if code := r.Wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, r.Stderr())
+	}
+	out := r.Stdout()
+	for _, want := range []string{"workflow.sched.kubectl-sched.dev/run-watch created\n", "step 0 build output image=app:1\n", "Workflow run-watch Succeeded in 3s (2/2 steps)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+
+	res := env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--name", "run-watch")
+	if res.Code != cmdutil.ExitError || !strings.Contains(res.Stderr, "workflow run-watch already exists in namespace default") {
+		t.Errorf("a second run: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}
+
+// update is a status the test writes, as the operator would.
+type update func(*schedv1.WorkflowStatus)
+
+var base = metav1.Now().Rfc3339Copy()
+
+// at is the base time plus sec seconds, so durations are fixed.
+func at(sec int) *metav1.Time {
+	t := metav1.NewTime(base.Add(time.Duration(sec) * time.Second))
+	return &t
+}
+
+func steps(st ...schedv1.StepStatus) update {
+	return func(s *schedv1.WorkflowStatus) {
+		if s.Phase == "" {
+			s.Phase, s.StartTime = schedv1.WorkflowRunning, at(0)
+		}
+		s.Steps = st
+	}
+}
+
+func end(phase schedv1.WorkflowPhase, sec int, msg string, st ...schedv1.StepStatus) update {
+	return func(s *schedv1.WorkflowStatus) {
+		s.Phase, s.CompletionTime, s.Message, s.Steps = phase, at(sec), msg, st
+	}
+}
+
+func TestWatchPipe(t *testing.T) {
+	const (
+		pend = "waiting for the pod to start"
+	)
+	build := func(phase schedv1.StepPhase, end int, msg string, out map[string]string) schedv1.StepStatus {
+		s := schedv1.StepStatus{Name: "build", TaskName: "w-0-build", Phase: phase, StartTime: at(0), Message: msg, Outputs: out}
+		if end > 0 {
+			s.CompletionTime = at(end)
+		}
+		return s
+	}
+	test := func(phase schedv1.StepPhase, end int, msg string) schedv1.StepStatus {
+		s := schedv1.StepStatus{Name: "test", Phase: phase, Message: msg}
+		if phase != schedv1.StepWaiting && phase != schedv1.StepSkipped {
+			s.TaskName, s.StartTime = "w-1-test", at(5)
+		}
+		if end > 0 {
+			s.CompletionTime = at(end)
+		}
+		return s
+	}
+	waiting := test(schedv1.StepWaiting, 0, "")
+	image := map[string]string{"image": "registry.example/app:" + strings.Repeat("0123456789", 5)}
+	cases := map[string]struct {
+		flags    []string
+		updates  []update
+		wantCode int
+		wantErr  string
+	}{
+		"succeeded": {
+			updates: []update{
+				steps(build(schedv1.StepPending, 0, pend, nil), waiting),
+				steps(build(schedv1.StepRunning, 0, "pod w-0-build-x is running (attempt 1)", nil), waiting),
+				steps(build(schedv1.StepSucceeded, 5, "succeeded", image), test(schedv1.StepPending, 0, pend)),
+				steps(build(schedv1.StepSucceeded, 5, "succeeded", image), test(schedv1.StepRunning, 0, "pod w-1-test-y is running (attempt 1)")),
+				end(schedv1.WorkflowSucceeded, 12, "all 2 steps succeeded",
+					build(schedv1.StepSucceeded, 5, "succeeded", image), test(schedv1.StepSucceeded, 12, "succeeded")),
+			},
+		},
+		"failed": {
+			updates: []update{
+				steps(build(schedv1.StepRunning, 0, "", nil), waiting),
+				end(schedv1.WorkflowFailed, 3, "step 0 (build) failed: the container exited 2: compile error",
+					build(schedv1.StepFailed, 3, "the container exited 2: compile error", nil), test(schedv1.StepSkipped, 0, "skipped: step build did not succeed")),
+			},
+			wantCode: cmdutil.ExitFailed, wantErr: "error: workflow w failed\nSee the step's logs: kubectl sched task logs w-0-build\n",
+		},
+		"timeout": {
+			updates: []update{
+				steps(build(schedv1.StepRunning, 0, "", nil), waiting),
+				end(schedv1.WorkflowTimeout, 10, "ran past spec.timeout 10s",
+					build(schedv1.StepTimeout, 10, "stopped: the workflow ran past spec.timeout 10s", nil), test(schedv1.StepSkipped, 0, "skipped: the workflow timed out")),
+			},
+			wantCode: cmdutil.ExitTimedOut, wantErr: "error: workflow w timed out\n",
+		},
+		"watch timeout": {
+			flags:    []string{"--timeout", "2s"},
+			updates:  []update{steps(build(schedv1.StepRunning, 0, "", nil), waiting)},
+			wantCode: cmdutil.ExitWatchTimeout, wantErr: "error: stopped watching workflow w after 2s\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			createWF(t, "w")
+			r := watchtest.Start(env.Kubeconfig, append([]string{"workflow", "watch", "w"}, tc.flags...)...)
+			watchtest.Eventually(t, "the first line", func() bool { return r.Stdout() != "" })
+			for i, u := range tc.updates {
+				if i == len(tc.updates)-1 {
+					setStatus(t, "w", u)
+					break
+				}
+				r.Change(t, fmt.Sprintf("update %d", i), func() { setStatus(t, "w", u) })
+			}
+			if code := r.Wait(t); code != tc.wantCode {
+				t.Errorf("exit %d, want %d; stderr %q", code, tc.wantCode, r.Stderr())
+			}
+			if !strings.HasPrefix(r.Stderr(), tc.wantErr) {
+				t.Errorf("stderr %q, want %q", r.Stderr(), tc.wantErr)
+			}
+			if strings.Contains(r.Stdout(), "\x1b") {
+				t.Error("escape codes on a pipe")
+			}
+			plugintest.Golden(t, "watch-"+strings.ReplaceAll(name, " ", "-"), clockTimes.ReplaceAllString(r.Stdout(), "HH:MM:SS "))
+		})
+	}
+}
+
+// clockTimes are the times of day the appended lines start with.
+var clockTimes = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d `)
+
+// Pod logs need a kubelet, which the test API server lacks. What --logs
+// does until a pod runs is tested for real: it says why there is no pod,
+// then that it cannot stream the one that appears, and the watch goes on.
+func TestWatchLogsWaitsForThePod(t *testing.T) {
+	createWF(t, "lw")
+	task := &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: "lw-0-build", Namespace: "default"}, Spec: schedv1.AgentTaskSpec{Image: "busybox"}}
+	if err := env.Client.Create(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), task) })
+	setTaskStatus(t, task.Name, func(s *schedv1.AgentTaskStatus) {
+		s.Phase, s.Reason, s.Message = schedv1.TaskPending, schedv1.ReasonUnschedulable, "no node can run the pod"
+	})
+	r := watchtest.Start(env.Kubeconfig, "workflow", "watch", "lw", "--logs")
+	watchtest.Eventually(t, "the first line", func() bool { return r.Stdout() != "" })
+	r.Change(t, "the step", func() {
+		setStatus(t, "lw", steps(schedv1.StepStatus{Name: "build", TaskName: task.Name, Phase: schedv1.StepPending, StartTime: at(0)},
+			schedv1.StepStatus{Name: "test", Phase: schedv1.StepWaiting}))
+	})
+	watchtest.Eventually(t, "the reason there is no pod", func() bool {
+		return strings.Contains(r.Stdout(), "\nbuild: waiting for its pod: Pending, Unschedulable: no node can run the pod\n")
+	})
+	setTaskStatus(t, task.Name, func(s *schedv1.AgentTaskStatus) {
+		s.Phase, s.Reason, s.Message, s.PodName = schedv1.TaskRunning, schedv1.ReasonRunning, "running", "lw-0-build-abc"
+	})
+	watchtest.Eventually(t, "the attempt to stream", func() bool {
+		return strings.Contains(r.Stdout(), "\nbuild: cannot stream the logs of pod lw-0-build-abc: ")
+	})
+	setTaskStatus(t, task.Name, func(s *schedv1.AgentTaskStatus) { s.Phase = schedv1.TaskSucceeded })
+	setStatus(t, "lw", end(schedv1.WorkflowSucceeded, 2, "",
+		schedv1.StepStatus{Name: "build", TaskName: task.Name, Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(1)},
+		schedv1.StepStatus{Name: "test", TaskName: "lw-1-test", Phase: schedv1.StepSucceeded, StartTime: at(1), CompletionTime: at(2)}))
+	if code := r.Wait(t); code != 0 {
+		t.Errorf("exit %d: %s", code, r.Stderr())
+	}
+}
+
+func TestWatchErrors(t *testing.T) {
+	t.Run("not found", func(t *testing.T) {
+		res := env.Run("workflow", "watch", "nope")
+		if res.Code != cmdutil.ExitNotFound || !strings.Contains(res.Stderr, `workflows.sched.kubectl-sched.dev "nope" not found`) {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+	t.Run("deleted while watched", func(t *testing.T) {
+		wf := createWF(t, "doomed")
+		r := watchtest.Start(env.Kubeconfig, "workflow", "watch", "doomed")
+		watchtest.Eventually(t, "the first line", func() bool { return r.Stdout() != "" })
+		if err := env.Client.Delete(context.Background(), wf); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.Wait(t); code != cmdutil.ExitNotFound || !strings.Contains(r.Stderr(), "workflow doomed was deleted before it ended") {
+			t.Errorf("exit %d, stderr %q", code, r.Stderr())
+		}
+	})
+	t.Run("bad timeout", func(t *testing.T) {
+		res := env.Run("workflow", "watch", "x", "--timeout", "-1s")
+		if res.Code != cmdutil.ExitUsage {
+			t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+		}
+	})
+}
+
+// TestCRDsNotInstalled runs last: it removes the Workflow CRD, then puts it
+// back.
+func TestCRDsNotInstalled(t *testing.T) {
+	removeCRD(t, "workflows."+schedv1.GroupName)
+	for name, args := range map[string][]string{
+		"watch": {"workflow", "watch", "x"},
+		"run":   {"workflow", "run", "-f", "testdata/two-steps.yaml"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := env.Run(args...)
+			if res.Code != cmdutil.ExitNotInstalled || !strings.Contains(res.Stderr, "'kubectl sched install'") {
+				t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+			}
+		})
+	}
+}
+
+// createWF creates the two-step workflow under name, deleted after the test.
+func createWF(t *testing.T, name string) *schedv1.Workflow {
+	t.Helper()
+	data, err := os.ReadFile("testdata/two-steps.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := &schedv1.Workflow{}
+	if err := yaml.Unmarshal(data, wf); err != nil {
+		t.Fatal(err)
+	}
+	wf.Name, wf.Namespace = name, "default"
+	if err := env.Client.Create(context.Background(), wf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.IgnoreNotFound(env.Client.Delete(context.Background(), wf)) })
+	return wf
+}
+
+func getWF(t *testing.T, name string) *schedv1.Workflow {
+	t.Helper()
+	wf := &schedv1.Workflow{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, wf); err != nil {
+		t.Fatal(err)
+	}
+	return wf
+}
+
+// setStatus writes a workflow status as the operator would.
+func setStatus(t *testing.T, name string, u update) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		wf := getWF(t, name)
+		u(&wf.Status)
+		return env.Client.Status().Update(context.Background(), wf)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setTaskStatus(t *testing.T, name string, u func(*schedv1.AgentTaskStatus)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		task := &schedv1.AgentTask{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, task); err != nil {
+			return err
+		}
+		u(&task.Status)
+		return env.Client.Status().Update(context.Background(), task)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// removeCRD deletes a CRD until the end of the test, then installs it again.
+func removeCRD(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	crd.SetName(name)
+	if err := env.Client.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, MaxTime: time.Minute,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The API server stops serving the resource a moment after the CRD goes.
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &env.Kubeconfig
+	c, err := kube.New(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchtest.Eventually(t, "the resource to be gone", func() bool {
+		err := c.Client.List(ctx, &schedv1.WorkflowList{}, client.InNamespace("default"))
+		return err != nil && cmdutil.NotInstalled(err)
+	})
+}

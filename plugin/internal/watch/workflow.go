@@ -1,0 +1,408 @@
+package watch
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// ValueWidth is the longest output value the view shows; longer ones are
+// cut, since 'kubectl get -o jsonpath' gives them whole.
+const ValueWidth = 40
+
+// State is what the view shows of a workflow.
+type State struct {
+	Name  string
+	Phase schedv1.WorkflowPhase
+	// Created, Start and End bound the elapsed time; Start and End are zero
+	// until the operator sets them.
+	Created, Start, End time.Time
+	Message             string
+	Steps               []Step
+}
+
+// Step is one row of the view.
+type Step struct {
+	Name     string
+	TaskName string
+	Phase    schedv1.StepPhase
+	// Start and End are zero until known.
+	Start, End time.Time
+	Outputs    map[string]string
+	Message    string
+}
+
+// StateOf reads a workflow. Rows come from the spec, so steps the operator
+// has not reported yet show as Waiting.
+func StateOf(wf *schedv1.Workflow) State {
+	st := wf.Status
+	s := State{Name: wf.Name, Phase: st.Phase, Created: wf.CreationTimestamp.Time, Message: oneLine(st.Message)}
+	if s.Phase == "" {
+		s.Phase = schedv1.WorkflowPending
+	}
+	if st.StartTime != nil {
+		s.Start = st.StartTime.Time
+	}
+	if st.CompletionTime != nil {
+		s.End = st.CompletionTime.Time
+	}
+	byName := map[string]schedv1.StepStatus{}
+	for _, ss := range st.Steps {
+		byName[ss.Name] = ss
+	}
+	for _, spec := range wf.Spec.Steps {
+		ss, ok := byName[spec.Name]
+		step := Step{Name: spec.Name, Phase: schedv1.StepWaiting}
+		if ok {
+			step.TaskName, step.Phase, step.Message, step.Outputs = ss.TaskName, ss.Phase, oneLine(ss.Message), ss.Outputs
+			if ss.Phase == schedv1.StepSkipped {
+				// The phase already says it.
+				step.Message = strings.TrimPrefix(step.Message, "skipped: ")
+			}
+			if ss.StartTime != nil {
+				step.Start = ss.StartTime.Time
+			}
+			if ss.CompletionTime != nil {
+				step.End = ss.CompletionTime.Time
+			}
+		}
+		s.Steps = append(s.Steps, step)
+	}
+	return s
+}
+
+// Done counts the steps that succeeded.
+func (s State) Done() int {
+	n := 0
+	for _, st := range s.Steps {
+		if st.Phase == schedv1.StepSucceeded {
+			n++
+		}
+	}
+	return n
+}
+
+// Elapsed is how long the workflow has run (until now, or until it ended).
+func (s State) Elapsed(now time.Time) time.Duration {
+	start := s.Start
+	if start.IsZero() {
+		start = s.Created
+	}
+	return span(start, s.End, now)
+}
+
+// Summary is the line printed when the workflow ends: the outcome and, on
+// failure, the failing step's message.
+func Summary(s State) string {
+	took := FormatDuration(s.Elapsed(s.End))
+	progress := fmt.Sprintf("%d/%d steps", s.Done(), len(s.Steps))
+	switch s.Phase {
+	case schedv1.WorkflowSucceeded:
+		return fmt.Sprintf("Workflow %s Succeeded in %s (%s)", s.Name, took, progress)
+	case schedv1.WorkflowTimeout:
+		return fmt.Sprintf("Workflow %s timed out after %s (%s): %s", s.Name, took, progress, s.Message)
+	}
+	return fmt.Sprintf("Workflow %s %s after %s (%s): %s", s.Name, s.Phase, took, progress, s.Failure())
+}
+
+// Failure explains a failed workflow: the operator's message, which names
+// the failing step, or else the first failed step's own message.
+func (s State) Failure() string {
+	if s.Message != "" {
+		return s.Message
+	}
+	for i, st := range s.Steps {
+		if st.Phase == schedv1.StepFailed || st.Phase == schedv1.StepTimeout {
+			return fmt.Sprintf("step %d (%s) %s: %s", i, st.Name, st.Phase, st.Message)
+		}
+	}
+	return "no step reports why"
+}
+
+// FailedStep is the first step that failed or timed out, or nil.
+func (s State) FailedStep() *Step {
+	for i := range s.Steps {
+		if p := s.Steps[i].Phase; p == schedv1.StepFailed || p == schedv1.StepTimeout {
+			return &s.Steps[i]
+		}
+	}
+	return nil
+}
+
+// View shows a workflow as it changes. On a terminal (tty) it redraws a
+// header and a row per step in place, and only when the drawing changed; a
+// log line scrolls above it. Anywhere else it writes no escape codes at all
+// and appends one line per change, so the scrollback is a record. It is
+// safe for concurrent use (logs arrive from other goroutines).
+type View struct {
+	mu    sync.Mutex
+	out   io.Writer
+	tty   bool
+	width int
+	now   func() time.Time
+
+	last   *State
+	frame  string // what is on the screen (tty)
+	height int    // its lines
+}
+
+// NewView returns a view writing to out. tty picks the in-place drawing;
+// width (0: unlimited) cuts lines so they do not wrap, which would break
+// the redraw; now is the clock.
+func NewView(out io.Writer, tty bool, width int, now func() time.Time) *View {
+	if now == nil {
+		now = time.Now
+	}
+	return &View{out: out, tty: tty, width: width, now: now}
+}
+
+// Update shows s.
+func (v *View) Update(s State) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tty {
+		v.draw(v.render(s))
+	} else {
+		v.appendChanges(s)
+	}
+	v.last = &s
+}
+
+// Tick redraws the elapsed times on a terminal; it does nothing elsewhere.
+func (v *View) Tick() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tty && v.last != nil && v.height > 0 {
+		v.draw(v.render(*v.last))
+	}
+}
+
+// Log writes a line of logs (or a note) without breaking the view.
+func (v *View) Log(line string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if !v.tty || v.height == 0 {
+		fmt.Fprintln(v.out, line)
+		return
+	}
+	// Clear the view, print the line where it was, draw the view below it.
+	fmt.Fprint(v.out, v.clear()+line+"\n"+v.frame)
+}
+
+// Finish shows the final state and the summary line; the view is not
+// redrawn after it.
+func (v *View) Finish(s State) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tty {
+		v.draw(v.render(s))
+	} else {
+		v.appendChanges(s)
+	}
+	v.last = &s
+	v.frame, v.height = "", 0
+	fmt.Fprintln(v.out, Summary(s))
+}
+
+// Stop leaves the view as it is; later lines go below it.
+func (v *View) Stop() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.frame, v.height = "", 0
+}
+
+// draw replaces the view on the screen with frame, unless it is the same:
+// this guard is what keeps the screen from flickering on events and ticks
+// that change nothing visible. The whole frame goes out in one write.
+func (v *View) draw(frame string) {
+	if frame == v.frame {
+		return
+	}
+	fmt.Fprint(v.out, v.clear()+frame)
+	v.frame, v.height = frame, strings.Count(frame, "\n")
+}
+
+// clear moves the cursor up over the view and clears to the end of the screen.
+func (v *View) clear() string {
+	if v.height == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\x1b[%dA\r\x1b[J", v.height)
+}
+
+// appendChanges writes a line for each change since the last state: the
+// workflow's phase, each step's phase or message, each new output.
+func (v *View) appendChanges(s State) {
+	stamp := v.now().Format("15:04:05")
+	var prev State
+	if v.last != nil {
+		prev = *v.last
+	}
+	if v.last == nil || prev.Phase != s.Phase {
+		fmt.Fprintf(v.out, "%s workflow %s %s %d/%d steps\n", stamp, s.Name, s.Phase, s.Done(), len(s.Steps))
+	}
+	for i, st := range s.Steps {
+		old := Step{Phase: schedv1.StepWaiting}
+		if i < len(prev.Steps) && prev.Steps[i].Name == st.Name {
+			old = prev.Steps[i]
+		}
+		if st.Phase != old.Phase || st.Message != old.Message {
+			line := fmt.Sprintf("%s step %d %s %s", stamp, i, st.Name, st.Phase)
+			if finished(st.Phase) && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
+				line += " in " + FormatDuration(st.End.Sub(st.Start))
+			}
+			if st.Message != "" {
+				line += ": " + st.Message
+			}
+			fmt.Fprintln(v.out, line)
+		}
+		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
+			if val, had := old.Outputs[k]; !had || val != st.Outputs[k] {
+				fmt.Fprintf(v.out, "%s step %d %s output %s=%s\n", stamp, i, st.Name, k, cut(st.Outputs[k], ValueWidth))
+			}
+		}
+	}
+}
+
+// render draws the terminal view: a header, then a row per step.
+func (v *View) render(s State) string {
+	now := v.now()
+	var b strings.Builder
+	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
+	if v.width > 0 && utf8.RuneCountInString(header) >= v.width {
+		b.WriteString(cut(header, v.width-1) + "\n")
+	} else {
+		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
+	}
+
+	rows := [][4]string{{"#", "STEP", "PHASE", "DURATION"}}
+	for i, st := range s.Steps {
+		d := ""
+		if !st.Start.IsZero() && st.Phase != schedv1.StepSkipped {
+			d = FormatDuration(span(st.Start, st.End, now))
+		}
+		rows = append(rows, [4]string{strconv.Itoa(i), st.Name, string(st.Phase), d})
+	}
+	var w [4]int
+	for _, r := range rows {
+		for c := range r {
+			w[c] = max(w[c], utf8.RuneCountInString(r[c]))
+		}
+	}
+	for i, r := range rows {
+		left := "  " + pad(r[0], w[0]) + "  " + pad(r[1], w[1]) + "  "
+		phase := pad(r[2], w[2])
+		right := "  " + pad(r[3], w[3]) + "  "
+		details := "DETAILS"
+		if i > 0 {
+			details = detail(s.Steps[i-1])
+		}
+		if v.width > 0 {
+			details = cut(details, v.width-1-utf8.RuneCountInString(left+phase+right))
+		}
+		if i > 0 {
+			phase = paint(r[2], phase)
+		}
+		b.WriteString(strings.TrimRight(left+phase+right+details, " ") + "\n")
+	}
+	return b.String()
+}
+
+// detail is a row's last column: why a step failed, waits or was skipped,
+// else its outputs.
+func detail(st Step) string {
+	switch st.Phase {
+	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending:
+		return st.Message
+	}
+	if len(st.Outputs) == 0 {
+		return st.Message
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
+		parts = append(parts, k+"="+cut(st.Outputs[k], ValueWidth))
+	}
+	return strings.Join(parts, " ")
+}
+
+// paint colours text by phase (the view only paints on a terminal).
+func paint(phase, text string) string {
+	code := ""
+	switch phase {
+	case string(schedv1.StepSucceeded):
+		code = "32"
+	case string(schedv1.StepFailed), string(schedv1.StepTimeout):
+		code = "31"
+	case string(schedv1.StepRunning):
+		code = "36"
+	case string(schedv1.StepPending):
+		code = "33"
+	case string(schedv1.StepWaiting), string(schedv1.StepSkipped):
+		code = "2"
+	default:
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+func finished(p schedv1.StepPhase) bool {
+	return p == schedv1.StepSucceeded || p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepSkipped
+}
+
+// span is end-start, or now-start while end is unknown, never negative
+// (the client's clock may be behind the server's).
+func span(start, end, now time.Time) time.Duration {
+	if end.IsZero() {
+		end = now
+	}
+	if start.IsZero() || end.Before(start) {
+		return 0
+	}
+	return end.Sub(start)
+}
+
+// FormatDuration writes d the short way: 45s, 3m05s, 2h07m.
+func FormatDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func pad(s string, n int) string {
+	return s + strings.Repeat(" ", max(0, n-utf8.RuneCountInString(s)))
+}
+
+// cut shortens s to one line of n characters, marking a cut with "…".
+func cut(s string, n int) string {
+	s = oneLine(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// oneLine keeps a message on its line: a view row or an appended line must
+// not be broken by a newline from a container's termination message.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n\t") {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}

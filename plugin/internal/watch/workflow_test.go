@@ -1,0 +1,264 @@
+package watch
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+var t0 = time.Date(2030, 1, 2, 12, 0, 0, 0, time.UTC)
+
+// clock is a settable clock for the view.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+// states is a three-step workflow going through a run that fails at step 1.
+func states() []State {
+	base := func() State {
+		return State{Name: "demo", Phase: schedv1.WorkflowPending, Created: t0, Steps: []Step{
+			{Name: "build", Phase: schedv1.StepWaiting},
+			{Name: "test", Phase: schedv1.StepWaiting},
+			{Name: "deploy", Phase: schedv1.StepWaiting},
+		}}
+	}
+	s1 := base()
+	s1.Phase, s1.Start = schedv1.WorkflowRunning, t0
+	s1.Steps[0] = Step{Name: "build", TaskName: "demo-0-build", Phase: schedv1.StepRunning, Start: t0}
+
+	s2 := s1
+	s2.Steps = append([]Step(nil), s1.Steps...)
+	s2.Steps[0] = Step{Name: "build", TaskName: "demo-0-build", Phase: schedv1.StepSucceeded, Start: t0, End: t0.Add(5 * time.Second),
+		Outputs: map[string]string{"image": "registry.example/app:1.0", "digest": "sha256:" + strings.Repeat("ab", 32)}}
+	s2.Steps[1] = Step{Name: "test", TaskName: "demo-1-test", Phase: schedv1.StepRunning, Start: t0.Add(5 * time.Second)}
+
+	s3 := s2
+	s3.Steps = append([]Step(nil), s2.Steps...)
+	s3.Phase, s3.End, s3.Message = schedv1.WorkflowFailed, t0.Add(9*time.Second), "step 1 (test) failed: exit code 3: 2 tests failed"
+	s3.Steps[1] = Step{Name: "test", TaskName: "demo-1-test", Phase: schedv1.StepFailed, Start: t0.Add(5 * time.Second), End: t0.Add(9 * time.Second),
+		Message: "exit code 3: 2 tests failed"}
+	s3.Steps[2] = Step{Name: "deploy", Phase: schedv1.StepSkipped, Message: "step test did not succeed"}
+	return []State{base(), s1, s2, s3}
+}
+
+func TestAppendModeWritesOneLinePerChangeAndNoEscapes(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{now: t0}
+	v := NewView(&out, false, 0, c.Now)
+	ss := states()
+	for i, s := range ss[:3] {
+		c.now = t0.Add(time.Duration(i) * time.Second)
+		v.Update(s)
+		v.Update(s) // the same state again adds nothing
+		v.Tick()
+	}
+	v.Log("test | running 12 tests")
+	c.now = t0.Add(9 * time.Second)
+	v.Finish(ss[3])
+
+	want := `12:00:00 workflow demo Pending 0/3 steps
+12:00:01 workflow demo Running 0/3 steps
+12:00:01 step 0 build Running
+12:00:02 step 0 build Succeeded in 5s
+12:00:02 step 0 build output digest=sha256:abababababababababababababababab…
+12:00:02 step 0 build output image=registry.example/app:1.0
+12:00:02 step 1 test Running
+test | running 12 tests
+12:00:09 workflow demo Failed 1/3 steps
+12:00:09 step 1 test Failed in 4s: exit code 3: 2 tests failed
+12:00:09 step 2 deploy Skipped: step test did not succeed
+Workflow demo Failed after 9s (1/3 steps): step 1 (test) failed: exit code 3: 2 tests failed
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+	if strings.Contains(out.String(), "\x1b") {
+		t.Error("escape codes outside a terminal")
+	}
+}
+
+func TestTerminalModeRedrawsOnlyOnChange(t *testing.T) {
+	var out bytes.Buffer
+	c := &clock{now: t0}
+	v := NewView(&out, true, 0, c.Now)
+	ss := states()
+
+	v.Update(ss[1])
+	first := out.String()
+	if !strings.Contains(first, "\x1b[36mRunning") {
+		t.Errorf("a terminal gets colours:\n%q", first)
+	}
+	if strings.Contains(first, "\x1b[J") {
+		t.Errorf("nothing to clear before the first frame:\n%q", first)
+	}
+	if got, want := plain(first), `Workflow demo  Running  0s  0/3 steps
+  #  STEP    PHASE    DURATION  DETAILS
+  0  build   Running  0s
+  1  test    Waiting
+  2  deploy  Waiting
+`; got != want {
+		t.Errorf("first frame:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Events and ticks that change nothing visible write nothing.
+	out.Reset()
+	v.Update(ss[1])
+	v.Tick()
+	if out.Len() != 0 {
+		t.Errorf("redrew an unchanged view: %q", out.String())
+	}
+
+	// The clock moving changes the durations: one redraw in place.
+	c.now = t0.Add(3 * time.Second)
+	v.Tick()
+	frame := out.String()
+	if !strings.HasPrefix(frame, "\x1b[5A\r\x1b[J") {
+		t.Errorf("a redraw moves up over the 5 lines and clears them: %q", frame)
+	}
+	if strings.Count(frame, "\x1b[J") != 1 || !strings.Contains(plain(frame), "Running  3s  0/3 steps") {
+		t.Errorf("want one redraw with the new time: %q", frame)
+	}
+
+	// A log line goes above the view, which is drawn again below it.
+	out.Reset()
+	v.Log("build | compiling")
+	if got := out.String(); !strings.HasPrefix(got, "\x1b[5A\r\x1b[Jbuild | compiling\n") || !strings.HasSuffix(got, frameOf(v)) {
+		t.Errorf("log line: %q", got)
+	}
+
+	// Outputs and failures appear in the rows.
+	out.Reset()
+	c.now = t0.Add(9 * time.Second)
+	v.Finish(ss[3])
+	got := plain(out.String())
+	for _, want := range []string{
+		"0  build   Succeeded  5s        digest=sha256:abababababababababababababababab… image=registry.example/app:1.0",
+		"1  test    Failed     4s        exit code 3: 2 tests failed",
+		"2  deploy  Skipped              step test did not succeed",
+		"Workflow demo Failed after 9s (1/3 steps): step 1 (test) failed: exit code 3: 2 tests failed\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("final view lacks %q:\n%s", want, got)
+		}
+	}
+	// After Finish nothing is redrawn.
+	out.Reset()
+	c.now = t0.Add(time.Hour)
+	v.Tick()
+	v.Log("late line")
+	if out.String() != "late line\n" {
+		t.Errorf("after Finish: %q", out.String())
+	}
+}
+
+func TestTerminalLinesFitTheWidth(t *testing.T) {
+	var out bytes.Buffer
+	v := NewView(&out, true, 40, (&clock{now: t0}).Now)
+	for _, s := range states() {
+		v.Update(s)
+	}
+	for line := range strings.SplitSeq(plain(out.String()), "\n") {
+		if n := utf8.RuneCountInString(line); n >= 40 {
+			t.Errorf("line of %d characters wraps a 40-column terminal: %q", n, line)
+		}
+	}
+}
+
+func TestStateOf(t *testing.T) {
+	start := metav1.NewTime(t0)
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo", CreationTimestamp: metav1.NewTime(t0.Add(-time.Second))},
+		Spec: schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{
+			{Name: "a", Task: schedv1.AgentTaskSpec{Image: "x"}}, {Name: "b", Task: schedv1.AgentTaskSpec{Image: "x"}},
+		}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, StartTime: &start, Steps: []schedv1.StepStatus{
+			{Name: "a", Phase: schedv1.StepFailed, TaskName: "demo-0-a", StartTime: &start, Message: "line one\nline two"},
+			{Name: "b", Phase: schedv1.StepSkipped, Message: "skipped: step a did not succeed"},
+		}},
+	}
+	want := State{Name: "demo", Phase: schedv1.WorkflowRunning, Created: t0.Add(-time.Second), Start: t0, Steps: []Step{
+		{Name: "a", TaskName: "demo-0-a", Phase: schedv1.StepFailed, Start: t0, Message: "line one line two"},
+		{Name: "b", Phase: schedv1.StepSkipped, Message: "step a did not succeed"},
+	}}
+	if diff := cmp.Diff(want, StateOf(wf)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := StateOf(&schedv1.Workflow{}).Phase; got != schedv1.WorkflowPending {
+		t.Errorf("a workflow the operator has not seen is Pending, got %q", got)
+	}
+}
+
+func TestSummary(t *testing.T) {
+	cases := map[string]struct {
+		state State
+		want  string
+	}{
+		"succeeded": {
+			state: State{Name: "w", Phase: schedv1.WorkflowSucceeded, Start: t0, End: t0.Add(65 * time.Second),
+				Steps: []Step{{Phase: schedv1.StepSucceeded}, {Phase: schedv1.StepSucceeded}}},
+			want: "Workflow w Succeeded in 1m05s (2/2 steps)",
+		},
+		"timed out": {
+			state: State{Name: "w", Phase: schedv1.WorkflowTimeout, Start: t0, End: t0.Add(30 * time.Second), Message: "ran past spec.timeout 30s",
+				Steps: []Step{{Phase: schedv1.StepTimeout}}},
+			want: "Workflow w timed out after 30s (0/1 steps): ran past spec.timeout 30s",
+		},
+		"failed without a workflow message names the step": {
+			state: State{Name: "w", Phase: schedv1.WorkflowFailed, Created: t0, End: t0.Add(2 * time.Hour),
+				Steps: []Step{{Name: "a", Phase: schedv1.StepSucceeded}, {Name: "b", Phase: schedv1.StepFailed, Message: "OOMKilled"}}},
+			want: "Workflow w Failed after 2h00m (1/2 steps): step 1 (b) Failed: OOMKilled",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Summary(tc.state)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", 1400 * time.Millisecond: "1s", 59 * time.Second: "59s", 61 * time.Second: "1m01s",
+		59*time.Minute + 59*time.Second: "59m59s", 3*time.Hour + 7*time.Minute: "3h07m",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestLineWriter(t *testing.T) {
+	var lines []string
+	w := Lines(func(s string) { lines = append(lines, s) })
+	for _, chunk := range []string{"one\ntw", "o\r\n", "", "three"} {
+		fmt.Fprint(w, chunk)
+	}
+	if diff := cmp.Diff([]string{"one", "two"}, lines); diff != "" {
+		t.Errorf("before Close (-want +got):\n%s", diff)
+	}
+	_ = w.Close()
+	if diff := cmp.Diff([]string{"one", "two", "three"}, lines); diff != "" {
+		t.Errorf("after Close (-want +got):\n%s", diff)
+	}
+}
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
+
+func plain(s string) string { return ansi.ReplaceAllString(strings.ReplaceAll(s, "\r", ""), "") }
+
+func frameOf(v *View) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.frame
+}
