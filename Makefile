@@ -79,8 +79,14 @@ cluster-up: control-plane ## Start the simulated cluster (etcd, apiserver, contr
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go run ./hack/cluster/cmd/localcluster up
 
 .PHONY: cluster-down
-cluster-down: ## Stop the simulated cluster.
+cluster-down: ## Stop the simulated cluster (and the demo's operator).
+	@d="$${KUBECTL_SCHED_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/kubectl-sched}/cluster"; \
+	  if [ -f "$$d/operator.pid" ] && grep -q operator "/proc/$$(cat $$d/operator.pid)/cmdline" 2>/dev/null; then kill "$$(cat $$d/operator.pid)"; fi
 	go run ./hack/cluster/cmd/localcluster down
+
+.PHONY: demo
+demo: ## The tour: build, start the simulated cluster, install, run the operator, and use kubectl sched.
+	go run ./hack/demo
 
 .PHONY: install
 install: manifests ## Apply the CRDs to the current kubeconfig's cluster.

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -91,7 +92,8 @@ func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr st
 // StartOperator runs bin/operator as its own process, authenticated as the
 // operator's service account (a token from the TokenRequest API), so it has
 // exactly the generated RBAC. Its log goes to Dir/operator.log.
-func (e *Env) StartOperator(ctx context.Context) error {
+// detach keeps it running after this process exits (the demo).
+func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 	cfg, err := e.Cluster.RESTConfig()
 	if err != nil {
 		return err
@@ -137,6 +139,9 @@ func (e *Env) StartOperator(ctx context.Context) error {
 		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics,
 		"--ingress-domain="+IngressDomain)
 	e.operator.Stdout, e.operator.Stderr = logf, logf
+	if detach {
+		e.operator.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := e.operator.Start(); err != nil {
 		return err
 	}

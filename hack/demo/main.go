@@ -1,0 +1,156 @@
+// Command demo is the README's first command (`make demo`): it builds what
+// it needs, starts the simulated cluster, installs kubectl-sched, runs the
+// operator and narrates the tour in hack/tour with the real binaries. The
+// cluster and the operator keep running afterwards for you to continue.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/tour"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		return err
+	}
+	cache := os.Getenv("KUBECTL_SCHED_CACHE")
+	if cache == "" {
+		base := os.Getenv("XDG_CACHE_HOME")
+		if base == "" {
+			home, _ := os.UserHomeDir()
+			base = filepath.Join(home, ".cache")
+		}
+		cache = filepath.Join(base, "kubectl-sched")
+	}
+	dir := filepath.Join(cache, "cluster")
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		return fmt.Errorf("the tour drives the real kubectl, and there is none on PATH: install kubectl 1.26 or later")
+	}
+	say("kubectl-sched demo")
+	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+	fmt.Println("from Go modules (about ten minutes on two cores); later runs reuse them.")
+
+	say("Building the control plane")
+	bins, err := cluster.BinDir(ctx, os.Stderr)
+	if err != nil {
+		return err
+	}
+	say("Starting a fresh simulated cluster")
+	stopOperator(dir)
+	_ = cluster.Stop(dir)
+	_ = os.RemoveAll(dir)
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, BinDir: bins, Log: os.Stderr, Detach: true})
+	if err != nil {
+		return err
+	}
+	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(root, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
+	say("Building kubectl-sched and the operator into bin/")
+	if err := e.Build(ctx); err != nil {
+		return err
+	}
+
+	steps := tour.Steps(root)
+	// The install step comes first: the operator needs its RBAC.
+	if _, err := runStep(ctx, e, steps[0]); err != nil {
+		return err
+	}
+	say("Starting the operator as its own process, with only its generated RBAC")
+	if err := e.StartOperator(ctx, true); err != nil {
+		return err
+	}
+	_ = os.WriteFile(filepath.Join(dir, "operator.pid"), []byte(strconv.Itoa(e.OperatorPID())), 0o644)
+	for _, s := range steps[1:] {
+		if _, err := runStep(ctx, e, s); err != nil {
+			return err
+		}
+	}
+
+	say("The tour is complete")
+	fmt.Printf(`The cluster and the operator keep running. Continue by hand:
+
+  export KUBECONFIG=%s
+  export PATH=%s:$PATH
+  kubectl sched get
+  kubectl sched describe workflow release
+  kubectl sched template list
+  kubectl sched task run hello --image busybox --annotation sim.kubectl-sched.dev/termination-message=greeting=hi --wait -- echo hi
+
+Nodes are simulated by kwok: pods run nothing, and annotations such as
+sim.kubectl-sched.dev/exit-code decide how they end (see the README).
+
+Operator log: %s
+Stop everything: make cluster-down
+`, c.Kubeconfig, e.BinDir, filepath.Join(dir, "operator.log"))
+	return nil
+}
+
+// runStep narrates one step; a step that does not do what the tour expects
+// stops the demo, since what follows builds on it.
+func runStep(ctx context.Context, e *tour.Env, s tour.Step) (tour.Result, error) {
+	r, err := e.RunStep(ctx, s, os.Stdout)
+	if err != nil {
+		return r, err
+	}
+	if err := r.Check(); err != nil {
+		return r, fmt.Errorf("the tour went wrong (operator log: %s): %w", filepath.Join(e.Dir, "operator.log"), err)
+	}
+	return r, nil
+}
+
+// stopOperator stops an operator a previous demo left running.
+func stopOperator(dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "operator.pid"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		return
+	}
+	// Only our operator: the pid may have been reused.
+	if cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && filepath.Base(firstArg(cmdline)) == "operator" {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+}
+
+func firstArg(cmdline []byte) string {
+	for i, b := range cmdline {
+		if b == 0 {
+			return string(cmdline[:i])
+		}
+	}
+	return string(cmdline)
+}
+
+func say(s string) {
+	if _, set := os.LookupEnv("NO_COLOR"); !set && isTerminal(os.Stdout) {
+		fmt.Printf("\n\033[1m==> %s\033[0m\n", s)
+		return
+	}
+	fmt.Printf("\n==> %s\n", s)
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,94 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/tour"
+)
+
+// TestTour runs `make demo`'s tour, asserted: the real kubectl finds the
+// plugin on PATH, and the operator runs as its own process with only its
+// generated RBAC. Then it checks kubectl's own verbs on every kind.
+func TestTour(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	root := repoRoot(t)
+	kubectl := needKubectl(t)
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
+	if err := e.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.StopOperator()
+		if t.Failed() {
+			if log, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
+				t.Logf("operator log:\n%s", tail(string(log), 60))
+			}
+		}
+	})
+
+	out, _, code, err := e.KubectlRun(ctx, "plugin", "list")
+	if err != nil || code != 0 || !strings.Contains(out, filepath.Join(e.BinDir, "kubectl-sched")) {
+		t.Fatalf("kubectl plugin list does not find our plugin (exit %d, %v):\n%s", code, err, out)
+	}
+
+	steps := tour.Steps(root)
+	for i, s := range steps {
+		r, err := e.RunStep(ctx, s, nil)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if err := r.Check(); err != nil {
+			t.Fatalf("step %d (%s): %v", i, s.Title, err)
+		}
+		if i == 0 {
+			if err := e.StartOperator(ctx, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// kubectl's own verbs on every kind.
+	out, _, _, _ = e.KubectlRun(ctx, "get", "sched", "-A")
+	for _, want := range []string{"userdeployment.sched.kubectl-sched.dev/shop", "agenttask.sched.kubectl-sched.dev/broken",
+		"workflow.sched.kubectl-sched.dev/release", "schedext.sched.kubectl-sched.dev/lavd"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get sched lacks %s:\n%s", want, out)
+		}
+	}
+	waits := map[string]string{
+		"userdeployment/shop": "--for=jsonpath={.status.phase}=Running",
+		"agenttask/broken":    "--for=jsonpath={.status.reason}=NonZeroExit",
+		"workflow/release":    "--for=condition=Succeeded",
+		"schedext/lavd":       "--for=condition=Ready",
+	}
+	for obj, cond := range waits {
+		if out, errOut, code, _ := e.KubectlRun(ctx, "wait", cond, obj, "--timeout=60s"); code != 0 {
+			t.Errorf("kubectl wait %s %s: exit %d\n%s%s", cond, obj, code, out, errOut)
+		}
+	}
+	for _, path := range []string{"userdeployment.spec", "agenttask.spec", "workflow.spec.steps", "schedext.spec.scheduler"} {
+		if out, errOut, code, _ := e.KubectlRun(ctx, "explain", path); code != 0 || !strings.Contains(out, "FIELDS") {
+			t.Errorf("kubectl explain %s: exit %d\n%s%s", path, code, out, errOut)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,74 @@
+package tour
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Result is what one step printed.
+type Result struct {
+	Step   Step
+	Output string // stdout then stderr
+	Code   int
+}
+
+// Check reports how a step's result differs from what the tour expects.
+func (r Result) Check() error {
+	var problems []string
+	if r.Code != r.Step.WantExit {
+		problems = append(problems, fmt.Sprintf("exit code %d, want %d", r.Code, r.Step.WantExit))
+	}
+	for _, w := range r.Step.Want {
+		if !strings.Contains(r.Output, w) {
+			problems = append(problems, fmt.Sprintf("output lacks %q", w))
+		}
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("kubectl %s: %s\n%s", strings.Join(r.Step.Args, " "), strings.Join(problems, "; "), r.Output)
+}
+
+// RunStep runs one step through the real kubectl, narrating to w (nil for
+// silence): the title, the explanation, the command and its output.
+func (e *Env) RunStep(ctx context.Context, s Step, w io.Writer) (Result, error) {
+	if w == nil {
+		w = io.Discard
+	}
+	fmt.Fprintf(w, "\n## %s\n", s.Title)
+	if s.Say != "" {
+		fmt.Fprintf(w, "%s\n", s.Say)
+	}
+	fmt.Fprintf(w, "\n$ kubectl %s\n", quoteArgs(s.Args))
+	stdout, stderr, code, err := e.KubectlRun(ctx, s.Args...)
+	if err != nil {
+		return Result{}, err
+	}
+	out := stdout + stderr
+	fmt.Fprint(w, indent(out))
+	if code != 0 {
+		fmt.Fprintf(w, "(exit code %d)\n", code)
+	}
+	return Result{Step: s, Output: out, Code: code}, nil
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " \"'${}") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return "  " + strings.Join(lines, "\n  ") + "\n"
+}
