@@ -85,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
 	if err := r.patchStatus(ctx, task, before); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{}, nil // the newer task's event brings us back
+		}
 		return ctrl.Result{}, err
 	}
 
@@ -174,7 +177,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	}
 	old := task.DeepCopy()
 	old.Status = *before
-	if err := r.Status().Patch(ctx, task, client.MergeFrom(old)); err != nil {
+	// The optimistic lock refuses a write based on a stale cache, which
+	// would repeat the last write; the newer object's event follows.
+	if err := r.Status().Patch(ctx, task, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	if before.Phase != task.Status.Phase {

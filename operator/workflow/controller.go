@@ -78,6 +78,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{}, nil // the newer workflow's event brings us back
+		}
 		return ctrl.Result{}, err
 	}
 	if wf.Status.Phase.Finished() {
@@ -133,7 +136,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	}
 	before := wf.DeepCopy()
 	wf.Status = st
-	if err := r.Status().Patch(ctx, wf, client.MergeFrom(before)); err != nil {
+	// The optimistic lock refuses a write based on a stale cache, which
+	// would repeat the last write; the newer object's event follows.
+	if err := r.Status().Patch(ctx, wf, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	old := map[string]schedv1.StepPhase{}
