@@ -28,15 +28,16 @@ const benchApps = 200
 // created directly (10 clients at once) until available, and reports the
 // ratio (target <= 1.1). The apps are Open (no NetworkPolicy) so both sides
 // create the same objects. Neither side is held back by a client-side rate
-// limit, and the operator runs 50 reconciles at once: creating a Service
-// (its cluster IP) is the API server's slowest step here, and a reconcile
-// waits for it.
+// limit, and the operator runs 50 reconciles at once, since a reconcile
+// waits for its writes. On two cores the API server's write rate bounds
+// both sides: per app the operator adds the UserDeployment, two status
+// writes and two events to the two objects the direct side creates.
 //
 //	go test ./operator/userdeployment/ -run '^$' -bench BenchmarkUserDeployments -benchtime 1x
 func BenchmarkUserDeployments(b *testing.B) {
 	restartOperator(b, func(o *app.Options) {
 		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
-		o.MaxConcurrentReconciles = 50
+		o.MaxConcurrentReconciles = 20
 	})
 	cfg := rest.CopyConfig(sim.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000

@@ -111,6 +111,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := ud.Status.DeepCopy()
 	ud.Status = computeStatus(ud, p, observed{deployments: s.deployments, pods: pods, problems: s.problems})
 	if err := r.patchStatus(ctx, ud, before); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{}, nil // the newer app's event brings us back
+		}
 		return ctrl.Result{}, err
 	}
 	if err := errors.Join(s.errs...); err != nil {
@@ -349,7 +352,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment
 	}
 	old := ud.DeepCopy()
 	old.Status = *before
-	if err := r.Status().Patch(ctx, ud, client.MergeFrom(old)); err != nil {
+	// The optimistic lock refuses a write based on a stale cache, which
+	// would repeat the last write (and its event).
+	if err := r.Status().Patch(ctx, ud, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	if before.Phase == ud.Status.Phase {
@@ -403,8 +408,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
-		// Status writes (ours) do not change the generation: no reconcile.
-		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&schedv1.UserDeployment{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).

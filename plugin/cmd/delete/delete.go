@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 const examples = `  # Delete a task (its Job and pods go with it)
@@ -158,11 +159,7 @@ func (o *Options) Run(ctx context.Context) error {
 			if o.AllNamespaces || !t.Kind.Namespaced {
 				ns = ""
 			}
-			if ns == "" {
-				fmt.Fprintln(o.ErrOut, "No resources found")
-			} else {
-				fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", ns)
-			}
+			printing.NoResources(o.ErrOut, ns)
 		}
 		for _, v := range victims {
 			uid, err := o.delete(ctx, v)

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 const examples = `  # A task's phase, outputs, Job, pods and events
@@ -120,11 +121,7 @@ func (o *Options) Run(ctx context.Context) error {
 			if o.AllNamespaces || !t.Kind.Namespaced {
 				ns = ""
 			}
-			if ns == "" {
-				fmt.Fprintln(o.ErrOut, "No resources found")
-			} else {
-				fmt.Fprintf(o.ErrOut, "No resources found in %s namespace.\n", ns)
-			}
+			printing.NoResources(o.ErrOut, ns)
 		}
 		for _, key := range keys {
 			var buf bytes.Buffer
