@@ -197,7 +197,11 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	if o.Print.IsTable() {
-		fmt.Fprintf(o.Out, "kubectl-sched is installed: the operator runs in namespace %s. 'kubectl sched version' shows it.\n", o.namespace)
+		if o.WithoutOperator {
+			fmt.Fprintf(o.Out, "kubectl-sched's API and RBAC are installed; run the operator yourself as service account %s/kubectl-sched-operator.\n", o.namespace)
+		} else {
+			fmt.Fprintf(o.Out, "kubectl-sched is installed: the operator runs in namespace %s. 'kubectl sched version' shows it.\n", o.namespace)
+		}
 	}
 	return nil
 }
