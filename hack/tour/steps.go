@@ -65,6 +65,11 @@ func Steps(root string) []Step {
 			Want:  []string{"lavd"},
 		},
 		{
+			Title: "Wait until the kernels report it attached",
+			Args:  []string{"wait", "--for=condition=Ready", "schedext/lavd", "--timeout=60s"},
+			Want:  []string{"schedext.sched.kubectl-sched.dev/lavd condition met"},
+		},
+		{
 			Title: "Per-node scheduler status",
 			Args:  []string{"sched", "schedext", "status", "lavd"},
 			Want:  []string{"sim-general-a", "attached"},
