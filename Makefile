@@ -89,5 +89,6 @@ demo: ## The tour: build, start the simulated cluster, install, run the operator
 	go run ./hack/demo
 
 .PHONY: install
-install: manifests ## Apply the CRDs to the current kubeconfig's cluster.
-	kubectl apply --server-side -f config/crd/bases
+install: manifests ## Apply the CRDs and the admission policy to the current kubeconfig's cluster.
+	kubectl apply --server-side -k config/crd
+	kubectl apply --server-side -k config/policy
