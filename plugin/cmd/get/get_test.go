@@ -3,8 +3,6 @@ package get_test
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -29,16 +27,7 @@ import (
 
 var env *plugintest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = plugintest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 // ageRE matches an AGE cell at the end of a table line (5s, 3m2s, 10d).
 var ageRE = regexp.MustCompile(`(?m) \d+[smhdy](\d+[smhd])?$`)

@@ -2,8 +2,6 @@ package schedext_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -24,16 +22,7 @@ import (
 
 var env *plugintest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = plugintest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 func get(t *testing.T, name string) (*schedv1.SchedExt, bool) {
 	t.Helper()

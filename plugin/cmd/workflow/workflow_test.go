@@ -30,16 +30,7 @@ import (
 
 var env *plugintest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if env, err = plugintest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 func TestRunRefusesBadReferencesBeforeSubmitting(t *testing.T) {
 	res := env.Run("workflow", "run", "-f", "testdata/bad-references.yaml")

@@ -6,6 +6,7 @@ package plugintest
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,4 +117,20 @@ func Golden(t *testing.T, name, got string) {
 	if diff := cmp.Diff(string(want), got); diff != "" {
 		t.Errorf("output differs from %s (-want +got):\n%s", path, diff)
 	}
+}
+
+// Main is a package's TestMain: it starts the API server into *env, runs
+// the tests and stops it.
+//
+//	func TestMain(m *testing.M) { plugintest.Main(m, &env) }
+func Main(m *testing.M, env **Env) {
+	e, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*env = e
+	code := m.Run()
+	_ = e.Stop()
+	os.Exit(code)
 }
