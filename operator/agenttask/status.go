@@ -12,10 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
-
-// maxMessage bounds messages copied from pods into the status.
-const maxMessage = 1024
 
 // observed is what the controller saw of a task's Job and pods.
 type observed struct {
@@ -111,28 +109,12 @@ func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
 	if pod == nil {
 		if createFailure != "" {
-			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + clip(createFailure)
+			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.Clip(createFailure)
 		}
 		return schedv1.ReasonPending, "waiting for the pod to start"
 	}
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return schedv1.ReasonUnschedulable, "no node can run the pod: " + clip(c.Message)
-		}
-	}
-	for _, cs := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		w := cs.State.Waiting
-		if w == nil {
-			continue
-		}
-		switch w.Reason {
-		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, clip(w.Message))
-		case "CreateContainerConfigError":
-			return schedv1.ReasonMissingRef, "the container cannot be configured: " + clip(w.Message)
-		case "CreateContainerError", "RunContainerError":
-			return schedv1.ReasonCreateFailed, fmt.Sprintf("%s: %s", w.Reason, clip(w.Message))
-		}
+	if reason, msg := podstatus.Cause(pod); reason != "" {
+		return reason, msg
 	}
 	return schedv1.ReasonPending, "waiting for the pod to start"
 }
@@ -171,11 +153,11 @@ func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.Job
 	case st.ExitCode != nil && *st.ExitCode != 0:
 		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
 		if term := terminatedState(pod); term != nil && strings.TrimSpace(term.Message) != "" {
-			msg += ": " + clip(strings.TrimSpace(term.Message))
+			msg += ": " + podstatus.Clip(strings.TrimSpace(term.Message))
 		}
 		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
 	default:
-		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, clip(c.Message)), now)
+		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.Clip(c.Message)), now)
 	}
 }
 
@@ -324,14 +306,6 @@ func failedAttempts(pods []corev1.Pod) int {
 		}
 	}
 	return n
-}
-
-func clip(s string) string {
-	if len(s) <= maxMessage {
-		return s
-	}
-	// Cut on a rune boundary so the status stays valid UTF-8.
-	return strings.ToValidUTF8(s[:maxMessage], "") + "…"
 }
 
 // ttlExpiry is when a finished task's TTL runs out, or zero without a TTL.
