@@ -155,11 +155,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if len(victims) == 0 && len(t.Names) == 0 {
-			ns := o.clients.Namespace
-			if o.AllNamespaces || !t.Kind.Namespaced {
-				ns = ""
-			}
-			printing.NoResources(o.ErrOut, ns)
+			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.clients.Namespace, o.AllNamespaces))
 		}
 		for _, v := range victims {
 			uid, err := o.delete(ctx, v)

@@ -117,11 +117,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if len(keys) == 0 && len(t.Names) == 0 {
-			ns := o.clients.Namespace
-			if o.AllNamespaces || !t.Kind.Namespaced {
-				ns = ""
-			}
-			printing.NoResources(o.ErrOut, ns)
+			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.clients.Namespace, o.AllNamespaces))
 		}
 		for _, key := range keys {
 			var buf bytes.Buffer

@@ -350,7 +350,7 @@ func (o *Options) watch(ctx context.Context) error {
 	}
 	if !o.WatchOnly {
 		if len(table.Rows) == 0 && o.Print.IsTable() {
-			printing.NoResources(o.ErrOut, o.noResourcesNamespaceFor(t.Kind))
+			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.namespace, o.AllNamespaces))
 		} else {
 			eventType := watch.EventType("")
 			if o.OutputWatchEvents {
@@ -368,11 +368,4 @@ func (o *Options) watch(ctx context.Context) error {
 		return APIError(err, "watch", t.Kind.What(ns, name))
 	}
 	return nil
-}
-
-func (o *Options) noResourcesNamespaceFor(k Kind) string {
-	if !k.Namespaced {
-		return ""
-	}
-	return o.namespace
 }

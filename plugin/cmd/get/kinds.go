@@ -38,6 +38,16 @@ var Kinds = []Kind{
 	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false},
 }
 
+// ListNamespace is the namespace a list of this kind covers, as kubectl
+// names it in "No resources found in NS namespace.": none across all
+// namespaces or for a cluster-scoped kind.
+func (k Kind) ListNamespace(ns string, allNamespaces bool) string {
+	if allNamespaces || !k.Namespaced {
+		return ""
+	}
+	return ns
+}
+
 // GVR is the kind's resource.
 func (k Kind) GVR() schema.GroupVersionResource { return schedv1.GroupVersion.WithResource(k.Plural) }
 
