@@ -160,7 +160,7 @@ func (o *Options) Run(ctx context.Context) error {
 		for _, v := range victims {
 			uid, err := o.delete(ctx, v)
 			if err != nil {
-				err = get.APIError(err, "delete", v.kind.What(v.namespace, v.name))
+				err = cmdutil.API(err, "delete", v.kind.What(v.namespace, v.name))
 				if cmdutil.ExitCode(err) == cmdutil.ExitNotFound {
 					if !o.IgnoreNotFound {
 						errs = append(errs, err)
@@ -219,7 +219,7 @@ func (o *Options) victims(ctx context.Context, t get.Target) ([]victim, error) {
 	}
 	list, err := o.meta.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
-		return nil, get.APIError(err, "list", t.Kind.What(ns, ""))
+		return nil, cmdutil.API(err, "list", t.Kind.What(ns, ""))
 	}
 	out := make([]victim, 0, len(list.Items))
 	for _, item := range list.Items {
@@ -279,7 +279,7 @@ func (o *Options) waitGone(ctx context.Context, v victim) error {
 		case ctx.Err() != nil:
 			return o.timedOut(v)
 		case err != nil:
-			return get.APIError(err, "get", v.kind.What(v.namespace, v.name))
+			return cmdutil.API(err, "get", v.kind.What(v.namespace, v.name))
 		case v.uid != "" && m.UID != v.uid:
 			return nil
 		}
@@ -288,7 +288,7 @@ func (o *Options) waitGone(ctx context.Context, v victim) error {
 			if ctx.Err() != nil {
 				return o.timedOut(v)
 			}
-			return get.APIError(err, "watch", v.kind.What(v.namespace, v.name))
+			return cmdutil.API(err, "watch", v.kind.What(v.namespace, v.name))
 		}
 		gone := false
 		for ev := range w.ResultChan() {

@@ -293,7 +293,7 @@ func (o *Options) ownSecret(ctx context.Context, secret *corev1.Secret) (bool, e
 	current := &schedv1.UserDeployment{}
 	err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: o.clients.Namespace, Name: o.Name}, current)
 	switch {
-	case notServed(err):
+	case cmdutil.NotInstalled(err):
 		return false, notInstalled()
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -341,28 +341,6 @@ func (o *Options) applyErr(err error, plural, name string) error {
 		return notInstalled()
 	}
 	return cmdutil.API(err, "patch", fmt.Sprintf("%s %q", plural, name))
-}
-
-// notServed reports a 404 for the resource type rather than for one
-// object: the API server answered with its plain "404 page not found",
-// which client-go turns into a NotFound naming the object.
-func notServed(err error) bool {
-	if err == nil {
-		return false
-	}
-	if cmdutil.NotInstalled(err) {
-		return true
-	}
-	var se apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &se) || se.Status().Details == nil {
-		return false
-	}
-	for _, c := range se.Status().Details.Causes {
-		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return true
-		}
-	}
-	return false
 }
 
 func notInstalled() error {

@@ -164,7 +164,7 @@ func (o *Options) keys(ctx context.Context, t get.Target) ([]client.ObjectKey, e
 	}
 	list, err := mc.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
-		return nil, get.APIError(err, "list", t.Kind.What(ns, ""))
+		return nil, cmdutil.API(err, "list", t.Kind.What(ns, ""))
 	}
 	keys := make([]client.ObjectKey, 0, len(list.Items))
 	for _, item := range list.Items {
@@ -186,7 +186,7 @@ func (o *Options) describe(ctx context.Context, k get.Kind, key client.ObjectKey
 		obj = &schedv1.SchedExt{}
 	}
 	if err := o.clients.Client.Get(ctx, key, obj); err != nil {
-		return get.APIError(err, "get", k.What(key.Namespace, key.Name))
+		return cmdutil.API(err, "get", k.What(key.Namespace, key.Name))
 	}
 	d := &describer{ctx: ctx, clients: o.clients, kind: k, schedulerNamespace: o.SchedulerNamespace}
 	w := newWriter(buf)

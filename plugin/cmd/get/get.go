@@ -224,7 +224,7 @@ func (o *Options) tableFor(ctx context.Context, t Target, errs *[]error) (*metav
 	if len(t.Names) == 0 {
 		table, err := fetchTable(ctx, o.clients.Config, t.Kind, o.namespace, "", o.Selector)
 		if err != nil {
-			return nil, APIError(err, "list", t.Kind.What(o.namespace, ""))
+			return nil, cmdutil.API(err, "list", t.Kind.What(o.namespace, ""))
 		}
 		return table, nil
 	}
@@ -232,7 +232,7 @@ func (o *Options) tableFor(ctx context.Context, t Target, errs *[]error) (*metav
 	for _, name := range t.Names {
 		table, err := fetchTable(ctx, o.clients.Config, t.Kind, o.clients.Namespace, name, "")
 		if err != nil {
-			err = APIError(err, "get", t.Kind.What(o.clients.Namespace, name))
+			err = cmdutil.API(err, "get", t.Kind.What(o.clients.Namespace, name))
 			if cmdutil.ExitCode(err) != cmdutil.ExitNotFound {
 				return nil, err
 			}
@@ -318,7 +318,7 @@ func (o *Options) watch(ctx context.Context) error {
 		if name != "" {
 			verb = "get"
 		}
-		return APIError(err, verb, t.Kind.What(ns, name))
+		return cmdutil.API(err, verb, t.Kind.What(ns, name))
 	}
 	rv := table.ResourceVersion
 	if name != "" && len(table.Rows) == 1 {
@@ -365,7 +365,7 @@ func (o *Options) watch(ctx context.Context) error {
 		return print(ev.Type, ev.Table)
 	})
 	if err != nil && ctx.Err() == nil {
-		return APIError(err, "watch", t.Kind.What(ns, name))
+		return cmdutil.API(err, "watch", t.Kind.What(ns, name))
 	}
 	return nil
 }

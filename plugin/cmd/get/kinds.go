@@ -2,15 +2,12 @@ package get
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -251,22 +248,4 @@ func ListNames(flags *genericclioptions.ConfigFlags, k Kind) []string {
 		names = append(names, o.Name)
 	}
 	return names
-}
-
-// APIError is cmdutil.API for requests about our kinds. A 404 for a named
-// object whose API group is not served at all (the CRDs are missing) comes
-// back as a plain-text "404 page not found" that client-go dresses as the
-// object not being found; it is reported as not installed instead.
-func APIError(err error, verb, what string) error {
-	var se apierrors.APIStatus
-	if errors.As(err, &se) && apierrors.IsNotFound(err) {
-		if d := se.Status().Details; d != nil && d.Group == schedv1.GroupName {
-			for _, c := range d.Causes {
-				if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-					err = &meta.NoResourceMatchError{PartialResource: schema.GroupVersionResource{Group: d.Group, Resource: d.Kind}}
-				}
-			}
-		}
-	}
-	return cmdutil.API(err, verb, what)
 }

@@ -158,7 +158,7 @@ func (o *SetOptions) Validate() error {
 func (o *SetOptions) Run(ctx context.Context) error {
 	if o.DryRun != "client" {
 		if err := o.clients.Apply(ctx, o.obj, o.DryRun); err != nil {
-			return get.APIError(err, "patch", kind.What("", o.obj.Name))
+			return cmdutil.API(err, "patch", kind.What("", o.obj.Name))
 		}
 		o.obj.SetGroupVersionKind(kind.GVK())
 	}

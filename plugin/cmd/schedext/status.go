@@ -131,13 +131,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.name != "" {
 		var scx schedv1.SchedExt
 		if err := o.clients.Client.Get(ctx, client.ObjectKey{Name: o.name}, &scx); err != nil {
-			return get.APIError(err, "get", kind.What("", o.name))
+			return cmdutil.API(err, "get", kind.What("", o.name))
 		}
 		items = []schedv1.SchedExt{scx}
 	} else {
 		var list schedv1.SchedExtList
 		if err := o.clients.Client.List(ctx, &list); err != nil {
-			return get.APIError(err, "list", kind.What("", ""))
+			return cmdutil.API(err, "list", kind.What("", ""))
 		}
 		items = list.Items
 	}

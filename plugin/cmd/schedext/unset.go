@@ -86,7 +86,7 @@ func (o *UnsetOptions) Run(ctx context.Context) error {
 			err = o.clients.Client.Delete(ctx, scx)
 		}
 		if err != nil {
-			return get.APIError(err, "delete", kind.What("", name))
+			return cmdutil.API(err, "delete", kind.What("", name))
 		}
 		fmt.Fprintf(o.Out, "%s %q deleted%s\n", kind.Qualified(), name, suffix)
 	}
