@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -161,6 +162,10 @@ func StartOperator(ctx context.Context, admin *rest.Config, mutate func(*app.Opt
 	}
 	if os.Getenv("KUBECTL_SCHED_TEST_LOG") != "" {
 		ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true), zap.ConsoleEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder })))
+	} else {
+		// Quiet, and without controller-runtime's stack trace warning that
+		// no logger was set.
+		ctrl.SetLogger(logr.Discard())
 	}
 	opts = app.DefaultOptions()
 	if opts.MetricsAddr, err = FreeAddr(); err != nil {

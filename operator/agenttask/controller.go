@@ -38,6 +38,9 @@ import (
 // and Job timestamps only have whole seconds, too coarse for this.
 const AnnotationPreviousStepFinished = schedv1.GroupName + "/previous-step-finished-at"
 
+// podTaskIndex indexes the cached pods by their task label.
+const podTaskIndex = "agenttask.pods.byTask"
+
 // Reconciler reconciles AgentTasks.
 type Reconciler struct {
 	client.Client
@@ -71,10 +74,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	created := false
 	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel {
-		if o.job, err = r.createJob(ctx, task); err != nil {
+		if o.job, err = r.createJob(ctx, task); err != nil || o.job == nil {
+			// A nil Job means our cache is behind one we created: its
+			// event brings us back, and a status from this stale view
+			// would only be undone.
 			return ctrl.Result{}, err
 		}
+		created = true
 	}
 	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptrTrue(o.job.Spec.Suspend) {
 		if err := r.suspendJob(ctx, o.job); err != nil {
@@ -84,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	if err := r.patchStatus(ctx, task, before); err != nil {
+	if err := r.patchStatus(ctx, task, before, created); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{}, nil // the newer task's event brings us back
 		}
@@ -115,7 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		o.job = job
 	}
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(task.Namespace), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task.Name)}); err != nil {
+	if err := r.List(ctx, &pods, client.InNamespace(task.Namespace), client.MatchingFields{podTaskIndex: names.Job(task.Name)}); err != nil {
 		return o, err
 	}
 	o.pods = pods.Items
@@ -170,8 +178,10 @@ func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
 }
 
 // patchStatus writes the status only when it changed, and emits an event
-// for each phase change.
-func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
+// for each phase change. The move to Pending that comes with creating the
+// Job has the Created event already: one event per step keeps the API
+// server's load per task down.
+func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus, created bool) error {
 	if equality.Semantic.DeepEqual(*before, task.Status) {
 		return nil
 	}
@@ -183,6 +193,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		return err
 	}
 	if before.Phase != task.Status.Phase {
+		if created && task.Status.Phase == schedv1.TaskPending {
+			return nil
+		}
 		typ := corev1.EventTypeNormal
 		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
 			typ = corev1.EventTypeWarning
@@ -203,7 +216,7 @@ var releasePatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["
 func (r *Reconciler) releasePods(ctx context.Context, ns, taskLabel string, pods []corev1.Pod) error {
 	if pods == nil {
 		var list corev1.PodList
-		if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: taskLabel}); err != nil {
+		if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{podTaskIndex: taskLabel}); err != nil {
 			return err
 		}
 		pods = list.Items
@@ -251,6 +264,16 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		r.Clock = clock.RealClock{}
 	}
 	if err := metrics.Register(mgr.GetCache()); err != nil {
+		return err
+	}
+	// Finding a task's pods by label would scan every pod of the
+	// namespace on each reconcile; the index makes it a lookup.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podTaskIndex, func(o client.Object) []string {
+		if v, ok := o.GetLabels()[schedv1.LabelAgentTask]; ok {
+			return []string{v}
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {

@@ -154,6 +154,26 @@ func TestTaskSucceedsWithOutputs(t *testing.T) {
 		}
 		return true
 	})
+
+	// kubectl describe tells the story: the Job created (which is the move
+	// to Pending, so no second event says so) and the result.
+	var reasons []string
+	poll(t, "the task's events", func(ctx context.Context) (bool, error) {
+		var evs corev1.EventList
+		if err := sim.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		reasons = reasons[:0]
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "AgentTask" && e.InvolvedObject.Name == "ok" {
+				reasons = append(reasons, e.Reason)
+			}
+		}
+		return contains(reasons, schedv1.ReasonSucceeded), nil
+	})
+	if !contains(reasons, "Created") || contains(reasons, schedv1.ReasonPending) {
+		t.Errorf("task events %v: want Created and Succeeded, and no Pending", reasons)
+	}
 }
 
 func TestTaskFailures(t *testing.T) {

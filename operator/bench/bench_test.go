@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,130 +137,265 @@ func BenchmarkStepHandoff(b *testing.B) {
 }
 
 // BenchmarkTaskThroughput runs 500 bare Jobs to Complete, then 500
-// AgentTasks to Succeeded on the same cluster, and counts the API writes of
-// each task's lifecycle. It then adds 500 more tasks and watches 60 s of
-// steady state with 1,000 finished tasks: there should be no writes at all.
+// AgentTasks to Succeeded on the same cluster, twice: submitted one after
+// another by one client, as a script would, and by 10 clients at once, which
+// loads the cluster as far as it goes. It counts every API write of each
+// side and each task's status writes, then watches 60 s of steady state
+// with the 1,000 finished tasks: there should be no writes at all.
 func BenchmarkTaskThroughput(b *testing.B) {
 	const n = 500
 	for range b.N {
-		ctx := context.Background()
-		nsJobs := namespace(b, "jobs")
-		jobsTime := timeIt(b, func() {
-			for i := range n {
-				job := &batchv1.Job{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("j%d", i), Namespace: nsJobs},
+		var taskNamespaces []string
+		for _, workers := range []int{1, 10} {
+			jobs := runSide(b, "jobs", workers, n, func(ns string, i int) client.Object {
+				return &batchv1.Job{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("j%d", i), Namespace: ns},
 					Spec: batchv1.JobSpec{BackoffLimit: ptr.To[int32](0), Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Annotations: quick},
 						Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "task", Image: "x"}}},
 					}},
 				}
-				if err := sim.Client.Create(ctx, job); err != nil {
-					b.Fatal(err)
-				}
-			}
-			waitFor(b, "jobs complete", 15*time.Minute, func() bool {
-				var list batchv1.JobList
-				if err := sim.Client.List(ctx, &list, client.InNamespace(nsJobs)); err != nil {
-					return false
-				}
-				done := 0
-				for _, j := range list.Items {
-					if j.Status.Succeeded > 0 {
-						done++
-					}
-				}
-				return done == n
-			})
-		})
+			}, func(o client.Object) bool { return o.(*batchv1.Job).Status.Succeeded > 0 })
+			tasks := runSide(b, "tasks", workers, n, func(ns string, i int) client.Object {
+				at := MakeAgentTask(fmt.Sprintf("t%d", i), ns).Image("x").Obj()
+				at.Spec.PodMetadata = &schedv1.PodMetadata{Annotations: quick}
+				return at
+			}, taskSucceeded)
+			taskNamespaces = append(taskNamespaces, tasks.ns)
 
-		nsTasks := namespace(b, "tasks")
-		wctx, cancel := context.WithCancel(ctx)
-		var mu sync.Mutex
-		taskWrites := map[string]int{} // status/metadata changes after creation
-		jobCreates := map[string]int{}
-		stopWatch := watchAll(b, wctx, nsTasks, func(ev watch.Event, _ time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch o := ev.Object.(type) {
-			case *schedv1.AgentTask:
-				if ev.Type == watch.Modified {
-					taskWrites[o.Name]++
-				}
-			case *batchv1.Job:
-				if ev.Type == watch.Added {
-					jobCreates[o.Name]++
-				}
+			ratio := tasks.elapsed.Seconds() / jobs.elapsed.Seconds()
+			fmt.Printf("%d submitter(s): %d bare Jobs %v (created in %v); %d AgentTasks %v (created in %v); ratio %.2f\n",
+				workers, n, jobs.elapsed.Round(time.Millisecond), jobs.created.Round(time.Millisecond),
+				n, tasks.elapsed.Round(time.Millisecond), tasks.created.Round(time.Millisecond), ratio)
+			fmt.Printf("  API writes per bare Job: %s\n", jobs.writes.per(n))
+			fmt.Printf("  API writes per AgentTask: %s\n", tasks.writes.per(n))
+			fmt.Printf("  per AgentTask: Job creates max %d; status writes mean %.2f, max %d\n", tasks.maxJobCreates, tasks.meanStatusWrites, tasks.maxStatusWrites)
+			for _, h := range tasks.overWritten {
+				fmt.Println("  " + h)
 			}
-		})
-		tasksTime := timeIt(b, func() {
-			createTasks(b, nsTasks, 0, n)
-			waitTasks(b, nsTasks, n)
-		})
-		// Give late events a moment, then read the counts.
-		time.Sleep(2 * time.Second)
-		cancel()
-		stopWatch()
-		maxW, sumW, maxJ := 0, 0, 0
-		for i := range n {
-			name := fmt.Sprintf("t%d", i)
-			maxW, sumW, maxJ = max(maxW, taskWrites[name]), sumW+taskWrites[name], max(maxJ, jobCreates[name])
+			unit := fmt.Sprintf("-%dsubmitters", workers)
+			b.ReportMetric(ratio, "tasks/jobs"+unit)
+			b.ReportMetric(tasks.meanStatusWrites, "status-writes/task"+unit)
+			b.ReportMetric(float64(tasks.maxStatusWrites), "max-status-writes/task"+unit)
 		}
-		ratio := tasksTime.Seconds() / jobsTime.Seconds()
-		b.ReportMetric(ratio, "tasks/jobs")
-		b.ReportMetric(float64(sumW)/n, "status-writes/task")
-		fmt.Printf("%d bare Jobs: %v; %d AgentTasks: %v; ratio %.2f\n", n, jobsTime.Round(time.Millisecond), n, tasksTime.Round(time.Millisecond), ratio)
-		fmt.Printf("writes per AgentTask: Job creates max %d; status writes mean %.2f, max %d\n", maxJ, float64(sumW)/n, maxW)
 
-		// Steady state with 1,000 finished tasks.
-		createTasks(b, nsTasks, n, 2*n)
-		waitTasks(b, nsTasks, 2*n)
+		// Steady state with the 1,000 finished tasks.
 		time.Sleep(5 * time.Second) // let pod releases and late events settle
-		wctx, cancel = context.WithCancel(ctx)
+		ctx, cancel := context.WithCancel(context.Background())
+		var mu sync.Mutex
 		var writes int
-		stopWatch = watchAll(b, wctx, nsTasks, func(ev watch.Event, _ time.Time) {
-			if ev.Type != watch.Added { // a watch starts with ADDED for what exists
-				mu.Lock()
-				writes++
-				mu.Unlock()
-			}
-		})
+		var stops []func()
+		for _, ns := range taskNamespaces {
+			stops = append(stops, watchAll(b, ctx, ns, func(ev watch.Event, _ time.Time) {
+				if ev.Type != watch.Added { // a watch starts with ADDED for what exists
+					mu.Lock()
+					writes++
+					mu.Unlock()
+				}
+			}))
+		}
 		time.Sleep(60 * time.Second)
 		cancel()
-		stopWatch()
+		for _, stop := range stops {
+			stop()
+		}
 		b.ReportMetric(float64(writes), "steady-writes")
-		fmt.Printf("steady state, %d finished tasks, 60s: %d writes to AgentTasks, Jobs and pods\n", 2*n, writes)
+		fmt.Printf("steady state, %d finished tasks, 60s: %d writes to AgentTasks, Jobs, pods and events\n", len(taskNamespaces)*n, writes)
 	}
 }
 
-func createTasks(b *testing.B, ns string, from, to int) {
+// sideResult is what runSide measured.
+type sideResult struct {
+	ns               string
+	created, elapsed time.Duration // all submitted; all done
+	writes           *writeCounter
+	// For AgentTasks: writes to each task after its creation, and Job
+	// creates per task.
+	meanStatusWrites               float64
+	maxStatusWrites, maxJobCreates int
+	overWritten                    []string // the history of a few tasks written more than three times
+}
+
+// runSide creates n objects from build in a new namespace with the given
+// number of concurrent clients, and waits until done holds for all of
+// them. Completion is counted from a watch: polling with Lists would load
+// the API server, more so for the larger AgentTasks.
+func runSide(b *testing.B, name string, workers, n int, build func(ns string, i int) client.Object, done func(client.Object) bool) sideResult {
 	b.Helper()
-	for i := from; i < to; i++ {
-		at := MakeAgentTask(fmt.Sprintf("t%d", i), ns).Image("x").Obj()
-		at.Spec.PodMetadata = &schedv1.PodMetadata{Annotations: quick}
-		if err := sim.Client.Create(context.Background(), at); err != nil {
+	r := sideResult{ns: namespace(b, name), writes: &writeCounter{}}
+	var mu sync.Mutex
+	statusWrites := map[string]int{}
+	history := map[string][]string{}
+	jobCreates := map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopWatch := watchAll(b, ctx, r.ns, func(ev watch.Event, at time.Time) {
+		r.writes.observe(ev, at)
+		mu.Lock()
+		defer mu.Unlock()
+		switch o := ev.Object.(type) {
+		case *schedv1.AgentTask:
+			if ev.Type == watch.Modified {
+				statusWrites[o.Name]++
+				history[o.Name] = append(history[o.Name], fmt.Sprintf("%s/%s %q", o.Status.Phase, o.Status.Reason, o.Status.Message))
+			}
+		case *batchv1.Job:
+			if ev.Type == watch.Added {
+				jobCreates[o.Name]++
+			}
+		}
+	})
+	allDone := countDone(b, r.ns, listFor(build(r.ns, 0)), n, done)
+
+	start := time.Now()
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range work {
+				if err := sim.Client.Create(context.Background(), build(r.ns, i)); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	r.created = time.Since(start)
+	allDone()
+	r.elapsed = time.Since(start)
+
+	time.Sleep(2 * time.Second) // late writes of the last objects
+	cancel()
+	stopWatch()
+	if name != "tasks" {
+		return r
+	}
+	sum := 0
+	for i := range n {
+		task := fmt.Sprintf("t%d", i)
+		sum += statusWrites[task]
+		r.maxStatusWrites = max(r.maxStatusWrites, statusWrites[task])
+		r.maxJobCreates = max(r.maxJobCreates, jobCreates[task])
+		if statusWrites[task] > 3 && len(r.overWritten) < 5 {
+			r.overWritten = append(r.overWritten, fmt.Sprintf("%s was written %d times: %v", task, statusWrites[task], history[task]))
+		}
+	}
+	r.meanStatusWrites = float64(sum) / float64(n)
+	return r
+}
+
+func listFor(o client.Object) client.ObjectList {
+	switch o.(type) {
+	case *batchv1.Job:
+		return &batchv1.JobList{}
+	case *schedv1.AgentTask:
+		return &schedv1.AgentTaskList{}
+	}
+	panic(fmt.Sprintf("no list for %T", o))
+}
+
+func taskSucceeded(o client.Object) bool {
+	return o.(*schedv1.AgentTask).Status.Phase == schedv1.TaskSucceeded
+}
+
+// countDone starts a watch on the objects of list in ns and returns a func
+// that waits until n of them have satisfied done. The watch is drained from
+// the start: the API server closes a watch that is not read.
+func countDone(b *testing.B, ns string, list client.ObjectList, n int, done func(client.Object) bool) func() {
+	b.Helper()
+	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	result := make(chan error, 1)
+	go func() {
+		defer cancel()
+		defer w.Stop()
+		seen := map[string]bool{}
+		for len(seen) < n {
+			ev, ok := <-w.ResultChan()
+			if !ok {
+				result <- fmt.Errorf("watch ended with %d of %d done", len(seen), n)
+				return
+			}
+			if o, isObj := ev.Object.(client.Object); isObj && ev.Type != watch.Error && done(o) {
+				seen[o.GetName()] = true
+			}
+		}
+		result <- nil
+	}()
+	return func() {
+		b.Helper()
+		if err := <-result; err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-func waitTasks(b *testing.B, ns string, n int) {
-	b.Helper()
-	waitFor(b, "tasks succeed", 15*time.Minute, func() bool {
-		var list schedv1.AgentTaskList
-		if err := sim.Client.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
-			return false
-		}
-		done := 0
-		for _, t := range list.Items {
-			if t.Status.Phase == schedv1.TaskSucceeded {
-				done++
-			}
-		}
-		return done == n
-	})
+// writeCounter counts the writes a watch reports, by kind: every watch
+// event after the watch starts is one create, update or delete.
+type writeCounter struct {
+	mu     sync.Mutex
+	byKind map[string]int
 }
 
-// watchAll watches AgentTasks, Jobs and pods in ns and calls f for every
+func (w *writeCounter) observe(ev watch.Event, _ time.Time) {
+	if ev.Type == watch.Error || ev.Type == watch.Bookmark {
+		return
+	}
+	kind := fmt.Sprintf("%T", ev.Object)
+	kind = kind[strings.LastIndex(kind, ".")+1:]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.byKind == nil {
+		w.byKind = map[string]int{}
+	}
+	w.byKind[kind]++
+}
+
+func (w *writeCounter) total() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	t := 0
+	for _, v := range w.byKind {
+		t += v
+	}
+	return t
+}
+
+// per formats the counts divided by n, largest kind first.
+func (w *writeCounter) per(n int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kinds := make([]string, 0, len(w.byKind))
+	t := 0
+	for k, v := range w.byKind {
+		kinds = append(kinds, k)
+		t += v
+	}
+	sort.Slice(kinds, func(i, j int) bool { return w.byKind[kinds[i]] > w.byKind[kinds[j]] })
+	parts := []string{fmt.Sprintf("%.2f", float64(t)/float64(n))}
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(w.byKind[k])/float64(n)))
+	}
+	return parts[0] + " (" + strings.Join(parts[1:], ", ") + ")"
+}
+
+// watchAll watches AgentTasks, Jobs, pods and events in ns and calls f for every
 // event with the time it arrived; the returned func waits for the watches
 // to end after ctx is cancelled.
 func watchAll(b *testing.B, ctx context.Context, ns string, f func(watch.Event, time.Time)) func() {
@@ -269,7 +405,7 @@ func watchAll(b *testing.B, ctx context.Context, ns string, f func(watch.Event, 
 		b.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	for _, list := range []client.ObjectList{&schedv1.AgentTaskList{}, &batchv1.JobList{}, &corev1.PodList{}} {
+	for _, list := range []client.ObjectList{&schedv1.AgentTaskList{}, &batchv1.JobList{}, &corev1.PodList{}, &corev1.EventList{}} {
 		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
 		if err != nil {
 			b.Fatal(err)
