@@ -244,7 +244,10 @@ func runSide(b *testing.B, name string, workers, n int, build func(ns string, i 
 			}
 		}
 	})
-	allDone := countDone(b, r.ns, listFor(build(r.ns, 0)), n, done)
+	allDone, err := testenv.CountDone(sim.Config, listFor(build(r.ns, 0)), r.ns, n, 15*time.Minute, done)
+	if err != nil {
+		b.Fatal(err)
+	}
 
 	start := time.Now()
 	work := make(chan int)
@@ -269,7 +272,9 @@ func runSide(b *testing.B, name string, workers, n int, build func(ns string, i 
 		b.Fatal(err)
 	}
 	r.created = time.Since(start)
-	allDone()
+	if err := allDone(); err != nil {
+		b.Fatal(err)
+	}
 	r.elapsed = time.Since(start)
 
 	time.Sleep(2 * time.Second) // late writes of the last objects
@@ -304,46 +309,6 @@ func listFor(o client.Object) client.ObjectList {
 
 func taskSucceeded(o client.Object) bool {
 	return o.(*schedv1.AgentTask).Status.Phase == schedv1.TaskSucceeded
-}
-
-// countDone starts a watch on the objects of list in ns and returns a func
-// that waits until n of them have satisfied done. The watch is drained from
-// the start: the API server closes a watch that is not read.
-func countDone(b *testing.B, ns string, list client.ObjectList, n int, done func(client.Object) bool) func() {
-	b.Helper()
-	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	result := make(chan error, 1)
-	go func() {
-		defer cancel()
-		defer w.Stop()
-		seen := map[string]bool{}
-		for len(seen) < n {
-			ev, ok := <-w.ResultChan()
-			if !ok {
-				result <- fmt.Errorf("watch ended with %d of %d done", len(seen), n)
-				return
-			}
-			if o, isObj := ev.Object.(client.Object); isObj && ev.Type != watch.Error && done(o) {
-				seen[o.GetName()] = true
-			}
-		}
-		result <- nil
-	}()
-	return func() {
-		b.Helper()
-		if err := <-result; err != nil {
-			b.Fatal(err)
-		}
-	}
 }
 
 // writeCounter counts the writes a watch reports, by kind: every watch

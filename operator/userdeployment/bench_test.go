@@ -3,6 +3,7 @@ package userdeployment_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,8 +13,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -28,14 +32,16 @@ const benchApps = 200
 
 // BenchmarkUserDeployments times 200 one-service UserDeployments going to
 // Running through the operator, against the same Deployments and Services
-// created directly (10 clients at once) until available, and reports the
-// ratio (target <= 1.1). The apps are Open (no NetworkPolicy) so both sides
-// create the same objects, as the same kind of user (see benchUser).
-// Neither side is held back by a client-side rate limit, and the operator
-// runs 20 reconciles at once, since a reconcile waits for its writes. On
-// two cores the API server's write rate bounds both sides: per app the
-// operator adds the UserDeployment, two status writes and two events to the
-// two objects the direct side creates.
+// applied directly until available, and reports the ratio (target <= 1.1).
+// Both sides server-side apply with 10 clients at once, as `kubectl apply
+// --server-side` and `kubectl sched deploy` do, as the same kind of user
+// (see benchUser), and readiness is counted from a watch. The apps are Open
+// (no NetworkPolicy) so both sides create the same objects. Neither side is
+// held back by a client-side rate limit, and the operator runs 20
+// reconciles at once, since a reconcile waits for its writes. On two cores
+// the API server's write rate bounds both sides: per app the operator adds
+// the UserDeployment, two status writes and two events to the two objects
+// the direct side applies.
 //
 //	go test ./operator/userdeployment/ -run '^$' -bench BenchmarkUserDeployments -benchtime 1x
 func BenchmarkUserDeployments(b *testing.B) {
@@ -72,18 +78,9 @@ func BenchmarkUserDeployments(b *testing.B) {
 			}
 		}
 		b.StartTimer()
-		direct += timeToReady(b, creator, objs, func(ctx context.Context) (int, error) {
-			var deps appsv1.DeploymentList
-			if err := c.List(ctx, &deps, client.InNamespace(ns)); err != nil {
-				return 0, err
-			}
-			ready := 0
-			for _, d := range deps.Items {
-				if d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1 {
-					ready++
-				}
-			}
-			return ready, nil
+		direct += timeToReady(b, creator, objs, ns, &appsv1.DeploymentList{}, func(o client.Object) bool {
+			d := o.(*appsv1.Deployment)
+			return d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1
 		})
 		b.StopTimer()
 		emptyNamespace(b, c, ns)
@@ -93,21 +90,13 @@ func BenchmarkUserDeployments(b *testing.B) {
 		for _, ud := range apps(ns) {
 			objs = append(objs, ud)
 		}
+		stopTrace := traceApps(b, ns)
 		b.StartTimer()
-		operator += timeToReady(b, creator, objs, func(ctx context.Context) (int, error) {
-			var uds schedv1.UserDeploymentList
-			if err := c.List(ctx, &uds, client.InNamespace(ns)); err != nil {
-				return 0, err
-			}
-			ready := 0
-			for i := range uds.Items {
-				if phase(schedv1.UserDeploymentRunning)(&uds.Items[i]) {
-					ready++
-				}
-			}
-			return ready, nil
+		operator += timeToReady(b, creator, objs, ns, &schedv1.UserDeploymentList{}, func(o client.Object) bool {
+			return phase(schedv1.UserDeploymentRunning)(o.(*schedv1.UserDeployment))
 		})
 		b.StopTimer()
+		stopTrace()
 		emptyNamespace(b, c, ns)
 	}
 	n := float64(b.N)
@@ -127,9 +116,9 @@ func benchUser(b *testing.B, admin client.Client, adminCfg *rest.Config) client.
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testenv.OperatorNamespace}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create"}},
-			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create"}},
-			{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments"}, Verbs: []string{"create", "patch"}},
 		}},
 		&rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -155,10 +144,15 @@ func benchUser(b *testing.B, admin client.Client, adminCfg *rest.Config) client.
 }
 
 // timeToReady creates objs with a few workers and returns how long it takes
-// until ready counts benchApps of them.
-func timeToReady(b *testing.B, c client.Client, objs []client.Object, ready func(context.Context) (int, error)) time.Duration {
+// until ready holds for benchApps objects of list in ns, counted from a
+// watch.
+func timeToReady(b *testing.B, c client.Client, objs []client.Object, ns string, list client.ObjectList, ready func(client.Object) bool) time.Duration {
 	b.Helper()
 	ctx := context.Background()
+	allReady, err := testenv.CountDone(sim.Config, list, ns, benchApps, 10*time.Minute, ready)
+	if err != nil {
+		b.Fatal(err)
+	}
 	start := time.Now()
 	work := make(chan client.Object)
 	errs := make(chan error, len(objs))
@@ -166,7 +160,7 @@ func timeToReady(b *testing.B, c client.Client, objs []client.Object, ready func
 	for range 10 {
 		wg.Go(func() {
 			for o := range work {
-				if err := c.Create(ctx, o); err != nil {
+				if err := apply(ctx, c, o); err != nil {
 					errs <- err
 				}
 			}
@@ -181,14 +175,31 @@ func timeToReady(b *testing.B, c client.Client, objs []client.Object, ready func
 	for err := range errs {
 		b.Fatal(err)
 	}
-	eventuallyWithin(b, fmt.Sprintf("%d apps ready", benchApps), 10*time.Minute, func(ctx context.Context) error {
-		n, err := ready(ctx)
-		if err == nil && n < benchApps {
-			err = fmt.Errorf("%d of %d ready", n, benchApps)
-		}
+	created := time.Since(start)
+	if err := allReady(); err != nil {
+		b.Fatalf("waiting for %d apps ready: %v", benchApps, err)
+	}
+	took := time.Since(start)
+	fmt.Printf("%d %T created in %v, ready in %v\n", len(objs), list, created.Round(time.Millisecond), took.Round(time.Millisecond))
+	return took
+}
+
+// apply server-side applies o, as `kubectl apply --server-side` and
+// `kubectl sched deploy` do.
+func apply(ctx context.Context, c client.Client, o client.Object) error {
+	gvk, err := apiutil.GVKForObject(o, c.Scheme())
+	if err != nil {
 		return err
-	})
-	return time.Since(start)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("benchmark"), client.ForceOwnership)
 }
 
 // emptyNamespace deletes ns and waits for its pods to go, so the next run
@@ -208,4 +219,82 @@ func emptyNamespace(b *testing.B, c client.Client, ns string) {
 		}
 		return nil
 	})
+}
+
+// traceApps watches the apps in ns and, when stopped, prints where the time
+// of an app goes: from its creation to its Deployment's, from there to the
+// Deployment being available, and from there to the app being Running.
+func traceApps(b *testing.B, ns string) (stop func()) {
+	b.Helper()
+	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	created, depCreated, depReady, running := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	first := func(m map[string]time.Time, k string, at time.Time) {
+		if _, ok := m[k]; !ok {
+			m[k] = at
+		}
+	}
+	var wg sync.WaitGroup
+	for _, list := range []client.ObjectList{&schedv1.UserDeploymentList{}, &appsv1.DeploymentList{}} {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			b.Fatal(err)
+		}
+		wg.Go(func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				at := time.Now()
+				mu.Lock()
+				switch o := ev.Object.(type) {
+				case *schedv1.UserDeployment:
+					first(created, o.Name, at)
+					if phase(schedv1.UserDeploymentRunning)(o) {
+						first(running, o.Name, at)
+					}
+				case *appsv1.Deployment:
+					app := o.Labels[schedv1.LabelUserDeployment]
+					first(depCreated, app, at)
+					if o.Status.ObservedGeneration == o.Generation && o.Status.AvailableReplicas == 1 {
+						first(depReady, app, at)
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		var toDep, toReady, toRunning []time.Duration
+		for app, t := range running {
+			if created[app].IsZero() || depCreated[app].IsZero() || depReady[app].IsZero() {
+				continue
+			}
+			toDep = append(toDep, depCreated[app].Sub(created[app]))
+			toReady = append(toReady, depReady[app].Sub(depCreated[app]))
+			toRunning = append(toRunning, t.Sub(depReady[app]))
+		}
+		fmt.Printf("per app, median/max: created -> Deployment created %v/%v; -> Deployment available %v/%v; -> app Running %v/%v\n",
+			median(toDep), maxOf(toDep), median(toReady), maxOf(toReady), median(toRunning), maxOf(toRunning))
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2].Round(time.Millisecond)
+}
+
+func maxOf(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	return slices.Max(d).Round(time.Millisecond)
 }

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -41,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
 
 // fieldOwner is the server-side apply field manager of every object written.
@@ -49,6 +51,10 @@ const fieldOwner = "kubectl-sched-operator"
 // conflictRetry is how often an object name taken by someone else is
 // checked again: that object is not labelled, so no event announces its end.
 const conflictRetry = time.Minute
+
+// staleRetry is how soon a status write refused for a stale cache is tried
+// again: long enough for the cache to catch up.
+const staleRetry = 100 * time.Millisecond
 
 // Reconciler reconciles UserDeployments.
 type Reconciler struct {
@@ -112,7 +118,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ud.Status = computeStatus(ud, p, observed{deployments: s.deployments, pods: pods, problems: s.problems})
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{}, nil // the newer app's event brings us back
+			// Our cache was behind; the newer app may differ only in its
+			// status, whose events are filtered out, so come back.
+			return ctrl.Result{RequeueAfter: staleRetry}, nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -148,20 +156,32 @@ func (k objectKey) String() string { return k.kind + " " + k.name }
 // list them.
 var builtinKinds = []struct {
 	kind string
+	obj  client.Object
 	list func() client.ObjectList
 }{
-	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
-	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
-	{"ConfigMap", func() client.ObjectList { return &corev1.ConfigMapList{} }},
-	{"Ingress", func() client.ObjectList { return &networkingv1.IngressList{} }},
-	{"NetworkPolicy", func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }},
+	{"Deployment", &appsv1.Deployment{}, func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{"Service", &corev1.Service{}, func() client.ObjectList { return &corev1.ServiceList{} }},
+	{"ConfigMap", &corev1.ConfigMap{}, func() client.ObjectList { return &corev1.ConfigMapList{} }},
+	{"Ingress", &networkingv1.Ingress{}, func() client.ObjectList { return &networkingv1.IngressList{} }},
+	{"NetworkPolicy", &networkingv1.NetworkPolicy{}, func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }},
+}
+
+// appIndex indexes cached objects and pods by their app label, so that a
+// reconcile looks up its app's objects instead of scanning every one in
+// the namespace.
+const appIndex = "userdeployment.byApp"
+
+func appOf(o client.Object) []string {
+	if v, ok := o.GetLabels()[schedv1.LabelUserDeployment]; ok {
+		return []string{v}
+	}
+	return nil
 }
 
 // observeOwned lists, from the caches, the objects ud controls.
 func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeployment) (map[objectKey]client.Object, error) {
 	owned := map[objectKey]client.Object{}
-	opts := []client.ListOption{client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}}
-	collect := func(kind string, reader client.Reader, list client.ObjectList) error {
+	collect := func(kind string, reader client.Reader, list client.ObjectList, opts ...client.ListOption) error {
 		if err := reader.List(ctx, list, opts...); err != nil {
 			return fmt.Errorf("list %ss: %w", kind, err)
 		}
@@ -173,14 +193,14 @@ func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeploymen
 		})
 	}
 	for _, k := range builtinKinds {
-		if err := collect(k.kind, r.Client, k.list()); err != nil {
+		if err := collect(k.kind, r.Client, k.list(), client.InNamespace(ud.Namespace), client.MatchingFields{appIndex: ud.Name}); err != nil {
 			return nil, err
 		}
 	}
 	for _, gvk := range r.optionalKinds() {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := collect(gvk.Kind, r.optional, list); err != nil {
+		if err := collect(gvk.Kind, r.optional, list, client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}); err != nil {
 			return nil, err
 		}
 	}
@@ -333,7 +353,7 @@ func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
 
 func (r *Reconciler) observePods(ctx context.Context, ud *schedv1.UserDeployment) (map[string][]corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(ud.Namespace), client.MatchingFields{appIndex: ud.Name}); err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	pods := map[string][]corev1.Pod{}
@@ -404,20 +424,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
 	}
 
+	indexed := []client.Object{&corev1.Pod{}}
+	for _, k := range builtinKinds {
+		indexed = append(indexed, k.obj)
+	}
+	for _, obj := range indexed {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, appIndex, appOf); err != nil {
+			return fmt.Errorf("index %T by app: %w", obj, err)
+		}
+	}
+
 	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&schedv1.UserDeployment{}).
+		// Our own status writes change nothing to do.
+		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
-			return ok
-		})))
+		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged))
 
 	if kinds := r.optionalKinds(); len(kinds) > 0 {
 		// The manager's cache cannot be told about these kinds before it
@@ -447,6 +475,41 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Named("userdeployment").
 		Complete(r)
+}
+
+// podCauseChanged passes the pod events that can change an app's status:
+// the status reads pods only for why they do not run (podstatus.Cause), and
+// takes replica counts from the Deployments. A pod starting normally is
+// several updates that change neither.
+var podCauseChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		return isAppPod(e.Object) && podCause(e.Object) != ""
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if !isAppPod(e.ObjectNew) {
+			return false
+		}
+		wasDeleting, deleting := e.ObjectOld.GetDeletionTimestamp() != nil, e.ObjectNew.GetDeletionTimestamp() != nil
+		return wasDeleting != deleting || podCause(e.ObjectOld) != podCause(e.ObjectNew)
+	},
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isAppPod(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isAppPod(e.Object) },
+}
+
+func isAppPod(o client.Object) bool {
+	_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
+	return ok
+}
+
+func podCause(o client.Object) string {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return ""
+	}
+	if reason, msg := podstatus.Cause(pod); reason != "" {
+		return reason + ": " + msg
+	}
+	return ""
 }
 
 // served reports whether the API server serves gvk.

@@ -1,0 +1,54 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+// CountDone starts a watch on the objects of list in ns and returns a func
+// that waits until n distinct objects have satisfied done. Benchmarks count
+// completion this way rather than by polling with Lists, which would load
+// the API server they measure, the more so for custom resources. The watch
+// is drained from the start: the API server closes one that is not read.
+func CountDone(cfg *rest.Config, list client.ObjectList, ns string, n int, timeout time.Duration, done func(client.Object) bool) (wait func() error, err error) {
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	result := make(chan error, 1)
+	go func() {
+		defer cancel()
+		seen := map[string]bool{}
+		for len(seen) < n {
+			ev, ok := <-w.ResultChan()
+			if !ok {
+				// The API server ends watches now and then; a new one
+				// starts with every object as it is now.
+				if w, err = wc.Watch(ctx, list, client.InNamespace(ns)); err != nil {
+					result <- fmt.Errorf("watch ended with %d of %d done: %w", len(seen), n, err)
+					return
+				}
+				continue
+			}
+			if o, isObj := ev.Object.(client.Object); isObj && ev.Type != watch.Error && done(o) {
+				seen[o.GetName()] = true
+			}
+		}
+		w.Stop()
+		result <- nil
+	}()
+	return func() error { return <-result }, nil
+}
