@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 )
 
@@ -70,9 +71,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.ConfigMap{}:           owned,
 				&corev1.Secret{}:              owned,
 				&batchv1.Job{}:                owned,
-				&corev1.Pod{}:                 owned,
 				&networkingv1.Ingress{}:       owned,
 				&networkingv1.NetworkPolicy{}: owned,
+				// Pods the operator made, trimmed to what the controllers
+				// read (see podstatus.Trim): the spec is most of their size.
+				&corev1.Pod{}: {Label: managedSelector, Transform: podstatus.Trim},
 				// Every node, for SchedExt arbitration, trimmed to metadata
 				// and spec: the status is most of a node's size.
 				&corev1.Node{}: {Transform: schedext.TrimNode},

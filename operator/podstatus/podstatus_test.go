@@ -3,9 +3,12 @@ package podstatus
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -64,5 +67,60 @@ func TestClipKeepsUTF8(t *testing.T) {
 	}
 	if Clip("short") != "short" {
 		t.Errorf("Clip changed a short message")
+	}
+}
+
+func TestTrimKeepsWhatControllersRead(t *testing.T) {
+	started, finished := metav1.NewTime(time.Unix(100, 0)), metav1.NewTime(time.Unix(200, 0))
+	affinity := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n1"}}}}},
+	}}}
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+	last := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Message: "boom", StartedAt: started, FinishedAt: finished}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "p", Namespace: "ns", Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"},
+			CreationTimestamp: started, DeletionTimestamp: &finished,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName: "n1", Affinity: affinity,
+			Containers:  []corev1.Container{{Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "K", Value: "V"}}}},
+			Volumes:     []corev1.Volume{{Name: "v"}},
+			Tolerations: []corev1.Toleration{{Key: "k"}},
+		},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodRunning,
+			Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}},
+			StartTime:             &started,
+			PodIP:                 "10.0.0.1",
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", Image: "init:1", State: last, ImageID: "sha256:1"}},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", Image: "app:1", State: waiting, LastTerminationState: last, RestartCount: 4, Ready: false,
+				ImageID: "sha256:2", ContainerID: "containerd://x", VolumeMounts: []corev1.VolumeMountStatus{{Name: "v"}},
+			}},
+		},
+	}
+	reason, msg := Cause(pod)
+	out, err := Trim(pod.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if r, m := Cause(got); r != reason || m != msg {
+		t.Errorf("Cause after Trim = %q, %q; before %q, %q", r, m, reason, msg)
+	}
+	want := pod.DeepCopy()
+	want.ManagedFields = nil
+	want.Spec = corev1.PodSpec{NodeName: "n1", Affinity: affinity}
+	want.Status.PodIP = ""
+	want.Status.InitContainerStatuses[0].ImageID = ""
+	cs := &want.Status.ContainerStatuses[0]
+	cs.ImageID, cs.ContainerID, cs.VolumeMounts = "", "", nil
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("Trim kept or dropped the wrong fields:\ngot  %+v\nwant %+v", got, want)
+	}
+	if other, _ := Trim(&corev1.Node{}); !equality.Semantic.DeepEqual(other, &corev1.Node{}) {
+		t.Errorf("Trim changed a %T", other)
 	}
 }
