@@ -20,6 +20,11 @@ const (
 	LabelSchedExt       = GroupName + "/schedext"
 )
 
+// FinalizerOutputs is on every AgentTask pod until the operator has recorded
+// the pod's outputs in the task's status, so that nothing deletes a pod
+// before its termination message is read.
+const FinalizerOutputs = GroupName + "/outputs"
+
 // Node labels that placement translates to. Clusters label their nodes with
 // these keys (the local simulated cluster does).
 const (

@@ -20,7 +20,7 @@ const (
 	// OutputsFinalizer keeps a finished pod until its termination message is
 	// recorded in the task's status, so a fast TTL or pod garbage collection
 	// cannot lose outputs. The controller removes it once the status holds them.
-	OutputsFinalizer = schedv1.GroupName + "/outputs"
+	OutputsFinalizer = schedv1.FinalizerOutputs
 
 	// nonRootUID runs images that default to root (busybox, alpine) under the
 	// restricted default; 65532 is the conventional "nonroot" user.

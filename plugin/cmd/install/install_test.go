@@ -13,13 +13,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
@@ -295,9 +298,26 @@ func TestInstallUninstall(t *testing.T) {
 		}
 	})
 	step("objects survive --keep-crds", []string{"get", "at", "survivor", "-o", "name"}, 0, nil)
+	// A task's pod still held for its outputs, with the operator gone: only
+	// uninstall can let it go. Another finalizer on it is left alone.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "survivor-x", Namespace: "default",
+			Labels:     map[string]string{schedv1.LabelAgentTask: "survivor"},
+			Finalizers: []string{schedv1.FinalizerOutputs, "example.com/keep"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "task", Image: "busybox"}}},
+	}
+	if err := bareClient.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
 	step("uninstall", []string{"uninstall", "--yes"}, 0, func(t *testing.T, res plugintest.Result) {
 		if !strings.Contains(res.Stderr, "Warning: deleting the CRDs deletes every kubectl-sched object in the cluster (now: 1 agenttasks).") {
 			t.Errorf("stderr:\n%s", res.Stderr)
+		}
+		if err := bareClient.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"example.com/keep"}, pod.Finalizers); diff != "" {
+			t.Errorf("pod finalizers after uninstall (-want +got):\n%s", diff)
 		}
 		plugintest.Golden(t, "uninstall", res.Stdout)
 		var crds apiextensionsv1.CustomResourceDefinitionList

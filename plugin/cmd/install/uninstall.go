@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -21,6 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -49,8 +51,10 @@ func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericio
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
 		Long: `Remove what 'kubectl sched install' applied. Deleting the CRDs deletes every
 UserDeployment, AgentTask, Workflow and SchedExt in the cluster, and with them
-their Jobs, Deployments and scheduler DaemonSets: it needs --yes. With
---keep-crds the objects stay (and stop being reconciled).`,
+their Jobs, Deployments and scheduler DaemonSets: it needs --yes. Task pods
+still held for their outputs are released, so that none is left terminating
+without the operator. With --keep-crds the objects stay (and stop being
+reconciled).`,
 		Example: `  # Remove everything, objects included
   kubectl sched uninstall --yes
 
@@ -144,6 +148,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 			if err := o.waitGone(ctx, crds); err != nil {
 				return err
 			}
+			o.releaseTaskPods(ctx)
 		}
 	}
 	return nil
@@ -185,6 +190,45 @@ func (o *UninstallOptions) delete(ctx context.Context, obj *unstructured.Unstruc
 	fmt.Fprintf(o.Out, "%s %q deleted%s\n", strings.ToLower(gk.String()), obj.GetName(), suffix)
 	return nil
 }
+
+// releaseTaskPods removes the outputs finalizer from every AgentTask pod
+// that still has it. With the AgentTasks gone there are no outputs left to
+// record, and once the operator is gone nothing else would remove it: the
+// garbage collector's deletion of those pods would never finish. A failure
+// here is a warning with the command that does it by hand; the rest of the
+// uninstall goes on.
+func (o *UninstallOptions) releaseTaskPods(ctx context.Context) {
+	res := o.dynamic.Resource(podGVR)
+	pods, err := res.List(ctx, metav1.ListOptions{LabelSelector: schedv1.LabelAgentTask})
+	if err != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: cannot list AgentTask pods to release their outputs finalizer (%v); pods left terminating need: %s\n", err, releaseByHand)
+		return
+	}
+	released := 0
+	for _, pod := range pods.Items {
+		if !slices.Contains(pod.GetFinalizers(), schedv1.FinalizerOutputs) {
+			continue
+		}
+		_, err := res.Namespace(pod.GetNamespace()).Patch(ctx, pod.GetName(), types.StrategicMergePatchType, releasePatch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			fmt.Fprintf(o.ErrOut, "Warning: cannot release pod %s/%s (%v); run: %s\n", pod.GetNamespace(), pod.GetName(), err, releaseByHand)
+		default:
+			released++
+		}
+	}
+	if released > 0 {
+		fmt.Fprintf(o.Out, "released the outputs finalizer of %d AgentTask pod(s)\n", released)
+	}
+}
+
+var (
+	podGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	releasePatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + schedv1.FinalizerOutputs + `"]}}`)
+	// releaseByHand is the same release for one pod, for when uninstall cannot.
+	releaseByHand = "kubectl patch pod POD -n NAMESPACE --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'"
+)
 
 // waitGone waits until the API server has removed the CRDs, which it does
 // after deleting every object of them.
