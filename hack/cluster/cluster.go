@@ -43,7 +43,12 @@ const (
 	// (default 0): 0 gives phase Succeeded, anything else Failed.
 	AnnotationExitCode = "sim.kubectl-sched.dev/exit-code"
 	// AnnotationTerminationMessage is the containers' termination message.
+	// With AnnotationInitExitCode it is the failing init container's.
 	AnnotationTerminationMessage = "sim.kubectl-sched.dev/termination-message"
+	// AnnotationInitExitCode makes a pod's first init container fail with
+	// this exit code and crash-loop, so the pod stays Pending, not
+	// Initialized (as a SchedExt preflight on a kernel without sched_ext).
+	AnnotationInitExitCode = "sim.kubectl-sched.dev/init-exit-code"
 )
 
 // Node labels and taints used by DefaultNodes and Start.

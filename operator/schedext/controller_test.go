@@ -560,3 +560,24 @@ func reconcileCount(t *testing.T) int {
 	}
 	return total
 }
+
+// TestUnsupportedKernel: the preflight init container exits 78 on a kernel
+// without sched_ext (simulated by pod-init-error); the nodes are listed as
+// unsupported with the preflight's message, instead of a bare crash loop.
+func TestUnsupportedKernel(t *testing.T) {
+	const msg = "kernel 5.15.0 has no sched_ext (no /sys/kernel/sched_ext)"
+	create(t, MakeSchedExt("oldkernel").Scheduler("scx_rusty").NodeSelector(schedv1.NodeLabelPool, "highmem").
+		PodAnnotation(cluster.AnnotationInitExitCode, fmt.Sprint(schedext.ExitUnsupported)).
+		PodAnnotation(cluster.AnnotationTerminationMessage, msg).Obj())
+	got := waitSchedExt(t, "oldkernel", "degraded by the kernel", func(s *schedv1.SchedExt) bool {
+		return condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonUnsupportedKernel) &&
+			len(s.Status.UnsupportedNodes) == len(podNodes(t, "oldkernel")) && len(s.Status.UnsupportedNodes) > 0
+	})
+	if !condIs(got, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnsupportedKernel) || got.Status.ReadyNodes != 0 {
+		t.Errorf("status %+v", got.Status)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionDegraded); !strings.Contains(c.Message, msg) {
+		t.Errorf("Degraded message %q does not carry the preflight's %q", c.Message, msg)
+	}
+	remove(t, "oldkernel")
+}
