@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -233,6 +234,7 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	created, depCreated, depReady, running := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	writes := map[string]int{} // to each app after its creation: the operator's status writes
 	first := func(m map[string]time.Time, k string, at time.Time) {
 		if _, ok := m[k]; !ok {
 			m[k] = at
@@ -251,6 +253,9 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 				mu.Lock()
 				switch o := ev.Object.(type) {
 				case *schedv1.UserDeployment:
+					if ev.Type == watch.Modified {
+						writes[o.Name]++
+					}
 					first(created, o.Name, at)
 					if phase(schedv1.UserDeploymentRunning)(o) {
 						first(running, o.Name, at)
@@ -278,8 +283,12 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 			toReady = append(toReady, depReady[app].Sub(depCreated[app]))
 			toRunning = append(toRunning, t.Sub(depReady[app]))
 		}
-		fmt.Printf("per app, median/max: created -> Deployment created %v/%v; -> Deployment available %v/%v; -> app Running %v/%v\n",
-			median(toDep), maxOf(toDep), median(toReady), maxOf(toReady), median(toRunning), maxOf(toRunning))
+		total := 0
+		for _, n := range writes {
+			total += n
+		}
+		fmt.Printf("per app, median/max: created -> Deployment created %v/%v; -> Deployment available %v/%v; -> app Running %v/%v; status writes mean %.2f\n",
+			median(toDep), maxOf(toDep), median(toReady), maxOf(toReady), median(toRunning), maxOf(toRunning), float64(total)/float64(max(len(created), 1)))
 	}
 }
 
