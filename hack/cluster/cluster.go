@@ -49,6 +49,9 @@ const (
 	// this exit code and crash-loop, so the pod stays Pending, not
 	// Initialized (as a SchedExt preflight on a kernel without sched_ext).
 	AnnotationInitExitCode = "sim.kubectl-sched.dev/init-exit-code"
+	// AnnotationCrashExitCode makes a pod's containers crash-loop with this
+	// exit code: Running, not Ready, waiting in CrashLoopBackOff.
+	AnnotationCrashExitCode = "sim.kubectl-sched.dev/crash-exit-code"
 )
 
 // Node labels and taints used by DefaultNodes and Start.

@@ -487,6 +487,25 @@ func TestImagePullFailureReported(t *testing.T) {
 	waitUD(t, ns, "app", "Running after the fix", phase(schedv1.UserDeploymentRunning))
 }
 
+func TestCrashLoopReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		ServicePodAnnotation("api", cluster.AnnotationCrashExitCode, "2").
+		ServicePodAnnotation("api", cluster.AnnotationTerminationMessage, "config key DB_URL is missing").Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	c := condition(ud, schedv1.ConditionDegraded)
+	for _, want := range []string{"keeps crashing (3 restarts)", "last exit code 2", "config key DB_URL is missing"} {
+		if c.Reason != schedv1.ReasonCrashLoop || !strings.Contains(c.Message, want) {
+			t.Errorf("Degraded condition %+v, want %s with %q", c, schedv1.ReasonCrashLoop, want)
+		}
+	}
+	if ud.Status.Ready != "0/1" {
+		t.Errorf("ready %s, want 0/1", ud.Status.Ready)
+	}
+}
+
 func TestUnschedulableReported(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
