@@ -52,6 +52,10 @@ const (
 	// AnnotationCrashExitCode makes a pod's containers crash-loop with this
 	// exit code: Running, not Ready, waiting in CrashLoopBackOff.
 	AnnotationCrashExitCode = "sim.kubectl-sched.dev/crash-exit-code"
+	// AnnotationConfigError keeps a pod Pending with every container
+	// waiting in CreateContainerConfigError with this message, as for a
+	// missing Secret or ConfigMap.
+	AnnotationConfigError = "sim.kubectl-sched.dev/config-error"
 )
 
 // Node labels and taints used by DefaultNodes and Start.

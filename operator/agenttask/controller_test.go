@@ -306,6 +306,18 @@ func TestStuckTasksSayWhy(t *testing.T) {
 			},
 			wantReason: schedv1.ReasonImagePull, wantMsg: "cannot pull image registry.example/agent:1: ErrImagePull",
 		},
+		"missing Secret": {
+			// The simulated kubelet does not read Secrets; the annotation
+			// makes it answer as a real one does for this task.
+			task: func(ns string) *schedv1.AgentTask {
+				return task("nosecret", ns, 0, "").Spec(func(s *schedv1.AgentTaskSpec) {
+					s.Env = append(s.Env, schedv1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
+						SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "agent-token"}, Key: "token"},
+					}})
+				}).PodAnnotation(cluster.AnnotationConfigError, `secret "agent-token" not found`).Obj()
+			},
+			wantReason: schedv1.ReasonMissingRef, wantMsg: `the container cannot be configured: secret "agent-token" not found`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

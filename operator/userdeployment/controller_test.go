@@ -506,6 +506,23 @@ func TestCrashLoopReported(t *testing.T) {
 	}
 }
 
+// TestMissingSecretReported: the app references a Secret that does not
+// exist; the simulated kubelet answers as a real one does (the annotation),
+// and the app says which Secret, without the operator reading any.
+func TestMissingSecretReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).
+		Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		SecretRef("db", "app-db").
+		ServicePodAnnotation("api", cluster.AnnotationConfigError, `secret "app-db" not found`).Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	c := condition(ud, schedv1.ConditionReady)
+	if c.Reason != schedv1.ReasonMissingRef || !strings.Contains(c.Message, `secret "app-db" not found`) {
+		t.Errorf("Ready condition %+v, want %s naming the Secret", c, schedv1.ReasonMissingRef)
+	}
+}
+
 func TestUnschedulableReported(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
