@@ -74,7 +74,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	created := false
 	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel {
 		if o.job, err = r.createJob(ctx, task); err != nil || o.job == nil {
 			// A nil Job means our cache is behind one we created: its
@@ -82,7 +81,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// would only be undone.
 			return ctrl.Result{}, err
 		}
-		created = true
 	}
 	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptrTrue(o.job.Spec.Suspend) {
 		if err := r.suspendJob(ctx, o.job); err != nil {
@@ -92,7 +90,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	if err := r.patchStatus(ctx, task, before, created); err != nil {
+	if err := r.patchStatus(ctx, task, before); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{}, nil // the newer task's event brings us back
 		}
@@ -178,10 +176,10 @@ func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
 }
 
 // patchStatus writes the status only when it changed, and emits an event
-// for each phase change. The move to Pending that comes with creating the
-// Job has the Created event already: one event per step keeps the API
+// for each phase change. The first move, to Pending, comes with creating
+// the Job, whose Created event says so: one event per step keeps the API
 // server's load per task down.
-func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus, created bool) error {
+func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
 	if equality.Semantic.DeepEqual(*before, task.Status) {
 		return nil
 	}
@@ -193,7 +191,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		return err
 	}
 	if before.Phase != task.Status.Phase {
-		if created && task.Status.Phase == schedv1.TaskPending {
+		if before.Phase == "" && task.Status.Phase == schedv1.TaskPending {
 			return nil
 		}
 		typ := corev1.EventTypeNormal
