@@ -3,7 +3,6 @@ package deploy_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,17 +27,7 @@ import (
 
 var env *plugintest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = plugintest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
 

@@ -2,8 +2,6 @@ package describe_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,14 +26,7 @@ var env *plugintest.Env
 func TestMain(m *testing.M) {
 	// Start and completion times print in local time; pin it.
 	time.Local = time.UTC
-	var err error
-	if env, err = plugintest.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	plugintest.Main(m, &env)
 }
 
 const ns = "describe-test"

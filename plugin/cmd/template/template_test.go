@@ -3,7 +3,6 @@ package template_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,17 +20,7 @@ import (
 
 var env *plugintest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	env, err = plugintest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 const teamTemplate = `apiVersion: templates.kubectl-sched.dev/v1
 kind: Template
