@@ -3,27 +3,19 @@ package task_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
 )
@@ -335,7 +327,7 @@ func TestLogsFollowWaitsForThePod(t *testing.T) {
 // TestCRDsNotInstalled runs last: it removes the AgentTask CRD, then puts
 // it back.
 func TestCRDsNotInstalled(t *testing.T) {
-	removeCRD(t, "agenttasks."+schedv1.GroupName)
+	env.RemoveCRD(t, "agenttasks."+schedv1.GroupName, &schedv1.AgentTaskList{})
 	for name, args := range map[string][]string{
 		"run":  {"task", "run", "x", "--image", "busybox"},
 		"logs": {"task", "logs", "x"},
@@ -403,41 +395,4 @@ func setStatus(t *testing.T, name string, s step) {
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// removeCRD deletes a CRD until the end of the test, then installs it again.
-func removeCRD(t *testing.T, name string) {
-	t.Helper()
-	ctx := context.Background()
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	crd.SetName(name)
-	if err := env.Client.Delete(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	watchtest.Eventually(t, "the CRD to be gone", func() bool {
-		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
-	})
-	// The API server stops serving the resource a moment later.
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &env.Kubeconfig
-	c, err := kube.New(flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	watchtest.Eventually(t, "the resource to be gone", func() bool {
-		err := c.Client.List(ctx, &schedv1.AgentTaskList{}, client.InNamespace("default"))
-		return err != nil && cmdutil.NotInstalled(err)
-	})
-	t.Cleanup(func() {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, MaxTime: time.Minute,
-		}); err != nil {
-			t.Fatal(err)
-		}
-	})
 }

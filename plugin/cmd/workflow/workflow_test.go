@@ -12,18 +12,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
 )
@@ -363,7 +357,7 @@ func TestWatchErrors(t *testing.T) {
 // TestCRDsNotInstalled runs last: it removes the Workflow CRD, then puts it
 // back.
 func TestCRDsNotInstalled(t *testing.T) {
-	removeCRD(t, "workflows."+schedv1.GroupName)
+	env.RemoveCRD(t, "workflows."+schedv1.GroupName, &schedv1.WorkflowList{})
 	for name, args := range map[string][]string{
 		"watch": {"workflow", "watch", "x"},
 		"run":   {"workflow", "run", "-f", "testdata/two-steps.yaml"},
@@ -431,38 +425,4 @@ func setTaskStatus(t *testing.T, name string, u func(*schedv1.AgentTaskStatus)) 
 	if err != nil {
 		t.Fatal(err)
 	}
-}
-
-// removeCRD deletes a CRD until the end of the test, then installs it again.
-func removeCRD(t *testing.T, name string) {
-	t.Helper()
-	ctx := context.Background()
-	crd := &unstructured.Unstructured{}
-	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
-	crd.SetName(name)
-	if err := env.Client.Delete(ctx, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		root, err := testenv.RepoRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, MaxTime: time.Minute,
-		}); err != nil {
-			t.Fatal(err)
-		}
-	})
-	// The API server stops serving the resource a moment after the CRD goes.
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &env.Kubeconfig
-	c, err := kube.New(flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	watchtest.Eventually(t, "the resource to be gone", func() bool {
-		err := c.Client.List(ctx, &schedv1.WorkflowList{}, client.InNamespace("default"))
-		return err != nil && cmdutil.NotInstalled(err)
-	})
 }

@@ -5,19 +5,29 @@ package plugintest
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files with the current output")
@@ -133,4 +143,44 @@ func Main(m *testing.M, env **Env) {
 	code := m.Run()
 	_ = e.Stop()
 	os.Exit(code)
+}
+
+// RemoveCRD deletes the CRD name for the rest of the test, for tests of what
+// users see when kubectl-sched is not installed, and installs it again at
+// the end. It returns once listing list, the CRD's kind, fails as not
+// installed: the API server stops serving a resource a moment after its
+// CRD goes.
+func (e *Env) RemoveCRD(t *testing.T, name string, list client.ObjectList) {
+	t.Helper()
+	ctx := context.Background()
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"})
+	crd.SetName(name)
+	if err := e.Client.Delete(ctx, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		root, err := testenv.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, MaxTime: time.Minute,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	watchtest.Eventually(t, "the CRD to be gone", func() bool {
+		return apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
+	})
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &e.Kubeconfig
+	c, err := kube.New(flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watchtest.Eventually(t, "the resource to be gone", func() bool {
+		err := c.Client.List(ctx, list, client.InNamespace("default"))
+		return err != nil && cmdutil.NotInstalled(err)
+	})
 }
