@@ -14,8 +14,10 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -592,47 +594,12 @@ func TestDeletionCleansUp(t *testing.T) {
 			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("app")); err != nil {
 				return err
 			}
-			if n := len(itemsOf(list)); n > 0 {
+			if n := meta.LenList(list); n > 0 {
 				return fmt.Errorf("%d left", n)
 			}
 			return nil
 		})
 	}
-}
-
-func itemsOf(list client.ObjectList) []any {
-	var out []any
-	switch l := list.(type) {
-	case *appsv1.DeploymentList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *appsv1.ReplicaSetList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.PodList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ConfigMapList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *networkingv1.IngressList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *networkingv1.NetworkPolicyList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	}
-	return out
 }
 
 func TestExternalSecretsUnavailableHoldsTheService(t *testing.T) {
@@ -824,9 +791,12 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("quiet")); err != nil {
 				t.Fatal(err)
 			}
-			for _, o := range itemsOf(list) {
+			if err := meta.EachListItem(list, func(o runtime.Object) error {
 				obj := o.(client.Object)
 				out[kind+" "+obj.GetName()] = obj.GetResourceVersion()
+				return nil
+			}); err != nil {
+				t.Fatal(err)
 			}
 		}
 		return out
