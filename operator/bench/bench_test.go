@@ -365,34 +365,12 @@ func (w *writeCounter) per(n int) string {
 // to end after ctx is cancelled.
 func watchAll(b *testing.B, ctx context.Context, ns string, f func(watch.Event, time.Time)) func() {
 	b.Helper()
-	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
+	lists := []client.ObjectList{&schedv1.AgentTaskList{}, &batchv1.JobList{}, &corev1.PodList{}, &corev1.EventList{}}
+	wait, err := testenv.WatchEach(ctx, sim.Config, ns, lists, func(ev watch.Event) { f(ev, time.Now()) })
 	if err != nil {
 		b.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for _, list := range []client.ObjectList{&schedv1.AgentTaskList{}, &batchv1.JobList{}, &corev1.PodList{}, &corev1.EventList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					f(ev, time.Now())
-				}
-			}
-		}()
-	}
-	return wg.Wait
+	return wait
 }
 
 func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool) {

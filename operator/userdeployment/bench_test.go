@@ -227,10 +227,6 @@ func emptyNamespace(b *testing.B, c client.Client, ns string) {
 // Deployment being available, and from there to the app being Running.
 func traceApps(b *testing.B, ns string) (stop func()) {
 	b.Helper()
-	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		b.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	created, depCreated, depReady, running := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
@@ -240,40 +236,35 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 			m[k] = at
 		}
 	}
-	var wg sync.WaitGroup
-	for _, list := range []client.ObjectList{&schedv1.UserDeploymentList{}, &appsv1.DeploymentList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			b.Fatal(err)
-		}
-		wg.Go(func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				at := time.Now()
-				mu.Lock()
-				switch o := ev.Object.(type) {
-				case *schedv1.UserDeployment:
-					if ev.Type == watch.Modified {
-						writes[o.Name]++
-					}
-					first(created, o.Name, at)
-					if phase(schedv1.UserDeploymentRunning)(o) {
-						first(running, o.Name, at)
-					}
-				case *appsv1.Deployment:
-					app := o.Labels[schedv1.LabelUserDeployment]
-					first(depCreated, app, at)
-					if o.Status.ObservedGeneration == o.Generation && o.Status.AvailableReplicas == 1 {
-						first(depReady, app, at)
-					}
-				}
-				mu.Unlock()
+	lists := []client.ObjectList{&schedv1.UserDeploymentList{}, &appsv1.DeploymentList{}}
+	wait, err := testenv.WatchEach(ctx, sim.Config, ns, lists, func(ev watch.Event) {
+		at := time.Now()
+		mu.Lock()
+		defer mu.Unlock()
+		switch o := ev.Object.(type) {
+		case *schedv1.UserDeployment:
+			if ev.Type == watch.Modified {
+				writes[o.Name]++
 			}
-		})
+			first(created, o.Name, at)
+			if phase(schedv1.UserDeploymentRunning)(o) {
+				first(running, o.Name, at)
+			}
+		case *appsv1.Deployment:
+			app := o.Labels[schedv1.LabelUserDeployment]
+			first(depCreated, app, at)
+			if o.Status.ObservedGeneration == o.Generation && o.Status.AvailableReplicas == 1 {
+				first(depReady, app, at)
+			}
+		}
+	})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
 	}
 	return func() {
 		cancel()
-		wg.Wait()
+		wait()
 		var toDep, toReady, toRunning []time.Duration
 		for app, t := range running {
 			if created[app].IsZero() || depCreated[app].IsZero() || depReady[app].IsZero() {

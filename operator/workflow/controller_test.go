@@ -327,42 +327,28 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 // object; the returned func stops and reports.
 func countAdds(t *testing.T, ctx context.Context, ns string) func() map[string]int {
 	t.Helper()
-	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
+	var mu sync.Mutex
+	counts := map[string]int{}
+	wait, err := testenv.WatchEach(ctx, sim.Config, ns, []client.ObjectList{&schedv1.AgentTaskList{}, &batchv1.JobList{}}, func(ev watch.Event) {
+		if ev.Type != watch.Added {
+			return
+		}
+		var kind string
+		switch ev.Object.(type) {
+		case *schedv1.AgentTask:
+			kind = "AgentTask"
+		case *batchv1.Job:
+			kind = "Job"
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		counts[kind+"/"+ev.Object.(client.Object).GetName()]++
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	var wg sync.WaitGroup
-	for kind, list := range map[string]client.ObjectList{"AgentTask": &schedv1.AgentTaskList{}, "Job": &batchv1.JobList{}} {
-		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					if ev.Type == watch.Added {
-						o := ev.Object.(client.Object)
-						mu.Lock()
-						counts[kind+"/"+o.GetName()]++
-						mu.Unlock()
-					}
-				}
-			}
-		}()
-	}
 	return func() map[string]int {
-		wg.Wait()
+		wait()
 		mu.Lock()
 		defer mu.Unlock()
 		return counts

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/watch"
@@ -51,4 +52,44 @@ func CountDone(cfg *rest.Config, list client.ObjectList, ns string, n int, timeo
 		result <- nil
 	}()
 	return func() error { return <-result }, nil
+}
+
+// WatchEach watches the objects of each list in ns and calls f with every
+// event, from one goroutine per list, so f must be safe to call
+// concurrently. The returned wait returns once ctx is cancelled and the
+// watches have ended.
+func WatchEach(ctx context.Context, cfg *rest.Config, ns string, lists []client.ObjectList, f func(watch.Event)) (wait func(), err error) {
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, err
+	}
+	watchers := make([]watch.Interface, 0, len(lists))
+	for _, list := range lists {
+		w, err := wc.Watch(ctx, list, client.InNamespace(ns))
+		if err != nil {
+			for _, started := range watchers {
+				started.Stop()
+			}
+			return nil, err
+		}
+		watchers = append(watchers, w)
+	}
+	var wg sync.WaitGroup
+	for _, w := range watchers {
+		wg.Go(func() {
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					f(ev)
+				}
+			}
+		})
+	}
+	return wg.Wait, nil
 }
