@@ -25,6 +25,12 @@ const (
 // before its termination message is read.
 const FinalizerOutputs = GroupName + "/outputs"
 
+// ReleaseOutputsPatch is the strategic merge patch that removes
+// FinalizerOutputs from a pod and nothing else: a merge patch of the whole
+// list could undo a concurrent change to another finalizer, such as the Job
+// controller's.
+const ReleaseOutputsPatch = `{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + FinalizerOutputs + `"]}}`
+
 // Node labels that placement translates to. Clusters label their nodes with
 // these keys (the local simulated cluster does).
 const (

@@ -207,8 +207,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	return nil
 }
 
-var releasePatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + OutputsFinalizer + `"]}}`)
-
 // releasePods removes the outputs finalizer from the task's pods. pods is
 // what the caller already listed, or nil to list them.
 func (r *Reconciler) releasePods(ctx context.Context, ns, taskLabel string, pods []corev1.Pod) error {
@@ -224,9 +222,7 @@ func (r *Reconciler) releasePods(ctx context.Context, ns, taskLabel string, pods
 		if !slices.Contains(pod.Finalizers, OutputsFinalizer) {
 			continue
 		}
-		// Remove only our entry: a merge patch of the whole list could undo a
-		// concurrent change by the Job controller to its own finalizer.
-		patch := client.RawPatch(types.StrategicMergePatchType, releasePatch)
+		patch := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 		if err := r.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("release pod %s: %w", pod.Name, err)
 		}

@@ -209,7 +209,7 @@ func (o *UninstallOptions) releaseTaskPods(ctx context.Context) {
 		if !slices.Contains(pod.GetFinalizers(), schedv1.FinalizerOutputs) {
 			continue
 		}
-		_, err := res.Namespace(pod.GetNamespace()).Patch(ctx, pod.GetName(), types.StrategicMergePatchType, releasePatch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		_, err := res.Namespace(pod.GetNamespace()).Patch(ctx, pod.GetName(), types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch), metav1.PatchOptions{FieldManager: kube.FieldManager})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -223,12 +223,10 @@ func (o *UninstallOptions) releaseTaskPods(ctx context.Context) {
 	}
 }
 
-var (
-	podGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	releasePatch = []byte(`{"metadata":{"$deleteFromPrimitiveList/finalizers":["` + schedv1.FinalizerOutputs + `"]}}`)
-	// releaseByHand is the same release for one pod, for when uninstall cannot.
-	releaseByHand = "kubectl patch pod POD -n NAMESPACE --type=json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'"
-)
+var podGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// releaseByHand is the same release for one pod, for when uninstall cannot.
+const releaseByHand = "kubectl patch pod POD -n NAMESPACE -p '" + schedv1.ReleaseOutputsPatch + "'"
 
 // waitGone waits until the API server has removed the CRDs, which it does
 // after deleting every object of them.
