@@ -106,10 +106,10 @@ func (o *Options) Complete(args []string) error {
 
 // Validate checks that the objects are named one way only.
 func (o *Options) Validate() error {
-	switch o.DryRun {
-	case "", "none", "client", "server":
-	default:
-		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	if o.DryRun != "none" {
+		if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+			return err
+		}
 	}
 	switch o.Cascade {
 	case "background", "foreground", "orphan":

@@ -327,7 +327,7 @@ func (o *Options) ensureNamespace(ctx context.Context, ns string) (created bool,
 	case err != nil:
 		return false, cmdutil.API(err, "create", fmt.Sprintf("namespaces %q", ns))
 	}
-	fmt.Fprintf(o.msgOut(), "namespace/%s created%s\n", ns, dryRunSuffix(o.DryRun))
+	fmt.Fprintf(o.msgOut(), "namespace/%s created%s\n", ns, cmdutil.DryRunSuffix(o.DryRun))
 	return true, nil
 }
 
@@ -356,25 +356,15 @@ func isNamespaceNotFound(err error) bool {
 	return d != nil && d.Kind == "namespaces"
 }
 
-func dryRunSuffix(dryRun string) string {
-	switch dryRun {
-	case "client":
-		return " (dry run)"
-	case "server":
-		return " (server dry run)"
-	}
-	return ""
-}
-
 // printResult prints the object with -o, or kubectl's one line per object.
 // A Secret's content is never printed: with -o json|yaml it is left out and
 // stderr says so.
 func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret) error {
 	if o.Output == "" {
 		if secret != nil {
-			fmt.Fprintf(o.Out, "secret/%s applied%s\n", secret.Name, dryRunSuffix(o.DryRun))
+			fmt.Fprintf(o.Out, "secret/%s applied%s\n", secret.Name, cmdutil.DryRunSuffix(o.DryRun))
 		}
-		fmt.Fprintf(o.Out, "%s/%s applied%s\n", resource, ud.Name, dryRunSuffix(o.DryRun))
+		fmt.Fprintf(o.Out, "%s/%s applied%s\n", resource, ud.Name, cmdutil.DryRunSuffix(o.DryRun))
 		return nil
 	}
 	p, err := o.print.ToPrinter()

@@ -128,10 +128,8 @@ func dynamicClient(flags *genericclioptions.ConfigFlags) (dynamic.Interface, err
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-	default:
-		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if !o.Print.IsTable() {
 		if _, err := o.Print.Printer(); err != nil {
@@ -145,7 +143,7 @@ func (o *Options) Validate() error {
 
 // Run applies the objects in order, then waits for the CRDs.
 func (o *Options) Run(ctx context.Context) error {
-	suffix := dryRunSuffix(o.DryRun)
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	if o.DryRun == "client" {
 		if !o.Print.IsTable() {
 			return o.printObjects(o.objects)
@@ -314,14 +312,4 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 		}
 	}
 	return false
-}
-
-func dryRunSuffix(dryRun string) string {
-	switch dryRun {
-	case "client":
-		return " (dry run)"
-	case "server":
-		return " (server dry run)"
-	}
-	return ""
 }

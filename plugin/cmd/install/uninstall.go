@@ -100,11 +100,7 @@ func (o *UninstallOptions) Complete() error {
 
 // Validate checks the flags.
 func (o *UninstallOptions) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-		return nil
-	}
-	return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	return cmdutil.ValidateDryRun(o.DryRun)
 }
 
 // Run deletes the CRDs first, while the operator still runs to release the
@@ -117,7 +113,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 	if !o.KeepCRDs && o.DryRun == "" {
 		fmt.Fprintf(o.ErrOut, "Warning: deleting the CRDs deletes every kubectl-sched object in the cluster%s.\n", o.census(ctx))
 	}
-	suffix := dryRunSuffix(o.DryRun)
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	order := slices.Clone(o.objects)
 	// CRDs first (see above), then everything else in reverse apply order.
 	slices.SortStableFunc(order, func(a, b *unstructured.Unstructured) int {

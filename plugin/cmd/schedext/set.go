@@ -123,10 +123,8 @@ func (o *SetOptions) Complete(args []string) error {
 
 // Validate checks what the API server would refuse, with clearer words.
 func (o *SetOptions) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-	default:
-		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if o.Print.IsTable() && *o.Print.OutputFormat == "wide" {
 		return cmdutil.Usage("Use -o yaml, json or name.", "set prints no table; -o wide does not apply")

@@ -63,11 +63,7 @@ func (o *UnsetOptions) Complete(args []string) error {
 
 // Validate checks the flags.
 func (o *UnsetOptions) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-		return nil
-	}
-	return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	return cmdutil.ValidateDryRun(o.DryRun)
 }
 
 // Run deletes each SchedExt; the operator's owner references take its

@@ -148,10 +148,8 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags that Complete does not read.
 func (o *RunOptions) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-	default:
-		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if o.Image == "" {
 		return cmdutil.Usage("kubectl sched task run NAME --image IMAGE [-- COMMAND ARGS...]", "--image is required")

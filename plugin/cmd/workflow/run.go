@@ -154,10 +154,8 @@ func (o *RunOptions) Complete(ctx context.Context) error {
 
 // Validate checks the flags.
 func (o *RunOptions) Validate() error {
-	switch o.DryRun {
-	case "", "client", "server":
-	default:
-		return cmdutil.Usage("Use --dry-run=client or --dry-run=server.", "--dry-run must be client or server, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	switch {
 	case o.DryRun != "" && o.Watch:
