@@ -168,6 +168,12 @@ func NewView(out io.Writer, tty bool, width int, now func() time.Time) *View {
 func (v *View) Update(s State) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.show(s)
+}
+
+// show redraws the view on a terminal, or prints what changed elsewhere.
+// The caller holds v.mu.
+func (v *View) show(s State) {
 	if v.tty {
 		v.draw(v.render(s))
 	} else {
@@ -202,12 +208,7 @@ func (v *View) Log(line string) {
 func (v *View) Finish(s State) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.tty {
-		v.draw(v.render(s))
-	} else {
-		v.appendChanges(s)
-	}
-	v.last = &s
+	v.show(s)
 	v.frame, v.height = "", 0
 	fmt.Fprintln(v.out, Summary(s))
 }
