@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -254,6 +255,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	env.WaitAllowed(t, user, authorizationv1.ResourceAttributes{Namespace: "get-test", Group: schedv1.GroupName, Resource: "workflows", Verb: "list"})
 	res := plugintest.RunWithInput("", "get", "-n", "get-test", "-o", "name", "--kubeconfig", kc)
 	wantOut := "userdeployment.sched.kubectl-sched.dev/web\nagenttask.sched.kubectl-sched.dev/fail\nagenttask.sched.kubectl-sched.dev/hello\nworkflow.sched.kubectl-sched.dev/nightly\n"
 	wantErr := "Warning: forbidden: you may not list schedexts.sched.kubectl-sched.dev; skipped.\n"

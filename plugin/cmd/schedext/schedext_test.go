@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -268,6 +269,7 @@ func grantSchedExtRead(t *testing.T, user string) {
 			t.Fatal(err)
 		}
 	}
+	env.WaitAllowed(t, user, authorizationv1.ResourceAttributes{Group: schedv1.GroupName, Resource: "schedexts", Verb: "get"})
 }
 
 func TestBuildReport(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -182,5 +183,16 @@ func (e *Env) RemoveCRD(t *testing.T, name string, list client.ObjectList) {
 	watchtest.Eventually(t, "the resource to be gone", func() bool {
 		err := c.Client.List(ctx, list, client.InNamespace("default"))
 		return err != nil && cmdutil.NotInstalled(err)
+	})
+}
+
+// WaitAllowed waits until the API server's authorizer lets user do what
+// attrs says: it learns of new RBAC from its informers, a moment after the
+// writes, so a test that grants and then runs a command must wait.
+func (e *Env) WaitAllowed(t *testing.T, user string, attrs authorizationv1.ResourceAttributes) {
+	t.Helper()
+	watchtest.Eventually(t, fmt.Sprintf("%s to be allowed to %s %s", user, attrs.Verb, attrs.Resource), func() bool {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user, ResourceAttributes: &attrs}}
+		return e.Client.Create(context.Background(), review) == nil && review.Status.Allowed
 	})
 }
