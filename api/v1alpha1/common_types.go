@@ -43,6 +43,28 @@ const (
 	TaintGPU  = "nvidia.com/gpu"
 )
 
+// AnnotationPreviousStepFinished is set by the Workflow controller on a
+// step's task: when it saw the previous step finish (RFC 3339, nanoseconds).
+// The AgentTask controller's hand-off metric runs from it to the task's Job
+// being created; pod and Job timestamps only have whole seconds.
+const AnnotationPreviousStepFinished = GroupName + "/previous-step-finished-at"
+
+// Namespaces the manifests in config/ install into, and the operator's
+// defaults; an install may choose others.
+const (
+	// DefaultOperatorNamespace runs the operator and holds templates shared
+	// with the whole cluster.
+	DefaultOperatorNamespace = "kubectl-sched-system"
+	// DefaultSchedulerNamespace holds the SchedExt DaemonSets.
+	DefaultSchedulerNamespace = "kubectl-sched-schedulers"
+	// OperatorServiceAccount is the operator's service account in config/rbac.
+	OperatorServiceAccount = "kubectl-sched-operator"
+)
+
+// WellKnownSchedulers are the scx schedulers a SchedExt may name instead of
+// an image; the operator resolves each to an image.
+var WellKnownSchedulers = []string{"scx_rusty", "scx_lavd", "scx_bpfland", "scx_rustland", "scx_layered", "scx_p2dq", "scx_flash", "scx_cosmos"}
+
 // GroupName is the API group of every kind in this package.
 const GroupName = "sched.kubectl-sched.dev"
 

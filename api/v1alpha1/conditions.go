@@ -39,6 +39,12 @@ const (
 	ReasonMissingOutput    = "MissingOutput"
 	ReasonStepFailed       = "StepFailed"
 	ReasonSkipped          = "Skipped"
+	// Workflow events for a step's phase change: Step<Phase>.
+	ReasonStepPending   = "StepPending"
+	ReasonStepRunning   = "StepRunning"
+	ReasonStepSucceeded = "StepSucceeded"
+	ReasonStepTimeout   = "StepTimeout"
+	ReasonStepSkipped   = "StepSkipped"
 
 	// UserDeployment.
 	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"

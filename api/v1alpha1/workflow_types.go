@@ -106,6 +106,11 @@ const (
 	StepSkipped   StepPhase = "Skipped"
 )
 
+// Finished reports whether the step will not change again.
+func (p StepPhase) Finished() bool {
+	return p == StepSucceeded || p == StepFailed || p == StepTimeout || p == StepSkipped
+}
+
 // StepStatus reports one step.
 type StepStatus struct {
 	// Name of the step.

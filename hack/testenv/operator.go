@@ -23,13 +23,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // Operator identity in tests: the same names config/rbac uses.
 const (
-	OperatorNamespace      = "kubectl-sched-system"
-	OperatorServiceAccount = "kubectl-sched-operator"
+	OperatorNamespace      = schedv1.DefaultOperatorNamespace
+	OperatorServiceAccount = schedv1.OperatorServiceAccount
 )
 
 // OperatorConfig installs the generated RBAC (config/rbac/role.yaml) bound to

@@ -25,13 +25,14 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 )
 
 // Operator identity, as config/rbac creates it.
 const (
-	OperatorNamespace      = "kubectl-sched-system"
-	OperatorServiceAccount = "kubectl-sched-operator"
+	OperatorNamespace      = schedv1.DefaultOperatorNamespace
+	OperatorServiceAccount = schedv1.OperatorServiceAccount
 	// IngressDomain is the domain the tour's operator gives public apps.
 	IngressDomain = "apps.local.test"
 )

@@ -86,3 +86,18 @@ func copyTree(t *testing.T, src, dst string) {
 		t.Fatal(err)
 	}
 }
+
+// TestGoModTidy fails when go.mod or go.sum would change under `go mod
+// tidy`: a requirement marked indirect that the code imports, or one no
+// longer used. Run go mod tidy and commit the result.
+func TestGoModTidy(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "mod", "tidy", "-diff")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("go.mod or go.sum is not tidy; run go mod tidy (%v):\n%s", err, out)
+	}
+}

@@ -27,16 +27,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 )
-
-// AnnotationPreviousStepFinished is set by the Workflow controller on a
-// step's task: when it saw the previous step finish (RFC 3339, nanoseconds).
-// The hand-off metric runs from it to this task's Job being created. Pod
-// and Job timestamps only have whole seconds, too coarse for this.
-const AnnotationPreviousStepFinished = schedv1.GroupName + "/previous-step-finished-at"
 
 // podTaskIndex indexes the cached pods by their task label.
 const podTaskIndex = "agenttask.pods.byTask"
@@ -157,8 +151,8 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
 	}
 	log.FromContext(ctx).Info("Created Job", "job", job.Name)
-	r.Recorder.Eventf(task, job, corev1.EventTypeNormal, "Created", "CreateJob", "created Job %s", job.Name)
-	if at, ok := task.Annotations[AnnotationPreviousStepFinished]; ok {
+	r.Recorder.Eventf(task, job, corev1.EventTypeNormal, schedv1.ReasonCreated, "CreateJob", "created Job %s", job.Name)
+	if at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]; ok {
 		if finished, err := time.Parse(time.RFC3339Nano, at); err == nil {
 			metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
 // Options configure the manager and the controllers. Every option is a flag;
@@ -78,7 +80,7 @@ func DefaultOptions() Options {
 			IngressProvider:    "ingress",
 			IngressNamespace:   "ingress-nginx",
 			NetworkPolicies:    true,
-			SchedulerNamespace: "kubectl-sched-schedulers",
+			SchedulerNamespace: schedv1.DefaultSchedulerNamespace,
 			SchedulerImages:    DefaultSchedulerImages(),
 			HelperImage:        "busybox:1.37",
 			PriorityClasses:    map[string]string{},
@@ -90,7 +92,7 @@ func DefaultOptions() Options {
 // are placeholders a cluster admin overrides with --scheduler-image.
 func DefaultSchedulerImages() map[string]string {
 	images := map[string]string{}
-	for _, s := range []string{"scx_rusty", "scx_lavd", "scx_bpfland", "scx_rustland", "scx_layered", "scx_p2dq", "scx_flash", "scx_cosmos"} {
+	for _, s := range schedv1.WellKnownSchedulers {
 		images[s] = "ghcr.io/sched-ext/scx:latest"
 	}
 	return images

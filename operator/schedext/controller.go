@@ -59,8 +59,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 )
 
 // Pod Security Admission label that lets the privileged loaders run in the

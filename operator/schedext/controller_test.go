@@ -23,12 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 )
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 )
 
 // Containers of a scheduler pod.

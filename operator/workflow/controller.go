@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 )
 
 // Reconciler reconciles Workflows.
@@ -113,7 +113,7 @@ func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[i
 	// A step the status says started, whose task the cache lacks, is either
 	// new (the cache lags our create) or deleted: ask the API server.
 	for i, s := range wf.Status.Steps {
-		if i >= len(wf.Spec.Steps) || s.TaskName == "" || tasks[i] != nil || stepFinished(s.Phase) {
+		if i >= len(wf.Spec.Steps) || s.TaskName == "" || tasks[i] != nil || s.Phase.Finished() {
 			continue
 		}
 		t := &schedv1.AgentTask{}
@@ -157,7 +157,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 		if s.Message != "" && s.Phase != schedv1.StepSucceeded {
 			note += ": " + s.Message
 		}
-		r.Recorder.Eventf(wf, nil, typ, "Step"+string(s.Phase), "Step", "%s", note)
+		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
 	}
 	if before.Status.Phase != st.Phase {
 		typ := corev1.EventTypeNormal
@@ -168,6 +168,16 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
 	}
 	return nil
+}
+
+// stepEventReasons names the event for a step reaching each phase.
+var stepEventReasons = map[schedv1.StepPhase]string{
+	schedv1.StepPending:   schedv1.ReasonStepPending,
+	schedv1.StepRunning:   schedv1.ReasonStepRunning,
+	schedv1.StepSucceeded: schedv1.ReasonStepSucceeded,
+	schedv1.StepFailed:    schedv1.ReasonStepFailed,
+	schedv1.StepTimeout:   schedv1.ReasonStepTimeout,
+	schedv1.StepSkipped:   schedv1.ReasonStepSkipped,
 }
 
 func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now metav1.Time) (ctrl.Result, error) {

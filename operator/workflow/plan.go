@@ -9,10 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/names"
 )
 
 // plan is what one reconcile decides: the new status and at most one
@@ -99,7 +98,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 			return p
 		}
 		if i > 0 {
-			task.Annotations = map[string]string{agenttask.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
+			task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
 		}
 		p.create = task
 		s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
@@ -129,12 +128,12 @@ func syncSteps(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, tasks map[int]*
 				ts := t.CreationTimestamp
 				s.StartTime = &ts
 			}
-			if !stepFinished(s.Phase) {
+			if !s.Phase.Finished() {
 				s.Phase, s.Message = stepPhase(t), t.Status.Message
 				s.Outputs = t.Status.Outputs
 				s.CompletionTime = t.Status.CompletionTime
 			}
-		} else if s.TaskName != "" && !stepFinished(s.Phase) {
+		} else if s.TaskName != "" && !s.Phase.Finished() {
 			// Started, and its task is gone without finishing: never run it
 			// again, since a step must not run twice.
 			s.Phase, s.Message = schedv1.StepFailed, fmt.Sprintf("its AgentTask %s was deleted before it finished", s.TaskName)
@@ -191,10 +190,6 @@ func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
 	}
 }
 
-func stepFinished(p schedv1.StepPhase) bool {
-	return p == schedv1.StepSucceeded || p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepSkipped
-}
-
 func running(st *schedv1.WorkflowStatus, msg string) {
 	st.Phase, st.Reason, st.Message = schedv1.WorkflowRunning, schedv1.ReasonRunning, msg
 	setProgress(st)
@@ -216,7 +211,7 @@ func end(st *schedv1.WorkflowStatus, phase schedv1.WorkflowPhase, reason, msg st
 
 func skipFrom(st *schedv1.WorkflowStatus, from int, why string) {
 	for i := from; i < len(st.Steps); i++ {
-		if !stepFinished(st.Steps[i].Phase) {
+		if !st.Steps[i].Phase.Finished() {
 			st.Steps[i].Phase, st.Steps[i].Message = schedv1.StepSkipped, "skipped: "+why
 		}
 	}

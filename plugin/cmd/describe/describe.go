@@ -19,7 +19,6 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
@@ -52,7 +51,7 @@ type Options struct {
 
 // NewCommand returns `kubectl sched describe`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, ShowEvents: true, SchedulerNamespace: schedext.DefaultSchedulerNamespace}
+	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, ShowEvents: true, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "describe KIND [NAME...]",
 		Short: "Show an object's status, conditions, the objects it owns and its events",

@@ -17,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/config"
 )
 
 // The names the manifests in config/ use, which install substitutes.
 const (
 	// ManifestNamespace is the operator's namespace in config/.
-	ManifestNamespace = "kubectl-sched-system"
+	ManifestNamespace = schedv1.DefaultOperatorNamespace
 	// ManifestImage is the operator image placeholder in config/manager;
 	// kustomize's images: replaces it the same way.
 	ManifestImage = "operator"

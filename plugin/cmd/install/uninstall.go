@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
@@ -45,7 +44,7 @@ type UninstallOptions struct {
 
 // NewUninstallCommand returns `kubectl sched uninstall`.
 func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedext.DefaultSchedulerNamespace}
+	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",

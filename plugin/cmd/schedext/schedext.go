@@ -11,13 +11,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 )
 
-// DefaultSchedulerNamespace is where the operator runs the scheduler
-// DaemonSets unless its --scheduler-namespace says otherwise.
-const DefaultSchedulerNamespace = "kubectl-sched-schedulers"
-
-// WellKnown are the scx schedulers the operator resolves to images by name.
-var WellKnown = []string{"scx_rusty", "scx_lavd", "scx_bpfland", "scx_rustland", "scx_layered", "scx_p2dq", "scx_flash", "scx_cosmos"}
-
 var kind, _ = get.Lookup("schedext")
 
 // NewCommand returns `kubectl sched schedext` and its subcommands.

@@ -135,7 +135,7 @@ func TestSetAndUnsetErrors(t *testing.T) {
 	}
 }
 
-const schedNS = schedext.DefaultSchedulerNamespace
+const schedNS = schedv1.DefaultSchedulerNamespace
 
 // schedulerPod is a DaemonSet pod of scx on node; ready is the attach check.
 func schedulerPod(scx, name, node string, ready bool, mutate func(*corev1.Pod)) *corev1.Pod {

@@ -84,7 +84,7 @@ out are removed from an existing one.`,
 	f.StringVar(&o.OpsName, "ops-name", "", "With an image: the ops name the kernel reports when it is attached.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the object without sending it; "server" has the API server check it.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
-	_ = cmd.RegisterFlagCompletionFunc("sched", cobra.FixedCompletions(WellKnown, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("sched", cobra.FixedCompletions(schedv1.WellKnownSchedulers, cobra.ShellCompDirectiveNoFileComp))
 	o.Print.AddFlags(cmd, false)
 	return cmd
 }
@@ -141,9 +141,9 @@ func (o *SetOptions) Validate() error {
 	s := o.obj.Spec.Scheduler
 	switch {
 	case o.Sched == "":
-		return cmdutil.Usage("Well-known schedulers: "+strings.Join(WellKnown, ", ")+".", "--sched is required")
+		return cmdutil.Usage("Well-known schedulers: "+strings.Join(schedv1.WellKnownSchedulers, ", ")+".", "--sched is required")
 	case s.Name != "" && !wellKnownName.MatchString(s.Name):
-		return cmdutil.Usage("Well-known schedulers: "+strings.Join(WellKnown, ", ")+"; anything not starting with scx_ is an image.", "bad scheduler name %q", s.Name)
+		return cmdutil.Usage("Well-known schedulers: "+strings.Join(schedv1.WellKnownSchedulers, ", ")+"; anything not starting with scx_ is an image.", "bad scheduler name %q", s.Name)
 	case s.Name != "" && o.OpsName != "":
 		return cmdutil.Usage("Drop --ops-name: a well-known scheduler already says which ops attach.", "--ops-name only applies to an image")
 	case s.Image != "" && strings.ContainsAny(s.Image, " \t"):

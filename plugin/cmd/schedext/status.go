@@ -76,7 +76,7 @@ type StatusOptions struct {
 }
 
 func newStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, SchedulerNamespace: DefaultSchedulerNamespace}
+	o := &StatusOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show, per node, whether each SchedExt's scheduler is attached",

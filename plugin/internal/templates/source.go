@@ -27,7 +27,7 @@ const (
 	LabelTemplate = schedv1.GroupName + "/template"
 	ConfigMapKey  = "template.yaml"
 	// SystemNamespace holds templates shared with the whole cluster.
-	SystemNamespace = "kubectl-sched-system"
+	SystemNamespace = schedv1.DefaultOperatorNamespace
 )
 
 // SourceCatalog is the Source of built-in templates.

@@ -257,7 +257,7 @@ func (v *View) appendChanges(s State) {
 		}
 		if st.Phase != old.Phase || st.Message != old.Message {
 			line := fmt.Sprintf("%s step %d %s %s", stamp, i, st.Name, st.Phase)
-			if finished(st.Phase) && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
+			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
 				line += " in " + FormatDuration(st.End.Sub(st.Start))
 			}
 			if st.Message != "" {
@@ -352,10 +352,6 @@ func paint(phase, text string) string {
 		return text
 	}
 	return "\x1b[" + code + "m" + text + "\x1b[0m"
-}
-
-func finished(p schedv1.StepPhase) bool {
-	return p == schedv1.StepSucceeded || p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepSkipped
 }
 
 // span is end-start, or now-start while end is unknown, never negative
