@@ -90,6 +90,9 @@ const (
 	PriorityLow      Priority = "Low"
 )
 
+// Priorities lists the placement priorities, highest first.
+var Priorities = []Priority{PriorityCritical, PriorityHigh, PriorityMedium, PriorityLow}
+
 // SpotPolicy says whether a workload may run on spot (preemptible, cheaper) nodes.
 // +kubebuilder:validation:Enum=Never;Allowed;Preferred;Required
 type SpotPolicy string

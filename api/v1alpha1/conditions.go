@@ -9,6 +9,10 @@ const (
 	// ConditionSucceeded is set on AgentTasks and Workflows when they end:
 	// True on success, False with the reason on failure.
 	ConditionSucceeded = "Succeeded"
+	// ConditionPriorityMapped is set when placement.priority is: True when
+	// the operator maps it to a PriorityClass, False when the pods run at the
+	// cluster's default priority because it maps to none.
+	ConditionPriorityMapped = "PriorityMapped"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -45,6 +49,10 @@ const (
 	ReasonStepSucceeded = "StepSucceeded"
 	ReasonStepTimeout   = "StepTimeout"
 	ReasonStepSkipped   = "StepSkipped"
+
+	// PriorityMapped.
+	ReasonPriorityMapped   = "PriorityClassMapped"
+	ReasonPriorityUnmapped = "PriorityUnmapped"
 
 	// UserDeployment.
 	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"

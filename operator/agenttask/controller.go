@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
+	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 )
 
 // podTaskIndex indexes the cached pods by their task label.
@@ -84,6 +86,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
+	if c, ok := placement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
+		c.ObservedGeneration = task.Generation
+		meta.SetStatusCondition(&task.Status.Conditions, c)
+	}
 	if err := r.patchStatus(ctx, task, before); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{}, nil // the newer task's event brings us back

@@ -5,6 +5,7 @@ package app
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +64,9 @@ type Settings struct {
 	HelperImage string
 	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
 	PriorityClasses map[string]string
+	// ClusterIssuer is the cert-manager ClusterIssuer that signs public
+	// apps' certificates when cert-manager is installed; none when empty.
+	ClusterIssuer string
 }
 
 // DefaultOptions returns the options a deployment starts from.
@@ -88,12 +92,20 @@ func DefaultOptions() Options {
 	}
 }
 
-// DefaultSchedulerImages resolves the well-known scx schedulers. The images
-// are placeholders a cluster admin overrides with --scheduler-image.
+// SchedulerImage is the default image of the well-known scx schedulers: one
+// image with every scheduler of a released scx version, pinned so that a
+// node never runs a scheduler nobody chose. --scheduler-image overrides it
+// per scheduler, and a SchedExt's scheduler.image per SchedExt.
+const SchedulerImage = "ghcr.io/sched-ext/scx:" + SchedulerVersion
+
+// SchedulerVersion is the scx release SchedulerImage holds.
+const SchedulerVersion = "v1.0.14"
+
+// DefaultSchedulerImages resolves the well-known scx schedulers.
 func DefaultSchedulerImages() map[string]string {
 	images := map[string]string{}
 	for _, s := range schedv1.WellKnownSchedulers {
-		images[s] = "ghcr.io/sched-ext/scx:latest"
+		images[s] = SchedulerImage
 	}
 	return images
 }
@@ -131,6 +143,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
 	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
 	fs.Var(mapFlag(s.PriorityClasses), "priority-class", "PRIORITY=CLASS mapping a placement priority to a PriorityClass; repeatable. (env PRIORITY_CLASSES)")
+	fs.StringVar(&s.ClusterIssuer, "cluster-issuer", s.ClusterIssuer, "cert-manager ClusterIssuer for public apps' certificates, used when cert-manager is installed. (env CLUSTER_ISSUER)")
 }
 
 // ApplyEnv fills options from the environment where fs (parsed) had no flag,
@@ -152,6 +165,7 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("cluster-secret-store", "CLUSTER_SECRET_STORE", &s.ClusterSecretStore)
 	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
 	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
+	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)
 	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -199,6 +213,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Settings.HelperImage == "" {
 		return fmt.Errorf("--helper-image must not be empty")
+	}
+	for p := range o.Settings.PriorityClasses {
+		if !slices.Contains(schedv1.Priorities, schedv1.Priority(p)) {
+			return fmt.Errorf("--priority-class %s=...: %q is not a placement priority (one of %v)", p, p, schedv1.Priorities)
+		}
 	}
 	return nil
 }

@@ -4,6 +4,8 @@
 package placement
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -27,6 +29,21 @@ const (
 	spotWeight      = 5
 	typeWeight      = 20
 )
+
+// PriorityCondition reports how p's priority maps to a PriorityClass, for
+// the PriorityMapped condition; ok is false when p sets no priority and the
+// condition does not apply. An unmapped priority is never silently dropped.
+func PriorityCondition(p *schedv1.Placement, priorityClasses map[string]string) (cond metav1.Condition, ok bool) {
+	if p == nil || p.Priority == "" {
+		return metav1.Condition{}, false
+	}
+	if class, mapped := priorityClasses[string(p.Priority)]; mapped {
+		return metav1.Condition{Type: schedv1.ConditionPriorityMapped, Status: metav1.ConditionTrue, Reason: schedv1.ReasonPriorityMapped,
+			Message: fmt.Sprintf("placement.priority %s runs as PriorityClass %s", p.Priority, class)}, true
+	}
+	return metav1.Condition{Type: schedv1.ConditionPriorityMapped, Status: metav1.ConditionFalse, Reason: schedv1.ReasonPriorityUnmapped,
+		Message: fmt.Sprintf("placement.priority %s maps to no PriorityClass in the operator's settings, so the pods run at the cluster's default priority; a cluster admin maps it with 'kubectl sched install --priority-class %s=CLASS'", p.Priority, p.Priority)}, true
+}
 
 // Apply sets node affinity, tolerations, topology spread and the priority
 // class on spec. podLabels select the workload's own pods for zone spread;

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -861,4 +862,47 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("objects were written while nothing changed (resourceVersions -before +after):\n%s", diff)
 	}
+}
+
+// TestPriority: a mapped priority gives the pods its PriorityClass; an
+// unmapped one runs the app at the default priority and says so.
+func TestPriority(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: testPriorityClass}, Value: 1000}
+	if err := sim.Client.Create(t.Context(), pc); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	create(t, MakeUserDeployment("high", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).Placement(schedv1.Placement{Priority: schedv1.PriorityHigh}).Obj())
+	create(t, MakeUserDeployment("low", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).Placement(schedv1.Placement{Priority: schedv1.PriorityLow}).Obj())
+
+	ud := waitUD(t, ns, "high", "Running", phase(schedv1.UserDeploymentRunning))
+	if c := condition(ud, schedv1.ConditionPriorityMapped); c.Status != metav1.ConditionTrue || c.Reason != schedv1.ReasonPriorityMapped {
+		t.Errorf("PriorityMapped %+v", c)
+	}
+	pods, err := runningPods(t.Context(), ns, "high")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 || pods[0].Spec.PriorityClassName != testPriorityClass || pods[0].Spec.Priority == nil || *pods[0].Spec.Priority != 1000 {
+		t.Errorf("pods %v, want one with PriorityClass %s (priority 1000)", podPriorities(pods), testPriorityClass)
+	}
+
+	ud = waitUD(t, ns, "low", "Running with PriorityMapped False", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionPriorityMapped).Status == metav1.ConditionFalse
+	})
+	if c := condition(ud, schedv1.ConditionPriorityMapped); c.Reason != schedv1.ReasonPriorityUnmapped || !strings.Contains(c.Message, "--priority-class Low=CLASS") {
+		t.Errorf("PriorityMapped %+v", c)
+	}
+	if pods, err = runningPods(t.Context(), ns, "low"); err != nil || len(pods) != 1 || pods[0].Spec.PriorityClassName != "" {
+		t.Errorf("pods %v (%v), want one without a PriorityClass", podPriorities(pods), err)
+	}
+}
+
+func podPriorities(pods []corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		out = append(out, fmt.Sprintf("%s:%q/%v", p.Name, p.Spec.PriorityClassName, ptr.Deref(p.Spec.Priority, 0)))
+	}
+	return out
 }

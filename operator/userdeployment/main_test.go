@@ -40,7 +40,9 @@ var (
 )
 
 const (
-	pollTimeout = 60 * time.Second
+	// testPriorityClass is what placement.priority High maps to; TestPriority creates it.
+	testPriorityClass = "test-high"
+	pollTimeout       = 60 * time.Second
 	// gcTimeout allows for the garbage collector's discovery sync (30s).
 	gcTimeout = 2 * pollTimeout
 )
@@ -81,6 +83,7 @@ func startOperator(mutate func(*app.Options)) error {
 	stop, opts, err := testenv.StartOperator(context.Background(), cfg, func(o *app.Options) {
 		o.Controllers = []string{"userdeployment"}
 		o.Settings.IngressDomain = "apps.test"
+		o.Settings.PriorityClasses = map[string]string{"High": testPriorityClass}
 		if mutate != nil {
 			mutate(o)
 		}

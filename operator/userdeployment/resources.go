@@ -75,11 +75,15 @@ type plan struct {
 	// provided; the value says why.
 	held map[string]string
 	urls []string
+	// priority is the PriorityMapped condition; Type is empty when the app
+	// sets no priority.
+	priority metav1.Condition
 }
 
 // buildPlan derives the desired objects of ud.
 func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 	p := plan{deployments: map[string]*appsv1.Deployment{}, held: map[string]string{}}
+	p.priority, _ = placement.PriorityCondition(ud.Spec.Placement, s.PriorityClasses)
 	if cm := buildConfigMap(ud); cm != nil {
 		p.objects = append(p.objects, cm)
 	}

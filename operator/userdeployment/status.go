@@ -143,6 +143,11 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, msg)
 		notDegraded()
 	}
+	if c := p.priority; c.Type != "" {
+		set(c.Type, c.Status, c.Reason, c.Message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
+	}
 	return st
 }
 

@@ -344,3 +344,46 @@ func TestComputeStatusIsStable(t *testing.T) {
 		}
 	}
 }
+
+// TestPriorityMappedCondition: a priority the operator maps is reported with
+// its class, one it does not map is reported (never silently dropped), and
+// an app without a priority has no such condition.
+func TestPriorityMappedCondition(t *testing.T) {
+	s := testSettings
+	s.PriorityClasses = map[string]string{"High": "kubectl-sched-high"}
+	o := observed{deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 1)}}
+	cases := map[string]struct {
+		priority schedv1.Priority
+		want     *wantCond
+		class    string
+	}{
+		"no priority": {},
+		"mapped":      {priority: schedv1.PriorityHigh, class: "kubectl-sched-high", want: &wantCond{metav1.ConditionTrue, schedv1.ReasonPriorityMapped, "placement.priority High runs as PriorityClass kubectl-sched-high"}},
+		"unmapped": {priority: schedv1.PriorityLow, want: &wantCond{metav1.ConditionFalse, schedv1.ReasonPriorityUnmapped,
+			"placement.priority Low maps to no PriorityClass in the operator's settings, so the pods run at the cluster's default priority; a cluster admin maps it with 'kubectl sched install --priority-class Low=CLASS'"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Placement(schedv1.Placement{Priority: tc.priority}).Obj()
+			// A condition left from an earlier priority goes when there is none.
+			ud.Status.Conditions = []metav1.Condition{{Type: schedv1.ConditionPriorityMapped, Status: metav1.ConditionTrue, Reason: schedv1.ReasonPriorityMapped}}
+			p := buildPlan(ud, s, apis{})
+			if got := p.deployments["api"].Spec.Template.Spec.PriorityClassName; got != tc.class {
+				t.Errorf("priorityClassName %q, want %q", got, tc.class)
+			}
+			st := computeStatus(ud, p, o)
+			var got *wantCond
+			for _, c := range st.Conditions {
+				if c.Type == schedv1.ConditionPriorityMapped {
+					got = &wantCond{c.Status, c.Reason, c.Message}
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(wantCond{})); diff != "" {
+				t.Errorf("PriorityMapped (-want +got):\n%s", diff)
+			}
+			if st.Phase != schedv1.UserDeploymentRunning {
+				t.Errorf("phase %s: an unmapped priority must not stop the app", st.Phase)
+			}
+		})
+	}
+}

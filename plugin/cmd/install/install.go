@@ -37,8 +37,14 @@ type Options struct {
 	DryRun  string
 	Wait    bool
 	Timeout time.Duration
-	// WithoutOperator leaves out the operator Deployment and its Service.
+	// WithoutOperator leaves out the operator Deployment, its Service and
+	// its settings.
 	WithoutOperator bool
+
+	settingFlags *settingFlags
+	// Settings are the operator's settings as installed: the manifest's
+	// defaults, then what the cluster has, then the flags given.
+	Settings map[string]string
 
 	namespace string
 	objects   []*unstructured.Unstructured
@@ -55,9 +61,27 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 manifests as config/ in the repository, embedded in the plugin. The operator goes
 in namespace kubectl-sched-system unless -n says otherwise, with the operator image
 of this plugin's version unless --image says otherwise. Running it again updates
-the installation. Needs cluster-admin.`,
+the installation. Needs cluster-admin.
+
+The operator's cluster settings (ingress domain and class, Traefik, External
+Secrets store, cert-manager ClusterIssuer, priority classes, scheduler images)
+go into the ConfigMap kubectl-sched-operator-config, which the operator reads
+as environment variables. A setting not given keeps its installed value (or
+the default on a first install); a change restarts the operator. install
+creates the PriorityClasses kubectl-sched-critical, -high, -medium and -low
+that placement.priority maps to, except for levels mapped elsewhere with
+--priority-class.`,
 		Example: `  # Install, and wait until the operator is available
   kubectl sched install --wait
+
+  # A real cluster: apps under *.apps.example.org with certificates from
+  # cert-manager, secrets from Vault through External Secrets
+  kubectl sched install --ingress-domain apps.example.org --ingress-class nginx \
+    --cluster-issuer letsencrypt-prod --cluster-secret-store vault --wait
+
+  # Map High to an existing PriorityClass, and pin a scheduler image
+  kubectl sched install --priority-class High=business-critical \
+    --scheduler-image scx_lavd=registry.example.org/scx:v1.0.14
 
   # Print the manifests instead, without contacting the cluster
   kubectl sched install --dry-run=client -o yaml
@@ -82,6 +106,7 @@ the installation. Needs cluster-admin.`,
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
+	o.settingFlags = addSettingFlags(f)
 	o.Print.AddFlags(cmd, false)
 	return cmd
 }
@@ -108,7 +133,7 @@ func (o *Options) Complete() error {
 	}
 	if o.WithoutOperator {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
-			return u.GetKind() == "Deployment" || u.GetKind() == "Service"
+			return u.GetKind() == "Deployment" || u.GetKind() == "Service" || u.GetKind() == "ConfigMap"
 		})
 	}
 	if o.DryRun == "client" {
@@ -131,6 +156,9 @@ func (o *Options) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
+	if err := o.settingFlags.validate(); err != nil {
+		return err
+	}
 	if !o.Print.IsTable() {
 		if _, err := o.Print.Printer(); err != nil {
 			return cmdutil.Usage("Use -o yaml, json or name.", "%v", err)
@@ -143,6 +171,9 @@ func (o *Options) Validate() error {
 
 // Run applies the objects in order, then waits for the CRDs.
 func (o *Options) Run(ctx context.Context) error {
+	if err := o.configure(ctx); err != nil {
+		return err
+	}
 	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	if o.DryRun == "client" {
 		if !o.Print.IsTable() {
@@ -202,6 +233,39 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// configure resolves the settings and writes them into the objects. What
+// the cluster has is kept, so a later install need not repeat the flags.
+func (o *Options) configure(ctx context.Context) error {
+	objs, err := Objects(ManifestImage, o.namespace, "")
+	if err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	base, err := manifestSettings(objs)
+	if err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	if o.DryRun != "client" {
+		cm, err := o.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(o.namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case apierrors.IsForbidden(err):
+			// Applying the CRDs, first, fails too and says so better.
+		case err != nil:
+			return cmdutil.API(err, "get", fmt.Sprintf("configmaps %q", ConfigMapName))
+		default:
+			installed, _, _ := unstructured.NestedStringMap(cm.Object, "data")
+			for k := range base {
+				if v, ok := installed[k]; ok {
+					base[k] = v
+				}
+			}
+		}
+	}
+	o.Settings = o.settingFlags.merge(base)
+	o.objects, err = configure(o.objects, o.Settings)
+	return err
 }
 
 func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {

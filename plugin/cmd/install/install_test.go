@@ -134,11 +134,16 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ValidatingAdmissionPolicy /kubectl-sched-workflow-references",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-workflow-references",
 		"Namespace /ops",
+		"PriorityClass /kubectl-sched-critical",
+		"PriorityClass /kubectl-sched-high",
+		"PriorityClass /kubectl-sched-medium",
+		"PriorityClass /kubectl-sched-low",
 		"ServiceAccount ops/kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-operator",
 		"Role ops/kubectl-sched-operator",
 		"ClusterRoleBinding /kubectl-sched-operator",
 		"RoleBinding ops/kubectl-sched-operator",
+		"ConfigMap ops/kubectl-sched-operator-config",
 		"Service ops/kubectl-sched-operator-metrics",
 		"Deployment ops/kubectl-sched-operator",
 	}
@@ -264,9 +269,32 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("stdout:\n%s", res.Stdout)
 		}
 	})
+	t.Run("default settings and priority classes", func(t *testing.T) {
+		data, _ := installedSettings(t)
+		if data["INGRESS_DOMAIN"] != "apps.example.com" || data["CLUSTER_ISSUER"] != "" {
+			t.Errorf("settings %v", data)
+		}
+		checkPriorityClasses(t, map[string]int32{"kubectl-sched-critical": 1000000, "kubectl-sched-high": 10000, "kubectl-sched-medium": 100, "kubectl-sched-low": -100})
+	})
+	_, firstHash := installedSettings(t)
+	step("install with settings", []string{"install", "--image", "example.com/operator:v0.0.7", "--ingress-domain", "apps.example.org", "--cluster-issuer", "letsencrypt-prod", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
+		data, hash := installedSettings(t)
+		if data["INGRESS_DOMAIN"] != "apps.example.org" || data["CLUSTER_ISSUER"] != "letsencrypt-prod" || data["INGRESS_PROVIDER"] != "ingress" {
+			t.Errorf("settings %v", data)
+		}
+		if hash == firstHash {
+			t.Errorf("the operator's pod template hash %q did not change with its settings", hash)
+		}
+	})
+	_, settingsHash := installedSettings(t)
 	step("install again changes nothing", []string{"install", "--image", "example.com/operator:v0.0.7", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
 		if !strings.Contains(res.Stdout, "deployment.apps/kubectl-sched-operator\n") {
 			t.Errorf("stdout:\n%s", res.Stdout)
+		}
+		// Settings not given keep their installed values.
+		data, hash := installedSettings(t)
+		if data["INGRESS_DOMAIN"] != "apps.example.org" || data["CLUSTER_ISSUER"] != "letsencrypt-prod" || hash != settingsHash {
+			t.Errorf("settings %v, hash %q (was %q)", data, hash, settingsHash)
 		}
 	})
 	// An object the CRDs' deletion takes with it.
@@ -374,7 +402,7 @@ func TestInstallWithoutOperator(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
-	for _, absent := range []string{"deployment.apps/", "service/"} {
+	for _, absent := range []string{"deployment.apps/", "service/", "configmap/"} {
 		if strings.Contains(res.Stdout, absent) {
 			t.Errorf("output names a %s:\n%s", absent, res.Stdout)
 		}

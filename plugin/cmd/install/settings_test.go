@@ -1,0 +1,189 @@
+package install_test
+
+import (
+	"context"
+	"flag"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+)
+
+// TestSettingsAreOperatorSettings: every setting install writes is read by
+// the operator under that environment variable, from a flag of that name,
+// and every cluster setting the operator reads from the environment can be
+// set at install.
+func TestSettingsAreOperatorSettings(t *testing.T) {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	opts := app.DefaultOptions()
+	opts.BindFlags(fs)
+	envOf := regexp.MustCompile(`\(env ([A-Z_]+)`)
+	operator := map[string]string{} // env -> flag
+	fs.VisitAll(func(f *flag.Flag) {
+		if m := envOf.FindStringSubmatch(f.Usage); m != nil {
+			operator[m[1]] = f.Name
+		}
+	})
+	// Per-pod or per-deployment values, not cluster settings.
+	delete(operator, "POD_NAMESPACE")
+	delete(operator, "MAX_CONCURRENT_RECONCILES")
+	installed := map[string]string{}
+	for _, s := range install.Settings {
+		installed[s.Env] = s.Flag
+	}
+	if diff := cmp.Diff(operator, installed); diff != "" {
+		t.Errorf("operator settings (env -> flag) differ from install's (-operator +install):\n%s", diff)
+	}
+}
+
+func settingsOf(t *testing.T, objs []*unstructured.Unstructured) (map[string]string, string, []string) {
+	t.Helper()
+	var data map[string]string
+	var hash string
+	var classes []string
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ConfigMap":
+			data, _, _ = unstructured.NestedStringMap(o.Object, "data")
+		case "Deployment":
+			var dep appsv1.Deployment
+			if err := fromUnstructured(o, &dep); err != nil {
+				t.Fatal(err)
+			}
+			hash = dep.Spec.Template.Annotations["sched.kubectl-sched.dev/config-hash"]
+			if envFrom := dep.Spec.Template.Spec.Containers[0].EnvFrom; len(envFrom) != 1 || envFrom[0].ConfigMapRef == nil || envFrom[0].ConfigMapRef.Name != install.ConfigMapName {
+				t.Errorf("the operator does not read its settings from the ConfigMap: envFrom %+v", envFrom)
+			}
+			for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+				if strings.HasPrefix(a, "--helper-image") || strings.HasPrefix(a, "--ingress") {
+					t.Errorf("arg %s would win over the ConfigMap", a)
+				}
+			}
+		case "PriorityClass":
+			classes = append(classes, o.GetName())
+		}
+	}
+	return data, hash, classes
+}
+
+func TestInstallSettingsDryRun(t *testing.T) {
+	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	defaults, defaultHash, classes := settingsOf(t, decodeAll(t, strings.NewReader(res.Stdout)))
+	if defaults["INGRESS_DOMAIN"] != "apps.example.com" || defaults["PRIORITY_CLASSES"] != "Critical=kubectl-sched-critical,High=kubectl-sched-high,Medium=kubectl-sched-medium,Low=kubectl-sched-low" {
+		t.Errorf("default settings %v", defaults)
+	}
+	if diff := cmp.Diff([]string{"kubectl-sched-critical", "kubectl-sched-high", "kubectl-sched-medium", "kubectl-sched-low"}, classes); diff != "" {
+		t.Errorf("priority classes (-want +got):\n%s", diff)
+	}
+
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml",
+		"--ingress-domain", "apps.example.org", "--ingress-class", "nginx", "--ingress-provider", "traefik",
+		"--ingress-namespace", "traefik", "--network-policies", "false",
+		"--cluster-secret-store", "vault", "--cluster-issuer", "letsencrypt-prod",
+		"--priority-class", "High=business-critical", "--priority-class", "Low=",
+		"--scheduler-image", "scx_lavd=registry.example.org/scx:v1.0.14",
+		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	got, hash, classes := settingsOf(t, decodeAll(t, strings.NewReader(res.Stdout)))
+	want := map[string]string{
+		"INGRESS_DOMAIN": "apps.example.org", "INGRESS_CLASS": "nginx", "INGRESS_PROVIDER": "traefik",
+		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false",
+		"CLUSTER_SECRET_STORE": "vault", "CLUSTER_ISSUER": "letsencrypt-prod",
+		"PRIORITY_CLASSES": "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
+		"SCHEDULER_IMAGES": "scx_lavd=registry.example.org/scx:v1.0.14",
+		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+	if hash == "" || hash == defaultHash {
+		t.Errorf("config hash %q does not change with the settings (default %q)", hash, defaultHash)
+	}
+	// High maps to an existing class and Low to none: neither is created.
+	if diff := cmp.Diff([]string{"kubectl-sched-critical", "kubectl-sched-medium"}, classes); diff != "" {
+		t.Errorf("priority classes (-want +got):\n%s", diff)
+	}
+
+	// What the operator makes of them.
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	opts := app.DefaultOptions()
+	opts.BindFlags(fs)
+	if err := opts.ApplyEnv(fs, func(k string) (string, bool) { v, ok := got[k]; return v, ok }); err != nil {
+		t.Fatalf("the operator refuses the installed settings: %v", err)
+	}
+	s := opts.Settings
+	if s.IngressDomain != "apps.example.org" || s.ClusterIssuer != "letsencrypt-prod" || s.PriorityClasses["High"] != "business-critical" || s.SchedulerImages["scx_lavd"] != "registry.example.org/scx:v1.0.14" || s.NetworkPolicies {
+		t.Errorf("operator settings %+v", s)
+	}
+	if _, ok := s.PriorityClasses["Low"]; ok {
+		t.Errorf("Low is mapped: %v", s.PriorityClasses)
+	}
+}
+
+func TestInstallSettingsRefused(t *testing.T) {
+	for name, args := range map[string][]string{
+		"provider":        {"--ingress-provider", "nginx"},
+		"domain":          {"--ingress-domain", "Apps_Example"},
+		"priority level":  {"--priority-class", "Urgent=x"},
+		"not key=value":   {"--priority-class", "High"},
+		"scheduler":       {"--scheduler-image", "scx_nope=r/x:1"},
+		"network bool":    {"--network-policies", "maybe"},
+		"empty namespace": {"--scheduler-namespace", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := plugintest.RunWithInput("", append([]string{"install", "--dry-run=client"}, args...)...)
+			if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "--"+strings.TrimPrefix(args[0], "--")) {
+				t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
+			}
+		})
+	}
+}
+
+// installedSettings reads the ConfigMap and the hash on the operator's pods.
+func installedSettings(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	ctx := context.Background()
+	var cm corev1.ConfigMap
+	if err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: install.ConfigMapName}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	if err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: "kubectl-sched-operator"}, &dep); err != nil {
+		t.Fatal(err)
+	}
+	return cm.Data, dep.Spec.Template.Annotations["sched.kubectl-sched.dev/config-hash"]
+}
+
+func checkPriorityClasses(t *testing.T, want map[string]int32) {
+	t.Helper()
+	for _, name := range []string{"kubectl-sched-critical", "kubectl-sched-high", "kubectl-sched-medium", "kubectl-sched-low"} {
+		var pc schedulingv1.PriorityClass
+		err := bareClient.Get(context.Background(), client.ObjectKey{Name: name}, &pc)
+		v, wanted := want[name]
+		switch {
+		case !wanted && !apierrors.IsNotFound(err):
+			t.Errorf("PriorityClass %s: %v, want none", name, err)
+		case wanted && err != nil:
+			t.Errorf("PriorityClass %s: %v", name, err)
+		case wanted && pc.Value != v:
+			t.Errorf("PriorityClass %s value %d, want %d", name, pc.Value, v)
+		}
+	}
+}
