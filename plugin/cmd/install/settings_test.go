@@ -106,8 +106,8 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"INGRESS_DOMAIN": "apps.example.org", "INGRESS_CLASS": "nginx", "INGRESS_PROVIDER": "traefik",
 		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false",
 		"CLUSTER_SECRET_STORE": "vault", "CLUSTER_ISSUER": "letsencrypt-prod",
-		"PRIORITY_CLASSES": "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
-		"SCHEDULER_IMAGES": "scx_lavd=registry.example.org/scx:v1.0.14",
+		"PRIORITY_CLASSES":    "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
+		"SCHEDULER_IMAGES":    "scx_lavd=registry.example.org/scx:v1.0.14",
 		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
