@@ -49,6 +49,15 @@ const (
 // being created; pod and Job timestamps only have whole seconds.
 const AnnotationPreviousStepFinished = GroupName + "/previous-step-finished-at"
 
+// AnnotationSecretHash on a UserDeployment is a digest of the values of the
+// Secret `kubectl sched deploy` writes for it. The operator copies it to the
+// pod templates of the services that receive secrets, so a changed value
+// rolls their pods: they read secrets as environment variables at start.
+// The operator cannot compute it itself, as it never reads Secrets. It is
+// keyed with the Secret's UID, so it tells nothing about the values to those
+// who may read the app but not the Secret.
+const AnnotationSecretHash = GroupName + "/secret-hash"
+
 // Namespaces the manifests in config/ install into, and the operator's
 // defaults; an install may choose others.
 const (

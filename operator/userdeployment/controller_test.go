@@ -1,6 +1,7 @@
 package userdeployment_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,6 +30,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
 
 func appLabel(name string) client.MatchingLabels {
@@ -905,4 +908,104 @@ func podPriorities(pods []corev1.Pod) []string {
 		out = append(out, fmt.Sprintf("%s:%q/%v", p.Name, p.Spec.PriorityClassName, ptr.Deref(p.Spec.Priority, 0)))
 	}
 	return out
+}
+
+// TestSecretAndConfigChangesRollThePods deploys with the plugin, as a user
+// does: a new secret value (deploy --secret) and a config change each roll
+// the pods, whose templates carry the new digest.
+func TestSecretAndConfigChangesRollThePods(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	deploy := func(args ...string) {
+		t.Helper()
+		args = append([]string{"deploy", "orders", "-n", ns, "--template", "api-postgres", "--set", "image=orders:1", "--kubeconfig", sim.Kubeconfig}, args...)
+		var out bytes.Buffer
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+		root := plugincmd.NewRootCommand(streams)
+		root.SetArgs(args)
+		if code := plugincmd.Execute(root, streams); code != 0 {
+			t.Fatalf("kubectl sched %s: exit %d\n%s", strings.Join(args, " "), code, out.String())
+		}
+	}
+	// rolled waits until each service runs exactly one ready pod and every
+	// running pod carries annotation key=value, and returns the value.
+	rolled := func(what, key string, want func(string) bool) string {
+		t.Helper()
+		var got string
+		eventually(t, what, func(ctx context.Context) error {
+			ud := &schedv1.UserDeployment{}
+			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orders"}, ud); err != nil {
+				return err
+			}
+			if !phase(schedv1.UserDeploymentRunning)(ud) {
+				return fmt.Errorf("phase %s", ud.Status.Phase)
+			}
+			pods, err := runningPods(ctx, ns, "orders")
+			if err != nil {
+				return err
+			}
+			perService := map[string]int{}
+			for _, p := range pods {
+				v := p.Annotations[key]
+				if !want(v) {
+					return fmt.Errorf("pod %s has %s=%q", p.Name, key, v)
+				}
+				got = v
+				perService[p.Labels[schedv1.LabelService]]++
+			}
+			if perService["api"] != 1 || perService["postgres"] != 1 {
+				return fmt.Errorf("running pods per service %v", perService)
+			}
+			return nil
+		})
+		return got
+	}
+	podNames := func() []string {
+		pods, err := runningPods(t.Context(), ns, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pods {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+
+	deploy("--secret", "POSTGRES_PASSWORD=first")
+	udHash := func() string {
+		ud := &schedv1.UserDeployment{}
+		if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "orders"}, ud); err != nil {
+			t.Fatal(err)
+		}
+		return ud.Annotations[schedv1.AnnotationSecretHash]
+	}
+	first := udHash()
+	if first == "" {
+		t.Fatal("deploy set no secret hash on the app")
+	}
+	rolled("the first pods", schedv1.AnnotationSecretHash, func(v string) bool { return v == first })
+	configHash := rolled("the first pods' config hash", "sched.kubectl-sched.dev/config-hash", func(v string) bool { return v != "" })
+	before := podNames()
+
+	deploy("--secret", "POSTGRES_PASSWORD=second")
+	second := udHash()
+	if second == first || second == "" {
+		t.Fatalf("secret hash %q after a new value, was %q", second, first)
+	}
+	rolled("pods with the new secret hash", schedv1.AnnotationSecretHash, func(v string) bool { return v == second })
+	if after := podNames(); slices.ContainsFunc(after, func(n string) bool { return slices.Contains(before, n) }) {
+		t.Errorf("pods %v survived the secret change (before: %v)", after, before)
+	}
+
+	before = podNames()
+	deploy("--set", "database=orders") // a config key: POSTGRES_DB
+	rolled("pods with the new config hash", "sched.kubectl-sched.dev/config-hash", func(v string) bool { return v != "" && v != configHash })
+	if after := podNames(); slices.ContainsFunc(after, func(n string) bool { return slices.Contains(before, n) }) {
+		t.Errorf("pods %v survived the config change (before: %v)", after, before)
+	}
+	// The secret is unchanged by that deploy, and so is its hash.
+	if h := udHash(); h != second {
+		t.Errorf("secret hash %q after a config change, want %q", h, second)
+	}
 }

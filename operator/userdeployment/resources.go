@@ -160,6 +160,13 @@ func servicesOf(ud *schedv1.UserDeployment, ref schedv1.SecretReference) []strin
 	return out
 }
 
+// receivesSecrets reports whether any secret reference reaches the service.
+func receivesSecrets(ud *schedv1.UserDeployment, service string) bool {
+	return slices.ContainsFunc(ud.Spec.Secrets, func(ref schedv1.SecretReference) bool {
+		return slices.Contains(servicesOf(ud, ref), service)
+	})
+}
+
 // objectLabels mark what the operator manages (its caches select on them)
 // and which app and service an object belongs to.
 func objectLabels(ud *schedv1.UserDeployment, service string) map[string]string {
@@ -209,6 +216,9 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	maps.Copy(podLabels, objectLabels(ud, svc.Name))
 	if len(ud.Spec.Config) > 0 {
 		podAnnotations[annotationConfigHash] = configHash(ud.Spec.Config)
+	}
+	if h := ud.Annotations[schedv1.AnnotationSecretHash]; h != "" && receivesSecrets(ud, svc.Name) {
+		podAnnotations[schedv1.AnnotationSecretHash] = h
 	}
 	if len(podAnnotations) == 0 {
 		podAnnotations = nil

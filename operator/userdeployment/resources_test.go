@@ -451,3 +451,21 @@ func TestDefaultHostFitsADNSLabel(t *testing.T) {
 		t.Errorf("host %q: %v", host, errs)
 	}
 }
+
+// TestSecretHashReachesServicesWithSecrets: only the pods that receive a
+// secret roll when its values change.
+func TestSecretHashReachesServicesWithSecrets(t *testing.T) {
+	ud := app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("db", "db:1", 5432, schedv1.ExposureInternal).
+		Meta(func(m *metav1.ObjectMeta) { m.Annotations = map[string]string{schedv1.AnnotationSecretHash: "abc"} }).
+		Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.Secrets = []schedv1.SecretReference{{Name: "params", SecretName: "shop-secrets", Services: []string{"db"}}}
+		}).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	got := map[string]string{}
+	for name, dep := range p.deployments {
+		got[name] = dep.Spec.Template.Annotations[schedv1.AnnotationSecretHash]
+	}
+	if diff := cmp.Diff(map[string]string{"web": "", "db": "abc"}, got); diff != "" {
+		t.Errorf("secret hash per service (-want +got):\n%s", diff)
+	}
+}

@@ -5,6 +5,9 @@ package deploy
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -200,6 +203,13 @@ func (o *Options) Run(ctx context.Context) error {
 		if err := c.Apply(ctx, secret, o.DryRun); err != nil {
 			return o.applyErr(err, "secrets", secret.Name)
 		}
+		if secret.UID != "" {
+			// The apply returned the Secret, with its UID.
+			if ud.Annotations == nil {
+				ud.Annotations = map[string]string{}
+			}
+			ud.Annotations[schedv1.AnnotationSecretHash] = secretHash(secret)
+		}
 	}
 	if err := c.Apply(ctx, ud, o.DryRun); err != nil {
 		if o.DryRun == "server" && nsCreated && isNamespaceNotFound(err) {
@@ -302,6 +312,18 @@ func (o *Options) ownSecret(ctx context.Context, secret *corev1.Secret) (bool, e
 	}
 	setOwner(secret, current)
 	return true, nil
+}
+
+// secretHash is an HMAC of the Secret's values keyed with its UID: it
+// changes with any value, and cannot be checked against guessed values by
+// someone who cannot read the Secret.
+func secretHash(secret *corev1.Secret) string {
+	mac := hmac.New(sha256.New, []byte(secret.UID))
+	for _, k := range slices.Sorted(maps.Keys(secret.Data)) {
+		fmt.Fprintf(mac, "%s=%d:", k, len(secret.Data[k]))
+		mac.Write(secret.Data[k])
+	}
+	return hex.EncodeToString(mac.Sum(nil))[:16]
 }
 
 func setOwner(secret *corev1.Secret, ud *schedv1.UserDeployment) {

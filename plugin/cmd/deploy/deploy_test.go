@@ -2,7 +2,9 @@ package deploy_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -171,8 +173,18 @@ func TestDeploySecret(t *testing.T) {
 		t.Errorf("secret managed by %q", secret.ManagedFields[0].Manager)
 	}
 
+	// The app carries a digest of the values, which rolls its pods when they
+	// change; it is not a plain hash of the value.
+	firstHash := ud.Annotations[schedv1.AnnotationSecretHash]
+	if len(firstHash) != 16 || strings.Contains(fmt.Sprintf("%x", sha256.Sum256([]byte(password))), firstHash) {
+		t.Errorf("secret hash %q", firstHash)
+	}
+
 	// A redeploy without the secret keeps it, and keeps the owner.
 	r = mustRun(t, append(args, "--set", "port=9090")...)
+	if h := getUD(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h != firstHash {
+		t.Errorf("secret hash %q after a redeploy with the same values, was %q", h, firstHash)
+	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-secrets"}, secret); err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +215,9 @@ func TestDeploySecret(t *testing.T) {
 	}
 	if string(secret.Data["POSTGRES_PASSWORD"]) != "from-a-file-77" {
 		t.Errorf("--secret-file did not replace the value")
+	}
+	if h := getUD(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h == firstHash || h == "" {
+		t.Errorf("secret hash %q did not change with the value", h)
 	}
 
 	// -o name lists both objects.
