@@ -48,6 +48,11 @@ func ConfigMap(app string) string { return Join(app, "config") }
 // ExternalSecret names an app's ExternalSecret and the Secret it syncs.
 func ExternalSecret(app, secret string) string { return Join(app, secret) }
 
+// TLSSecret holds the certificate cert-manager issues for an app's host.
+// The dot keeps it apart from the Secrets of external secret references,
+// <app>-<reference>, which cannot contain one.
+func TLSSecret(app string) string { return app + ".tls" }
+
 // HostLabel is the first label of an app's default ingress host,
 // <app>-<namespace>, which must fit in a DNS label too.
 func HostLabel(app, namespace string) string { return Join(app, namespace) }

@@ -13,6 +13,9 @@ const (
 	// the operator maps it to a PriorityClass, False when the pods run at the
 	// cluster's default priority because it maps to none.
 	ConditionPriorityMapped = "PriorityMapped"
+	// ConditionCertificateReady is set on a public app whose certificate the
+	// operator requests from cert-manager: True once it is issued.
+	ConditionCertificateReady = "CertificateReady"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -53,6 +56,11 @@ const (
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"
 	ReasonPriorityUnmapped = "PriorityUnmapped"
+
+	// CertificateReady.
+	ReasonCertificateIssued       = "CertificateIssued"
+	ReasonCertificatePending      = "CertificatePending"
+	ReasonCertificateNotRequested = "CertificateNotRequested"
 
 	// UserDeployment.
 	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"

@@ -32,6 +32,7 @@ var controllers = map[string]Controller{
 				NetworkPolicies:    s.NetworkPolicies,
 				ClusterSecretStore: s.ClusterSecretStore,
 				PriorityClasses:    s.PriorityClasses,
+				ClusterIssuer:      s.ClusterIssuer,
 			},
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},

@@ -84,6 +84,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=external-secrets.io,resources=externalsecrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=traefik.io,resources=ingressroutes,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 
 // Reconcile brings one app's objects to the plan and reports on them.
 // Deletion needs nothing: every object carries an owner reference.
@@ -115,7 +116,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	before := ud.Status.DeepCopy()
-	ud.Status = computeStatus(ud, p, observed{deployments: s.deployments, pods: pods, problems: s.problems})
+	o := observed{deployments: s.deployments, pods: pods, problems: s.problems}
+	if p.certificate != "" {
+		o.certificate, _ = s.owned[objectKey{certificateGVK.Kind, p.certificate}].(*unstructured.Unstructured)
+	}
+	ud.Status = computeStatus(ud, p, o)
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		if apierrors.IsConflict(err) {
 			// Our cache was behind; the newer app may differ only in its
@@ -205,6 +210,9 @@ func (r *Reconciler) optionalKinds() []schema.GroupVersionKind {
 	}
 	if r.apis.ingressRoutes {
 		out = append(out, ingressRouteGVK)
+	}
+	if r.apis.certificates {
+		out = append(out, certificateGVK)
 	}
 	return out
 }
@@ -411,6 +419,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if r.apis.ingressRoutes, err = served(mgr.GetRESTMapper(), ingressRouteGVK); err != nil {
 		return err
 	}
+	if r.apis.certificates, err = served(mgr.GetRESTMapper(), certificateGVK); err != nil {
+		return err
+	}
+	if r.Settings.ClusterIssuer != "" && !r.apis.certificates {
+		lg.Info("cert-manager Certificates are not served; public apps get no certificates", "api", certificateGVK.GroupVersion().String(), "clusterIssuer", r.Settings.ClusterIssuer)
+	}
 	if r.Settings.IngressProvider == "traefik" && !r.apis.ingressRoutes {
 		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
 	}
@@ -450,7 +464,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			b = b.WatchesRawSource(source.Kind(r.optional, u,
 				handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), &schedv1.UserDeployment{}, handler.OnlyControllerOwner())))
 		}
-		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes)
+		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes, "certificates", r.apis.certificates)
 	}
 	return b.
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).

@@ -1009,3 +1009,84 @@ func TestSecretAndConfigChangesRollThePods(t *testing.T) {
 		t.Errorf("secret hash %q after a config change, want %q", h, second)
 	}
 }
+
+// TestCertificates: with cert-manager's CRDs served and a ClusterIssuer
+// configured, a public app gets a Certificate for its host (owned by the
+// app), its Ingress serves the certificate's Secret, and its status says
+// when cert-manager has issued it. A given TLS Secret wins.
+func TestCertificates(t *testing.T) {
+	ns := namespace(t)
+	restartOperator(t, func(o *app.Options) { o.Settings.ClusterIssuer = "letsencrypt" })
+	create(t, MakeUserDeployment("shop", ns).Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Obj())
+	host := names.HostLabel("shop", ns) + ".apps.test"
+	ud := waitUD(t, ns, "shop", "Running with a pending certificate", func(ud *schedv1.UserDeployment) bool {
+		c := condition(ud, schedv1.ConditionCertificateReady)
+		return phase(schedv1.UserDeploymentRunning)(ud) && c.Reason == schedv1.ReasonCertificatePending
+	})
+	if diff := cmp.Diff([]string{"https://" + host + "/"}, ud.Status.URLs); diff != "" {
+		t.Errorf("urls (-want +got):\n%s", diff)
+	}
+	ctx := t.Context()
+	cert := &unstructured.Unstructured{}
+	cert.SetAPIVersion("cert-manager.io/v1")
+	cert.SetKind("Certificate")
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, cert); err != nil {
+		t.Fatal(err)
+	}
+	wantSpec := map[string]any{
+		"secretName": "shop.tls",
+		"dnsNames":   []any{host},
+		"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"},
+	}
+	if diff := cmp.Diff(wantSpec, cert.Object["spec"]); diff != "" {
+		t.Errorf("Certificate spec (-want +got):\n%s", diff)
+	}
+	if !metav1.IsControlledBy(cert, ud) {
+		t.Errorf("Certificate owners %v, want the app as controller", cert.GetOwnerReferences())
+	}
+	ing := &networkingv1.Ingress{}
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ing); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: "shop.tls"}}, ing.Spec.TLS); diff != "" {
+		t.Errorf("Ingress TLS (-want +got):\n%s", diff)
+	}
+
+	// cert-manager reports the certificate issued.
+	if err := unstructured.SetNestedSlice(cert.Object, []any{map[string]any{
+		"type": "Ready", "status": "True", "reason": "Ready", "message": "Certificate is up to date and has not expired",
+	}}, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Client.Update(ctx, cert); err != nil {
+		t.Fatal(err)
+	}
+	ud = waitUD(t, ns, "shop", "CertificateReady", func(ud *schedv1.UserDeployment) bool {
+		return condition(ud, schedv1.ConditionCertificateReady).Status == metav1.ConditionTrue
+	})
+	if c := condition(ud, schedv1.ConditionCertificateReady); c.Reason != schedv1.ReasonCertificateIssued || !strings.Contains(c.Message, "up to date") {
+		t.Errorf("CertificateReady %+v", c)
+	}
+
+	// A TLS Secret of the user's own wins: the Certificate goes.
+	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{TLS: &schedv1.IngressTLS{SecretName: "mine"}} })
+	gone(t, cert)
+	ud = waitUD(t, ns, "shop", "Running without a certificate condition", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Type == ""
+	})
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ing); err != nil {
+		t.Fatal(err)
+	}
+	if len(ing.Spec.TLS) != 1 || ing.Spec.TLS[0].SecretName != "mine" {
+		t.Errorf("Ingress TLS %+v, want the given Secret", ing.Spec.TLS)
+	}
+
+	// A host outside the platform's domain gets no certificate, and says why.
+	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} })
+	ud = waitUD(t, ns, "shop", "CertificateNotRequested", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Reason == schedv1.ReasonCertificateNotRequested
+	})
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, cert); !apierrors.IsNotFound(err) {
+		t.Errorf("a Certificate for a host outside the domain: %v", err)
+	}
+}

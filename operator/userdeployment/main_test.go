@@ -149,7 +149,7 @@ func writeCount() int {
 	return len(writes.log)
 }
 
-// optionalCRDs stand in for External Secrets' and Traefik's CRDs: the
+// optionalCRDs stand in for External Secrets', Traefik's and cert-manager's CRDs: the
 // operator only needs the APIs to be served.
 func optionalCRDs() []*apiextensionsv1.CustomResourceDefinition {
 	crd := func(group, version, kind, plural string) *apiextensionsv1.CustomResourceDefinition {
@@ -173,6 +173,7 @@ func optionalCRDs() []*apiextensionsv1.CustomResourceDefinition {
 	return []*apiextensionsv1.CustomResourceDefinition{
 		crd("external-secrets.io", "v1", "ExternalSecret", "externalsecrets"),
 		crd("traefik.io", "v1alpha1", "IngressRoute", "ingressroutes"),
+		crd("cert-manager.io", "v1", "Certificate", "certificates"),
 	}
 }
 

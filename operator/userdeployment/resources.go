@@ -40,12 +40,16 @@ type Settings struct {
 	ClusterSecretStore string
 	// PriorityClasses maps placement priorities to PriorityClass names.
 	PriorityClasses map[string]string
+	// ClusterIssuer signs public apps' certificates when cert-manager is
+	// installed; none when empty.
+	ClusterIssuer string
 }
 
 // apis records which optional APIs the cluster serves.
 type apis struct {
 	externalSecrets bool
 	ingressRoutes   bool
+	certificates    bool
 }
 
 // Optional APIs, handled as unstructured so the operator needs neither
@@ -53,6 +57,7 @@ type apis struct {
 var (
 	externalSecretGVK = schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}
 	ingressRouteGVK   = schema.GroupVersionKind{Group: "traefik.io", Version: "v1alpha1", Kind: "IngressRoute"}
+	certificateGVK    = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 )
 
 const (
@@ -78,6 +83,11 @@ type plan struct {
 	// priority is the PriorityMapped condition; Type is empty when the app
 	// sets no priority.
 	priority metav1.Condition
+	// certificate names the app's Certificate, when it has one.
+	certificate string
+	// certificateProblem says why a public app gets no certificate though
+	// the operator could request one.
+	certificateProblem string
 }
 
 // buildPlan derives the desired objects of ud.
@@ -117,17 +127,31 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 	}
 	if routes := publicRoutes(ud); len(routes) > 0 {
 		host := ingressHost(ud, s)
+		tlsSecret := ""
+		switch {
+		case ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil:
+			tlsSecret = ud.Spec.Ingress.TLS.SecretName // given: it wins
+		case !a.certificates || s.ClusterIssuer == "":
+		case !underDomain(host, s.IngressDomain):
+			// A ClusterIssuer signs what it is asked to: only hosts under the
+			// platform's domain, never one a user merely names.
+			p.certificateProblem = fmt.Sprintf("no certificate requested: host %s is not under the ingress domain %s; give spec.ingress.tls.secretName for it", host, s.IngressDomain)
+		default:
+			p.certificate = ud.Name
+			tlsSecret = names.TLSSecret(ud.Name)
+			p.objects = append(p.objects, buildCertificate(ud, host, tlsSecret, s.ClusterIssuer))
+		}
 		scheme := "http"
-		if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
+		if tlsSecret != "" {
 			scheme = "https"
 		}
 		for _, r := range routes {
 			p.urls = append(p.urls, scheme+"://"+host+r.path)
 		}
 		if s.IngressProvider == "traefik" && a.ingressRoutes {
-			p.objects = append(p.objects, buildIngressRoute(ud, host, routes))
+			p.objects = append(p.objects, buildIngressRoute(ud, host, routes, tlsSecret))
 		} else {
-			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass))
+			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass, tlsSecret))
 		}
 	}
 	if s.NetworkPolicies && ud.Spec.NetworkIsolation != schedv1.IsolationOpen {
@@ -351,7 +375,25 @@ func ingressHost(ud *schedv1.UserDeployment, s Settings) string {
 	return names.HostLabel(ud.Name, ud.Namespace) + "." + s.IngressDomain
 }
 
-func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defaultClass string) *networkingv1.Ingress {
+// underDomain reports whether host is the domain or below it.
+func underDomain(host, domain string) bool {
+	return domain != "" && (host == domain || strings.HasSuffix(host, "."+domain))
+}
+
+// buildCertificate asks cert-manager for a certificate of host, signed by
+// the ClusterIssuer, into the Secret the ingress serves.
+func buildCertificate(ud *schedv1.UserDeployment, host, secret, issuer string) *unstructured.Unstructured {
+	spec := map[string]any{
+		"secretName": secret,
+		"dnsNames":   []any{host},
+		"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": issuer},
+	}
+	return unstructuredObject(certificateGVK, objectMeta(ud, ud.Name, ""), spec)
+}
+
+// buildIngress routes the host; tlsSecret holds its certificate (none when
+// empty).
+func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defaultClass, tlsSecret string) *networkingv1.Ingress {
 	ing := &networkingv1.Ingress{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"},
 		ObjectMeta: objectMeta(ud, ud.Name, ""),
@@ -363,8 +405,8 @@ func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defau
 	if class != "" {
 		ing.Spec.IngressClassName = ptr.To(class)
 	}
-	if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
-		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: ud.Spec.Ingress.TLS.SecretName}}
+	if tlsSecret != "" {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: tlsSecret}}
 	}
 	paths := make([]networkingv1.HTTPIngressPath, 0, len(routes))
 	for _, r := range routes {
@@ -385,7 +427,7 @@ func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defau
 
 // buildIngressRoute is Traefik's equivalent of buildIngress. Values are
 // JSON types (int64, []any) so they compare equal to what the server returns.
-func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route) *unstructured.Unstructured {
+func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, tlsSecret string) *unstructured.Unstructured {
 	rules := make([]any, 0, len(routes))
 	for _, r := range routes {
 		rules = append(rules, map[string]any{
@@ -395,9 +437,9 @@ func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route) 
 		})
 	}
 	spec := map[string]any{"entryPoints": []any{entryPointWeb}, "routes": rules}
-	if ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil {
+	if tlsSecret != "" {
 		spec["entryPoints"] = []any{entryPointWebSecure}
-		spec["tls"] = map[string]any{"secretName": ud.Spec.Ingress.TLS.SecretName}
+		spec["tls"] = map[string]any{"secretName": tlsSecret}
 	}
 	return unstructuredObject(ingressRouteGVK, objectMeta(ud, ud.Name, ""), spec)
 }

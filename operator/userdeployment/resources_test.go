@@ -1,6 +1,7 @@
 package userdeployment
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -349,7 +350,7 @@ func TestBuildIngress(t *testing.T) {
 
 func TestBuildIngressRoute(t *testing.T) {
 	ud := app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).TLS("shop-tls").Obj()
-	got := buildIngressRoute(ud, "shop.example.com", publicRoutes(ud))
+	got := buildIngressRoute(ud, "shop.example.com", publicRoutes(ud), "shop-tls")
 	want := map[string]any{
 		"entryPoints": []any{"websecure"},
 		"tls":         map[string]any{"secretName": "shop-tls"},
@@ -467,5 +468,70 @@ func TestSecretHashReachesServicesWithSecrets(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"web": "", "db": "abc"}, got); diff != "" {
 		t.Errorf("secret hash per service (-want +got):\n%s", diff)
+	}
+}
+
+// TestCertificatePlan: with cert-manager and a ClusterIssuer a public app
+// gets a Certificate for its host, served by the ingress; a given TLS Secret
+// wins; a host outside the platform's domain gets none, and says so.
+func TestCertificatePlan(t *testing.T) {
+	withIssuer := testSettings
+	withIssuer.ClusterIssuer = "letsencrypt"
+	public := func() *UserDeploymentWrapper { return app().Service("web", "web:1", 80, schedv1.ExposurePublic) }
+	cases := map[string]struct {
+		ud      *schedv1.UserDeployment
+		s       Settings
+		a       apis
+		cert    map[string]any // the Certificate's spec; nil for none
+		tls     string         // the Ingress's TLS Secret
+		url     string
+		problem bool
+	}{
+		"issued by the ClusterIssuer": {ud: public().Obj(), s: withIssuer, a: apis{certificates: true},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop-ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			tls:  "shop.tls", url: "https://shop-ns.apps.test/"},
+		"a custom host under the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "shop.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			tls:  "shop.tls", url: "https://shop.apps.test/"},
+		"a given secret wins": {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop-ns.apps.test/"},
+		"host outside the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} }).Obj(), s: withIssuer, a: apis{certificates: true},
+			url: "http://bank.example.com/", problem: true},
+		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop-ns.apps.test/"},
+		"no ClusterIssuer": {ud: public().Obj(), s: testSettings, a: apis{certificates: true}, url: "http://shop-ns.apps.test/"},
+		"not public":       {ud: app().Service("api", "api:1", 80, schedv1.ExposureInternal).Obj(), s: withIssuer, a: apis{certificates: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := buildPlan(tc.ud, tc.s, tc.a)
+			var cert map[string]any
+			var tls string
+			for _, o := range p.objects {
+				switch obj := o.(type) {
+				case *unstructured.Unstructured:
+					if obj.GetKind() == "Certificate" {
+						cert, _ = obj.Object["spec"].(map[string]any)
+						if !metav1.IsControlledBy(obj, tc.ud) {
+							t.Errorf("Certificate owners %v", obj.GetOwnerReferences())
+						}
+					}
+				case *networkingv1.Ingress:
+					for _, x := range obj.Spec.TLS {
+						tls = x.SecretName
+					}
+				}
+			}
+			if diff := cmp.Diff(tc.cert, cert); diff != "" {
+				t.Errorf("Certificate spec (-want +got):\n%s", diff)
+			}
+			if tls != tc.tls {
+				t.Errorf("Ingress TLS secret %q, want %q", tls, tc.tls)
+			}
+			if got := strings.Join(p.urls, ","); got != tc.url {
+				t.Errorf("urls %q, want %q", got, tc.url)
+			}
+			if (p.certificateProblem != "") != tc.problem {
+				t.Errorf("certificate problem %q", p.certificateProblem)
+			}
+		})
 	}
 }

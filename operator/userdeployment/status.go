@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
@@ -26,6 +27,9 @@ type observed struct {
 	pods map[string][]corev1.Pod
 	// problems are objects the operator could not write, and why.
 	problems []string
+	// certificate is the app's cert-manager Certificate as cached; nil
+	// before it is.
+	certificate *unstructured.Unstructured
 }
 
 // cause is why an app is Degraded.
@@ -148,7 +152,39 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
 	}
+	if status, reason, msg := certificateState(p, o.certificate); reason != "" {
+		set(schedv1.ConditionCertificateReady, status, reason, msg)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
+	}
 	return st
+}
+
+// certificateState is the CertificateReady condition, from cert-manager's
+// own Ready condition on the Certificate; no reason when the app gets no
+// certificate from the operator.
+func certificateState(p plan, cert *unstructured.Unstructured) (metav1.ConditionStatus, string, string) {
+	switch {
+	case p.certificateProblem != "":
+		return metav1.ConditionFalse, schedv1.ReasonCertificateNotRequested, p.certificateProblem
+	case p.certificate == "":
+		return "", "", ""
+	case cert == nil:
+		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("requesting Certificate %s from cert-manager", p.certificate)
+	}
+	conds, _, _ := unstructured.NestedSlice(cert.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		if m["status"] == "True" {
+			return metav1.ConditionTrue, schedv1.ReasonCertificateIssued, fmt.Sprintf("Certificate %s is issued: %s", p.certificate, podstatus.Clip(msg))
+		}
+		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is not ready: %s", p.certificate, podstatus.Clip(msg))
+	}
+	return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is waiting for cert-manager to issue it", p.certificate)
 }
 
 // rolledOut reports whether a Deployment runs want up-to-date, available
