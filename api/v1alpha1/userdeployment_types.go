@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -164,6 +165,54 @@ type ServiceSpec struct {
 	// service's pods. The operator's own labels win over these.
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
+	// Volumes are persistent volumes, one set per replica. A service with
+	// volumes runs as a StatefulSet instead of a Deployment, so each replica
+	// keeps its own claims (<volume>-<app>-<service>-<ordinal>) across
+	// restarts, rollouts and stop/start. The claims outlive the app: delete
+	// them to delete the data. Volumes cannot be changed once the service
+	// runs (a StatefulSet's claim templates are immutable).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Volumes []ServiceVolume `json:"volumes,omitempty"`
+
+	// ServiceAccountName the pods run as; the namespace's default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// ImagePullSecrets name Secrets in the app's namespace used to pull the image.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+}
+
+// ServiceVolume is a persistent volume mounted into a service's container.
+// +kubebuilder:validation:XValidation:rule="!self.name.startsWith('secret-')",message="volume names starting with secret- are taken by mounted secrets",fieldPath=".name"
+type ServiceVolume struct {
+	// Name of the volume, a DNS label.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Size of each replica's volume, for example 10Gi.
+	Size resource.Quantity `json:"size"`
+
+	// MountPath in the container.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/`
+	MountPath string `json:"mountPath"`
+
+	// StorageClass of the claims; the cluster's default when empty.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClass string `json:"storageClass,omitempty"`
 }
 
 // ServicePort is a port a service listens on.
@@ -359,6 +408,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, size(self.metadata.name) + 1 + size(s.name) <= 63)",message="metadata.name plus '-' plus each service name must fit in 63 characters (objects are named <name>-<service>)"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="metadata.name must be at most 50 characters"
+// +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, !has(s.volumes) || size(s.volumes) == 0 || size(self.metadata.name) + 1 + size(s.name) <= 52)",message="a service with volumes runs as the StatefulSet <name>-<service>, which must fit in 52 characters (its pods' revision label adds 11)"
 
 // UserDeployment is a long-lived multi-service application: a Deployment and
 // Service per service, a ConfigMap, secrets by reference, an Ingress for

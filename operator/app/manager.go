@@ -65,10 +65,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			SyncPeriod:       &sync,
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&appsv1.Deployment{}: owned,
-				&appsv1.DaemonSet{}:  owned,
-				&corev1.Service{}:    owned,
-				&corev1.ConfigMap{}:  owned,
+				&appsv1.Deployment{}:  owned,
+				&appsv1.StatefulSet{}: owned,
+				&appsv1.DaemonSet{}:   owned,
+				&corev1.Service{}:     owned,
+				&corev1.ConfigMap{}:   owned,
 				// Never read (the operator has no RBAC for Secrets); listed so a
 				// future read cannot cache every Secret in the cluster.
 				&corev1.Secret{}:              owned,

@@ -78,7 +78,7 @@ type Reconciler struct {
 // Owner references with blockOwnerDeletion need this where the
 // OwnerReferencesPermissionEnforcement admission plugin runs.
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=userdeployments/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;patch;delete
@@ -164,6 +164,7 @@ var builtinKinds = []struct {
 	list func() client.ObjectList
 }{
 	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
+	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
 	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
 	{"ConfigMap", func() client.ObjectList { return &corev1.ConfigMapList{} }},
 	{"Ingress", func() client.ObjectList { return &networkingv1.IngressList{} }},
@@ -242,7 +243,7 @@ func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {
 			s.problems = append(s.problems, err.Error())
 			continue
 		}
-		if key.kind == "Deployment" {
+		if key.kind == "Deployment" || key.kind == "StatefulSet" {
 			dep, err := asDeployment(current)
 			if err != nil {
 				s.errs = append(s.errs, err)
@@ -391,19 +392,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment
 	return nil
 }
 
+// asDeployment reads a service's workload, a Deployment or a StatefulSet
+// (seen through statefulSetView).
 func asDeployment(obj client.Object) (*appsv1.Deployment, error) {
-	if dep, ok := obj.(*appsv1.Deployment); ok {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o, nil
+	case *appsv1.StatefulSet:
+		return statefulSetView(o), nil
+	case *unstructured.Unstructured:
+		if o.GetKind() == "StatefulSet" {
+			sts := &appsv1.StatefulSet{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts); err != nil {
+				return nil, fmt.Errorf("read StatefulSet %s: %w", o.GetName(), err)
+			}
+			return statefulSetView(sts), nil
+		}
+		dep := &appsv1.Deployment{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, dep); err != nil {
+			return nil, fmt.Errorf("read Deployment %s: %w", o.GetName(), err)
+		}
 		return dep, nil
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("unexpected %T for a Deployment", obj)
-	}
-	dep := &appsv1.Deployment{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, dep); err != nil {
-		return nil, fmt.Errorf("read Deployment %s: %w", u.GetName(), err)
-	}
-	return dep, nil
+	return nil, fmt.Errorf("unexpected %T for a Deployment", obj)
 }
 
 // SetupWithManager watches UserDeployments, everything they own and their
@@ -436,6 +447,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// Our own status writes change nothing to do.
 		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.Ingress{}).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -960,6 +962,7 @@ func TestSecretAndConfigChangesRollThePods(t *testing.T) {
 		})
 		return got
 	}
+	// By UID: the StatefulSet's pod keeps its name when replaced.
 	podNames := func() []string {
 		pods, err := runningPods(t.Context(), ns, "orders")
 		if err != nil {
@@ -967,11 +970,14 @@ func TestSecretAndConfigChangesRollThePods(t *testing.T) {
 		}
 		var out []string
 		for _, p := range pods {
-			out = append(out, p.Name)
+			out = append(out, p.Name+"/"+string(p.UID))
 		}
 		return out
 	}
 
+	// The database keeps its data on a volume; the simulated cluster has no
+	// provisioner.
+	staticVolume(t, ns, "data-orders-postgres-0", "")
 	deploy("--secret", "POSTGRES_PASSWORD=first")
 	udHash := func() string {
 		ud := &schedv1.UserDeployment{}
@@ -1069,7 +1075,9 @@ func TestCertificates(t *testing.T) {
 	}
 
 	// A TLS Secret of the user's own wins: the Certificate goes.
-	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{TLS: &schedv1.IngressTLS{SecretName: "mine"}} })
+	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) {
+		s.Ingress = &schedv1.IngressSpec{TLS: &schedv1.IngressTLS{SecretName: "mine"}}
+	})
 	gone(t, cert)
 	ud = waitUD(t, ns, "shop", "Running without a certificate condition", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Type == ""
@@ -1089,4 +1097,128 @@ func TestCertificates(t *testing.T) {
 	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, cert); !apierrors.IsNotFound(err) {
 		t.Errorf("a Certificate for a host outside the domain: %v", err)
 	}
+}
+
+// TestVolumesSurviveStopAndStart: a service with a volume runs as a
+// StatefulSet whose claim stays bound to the same volume while the app is
+// stopped and when it starts again; it also runs as the service account
+// and with the pull secrets it names. Volumes are provisioned statically
+// here (the simulated cluster has no provisioner); the controller
+// manager's binder binds the claims.
+func TestVolumesSurviveStopAndStart(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ctx := t.Context()
+	class := "sim-" + ns
+	staticVolume(t, ns, "data-vol-db-0", class)
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "db-runner", Namespace: ns}})
+	create(t, MakeUserDeployment("vol", ns).Service("db", "postgres:17", 5432, schedv1.ExposureInternal).
+		EditService("db", func(s *schedv1.ServiceSpec) {
+			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("1Gi"), MountPath: "/var/lib/postgresql", StorageClass: class}}
+			s.ServiceAccountName = "db-runner"
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+		}).Obj())
+	waitUD(t, ns, "vol", "Running", phase(schedv1.UserDeploymentRunning))
+
+	claimKey := types.NamespacedName{Namespace: ns, Name: "data-vol-db-0"}
+	boundClaim := func(what string) *corev1.PersistentVolumeClaim {
+		t.Helper()
+		pvc := &corev1.PersistentVolumeClaim{}
+		eventually(t, what, func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, claimKey, pvc); err != nil {
+				return err
+			}
+			if pvc.Status.Phase != corev1.ClaimBound {
+				return fmt.Errorf("claim %s", pvc.Status.Phase)
+			}
+			return nil
+		})
+		return pvc
+	}
+	first := boundClaim("the claim bound")
+	podUsesClaim := func() {
+		t.Helper()
+		pods, err := runningPods(ctx, ns, "vol")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 1 {
+			t.Fatalf("%d running pods, want 1", len(pods))
+		}
+		spec := pods[0].Spec
+		var claims []string
+		for _, v := range spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+		if !slices.Equal(claims, []string{claimKey.Name}) || spec.ServiceAccountName != "db-runner" || len(spec.ImagePullSecrets) != 1 {
+			t.Errorf("pod %s: claims %v, service account %q, pull secrets %v", pods[0].Name, claims, spec.ServiceAccountName, spec.ImagePullSecrets)
+		}
+	}
+	podUsesClaim()
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "vol-db"}, &appsv1.StatefulSet{}); err != nil {
+		t.Errorf("StatefulSet: %v", err)
+	}
+
+	update(t, ns, "vol", func(s *schedv1.UserDeploymentSpec) { s.State = schedv1.StateStopped })
+	waitUD(t, ns, "vol", "Stopped with no pods left", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentStopped)(ud) && condition(ud, schedv1.ConditionProgressing).Status == metav1.ConditionFalse
+	})
+	if got := boundClaim("the claim kept while stopped"); got.UID != first.UID || got.Spec.VolumeName != first.Spec.VolumeName {
+		t.Errorf("claim %s on %s while stopped, was %s on %s", got.UID, got.Spec.VolumeName, first.UID, first.Spec.VolumeName)
+	}
+
+	update(t, ns, "vol", func(s *schedv1.UserDeploymentSpec) { s.State = schedv1.StateRunning })
+	waitUD(t, ns, "vol", "Running again", phase(schedv1.UserDeploymentRunning))
+	if got := boundClaim("the claim after start"); got.UID != first.UID || got.Spec.VolumeName != first.Spec.VolumeName {
+		t.Errorf("claim %s on %s after start, was %s on %s", got.UID, got.Spec.VolumeName, first.UID, first.Spec.VolumeName)
+	}
+	podUsesClaim()
+}
+
+// TestZoneSpread: several replicas with multiZone spread over the simulated
+// cluster's three zones, no zone more than one pod ahead of another.
+func TestZoneSpread(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("spread", ns).Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).Replicas("web", 6).
+		Placement(schedv1.Placement{NodePools: []string{"general"}, MultiZone: true}).Obj())
+	waitUD(t, ns, "spread", "Running", phase(schedv1.UserDeploymentRunning))
+	pods, err := runningPods(t.Context(), ns, "spread")
+	if err != nil {
+		t.Fatal(err)
+	}
+	perZone := map[string]int{}
+	for _, p := range pods {
+		node := &corev1.Node{}
+		if err := sim.Client.Get(t.Context(), types.NamespacedName{Name: p.Spec.NodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		perZone[node.Labels[schedv1.NodeLabelZone]]++
+	}
+	counts := slices.Collect(maps.Values(perZone))
+	if len(pods) != 6 || len(perZone) != 3 || slices.Max(counts)-slices.Min(counts) > 1 {
+		t.Errorf("%d pods per zone %v, want 6 over three zones with a skew of at most 1", len(pods), perZone)
+	}
+}
+
+// staticVolume creates a 1Gi volume reserved for the claim ns/claim, which
+// the controller manager's binder binds to it: the simulated cluster has no
+// provisioner.
+func staticVolume(t *testing.T, ns, claim, class string) {
+	t.Helper()
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:              class,
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
+			ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1", Namespace: ns, Name: claim},
+		},
+	}
+	create(t, pv)
+	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), pv) })
 }

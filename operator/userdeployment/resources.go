@@ -119,8 +119,14 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			replicas = 0
 		}
 		dep := buildDeployment(ud, svc, replicas, s.PriorityClasses)
-		p.deployments[svc.Name] = dep
-		p.objects = append(p.objects, dep)
+		if len(svc.Volumes) > 0 {
+			sts := statefulSetOf(ud, svc, dep)
+			p.deployments[svc.Name] = statefulSetView(sts)
+			p.objects = append(p.objects, sts)
+		} else {
+			p.deployments[svc.Name] = dep
+			p.objects = append(p.objects, dep)
+		}
 		if svc.Exposure != schedv1.ExposureNone {
 			p.objects = append(p.objects, buildService(ud, svc))
 		}
@@ -289,7 +295,7 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: e.Value, ValueFrom: e.ValueFrom})
 	}
 
-	spec := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes}
+	spec := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes, ServiceAccountName: svc.ServiceAccountName, ImagePullSecrets: svc.ImagePullSecrets}
 	selector := selectorLabels(ud, svc.Name)
 	placement.Apply(&spec, ud.Spec.Placement, selector, priorityClasses)
 	return &appsv1.Deployment{
@@ -302,6 +308,66 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
 				Spec:       spec,
 			},
+		},
+	}
+}
+
+// statefulSetOf runs a service with volumes: the Deployment's pod template
+// with a claim per volume and replica. A StatefulSet rather than a
+// Deployment with one claim: each replica gets its own volume, and a
+// rollout never waits on a ReadWriteOnce volume still attached to the pod
+// it replaces. Pods start and stop in parallel, as a Deployment's do, and
+// the claims are kept when the service scales to zero (stop) or the app is
+// deleted.
+func statefulSetOf(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, dep *appsv1.Deployment) *appsv1.StatefulSet {
+	tmpl := *dep.Spec.Template.DeepCopy()
+	var claims []corev1.PersistentVolumeClaim
+	for _, v := range svc.Volumes {
+		claim := corev1.PersistentVolumeClaim{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
+			ObjectMeta: metav1.ObjectMeta{Name: v.Name, Labels: objectLabels(ud, svc.Name)},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: v.Size}},
+			},
+		}
+		if v.StorageClass != "" {
+			claim.Spec.StorageClassName = ptr.To(v.StorageClass)
+		}
+		claims = append(claims, claim)
+		tmpl.Spec.Containers[0].VolumeMounts = append(tmpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.MountPath})
+	}
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: dep.ObjectMeta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             dep.Spec.Replicas,
+			Selector:             dep.Spec.Selector,
+			ServiceName:          dep.Name,
+			Template:             tmpl,
+			VolumeClaimTemplates: claims,
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+			},
+		},
+	}
+}
+
+// statefulSetView shows a StatefulSet as the Deployment fields the status
+// reads (replicas wanted, observed, updated, ready, available), which mean
+// the same for both.
+func statefulSetView(sts *appsv1.StatefulSet) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: sts.ObjectMeta,
+		Spec:       appsv1.DeploymentSpec{Replicas: sts.Spec.Replicas},
+		Status: appsv1.DeploymentStatus{
+			ObservedGeneration: sts.Status.ObservedGeneration,
+			Replicas:           sts.Status.Replicas,
+			UpdatedReplicas:    sts.Status.UpdatedReplicas,
+			ReadyReplicas:      sts.Status.ReadyReplicas,
+			AvailableReplicas:  sts.Status.AvailableReplicas,
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package userdeployment
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	"strings"
 	"testing"
 
@@ -533,5 +534,54 @@ func TestCertificatePlan(t *testing.T) {
 				t.Errorf("certificate problem %q", p.certificateProblem)
 			}
 		})
+	}
+}
+
+// TestBuildStatefulSet: a service with volumes runs as a StatefulSet with a
+// claim per volume, mounted, and claims kept on scale-down and deletion.
+func TestBuildStatefulSet(t *testing.T) {
+	ud := app().Service("db", "postgres:17", 5432, schedv1.ExposureInternal).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		EditService("db", func(s *schedv1.ServiceSpec) {
+			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("10Gi"), MountPath: "/var/lib/postgresql", StorageClass: "fast"}}
+			s.ServiceAccountName = "db-runner"
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+		}).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	var sts *appsv1.StatefulSet
+	var kinds []string
+	for _, o := range p.objects {
+		kinds = append(kinds, o.GetObjectKind().GroupVersionKind().Kind+"/"+o.GetName())
+		if s, ok := o.(*appsv1.StatefulSet); ok {
+			sts = s
+		}
+	}
+	if diff := cmp.Diff([]string{"StatefulSet/shop-db", "Service/shop-db", "Deployment/shop-api", "Service/shop-api", "NetworkPolicy/shop"}, kinds); diff != "" {
+		t.Fatalf("objects (-want +got):\n%s", diff)
+	}
+	claim := sts.Spec.VolumeClaimTemplates[0]
+	if claim.Name != "data" || ptr.Deref(claim.Spec.StorageClassName, "") != "fast" || claim.Spec.Resources.Requests.Storage().String() != "10Gi" ||
+		!cmp.Equal(claim.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
+		t.Errorf("claim template %+v", claim)
+	}
+	pod := sts.Spec.Template.Spec
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "data", MountPath: "/var/lib/postgresql"}}, pod.Containers[0].VolumeMounts); diff != "" {
+		t.Errorf("mounts (-want +got):\n%s", diff)
+	}
+	if pod.ServiceAccountName != "db-runner" || !cmp.Equal(pod.ImagePullSecrets, []corev1.LocalObjectReference{{Name: "registry"}}) {
+		t.Errorf("serviceAccountName %q, imagePullSecrets %v", pod.ServiceAccountName, pod.ImagePullSecrets)
+	}
+	keep := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if r := sts.Spec.PersistentVolumeClaimRetentionPolicy; r == nil || r.WhenScaled != keep || r.WhenDeleted != keep {
+		t.Errorf("claim retention %+v, want Retain on scale-down and deletion", r)
+	}
+	if sts.Spec.ServiceName != "shop-db" || !metav1.IsControlledBy(sts, ud) || *sts.Spec.Replicas != 1 {
+		t.Errorf("serviceName %q, owners %v, replicas %d", sts.Spec.ServiceName, sts.OwnerReferences, *sts.Spec.Replicas)
+	}
+	// The status sees its replicas as a Deployment's.
+	if p.deployments["db"] == nil || *p.deployments["db"].Spec.Replicas != 1 {
+		t.Errorf("status view %+v", p.deployments["db"])
+	}
+	if api := p.deployments["api"].Spec.Template.Spec; api.ServiceAccountName != "" || api.ImagePullSecrets != nil {
+		t.Errorf("api got db's service account or pull secrets: %+v", api)
 	}
 }
