@@ -95,14 +95,15 @@ type AgentTaskSpec struct {
 	// +optional
 	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 
-	// Cancel stops a running task: its pod is deleted and the task ends in
-	// phase Failed with reason Cancelled. It cannot be undone.
+	// Cancel stops the task without deleting it: its pod is stopped and the
+	// task ends in phase Cancelled, keeping its record. It cannot be undone.
+	// `kubectl sched task cancel` sets it.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
 }
 
 // AgentTaskPhase is where a task is in its life.
-// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
 type AgentTaskPhase string
 
 const (
@@ -113,15 +114,19 @@ const (
 	TaskRunning AgentTaskPhase = "Running"
 	// TaskSucceeded: the container exited 0.
 	TaskSucceeded AgentTaskPhase = "Succeeded"
-	// TaskFailed: the last attempt exited non-zero, or the task was cancelled.
+	// TaskFailed: the last attempt exited non-zero.
 	TaskFailed AgentTaskPhase = "Failed"
 	// TaskTimeout: the task ran past spec.timeout.
 	TaskTimeout AgentTaskPhase = "Timeout"
+	// TaskCancelled: spec.cancel stopped it. Tasks and Workflows share the
+	// name: an ending someone chose, final, unlike an app's Stopped, which
+	// Running undoes.
+	TaskCancelled AgentTaskPhase = "Cancelled"
 )
 
 // Finished reports whether the phase is final.
 func (p AgentTaskPhase) Finished() bool {
-	return p == TaskSucceeded || p == TaskFailed || p == TaskTimeout
+	return p == TaskSucceeded || p == TaskFailed || p == TaskTimeout || p == TaskCancelled
 }
 
 // AgentTaskStatus is the observed state of a task.

@@ -52,6 +52,7 @@ const (
 	ReasonStepSucceeded = "StepSucceeded"
 	ReasonStepTimeout   = "StepTimeout"
 	ReasonStepSkipped   = "StepSkipped"
+	ReasonStepCancelled = "StepCancelled"
 
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -200,6 +201,19 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       MakeSchedExt("s").Scheduler("scx_lavd").Spec(func(s *schedv1.SchedExtSpec) { s.Scheduler.OpsName = "lavd" }).Obj(),
 			wantField: "spec.scheduler.opsName", wantMsg: "only needed with scheduler.image",
 		},
+		"ud: a volume's StatefulSet name too long": {
+			obj: MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 30), "postgres", 5432, schedv1.ExposureInternal).
+				EditService(strings.Repeat("b", 30), func(s *schedv1.ServiceSpec) {
+					s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("1Gi"), MountPath: "/data"}}
+				}).Obj(),
+			wantField: "<nil>", wantMsg: "must fit in 52 characters",
+		},
+		"ud: a volume named like a mounted secret": {
+			obj: validApp().EditService("web", func(s *schedv1.ServiceSpec) {
+				s.Volumes = []schedv1.ServiceVolume{{Name: "secret-db", Size: resource.MustParse("1Gi"), MountPath: "/data"}}
+			}).Obj(),
+			wantField: "spec.services[0].volumes[0].name", wantMsg: "taken by mounted secrets",
+		},
 		"scx: name too long for the DaemonSet": {
 			obj:       MakeSchedExt(strings.Repeat("s", 51)).Scheduler("scx_lavd").Obj(),
 			wantField: "<nil>", wantMsg: "at most 50 characters",
@@ -230,7 +244,12 @@ func TestValidObjectsAccepted(t *testing.T) {
 		"ud: minimal":       MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
 		"ud: full":          validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
 		"ud: 63 characters": MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
-		"at: full":          validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
+		"ud: volumes, service account and pull secrets": validApp().EditService("web", func(s *schedv1.ServiceSpec) {
+			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("10Gi"), MountPath: "/data", StorageClass: "fast"}}
+			s.ServiceAccountName = "web"
+			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
+		}).Obj(),
+		"at: full": validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
 		"wf: references back by index, name and param": MakeWorkflow("wf", ns).Param("repo", "x").
 			Step("fetch", "busybox", "${params.repo}").
 			Step("build", "busybox", "${steps.0.output.sha}").
@@ -259,9 +278,29 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer env.Client.Delete(ctx, wf)
-	wf.Spec.Steps[0].Task.Image = "alpine"
-	err := env.Client.Update(ctx, wf)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change once it is created") {
-		t.Fatalf("want the update refused as invalid, got %v", err)
+	for name, change := range map[string]func(*schedv1.WorkflowSpec){
+		"a step":   func(s *schedv1.WorkflowSpec) { s.Steps[0].Task.Image = "alpine" },
+		"a param":  func(s *schedv1.WorkflowSpec) { s.Params = []schedv1.WorkflowParam{{Name: "x", Value: "1"}} },
+		"timeout":  func(s *schedv1.WorkflowSpec) { s.Timeout = &metav1.Duration{Duration: time.Hour} },
+		"ttl":      func(s *schedv1.WorkflowSpec) { s.TTLAfterFinished = &metav1.Duration{Duration: time.Hour} },
+		"a cancel": func(s *schedv1.WorkflowSpec) { s.Cancel = true; s.Steps[0].Name = "b" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			changed := wf.DeepCopy()
+			change(&changed.Spec)
+			err := env.Client.Update(ctx, changed)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change once it is created") {
+				t.Fatalf("want the update refused as invalid, got %v", err)
+			}
+		})
+	}
+	// Only cancel may be set, and then not unset.
+	wf.Spec.Cancel = true
+	if err := env.Client.Update(ctx, wf); err != nil {
+		t.Fatalf("setting spec.cancel refused: %v", err)
+	}
+	wf.Spec.Cancel = false
+	if err := env.Client.Update(ctx, wf); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.cancel cannot be unset") {
+		t.Fatalf("want unsetting spec.cancel refused, got %v", err)
 	}
 }

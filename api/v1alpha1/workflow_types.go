@@ -9,13 +9,19 @@ import (
 // config/policy, not by CRD rules: CRD rules run on every write, status
 // writes included, and these scan every string of every step.
 // api/substitution checks the same in the plugin and the operator.
-// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow"
+// The spec is immutable but for cancel, which may only be set: each other
+// field has its own self == oldSelf rule (the form the API server's cost
+// estimate allows on large fields), and the rule here keeps optional ones
+// from appearing or going (add new fields to both).
+// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Params []WorkflowParam `json:"params,omitempty"`
 
 	// Steps run one after another; a step starts when the one before it
@@ -25,6 +31,7 @@ type WorkflowSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Steps []WorkflowStep `json:"steps"`
 
 	// Timeout is the longest the whole workflow may run. Past it the running
@@ -33,6 +40,7 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// TTLAfterFinished deletes the finished workflow, and with it its
@@ -41,7 +49,16 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
+
+	// Cancel stops the workflow without deleting it: the running step's
+	// task is cancelled (its pod stopped), steps not started are skipped,
+	// and the workflow ends in phase Cancelled, keeping its record and the
+	// outputs so far. It cannot be undone. `kubectl sched workflow stop`
+	// sets it.
+	// +optional
+	Cancel bool `json:"cancel,omitempty"`
 }
 
 // WorkflowParam is a named value.
@@ -75,7 +92,7 @@ type WorkflowStep struct {
 }
 
 // WorkflowPhase is where a workflow is in its life.
-// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
 type WorkflowPhase string
 
 const (
@@ -84,16 +101,18 @@ const (
 	WorkflowSucceeded WorkflowPhase = "Succeeded"
 	WorkflowFailed    WorkflowPhase = "Failed"
 	WorkflowTimeout   WorkflowPhase = "Timeout"
+	// WorkflowCancelled: spec.cancel stopped it (see TaskCancelled).
+	WorkflowCancelled WorkflowPhase = "Cancelled"
 )
 
 // Finished reports whether the phase is final.
 func (p WorkflowPhase) Finished() bool {
-	return p == WorkflowSucceeded || p == WorkflowFailed || p == WorkflowTimeout
+	return p == WorkflowSucceeded || p == WorkflowFailed || p == WorkflowTimeout || p == WorkflowCancelled
 }
 
 // StepPhase is where a step is: the AgentTask phases plus Waiting (not
 // started) and Skipped (an earlier step failed).
-// +kubebuilder:validation:Enum=Waiting;Pending;Running;Succeeded;Failed;Timeout;Skipped
+// +kubebuilder:validation:Enum=Waiting;Pending;Running;Succeeded;Failed;Timeout;Skipped;Cancelled
 type StepPhase string
 
 const (
@@ -104,11 +123,14 @@ const (
 	StepFailed    StepPhase = "Failed"
 	StepTimeout   StepPhase = "Timeout"
 	StepSkipped   StepPhase = "Skipped"
+	// StepCancelled: the step's task was cancelled, by the workflow's
+	// spec.cancel or on its own.
+	StepCancelled StepPhase = "Cancelled"
 )
 
 // Finished reports whether the step will not change again.
 func (p StepPhase) Finished() bool {
-	return p == StepSucceeded || p == StepFailed || p == StepTimeout || p == StepSkipped
+	return p == StepSucceeded || p == StepFailed || p == StepTimeout || p == StepSkipped || p == StepCancelled
 }
 
 // StepStatus reports one step.

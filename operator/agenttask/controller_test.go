@@ -254,8 +254,8 @@ func TestCancelStopsThePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := waitTask(t, ns, "long", "finished", finished)
-	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonCancelled {
-		t.Errorf("status %+v, want Failed/Cancelled", got.Status)
+	if got.Status.Phase != schedv1.TaskCancelled || got.Status.Reason != schedv1.ReasonCancelled {
+		t.Errorf("status %+v, want Cancelled/Cancelled", got.Status)
 	}
 	waitPods(t, ns, "long", "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
 }

@@ -55,7 +55,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 
 	switch {
 	case o.job == nil && task.Spec.Cancel:
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
+		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.job == nil:
 		setPending(&st, schedv1.ReasonPending, "creating the Job")
 	case jobFailed(o.job) != nil:
@@ -82,7 +82,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
 	case task.Spec.Cancel && ptrTrue(o.job.Spec.Suspend):
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
+		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
 		setExit(&st, latestTerminated(pods))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning

@@ -186,13 +186,13 @@ func TestComputeStatus(t *testing.T) {
 		"cancelled while running": {
 			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
 			o:    observed{job: makeJob().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
-			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel): the pod was stopped",
+			want: want{Phase: schedv1.TaskCancelled, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel): the pod was stopped",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},
 		"cancelled before the job existed": {
 			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
 			o:    observed{},
-			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCancelled, Message: "cancelled before it started (spec.cancel)",
+			want: want{Phase: schedv1.TaskCancelled, Reason: schedv1.ReasonCancelled, Message: "cancelled before it started (spec.cancel)",
 				CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},
 	}

@@ -50,7 +50,7 @@ func (c *phaseCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	counts := map[schedv1.AgentTaskPhase]int{}
-	for _, p := range []schedv1.AgentTaskPhase{schedv1.TaskPending, schedv1.TaskRunning, schedv1.TaskSucceeded, schedv1.TaskFailed, schedv1.TaskTimeout} {
+	for _, p := range []schedv1.AgentTaskPhase{schedv1.TaskPending, schedv1.TaskRunning, schedv1.TaskSucceeded, schedv1.TaskFailed, schedv1.TaskTimeout, schedv1.TaskCancelled} {
 		counts[p] = 0
 	}
 	for i := range list.Items {

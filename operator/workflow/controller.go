@@ -178,6 +178,7 @@ var stepEventReasons = map[schedv1.StepPhase]string{
 	schedv1.StepFailed:    schedv1.ReasonStepFailed,
 	schedv1.StepTimeout:   schedv1.ReasonStepTimeout,
 	schedv1.StepSkipped:   schedv1.ReasonStepSkipped,
+	schedv1.StepCancelled: schedv1.ReasonStepCancelled,
 }
 
 func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now metav1.Time) (ctrl.Result, error) {

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,9 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
@@ -23,6 +26,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
 
 var (
@@ -360,4 +364,90 @@ func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
 	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// sched runs the plugin, as a user would, against the simulated cluster.
+func sched(t *testing.T, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+	root := plugincmd.NewRootCommand(streams)
+	root.SetArgs(append(args, "--kubeconfig", sim.Kubeconfig))
+	if code := plugincmd.Execute(root, streams); code != 0 {
+		t.Fatalf("kubectl sched %s: exit %d\n%s", strings.Join(args, " "), code, out.String())
+	}
+	return out.String()
+}
+
+// TestStopKeepsTheRecord: `workflow stop` ends a running workflow in phase
+// Cancelled without deleting it: the running step's task is cancelled and
+// its pod stopped, later steps are skipped, finished steps keep their outputs.
+func TestStopKeepsTheRecord(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	wf := MakeWorkflow("stoppable", ns).
+		StepTask("a", step("x", 0, "sha=abc", 0)).
+		StepTask("b", step("x", 0, "", 300)).
+		StepTask("c", step("x", 0, "", 0)).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow(t, ns, "stoppable", "running step b", func(w *schedv1.Workflow) bool {
+		return len(w.Status.Steps) == 3 && w.Status.Steps[1].Phase == schedv1.StepRunning
+	})
+	out := sched(t, "workflow", "stop", "stoppable", "-n", ns)
+	if !strings.HasPrefix(out, "workflow.sched.kubectl-sched.dev/stoppable stopped\n") {
+		t.Errorf("stop printed:\n%s", out)
+	}
+	got := waitWorkflow(t, ns, "stoppable", "finished", finished)
+	var phases []string
+	for _, s := range got.Status.Steps {
+		phases = append(phases, s.Name+"="+string(s.Phase))
+	}
+	if got.Status.Phase != schedv1.WorkflowCancelled || got.Status.Reason != schedv1.ReasonCancelled ||
+		!cmp.Equal(phases, []string{"a=Succeeded", "b=Cancelled", "c=Skipped"}) || got.Status.Steps[0].Outputs["sha"] != "abc" {
+		t.Errorf("phase %s (%s), steps %v, outputs of a %v", got.Status.Phase, got.Status.Reason, phases, got.Status.Steps[0].Outputs)
+	}
+	b := names.StepTask("stoppable", 1, "b")
+	poll(t, "step b's task Cancelled and its pod gone", func(ctx context.Context) (bool, error) {
+		at := &schedv1.AgentTask{}
+		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b}, at); err != nil {
+			return false, err
+		}
+		var pods corev1.PodList
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: b}); err != nil {
+			return false, err
+		}
+		return at.Status.Phase == schedv1.TaskCancelled && len(pods.Items) == 0, nil
+	})
+	// The record stays: the workflow and its step tasks.
+	getTask(t, ns, names.StepTask("stoppable", 0, "a"))
+	if out := sched(t, "workflow", "stop", "stoppable", "-n", ns); !strings.Contains(out, "already ended (Cancelled): nothing to stop") {
+		t.Errorf("a second stop printed:\n%s", out)
+	}
+}
+
+// TestTTLDeletesTheFinishedWorkflow: spec.ttlAfterFinished deletes a
+// finished workflow, and the garbage collector its step tasks.
+func TestTTLDeletesTheFinishedWorkflow(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	wf := MakeWorkflow("brief", ns).StepTask("a", step("x", 0, "", 0)).Obj()
+	wf.Spec.TTLAfterFinished = &metav1.Duration{Duration: 2 * time.Second}
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	done := waitWorkflow(t, ns, "brief", "Succeeded", func(w *schedv1.Workflow) bool { return w.Status.Phase == schedv1.WorkflowSucceeded })
+	poll(t, "the workflow deleted after its TTL", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(wf), &schedv1.Workflow{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if gone := time.Since(done.Status.CompletionTime.Time); gone < 2*time.Second {
+		t.Errorf("deleted %s after it finished, before its TTL of 2s", gone)
+	}
+	poll(t, "its step task deleted with it", func(ctx context.Context) (bool, error) {
+		var tasks schedv1.AgentTaskList
+		err := sim.Client.List(ctx, &tasks, client.InNamespace(ns))
+		return err == nil && len(tasks.Items) == 0, err
+	})
 }

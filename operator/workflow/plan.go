@@ -21,7 +21,8 @@ type plan struct {
 	status schedv1.WorkflowStatus
 	// create is the next step's AgentTask, resolved and ready to create.
 	create *schedv1.AgentTask
-	// cancel is a running step's AgentTask to stop (workflow timeout).
+	// cancel is a running step's AgentTask to stop (workflow timeout or
+	// spec.cancel).
 	cancel *schedv1.AgentTask
 	// requeueAt is the workflow deadline while it runs.
 	requeueAt time.Time
@@ -49,20 +50,17 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
+	if wf.Spec.Cancel {
+		stopRunning(st, tasks, &p, schedv1.StepCancelled, "stopped: the workflow was cancelled (spec.cancel)", now)
+		end(st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel)", now)
+		skipWaiting(st, "the workflow was cancelled")
+		return p
+	}
 	if wf.Spec.Timeout != nil {
 		deadline := st.StartTime.Add(wf.Spec.Timeout.Duration)
 		if !now.Time.Before(deadline) {
 			msg := fmt.Sprintf("ran past spec.timeout %s", wf.Spec.Timeout.Duration)
-			for i := range st.Steps {
-				s := &st.Steps[i]
-				if s.Phase == schedv1.StepPending || s.Phase == schedv1.StepRunning {
-					s.Phase, s.Message = schedv1.StepTimeout, "stopped: the workflow "+msg
-					s.CompletionTime = &now
-					if t := tasks[i]; t != nil && !t.Spec.Cancel {
-						p.cancel = t
-					}
-				}
-			}
+			stopRunning(st, tasks, &p, schedv1.StepTimeout, "stopped: the workflow "+msg, now)
 			end(st, schedv1.WorkflowTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
 			skipWaiting(st, "the workflow timed out")
 			return p
@@ -76,6 +74,11 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 		switch s.Phase {
 		case schedv1.StepSucceeded:
 			continue
+		case schedv1.StepCancelled:
+			// Its task was cancelled on its own: the workflow cannot go on.
+			end(st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, fmt.Sprintf("step %d (%s) was cancelled: %s", i, step.Name, s.Message), now)
+			skipFrom(st, i+1, fmt.Sprintf("step %s was cancelled", step.Name))
+			return p
 		case schedv1.StepFailed, schedv1.StepTimeout:
 			end(st, schedv1.WorkflowFailed, schedv1.ReasonStepFailed, fmt.Sprintf("step %d (%s) %s: %s", i, step.Name, phaseWord(s.Phase), s.Message), now)
 			skipFrom(st, i+1, fmt.Sprintf("step %s did not succeed", step.Name))
@@ -185,6 +188,8 @@ func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
 		return schedv1.StepFailed
 	case schedv1.TaskTimeout:
 		return schedv1.StepTimeout
+	case schedv1.TaskCancelled:
+		return schedv1.StepCancelled
 	default:
 		return schedv1.StepPending
 	}
@@ -213,6 +218,21 @@ func skipFrom(st *schedv1.WorkflowStatus, from int, why string) {
 	for i := from; i < len(st.Steps); i++ {
 		if !st.Steps[i].Phase.Finished() {
 			st.Steps[i].Phase, st.Steps[i].Message = schedv1.StepSkipped, "skipped: "+why
+		}
+	}
+}
+
+// stopRunning ends the started steps in phase, and has their task (one at
+// most, steps run one at a time) cancelled, which stops its pod.
+func stopRunning(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p *plan, phase schedv1.StepPhase, msg string, now metav1.Time) {
+	for i := range st.Steps {
+		s := &st.Steps[i]
+		if s.Phase == schedv1.StepPending || s.Phase == schedv1.StepRunning {
+			s.Phase, s.Message = phase, msg
+			s.CompletionTime = &now
+			if t := tasks[i]; t != nil && !t.Spec.Cancel {
+				p.cancel = t
+			}
 		}
 	}
 }

@@ -200,6 +200,41 @@ func TestDecide(t *testing.T) {
 			want: summary{Phase: schedv1.WorkflowTimeout, Reason: schedv1.ReasonDeadlineExceeded, Progress: "0/3",
 				Steps: []string{"fetch=Timeout", "build=Skipped", "report=Skipped"}, Cancel: "rel-0-fetch"},
 		},
+		"spec.cancel stops the running step and skips the rest": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				wf.Spec.Cancel = true
+				wf.Status.Steps = []schedv1.StepStatus{{Name: "fetch", TaskName: "rel-0-fetch", Phase: schedv1.StepSucceeded, Outputs: map[string]string{"sha": "kept"}}}
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"sha": "kept"}, ""),
+					1: stepTask(wf, 1, schedv1.TaskRunning, nil, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowCancelled, Reason: schedv1.ReasonCancelled, Progress: "1/3",
+				Steps: []string{"fetch=Succeeded", "build=Cancelled", "report=Skipped"}, Cancel: "rel-1-build"},
+			check: func(t *testing.T, p plan) {
+				if p.status.Steps[0].Outputs["sha"] != "kept" {
+					t.Errorf("outputs of the finished step lost: %+v", p.status.Steps[0])
+				}
+			},
+		},
+		"spec.cancel before anything started skips every step": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				wf.Spec.Cancel = true
+				return nil
+			},
+			want: summary{Phase: schedv1.WorkflowCancelled, Reason: schedv1.ReasonCancelled, Progress: "0/3",
+				Steps: []string{"fetch=Skipped", "build=Skipped", "report=Skipped"}},
+		},
+		"a step task cancelled on its own ends the workflow Cancelled": {
+			wf: threeSteps().Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskCancelled, nil, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowCancelled, Reason: schedv1.ReasonCancelled, Progress: "0/3",
+				Steps: []string{"fetch=Cancelled", "build=Skipped", "report=Skipped"}},
+		},
 		"a started step whose task was deleted is not run again": {
 			wf: threeSteps().Obj(),
 			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {

@@ -1,6 +1,6 @@
-// Package task implements `kubectl sched task run` and `kubectl sched task
-// logs`: start an AgentTask, wait for it or follow its pod's logs, and read
-// those logs later.
+// Package task implements `kubectl sched task run`, `logs` and `cancel`:
+// start an AgentTask, wait for it or follow its pod's logs, read those logs
+// later, or cancel it.
 package task
 
 import (
@@ -15,8 +15,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
@@ -31,10 +34,30 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   kubectl sched task run hello --image busybox --wait -- sh -c 'echo done'
 
   # Follow the logs of a task
-  kubectl sched task logs hello -f`,
+  kubectl sched task logs hello -f
+
+  # Cancel it, keeping its record
+  kubectl sched task cancel hello`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newLogsCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(flags, streams), newLogsCommand(flags, streams), newCancelCommand(flags, streams))
 	return cmd
+}
+
+func newCancelCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return cancel.NewCommand(cancel.Target{
+		Kind: agentTaskKind, Verb: "cancel", Done: "cancelled",
+		New: func() client.Object { return &schedv1.AgentTask{} },
+		Phase: func(o client.Object) (string, bool) {
+			p := o.(*schedv1.AgentTask).Status.Phase
+			return string(p), p.Finished()
+		},
+	}, "Cancel an AgentTask without deleting it: its pod stops, its record stays",
+		`Cancel a task and keep its record. The operator stops its pod (the Job is
+suspended) and ends the task in phase Cancelled, with its logs and events
+still there to read. It cannot be resumed. A task that has already ended is
+left as it is. A task that is a workflow's step ends the workflow too.`,
+		`  # Cancel task hello
+  kubectl sched task cancel hello`, flags, streams)
 }
 
 // agentTaskKind is the kind for name completion.
@@ -58,6 +81,8 @@ func outcome(t *schedv1.AgentTask, print func(string)) error {
 	case schedv1.TaskTimeout:
 		return cmdutil.Errorf(cmdutil.ExitTimedOut, logsHint(t),
 			"agenttask %s timed out (%s): %s", t.Name, orDash(st.Reason), orDash(st.Message))
+	case schedv1.TaskCancelled:
+		return cmdutil.Errorf(cmdutil.ExitFailed, logsHint(t), "agenttask %s was cancelled: %s", t.Name, orDash(st.Message))
 	}
 	exit := "no exit code"
 	if st.ExitCode != nil {

@@ -396,3 +396,34 @@ func setStatus(t *testing.T, name string, s step) {
 		t.Fatal(err)
 	}
 }
+
+func TestCancel(t *testing.T) {
+	create(t, "stoppable", running("stoppable-x"))
+	res := run("task", "cancel", "stoppable", "--dry-run=server")
+	if res.Code != 0 || res.Stdout != "agenttask.sched.kubectl-sched.dev/stoppable cancelled (server dry run)\n" || getTask(t, "stoppable").Spec.Cancel {
+		t.Fatalf("dry run: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = run("task", "cancel", "stoppable")
+	plugintest.Golden(t, "cancel", res.Stdout)
+	if res.Code != 0 || !getTask(t, "stoppable").Spec.Cancel {
+		t.Fatalf("exit %d, stderr %q; spec.cancel %v", res.Code, res.Stderr, getTask(t, "stoppable").Spec.Cancel)
+	}
+	if !exists("stoppable") {
+		t.Error("cancel deleted the task")
+	}
+
+	create(t, "done", ended(schedv1.TaskSucceeded, schedv1.ReasonSucceeded, 0, "", nil))
+	res = run("task", "cancel", "done")
+	if res.Code != 0 || res.Stdout != "agenttask.sched.kubectl-sched.dev/done already ended (Succeeded): nothing to cancel\n" || getTask(t, "done").Spec.Cancel {
+		t.Errorf("finished task: exit %d, stdout %q", res.Code, res.Stdout)
+	}
+
+	res = run("task", "cancel", "nope")
+	if res.Code != cmdutil.ExitNotFound || !strings.Contains(res.Stderr, `agenttasks.sched.kubectl-sched.dev "nope" not found`) {
+		t.Errorf("missing task: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = run("task", "cancel")
+	if res.Code != cmdutil.ExitUsage {
+		t.Errorf("no name: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}

@@ -196,6 +196,8 @@ func outcome(s watch.State) error {
 		return nil
 	case schedv1.WorkflowTimeout:
 		return cmdutil.Errorf(cmdutil.ExitTimedOut, hint, "workflow %s timed out", s.Name)
+	case schedv1.WorkflowCancelled:
+		return cmdutil.Errorf(cmdutil.ExitFailed, hint, "workflow %s was cancelled", s.Name)
 	}
 	return cmdutil.Errorf(cmdutil.ExitFailed, hint, "workflow %s failed", s.Name)
 }

@@ -1,6 +1,6 @@
-// Package workflow implements `kubectl sched workflow run` and `kubectl
-// sched workflow watch`: submit a Workflow, checked for bad step references
-// first, and follow it live until it ends.
+// Package workflow implements `kubectl sched workflow run`, `watch` and
+// `stop`: submit a Workflow, checked for bad step references first, follow
+// it live until it ends, or stop it.
 package workflow
 
 import (
@@ -10,7 +10,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 )
 
 // NewCommand returns `kubectl sched workflow` with its subcommands.
@@ -23,10 +26,34 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   kubectl sched workflow run -f pipeline.yaml --watch
 
   # Watch one that runs, with the running step's logs
-  kubectl sched workflow watch nightly --logs`,
+  kubectl sched workflow watch nightly --logs
+
+  # Stop it, keeping its record
+  kubectl sched workflow stop nightly`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newWatchCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(flags, streams), newWatchCommand(flags, streams), newStopCommand(flags, streams))
 	return cmd
+}
+
+func newStopCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return cancel.NewCommand(cancel.Target{
+		Kind: workflowKind, Verb: "stop", Done: "stopped",
+		New: func() client.Object { return &schedv1.Workflow{} },
+		Phase: func(o client.Object) (string, bool) {
+			p := o.(*schedv1.Workflow).Status.Phase
+			return string(p), p.Finished()
+		},
+	}, "Stop a Workflow without deleting it: its running step's pod stops, later steps are skipped",
+		`Stop a running workflow and keep its record. The operator cancels the running
+step's AgentTask (its pod is stopped), skips the steps not started, and ends the
+workflow in phase Cancelled (the same phase 'task cancel' ends a task in), with
+the outputs of the steps that finished. It cannot be resumed: run it again
+under another name. A workflow that has already ended is left as it is.`,
+		`  # Stop the nightly workflow
+  kubectl sched workflow stop nightly
+
+  # Check first that it may be stopped
+  kubectl sched workflow stop nightly --dry-run=server`, flags, streams)
 }
 
 // what names a workflow in errors the way kubectl names objects.

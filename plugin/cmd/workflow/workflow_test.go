@@ -426,3 +426,20 @@ func setTaskStatus(t *testing.T, name string, u func(*schedv1.AgentTaskStatus)) 
 		t.Fatal(err)
 	}
 }
+
+func TestStop(t *testing.T) {
+	createWF(t, "stoppable")
+	res := env.Run("workflow", "stop", "stoppable")
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "workflow.sched.kubectl-sched.dev/stoppable stopped\n") || !getWF(t, "stoppable").Spec.Cancel {
+		t.Fatalf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	setStatus(t, "stoppable", end(schedv1.WorkflowCancelled, 3, "cancelled (spec.cancel)"))
+	res = env.Run("workflow", "stop", "stoppable")
+	if res.Code != 0 || res.Stdout != "workflow.sched.kubectl-sched.dev/stoppable already ended (Cancelled): nothing to stop\n" {
+		t.Errorf("second stop: exit %d, stdout %q", res.Code, res.Stdout)
+	}
+	res = env.Run("workflow", "stop", "nope")
+	if res.Code != cmdutil.ExitNotFound {
+		t.Errorf("missing workflow: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}

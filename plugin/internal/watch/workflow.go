@@ -120,17 +120,17 @@ func (s State) Failure() string {
 		return s.Message
 	}
 	for i, st := range s.Steps {
-		if st.Phase == schedv1.StepFailed || st.Phase == schedv1.StepTimeout {
+		if st.Phase == schedv1.StepFailed || st.Phase == schedv1.StepTimeout || st.Phase == schedv1.StepCancelled {
 			return fmt.Sprintf("step %d (%s) %s: %s", i, st.Name, st.Phase, st.Message)
 		}
 	}
 	return "no step reports why"
 }
 
-// FailedStep is the first step that failed or timed out, or nil.
+// FailedStep is the first step that failed, timed out or was cancelled, or nil.
 func (s State) FailedStep() *Step {
 	for i := range s.Steps {
-		if p := s.Steps[i].Phase; p == schedv1.StepFailed || p == schedv1.StepTimeout {
+		if p := s.Steps[i].Phase; p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepCancelled {
 			return &s.Steps[i]
 		}
 	}
@@ -321,7 +321,7 @@ func (v *View) render(s State) string {
 // else its outputs.
 func detail(st Step) string {
 	switch st.Phase {
-	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending:
+	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending, schedv1.StepCancelled:
 		return st.Message
 	}
 	if len(st.Outputs) == 0 {
@@ -346,7 +346,7 @@ func paint(phase, text string) string {
 		code = "36"
 	case string(schedv1.StepPending):
 		code = "33"
-	case string(schedv1.StepWaiting), string(schedv1.StepSkipped):
+	case string(schedv1.StepWaiting), string(schedv1.StepSkipped), string(schedv1.StepCancelled):
 		code = "2"
 	default:
 		return text

@@ -1,0 +1,121 @@
+// Package cancel stops an AgentTask or a Workflow without deleting it: it
+// sets spec.cancel, and the operator stops the pod and ends the object in
+// phase Cancelled, keeping its record. `task cancel` and `workflow stop`
+// are this command for their kind.
+package cancel
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// Target is what differs between the kinds.
+type Target struct {
+	Kind get.Kind
+	// Verb is the command's name and Done its past tense: cancel/cancelled.
+	Verb, Done string
+	// New returns an empty object of the kind.
+	New func() client.Object
+	// Phase reads the object's phase and whether it is final.
+	Phase func(client.Object) (phase string, finished bool)
+}
+
+// Options for the command.
+type Options struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	Target Target
+
+	Name   string
+	DryRun string
+
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+	clients    *kube.Clients
+}
+
+// NewCommand returns the command for t.
+func NewCommand(t Target, short, long, example string, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{Flags: flags, IOStreams: streams, Target: t, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:     t.Verb + " NAME",
+		Short:   short,
+		Long:    long,
+		Example: example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one %s name, got %d arguments", cmd.CommandPath(), t.Kind.Singular, len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: get.CompleteNames(flags, t.Kind, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the object.`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	return cmd
+}
+
+// Complete builds the clients.
+func (o *Options) Complete(args []string) error {
+	o.Name = args[0]
+	var err error
+	o.clients, err = o.NewClients(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+
+// cancelPatch is all the command changes.
+var cancelPatch = []byte(`{"spec":{"cancel":true}}`)
+
+// Run sets spec.cancel, unless the object has already ended.
+func (o *Options) Run(ctx context.Context) error {
+	t, ns := o.Target, o.clients.Namespace
+	obj := t.New()
+	if err := o.clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
+		return cmdutil.API(err, "get", t.Kind.What(ns, o.Name))
+	}
+	ref := t.Kind.Qualified() + "/" + o.Name
+	if phase, finished := t.Phase(obj); finished {
+		fmt.Fprintf(o.Out, "%s already ended (%s): nothing to %s\n", ref, phase, t.Verb)
+		return nil
+	}
+	if o.DryRun != "client" {
+		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
+		if o.DryRun == "server" {
+			opts = append(opts, client.DryRunAll)
+		}
+		if err := o.clients.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, cancelPatch), opts...); err != nil {
+			return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
+		}
+	}
+	fmt.Fprintf(o.Out, "%s %s%s\n", ref, t.Done, cmdutil.DryRunSuffix(o.DryRun))
+	if o.DryRun == "" {
+		nsFlag := ""
+		if o.clients.ExplicitNamespace {
+			nsFlag = " -n " + ns
+		}
+		fmt.Fprintf(o.Out, "It ends in phase Cancelled and keeps its record: kubectl sched describe %s %s%s\n", t.Kind.Short, o.Name, nsFlag)
+	}
+	return nil
+}
