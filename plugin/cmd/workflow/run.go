@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -38,14 +40,21 @@ found is listed at once and nothing is submitted (exit 7, the code for an
 invalid object, as when the API server refuses one).
 
 A workflow that already exists is not changed (its spec cannot change once it
-ran): pick another --name, or delete it. With --watch the command goes on as
-'kubectl sched workflow watch' and exits with the workflow's outcome.`
+ran): pick another --name, or delete it. --generate-name adds a random suffix
+to the name (<name>-x7k2q), so the same file runs again under a new name; a
+template run without --name always gets one, after the template, and so does
+a file that sets metadata.generateName instead of a name. With --watch the
+command goes on as 'kubectl sched workflow watch' and exits with the
+workflow's outcome.`
 
 const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 11 or 12)
   kubectl sched workflow run -f pipeline.yaml --watch
 
   # From stdin, under another name, with the running step's logs
   cat pipeline.yaml | kubectl sched workflow run -f - --name pipeline-2 --watch --logs
+
+  # Run the same file again, as pipeline-<random suffix>
+  kubectl sched workflow run -f pipeline.yaml --generate-name
 
   # Render the three-step template and only print it
   kubectl sched workflow run --template pipeline --set image=alpine --dry-run=client -o yaml
@@ -64,6 +73,7 @@ type RunOptions struct {
 	TemplateDirs []string
 	Values       templates.ValueFlags
 	Name         string
+	GenerateName bool
 	Watch        bool
 	Logs         bool
 	WatchTimeout time.Duration
@@ -72,10 +82,12 @@ type RunOptions struct {
 	// NewClients builds the clients; tests may swap it.
 	NewClients kube.Getter
 
-	wf      *schedv1.Workflow
-	secret  *corev1.Secret
-	source  string
-	clients *kube.Clients
+	// generate: the name gets a random suffix.
+	generate bool
+	wf       *schedv1.Workflow
+	secret   *corev1.Secret
+	source   string
+	clients  *kube.Clients
 }
 
 func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -102,6 +114,7 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
 	o.Values.AddFlags(f, "")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
+	f.BoolVar(&o.GenerateName, "generate-name", false, "Add a random suffix to the name, so the same file can run again (always done for --template without --name).")
 	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
 	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
 	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
@@ -131,6 +144,7 @@ func (o *RunOptions) Complete(ctx context.Context) error {
 	if o.clients, err = o.NewClients(o.Flags); err != nil {
 		return err
 	}
+	o.generate = o.GenerateName || (o.Template != "" && o.Name == "")
 	if o.File != "" {
 		o.wf, err = o.readFile()
 	} else {
@@ -139,8 +153,17 @@ func (o *RunOptions) Complete(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Name != "" {
-		o.wf.Name = o.Name
+	if o.File != "" {
+		switch {
+		case o.Name != "":
+			o.wf.Name = o.Name
+		case o.wf.Name == "" && o.wf.GenerateName != "":
+			o.wf.Name, o.generate = o.wf.GenerateName, true
+		}
+		o.wf.GenerateName = ""
+		if o.generate && o.wf.Name != "" {
+			o.wf.Name = generatedName(o.wf.Name)
+		}
 	}
 	switch ns := o.wf.Namespace; {
 	case ns == "":
@@ -277,12 +300,27 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	if name == "" {
 		name = t.Name()
 	}
+	if o.generate {
+		// Before rendering: the template may use the name.
+		name = generatedName(name)
+	}
 	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.clients.Namespace, Params: params, Secrets: secrets})
 	if err != nil {
 		return nil, templateError(err)
 	}
 	o.secret = secret
 	return obj.(*schedv1.Workflow), nil
+}
+
+// generatedName is prefix-xxxxx, within 63 characters, the suffix drawn
+// as the API server draws generateName's.
+func generatedName(prefix string) string {
+	const suffix = 5
+	prefix = strings.TrimRight(prefix, "-.")
+	if max := validation.DNS1123LabelMaxLength - suffix - 1; len(prefix) > max {
+		prefix = strings.TrimRight(prefix[:max], "-.")
+	}
+	return prefix + "-" + utilrand.String(suffix)
 }
 
 // templateError gives a broken template the exit code of an invalid object.

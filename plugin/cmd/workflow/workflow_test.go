@@ -443,3 +443,46 @@ func TestStop(t *testing.T) {
 		t.Errorf("missing workflow: exit %d, stderr %q", res.Code, res.Stderr)
 	}
 }
+
+// TestRunGenerateName: the same file runs twice under generated names; a
+// template run without --name gets one too; --name alone is exact.
+func TestRunGenerateName(t *testing.T) {
+	created := func(res plugintest.Result, prefix string) string {
+		t.Helper()
+		m := regexp.MustCompile(`^workflow\.sched\.kubectl-sched\.dev/(` + regexp.QuoteMeta(prefix) + `-[a-z0-9]{5}) created\n$`).FindStringSubmatch(res.Stdout)
+		if res.Code != 0 || m == nil {
+			t.Fatalf("exit %d, stdout %q, stderr %q; want a name %s-xxxxx", res.Code, res.Stdout, res.Stderr, prefix)
+		}
+		wf := getWF(t, m[1])
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), wf) })
+		return m[1]
+	}
+	first := created(env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--generate-name"), "two-steps")
+	second := created(env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--generate-name"), "two-steps")
+	if first == second {
+		t.Errorf("both runs are named %s", first)
+	}
+	created(env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--generate-name", "--name", "nightly"), "nightly")
+
+	tmpl := []string{"workflow", "run", "--template", "release-workflow", "--set", "repo=https://example.com/shop.git"}
+	a := created(env.Run(tmpl...), "release-workflow")
+	b := created(env.Run(tmpl...), "release-workflow")
+	if a == b {
+		t.Errorf("both template runs are named %s", a)
+	}
+
+	// metadata.generateName in the file works as it does for kubectl create.
+	data, err := os.ReadFile("testdata/two-steps.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := strings.Replace(string(data), "name: two-steps", "generateName: nightly-", 1)
+	created(plugintest.RunWithInput(gen, "workflow", "run", "-f", "-", "--kubeconfig", env.Kubeconfig), "nightly")
+
+	// A long name is cut so the generated one fits in 63 characters.
+	long := strings.Repeat("w", 70)
+	name := created(env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--generate-name", "--name", long), strings.Repeat("w", 57))
+	if len(name) != 63 {
+		t.Errorf("generated name %q has %d characters", name, len(name))
+	}
+}
