@@ -2,6 +2,7 @@ package schedext_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,6 +32,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
 
 var (
@@ -580,4 +583,68 @@ func TestUnsupportedKernel(t *testing.T) {
 		t.Errorf("Degraded message %q does not carry the preflight's %q", c.Message, msg)
 	}
 	remove(t, "oldkernel")
+}
+
+// TestSwitchingSchedulerRollsTheDaemonSet: `schedext set` with another
+// scheduler replaces the pods on every node with ones running it, and the
+// status follows: the new image, attached everywhere, rolled out.
+func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
+	set := func(sched string) {
+		t.Helper()
+		var out bytes.Buffer
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+		root := plugincmd.NewRootCommand(streams)
+		root.SetArgs([]string{"schedext", "set", "switch", "--sched", sched, "--nodes", schedv1.NodeLabelPool + "=general", "--kubeconfig", sim.Kubeconfig})
+		if code := plugincmd.Execute(root, streams); code != 0 {
+			t.Fatalf("schedext set --sched %s: exit %d\n%s", sched, code, out.String())
+		}
+	}
+	t.Cleanup(func() {
+		_ = sim.Client.Delete(context.Background(), &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: "switch"}})
+	})
+	set("scx_lavd")
+	waitSchedExt(t, "switch", "scx_lavd attached", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 3 && s.Status.ResolvedImage == "registry.example/scx:lavd" && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	pods := func() map[string]corev1.Pod {
+		var list corev1.PodList
+		if err := sim.Client.List(t.Context(), &list, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: "switch"}); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]corev1.Pod{}
+		for _, p := range list.Items {
+			if p.DeletionTimestamp.IsZero() {
+				out[string(p.UID)] = p
+			}
+		}
+		return out
+	}
+	before := pods()
+
+	set("scx_rusty")
+	got := waitSchedExt(t, "switch", "scx_rusty rolled out and attached", func(s *schedv1.SchedExt) bool {
+		return s.Status.ObservedGeneration == s.Generation && s.Status.ResolvedImage == "registry.example/scx:rusty" && s.Status.ReadyNodes == 3 &&
+			condIs(s, schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut) &&
+			condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	if got.Status.DaemonSetName != "scx-switch" {
+		t.Errorf("DaemonSet %q: switching must roll the same DaemonSet", got.Status.DaemonSetName)
+	}
+	poll(t, "every pod replaced by one running scx_rusty", func(context.Context) (bool, error) {
+		now := pods()
+		var nodes []string
+		for uid, p := range now {
+			if _, old := before[uid]; old {
+				return false, nil
+			}
+			c := p.Spec.Containers[0]
+			if c.Image != "registry.example/scx:rusty" || !slices.Equal(c.Command, []string{"scx_rusty"}) {
+				return false, nil
+			}
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+		slices.Sort(nodes)
+		return slices.Equal(nodes, generalNodes), nil
+	})
+	remove(t, "switch")
 }
