@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -289,5 +290,44 @@ func TestDescribeErrors(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestDescribeVolumes: an app with volumes shows its StatefulSets and the
+// claims that keep its data.
+func TestDescribeVolumes(t *testing.T) {
+	const vns = "describe-volumes"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vns}}); err != nil {
+		t.Fatal(err)
+	}
+	ud := schedtesting.MakeUserDeployment("db", vns).Service("postgres", "postgres:17", 5432, schedv1.ExposureInternal).
+		EditService("postgres", func(s *schedv1.ServiceSpec) {
+			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("5Gi"), MountPath: "/var/lib/postgresql/data"}}
+		}).Obj()
+	l := labels(schedv1.LabelUserDeployment, "db")
+	l[schedv1.LabelService] = "postgres"
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-postgres", Namespace: vns, Labels: l},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: l}, ServiceName: "db-postgres",
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "postgres", Image: "postgres:17"}}}}},
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data-db-postgres-0", Namespace: vns, Labels: l},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("fast"),
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}}},
+	}
+	create(t, ud, sts, claim)
+	res := env.Run("describe", "ud", "db", "-n", vns)
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^StatefulSets:\n\s+Name\s+Ready\s+Up-to-date\s+Available\n[ -]+\n\s+db-postgres\s+0/1\s`),
+		regexp.MustCompile(`(?m)^Volume Claims:\n\s+Name\s+Status\s+Capacity\s+Storage Class\s+Volume\n[ -]+\n\s+data-db-postgres-0\s+Pending\s+5Gi\s+fast\s+<none>`),
+	} {
+		if !want.MatchString(res.Stdout) {
+			t.Errorf("output does not match %s:\n%s", want, res.Stdout)
+		}
 	}
 }

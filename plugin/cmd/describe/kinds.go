@@ -322,6 +322,9 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 		}
 		w.table(0, "Deployments", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
 	}
+	if hasVolumes(spec) {
+		d.describeVolumes(w, ud.Namespace, opts)
+	}
 	if svcs, err := d.clients.Kube.CoreV1().Services(ud.Namespace).List(d.ctx, opts); err != nil {
 		w.line(0, "Kubernetes Services:\t%s", listError(err, "services"))
 	} else {
@@ -356,6 +359,48 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 		}
 		w.table(0, "Ingresses", []string{"Name", "Class", "Hosts", "Address"}, rows)
 	}
+}
+
+func hasVolumes(spec schedv1.UserDeploymentSpec) bool {
+	return slices.ContainsFunc(spec.Services, func(s schedv1.ServiceSpec) bool { return len(s.Volumes) > 0 })
+}
+
+// describeVolumes shows the StatefulSets of services with volumes and their
+// claims, which outlive stops and the app itself.
+func (d *describer) describeVolumes(w *writer, ns string, opts metav1.ListOptions) {
+	if sets, err := d.clients.Kube.AppsV1().StatefulSets(ns).List(d.ctx, opts); err != nil {
+		w.line(0, "StatefulSets:\t%s", listError(err, "statefulsets.apps"))
+	} else {
+		rows := [][]string{}
+		for _, s := range sets.Items {
+			want := int32(1)
+			if s.Spec.Replicas != nil {
+				want = *s.Spec.Replicas
+			}
+			rows = append(rows, []string{s.Name, fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, want), strconv.Itoa(int(s.Status.UpdatedReplicas)), strconv.Itoa(int(s.Status.AvailableReplicas))})
+		}
+		w.table(0, "StatefulSets", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
+	}
+	if claims, err := d.clients.Kube.CoreV1().PersistentVolumeClaims(ns).List(d.ctx, opts); err != nil {
+		w.line(0, "Volume Claims:\t%s", listError(err, "persistentvolumeclaims"))
+	} else {
+		rows := [][]string{}
+		for _, c := range claims.Items {
+			size := c.Spec.Resources.Requests[corev1.ResourceStorage]
+			if got, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
+				size = got
+			}
+			rows = append(rows, []string{c.Name, string(c.Status.Phase), size.String(), orNone(ptrString(c.Spec.StorageClassName)), orNone(c.Spec.VolumeName)})
+		}
+		w.table(0, "Volume Claims", []string{"Name", "Status", "Capacity", "Storage Class", "Volume"}, rows)
+	}
+}
+
+func ptrString(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 func desired(dep appsv1.Deployment) int32 {
