@@ -6,9 +6,11 @@ import (
 )
 
 // SchedulerSource is the sched_ext scheduler to load: a well-known scx
-// scheduler the operator resolves to an image, or an image of your own.
-// +kubebuilder:validation:XValidation:rule="has(self.name) != has(self.image)",message="set exactly one of scheduler.name (a well-known scheduler such as scx_lavd) or scheduler.image"
-// +kubebuilder:validation:XValidation:rule="!has(self.opsName) || has(self.image)",message="opsName is only needed with scheduler.image; a well-known name already says which ops attach",fieldPath=".opsName"
+// scheduler the operator resolves to an image, an image of your own, or a
+// well-known scheduler from an image you name (a different scx release for
+// this SchedExt than the operator's default).
+// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.image)",message="set scheduler.name (a well-known scheduler such as scx_lavd), scheduler.image, or both (the named scheduler from your image)"
+// +kubebuilder:validation:XValidation:rule="!has(self.opsName) || (has(self.image) && !has(self.name))",message="opsName is only needed with scheduler.image alone; a well-known name already says which ops attach",fieldPath=".opsName"
 type SchedulerSource struct {
 	// Name of a well-known scheduler (scx_rusty, scx_lavd, scx_bpfland,
 	// scx_rustland, scx_layered, scx_p2dq, scx_flash, scx_cosmos), resolved
@@ -19,7 +21,9 @@ type SchedulerSource struct {
 	Name string `json:"name,omitempty"`
 
 	// Image of a sched_ext loader. Its entrypoint must keep running while the
-	// scheduler is attached and exit cleanly on SIGTERM.
+	// scheduler is attached and exit cleanly on SIGTERM. With a name, the
+	// image holds that scheduler (as the scx images do), which is run in
+	// place of the one the operator's settings resolve the name to.
 	// +optional
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`

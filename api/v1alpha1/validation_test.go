@@ -185,13 +185,13 @@ func TestInvalidObjectsRefused(t *testing.T) {
 		},
 
 		// SchedExt
-		"scx: name and image": {
-			obj:       MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:1", "").Obj(),
-			wantField: "spec.scheduler", wantMsg: "exactly one of scheduler.name",
+		"scx: name, image and opsName": {
+			obj:       MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:1", "lavd").Obj(),
+			wantField: "spec.scheduler.opsName", wantMsg: "only needed with scheduler.image alone",
 		},
 		"scx: neither name nor image": {
 			obj:       MakeSchedExt("s").Obj(),
-			wantField: "spec.scheduler", wantMsg: "exactly one of scheduler.name",
+			wantField: "spec.scheduler", wantMsg: "set scheduler.name",
 		},
 		"scx: name not an scx scheduler": {
 			obj:       MakeSchedExt("s").Scheduler("lavd").Obj(),
@@ -257,6 +257,7 @@ func TestValidObjectsAccepted(t *testing.T) {
 		"wf: escaped references are text": MakeWorkflow("wf", ns).Step("a", "busybox", "$${steps.9.output.x}", "$${params.nope}").Obj(),
 		"scx: well-known":                 MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
 		"scx: own image":                  MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
+		"scx: well-known from own image":  MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

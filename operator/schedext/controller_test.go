@@ -589,12 +589,12 @@ func TestUnsupportedKernel(t *testing.T) {
 // scheduler replaces the pods on every node with ones running it, and the
 // status follows: the new image, attached everywhere, rolled out.
 func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
-	set := func(sched string) {
+	set := func(sched string, more ...string) {
 		t.Helper()
 		var out bytes.Buffer
 		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
 		root := plugincmd.NewRootCommand(streams)
-		root.SetArgs([]string{"schedext", "set", "switch", "--sched", sched, "--nodes", schedv1.NodeLabelPool + "=general", "--kubeconfig", sim.Kubeconfig})
+		root.SetArgs(append([]string{"schedext", "set", "switch", "--sched", sched, "--nodes", schedv1.NodeLabelPool + "=general", "--kubeconfig", sim.Kubeconfig}, more...))
 		if code := plugincmd.Execute(root, streams); code != 0 {
 			t.Fatalf("schedext set --sched %s: exit %d\n%s", sched, code, out.String())
 		}
@@ -619,32 +619,36 @@ func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
 		}
 		return out
 	}
-	before := pods()
-
-	set("scx_rusty")
-	got := waitSchedExt(t, "switch", "scx_rusty rolled out and attached", func(s *schedv1.SchedExt) bool {
-		return s.Status.ObservedGeneration == s.Generation && s.Status.ResolvedImage == "registry.example/scx:rusty" && s.Status.ReadyNodes == 3 &&
-			condIs(s, schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut) &&
-			condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
-	})
-	if got.Status.DaemonSetName != "scx-switch" {
-		t.Errorf("DaemonSet %q: switching must roll the same DaemonSet", got.Status.DaemonSetName)
-	}
-	poll(t, "every pod replaced by one running scx_rusty", func(context.Context) (bool, error) {
-		now := pods()
-		var nodes []string
-		for uid, p := range now {
-			if _, old := before[uid]; old {
-				return false, nil
-			}
-			c := p.Spec.Containers[0]
-			if c.Image != "registry.example/scx:rusty" || !slices.Equal(c.Command, []string{"scx_rusty"}) {
-				return false, nil
-			}
-			nodes = append(nodes, p.Spec.NodeName)
+	switchTo := func(sched, image string, more ...string) {
+		t.Helper()
+		before := pods()
+		set(sched, more...)
+		got := waitSchedExt(t, "switch", sched+" from "+image+" rolled out and attached", func(s *schedv1.SchedExt) bool {
+			return s.Status.ObservedGeneration == s.Generation && s.Status.ResolvedImage == image && s.Status.ReadyNodes == 3 &&
+				condIs(s, schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut) &&
+				condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+		})
+		if got.Status.DaemonSetName != "scx-switch" {
+			t.Errorf("DaemonSet %q: switching must roll the same DaemonSet", got.Status.DaemonSetName)
 		}
-		slices.Sort(nodes)
-		return slices.Equal(nodes, generalNodes), nil
-	})
+		poll(t, "every pod replaced by one running "+sched+" from "+image, func(context.Context) (bool, error) {
+			var nodes []string
+			for uid, p := range pods() {
+				if _, old := before[uid]; old {
+					return false, nil
+				}
+				c := p.Spec.Containers[0]
+				if c.Image != image || !slices.Equal(c.Command, []string{sched}) {
+					return false, nil
+				}
+				nodes = append(nodes, p.Spec.NodeName)
+			}
+			slices.Sort(nodes)
+			return slices.Equal(nodes, generalNodes), nil
+		})
+	}
+	switchTo("scx_rusty", "registry.example/scx:rusty")
+	// The same scheduler from an image of this SchedExt's own.
+	switchTo("scx_rusty", "registry.example/scx:v1.0.13", "--image", "registry.example/scx:v1.0.13")
 	remove(t, "switch")
 }

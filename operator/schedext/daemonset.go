@@ -84,8 +84,9 @@ type buildInput struct {
 	Exclude []string
 }
 
-// ResolveImage returns the image that runs scx's scheduler, and false when a
-// well-known name has no image in the operator's configuration.
+// ResolveImage returns the image that runs scx's scheduler: the SchedExt's
+// own image when it names one (with or without a well-known name), else the
+// operator's image for the name; false when there is none.
 func ResolveImage(spec schedv1.SchedulerSource, images map[string]string) (string, bool) {
 	if spec.Image != "" {
 		return spec.Image, true

@@ -217,6 +217,10 @@ func TestResolveImageAndOps(t *testing.T) {
 		"unknown":               {spec: schedv1.SchedulerSource{Name: "scx_nope"}, wantOps: "nope"},
 		"image with opsName":    {spec: schedv1.SchedulerSource{Image: "x/y:1", OpsName: "rusty"}, wantImage: "x/y:1", wantOK: true, wantOps: "rusty"},
 		"image without opsName": {spec: schedv1.SchedulerSource{Image: "x/y:1"}, wantImage: "x/y:1", wantOK: true},
+		// A well-known scheduler from another image: the image wins, the
+		// name still says which ops attach.
+		"well-known from an image":         {spec: schedv1.SchedulerSource{Name: "scx_lavd", Image: "x/scx:v1.0.13"}, wantImage: "x/scx:v1.0.13", wantOK: true, wantOps: "lavd"},
+		"unknown name from an image works": {spec: schedv1.SchedulerSource{Name: "scx_new", Image: "x/scx:v2"}, wantImage: "x/scx:v2", wantOK: true, wantOps: "new"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

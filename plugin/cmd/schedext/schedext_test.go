@@ -80,6 +80,16 @@ func TestSet(t *testing.T) {
 		t.Errorf("spec after the second set (-want +got):\n%s", diff)
 	}
 
+	// A well-known scheduler from another image than the operator's.
+	res = env.Run("schedext", "set", "mine", "--sched", "scx_rusty", "--image", "registry.example.com/scx:v1.0.13")
+	if res.Code != 0 {
+		t.Fatalf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	scx, _ = get(t, "mine")
+	if diff := cmp.Diff(schedv1.SchedulerSource{Name: "scx_rusty", Image: "registry.example.com/scx:v1.0.13"}, scx.Spec.Scheduler); diff != "" {
+		t.Errorf("scheduler with --image (-want +got):\n%s", diff)
+	}
+
 	// A server dry run is checked but not stored.
 	res = env.Run("schedext", "set", "dry", "--sched", "scx_lavd", "--dry-run=server")
 	if res.Code != 0 || res.Stdout != "schedext.sched.kubectl-sched.dev/dry serverside-applied (server dry run)\n" {
@@ -112,6 +122,7 @@ func TestSetAndUnsetErrors(t *testing.T) {
 		"no scheduler":         {args: []string{"schedext", "set", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "--sched is required"},
 		"bad well-known name":  {args: []string{"schedext", "set", "x", "--sched", "scx_Lavd"}, wantCode: cmdutil.ExitUsage, wantErr: `bad scheduler name "scx_Lavd"`},
 		"ops name with a name": {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--ops-name", "lavd"}, wantCode: cmdutil.ExitUsage, wantErr: "--ops-name only applies to an image"},
+		"image with an image":  {args: []string{"schedext", "set", "x", "--sched", "r/x:1", "--image", "r/y:1"}, wantCode: cmdutil.ExitUsage, wantErr: "--image only applies to a well-known --sched"},
 		"bad nodes":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--nodes", "pool"}, wantCode: cmdutil.ExitUsage, wantErr: `bad --nodes "pool"`},
 		"unclosed quote":       {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--args", "'a"}, wantCode: cmdutil.ExitUsage, wantErr: "unclosed ' quote"},
 		"name too long":        {args: []string{"schedext", "set", strings.Repeat("a", 51), "--sched", "scx_lavd"}, wantCode: cmdutil.ExitUsage, wantErr: "bad SchedExt name"},

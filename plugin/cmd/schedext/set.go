@@ -36,6 +36,7 @@ type SetOptions struct {
 	Args    string
 	ArgList []string
 	OpsName string
+	Image   string
 	DryRun  string
 
 	NewClients kube.Getter
@@ -58,6 +59,9 @@ out are removed from an existing one.`,
 
   # scx_rusty everywhere, with arguments
   kubectl sched schedext set rusty --sched scx_rusty --args "--slice-us 20000 --greedy-threshold 2"
+
+  # scx_lavd from another scx release than the operator's default
+  kubectl sched schedext set lavd --sched scx_lavd --image registry.example.com/scx:v1.0.13
 
   # Your own loader image; attached when /sys/kernel/sched_ext/root/ops starts with "mysched"
   kubectl sched schedext set mine --sched registry.example.com/mysched:1.2 --ops-name mysched
@@ -82,6 +86,7 @@ out are removed from an existing one.`,
 	f.StringVar(&o.Args, "args", "", "Arguments to the scheduler, split like a shell would (quotes group words).")
 	f.StringArrayVar(&o.ArgList, "arg", nil, "One argument to the scheduler, as is; repeat for more (after --args).")
 	f.StringVar(&o.OpsName, "ops-name", "", "With an image: the ops name the kernel reports when it is attached.")
+	f.StringVar(&o.Image, "image", "", "With a well-known --sched: the image to run it from, in place of the operator's (another scx release).")
 	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the object without sending it; "server" has the API server check it.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	_ = cmd.RegisterFlagCompletionFunc("sched", cobra.FixedCompletions(schedv1.WellKnownSchedulers, cobra.ShellCompDirectiveNoFileComp))
@@ -97,6 +102,7 @@ func (o *SetOptions) Complete(args []string) error {
 	}
 	if strings.HasPrefix(o.Sched, "scx_") {
 		obj.Spec.Scheduler.Name = o.Sched
+		obj.Spec.Scheduler.Image = o.Image
 	} else {
 		obj.Spec.Scheduler.Image = o.Sched
 		obj.Spec.Scheduler.OpsName = o.OpsName
@@ -146,6 +152,8 @@ func (o *SetOptions) Validate() error {
 		return cmdutil.Usage("Well-known schedulers: "+strings.Join(schedv1.WellKnownSchedulers, ", ")+"; anything not starting with scx_ is an image.", "bad scheduler name %q", s.Name)
 	case s.Name != "" && o.OpsName != "":
 		return cmdutil.Usage("Drop --ops-name: a well-known scheduler already says which ops attach.", "--ops-name only applies to an image")
+	case s.Name == "" && o.Image != "":
+		return cmdutil.Usage("Give the image with --sched, or a well-known scheduler with --sched scx_NAME --image IMAGE.", "--image only applies to a well-known --sched")
 	case s.Image != "" && strings.ContainsAny(s.Image, " \t"):
 		return cmdutil.Usage("An image looks like registry/name:tag.", "bad image %q", s.Image)
 	}
