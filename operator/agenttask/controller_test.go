@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -406,4 +407,20 @@ func findCond(cs []metav1.Condition, t string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// TestUnmappedPriorityReported: a task whose placement.priority maps to no
+// PriorityClass (this operator maps none) still runs, and says so.
+func TestUnmappedPriorityReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	at := task("urgent", ns, 0, "").Obj()
+	at.Spec.Placement = &schedv1.Placement{Priority: schedv1.PriorityCritical}
+	create(t, at)
+	got := waitTask(t, ns, "urgent", "finished", finished)
+	c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionPriorityMapped)
+	if got.Status.Phase != schedv1.TaskSucceeded || c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedv1.ReasonPriorityUnmapped ||
+		!strings.Contains(c.Message, "--priority-class Critical=CLASS") || c.ObservedGeneration != got.Generation {
+		t.Errorf("phase %s, PriorityMapped %+v", got.Status.Phase, c)
+	}
 }
