@@ -170,12 +170,14 @@ type ServiceSpec struct {
 	// volumes runs as a StatefulSet instead of a Deployment, so each replica
 	// keeps its own claims (<volume>-<app>-<service>-<ordinal>) across
 	// restarts, rollouts and stop/start. The claims outlive the app: delete
-	// them to delete the data. Volumes cannot be changed once the service
-	// runs (a StatefulSet's claim templates are immutable).
+	// them to delete the data. Volumes cannot be changed once set (a
+	// StatefulSet's claim templates are fixed); removing them all turns the
+	// service back into a Deployment, and leaves the claims.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a service's volumes cannot change once it has them (a StatefulSet's claims are fixed); remove them and add them again under new names, or use a new service"
 	Volumes []ServiceVolume `json:"volumes,omitempty"`
 
 	// ServiceAccountName the pods run as; the namespace's default when empty.

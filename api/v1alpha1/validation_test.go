@@ -305,3 +305,27 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 		t.Fatalf("want unsetting spec.cancel refused, got %v", err)
 	}
 }
+
+// TestServiceVolumesImmutable: a StatefulSet's claim templates cannot
+// change, so the API refuses a change of a service's volumes up front.
+func TestServiceVolumesImmutable(t *testing.T) {
+	ctx := context.Background()
+	ud := validApp().EditService("web", func(s *schedv1.ServiceSpec) {
+		s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("1Gi"), MountPath: "/data"}}
+	}).Obj()
+	ud.Name = "volumes-immutable"
+	if err := env.Client.Create(ctx, ud); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(ctx, ud)
+	changed := ud.DeepCopy()
+	changed.Spec.Services[0].Volumes[0].Size = resource.MustParse("2Gi")
+	if err := env.Client.Update(ctx, changed); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "volumes cannot change once it has them") {
+		t.Fatalf("want a size change refused, got %v", err)
+	}
+	// Other fields of the service still change.
+	ud.Spec.Services[0].Image = "nginx:2"
+	if err := env.Client.Update(ctx, ud); err != nil {
+		t.Fatalf("an image change refused: %v", err)
+	}
+}
