@@ -31,6 +31,13 @@ const (
 	ReasonMissingRef    = "MissingReference"
 	ReasonForbidden     = "Forbidden"
 	ReasonCreateFailed  = "CreateFailed"
+	// ReasonRejected: the API server refused an object the operator
+	// creates (invalid, too large, or denied by admission); only a new
+	// spec can fix it, so the owner fails instead of retrying.
+	ReasonRejected = "Rejected"
+	// ReasonQuotaExceeded: a full ResourceQuota refused an object; the
+	// owner waits, retrying with backoff, until usage drops.
+	ReasonQuotaExceeded = "QuotaExceeded"
 
 	// AgentTask and Workflow.
 	ReasonPending          = "Pending"

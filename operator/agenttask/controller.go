@@ -32,6 +32,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
 // podTaskIndex indexes the cached pods by their task label.
@@ -50,6 +51,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
 // Reconcile moves one AgentTask along: create its Job, follow the Job and
 // pod, record outputs, release the pod, apply the TTL.
@@ -71,7 +73,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel {
-		if o.job, err = r.createJob(ctx, task); err != nil || o.job == nil {
+		o.job, err = r.createJob(ctx, task)
+		switch {
+		case err != nil && refusal.Classify(err) != refusal.Transient:
+			// Reported in the status: failed for good, or waiting on quota.
+			o.createErr = err
+		case err != nil || o.job == nil:
 			// A nil Job means our cache is behind one we created: its
 			// event brings us back, and a status from this stale view
 			// would only be undone.
@@ -97,6 +104,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 
+	if o.createErr != nil && !task.Status.Phase.Finished() {
+		// A full quota: the workqueue's backoff paces the retries.
+		return ctrl.Result{}, o.createErr
+	}
 	if task.Status.Phase.Finished() {
 		// The status now holds the outputs, so the pods may go.
 		if err := r.releasePods(ctx, task.Namespace, names.Job(task.Name), o.pods); err != nil {
@@ -153,7 +164,10 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 			// Our cache is behind a Job we created; the Job's event brings us back.
 			return nil, nil
 		}
-		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job.Name, err)
+		if refusal.Classify(err) != refusal.Final {
+			// A final refusal is told once, by the Failed phase's event.
+			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job.Name, err)
+		}
 		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
 	}
 	log.FromContext(ctx).Info("Created Job", "job", job.Name)
@@ -288,6 +302,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return ok
 		}))).
 		Watches(&corev1.Event{}, byEventJob).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
+			func() client.ObjectList { return &schedv1.AgentTaskList{} },
+			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Named("agenttask").
 		Complete(r)

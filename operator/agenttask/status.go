@@ -13,6 +13,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
 // observed is what the controller saw of a task's Job and pods.
@@ -22,6 +23,9 @@ type observed struct {
 	// createFailure is the Job controller's latest FailedCreate message, for
 	// a Job that cannot create its pod (forbidden, quota).
 	createFailure string
+	// createErr is the API server's refusal of the Job, when it refused it
+	// for good (refusal.Final) or for a full quota (refusal.Quota).
+	createErr error
 }
 
 // computeStatus derives the task's status from what was observed. It is pure:
@@ -56,6 +60,10 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	switch {
 	case o.job == nil && task.Spec.Cancel:
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
+	case o.job == nil && o.createErr != nil && refusal.Classify(o.createErr) == refusal.Final:
+		finish(&st, schedv1.TaskFailed, schedv1.ReasonRejected, "the API server refused the task's Job: "+refusal.Message(o.createErr)+"; change the task's spec and create it again", now)
+	case o.job == nil && o.createErr != nil:
+		setPending(&st, schedv1.ReasonQuotaExceeded, "waiting for quota to create the Job: "+refusal.Message(o.createErr))
 	case o.job == nil:
 		setPending(&st, schedv1.ReasonPending, "creating the Job")
 	case jobFailed(o.job) != nil:

@@ -1,6 +1,7 @@
 package agenttask
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -8,7 +9,10 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
@@ -90,6 +94,16 @@ func TestComputeStatus(t *testing.T) {
 		"job not created yet": {
 			o:    observed{},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "creating the Job", ReadyStatus: metav1.ConditionFalse},
+		},
+		"job refused for good": {
+			o: observed{createErr: apierrors.NewInvalid(schema.GroupKind{Group: "batch", Kind: "Job"}, "t", field.ErrorList{field.TooLong(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("args").Index(0), "", 4096)})},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonRejected, CompletionTime: &now, ReadyStatus: metav1.ConditionFalse,
+				Message: `the API server refused the task's Job: Job.batch "t" is invalid: spec.template.spec.containers[0].args[0]: Too long: may not be more than 4096 bytes; change the task's spec and create it again`},
+		},
+		"job waiting for quota": {
+			o: observed{createErr: apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "t", errors.New("exceeded quota: q, requested: count/jobs.batch=1"))},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonQuotaExceeded, ReadyStatus: metav1.ConditionFalse,
+				Message: `waiting for quota to create the Job: jobs.batch "t" is forbidden: exceeded quota: q, requested: count/jobs.batch=1`},
 		},
 		"job without pod": {
 			o:    observed{job: makeJob().obj()},

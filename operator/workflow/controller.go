@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
 // Reconciler reconciles Workflows.
@@ -36,6 +37,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
 // Reconcile reads the workflow and its step tasks, decides (plan.go), acts,
 // and patches the status once.
@@ -66,14 +68,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", p.cancel.Name, err)
 		}
 	}
+	var quotaErr error
 	if p.create != nil {
 		if err := controllerutil.SetControllerReference(wf, p.create, r.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}
-		if err := r.Create(ctx, p.create); err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", p.create.Name, err)
-		} else if err == nil {
+		err := r.Create(ctx, p.create)
+		switch kind := refusal.Classify(err); {
+		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", p.create.Name, "step", p.create.Labels[schedv1.LabelWorkflowStep])
+		case apierrors.IsAlreadyExists(err):
+		case kind == refusal.Final:
+			// Substituted outputs can make a task the server refuses;
+			// retrying cannot change them, so the step fails.
+			refused(&p.status, p.createStep, wf.Spec.Steps[p.createStep].Name, refusal.Message(err), now)
+		case kind == refusal.Quota:
+			waitingForQuota(&p.status, p.createStep, wf.Spec.Steps[p.createStep].Name, refusal.Message(err))
+			quotaErr = err
+		default:
+			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", p.create.Name, err)
 		}
 	}
 
@@ -82,6 +95,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, nil // the newer workflow's event brings us back
 		}
 		return ctrl.Result{}, err
+	}
+	if quotaErr != nil {
+		// The workqueue's backoff paces the retries until the quota has room.
+		return ctrl.Result{}, quotaErr
 	}
 	if wf.Status.Phase.Finished() {
 		return r.applyTTL(ctx, wf, now)
@@ -201,6 +218,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.Workflow{}).
 		Owns(&schedv1.AgentTask{}).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
+			func() client.ObjectList { return &schedv1.WorkflowList{} },
+			func(o client.Object) bool { return o.(*schedv1.Workflow).Status.Reason == schedv1.ReasonQuotaExceeded })).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Named("workflow").
 		Complete(r)

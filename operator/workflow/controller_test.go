@@ -14,6 +14,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
@@ -231,6 +232,30 @@ func TestWorkflowFailures(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a task the server refuses after substitution fails the step", func(t *testing.T) {
+		t.Parallel()
+		ns := namespace(t)
+		// Each arg may hold 4096 bytes: two copies of this output do not fit.
+		big := strings.Repeat("x", 2100)
+		wf := MakeWorkflow("toolong", ns).StepTask("a", step("x", 0, "big="+big, 0)).
+			StepTask("b", step("x", 0, "", 0, "${steps.a.output.big}${steps.a.output.big}")).
+			StepTask("c", step("x", 0, "", 0)).Obj()
+		if err := sim.Client.Create(t.Context(), wf); err != nil {
+			t.Fatal(err)
+		}
+		got := waitWorkflow(t, ns, "toolong", "finished", finished)
+		if got.Status.Phase != schedv1.WorkflowFailed || got.Status.Reason != schedv1.ReasonRejected {
+			t.Fatalf("phase %s reason %s, want Failed Rejected; message %q", got.Status.Phase, got.Status.Reason, got.Status.Message)
+		}
+		for _, want := range []string{"step 1 (b) cannot start", "the API server refused its AgentTask", "spec.args[0]", "4096"} {
+			if !strings.Contains(got.Status.Message, want) {
+				t.Errorf("message %q lacks %q", got.Status.Message, want)
+			}
+		}
+		if b, c := got.Status.Steps[1], got.Status.Steps[2]; b.Phase != schedv1.StepFailed || b.TaskName != "" || c.Phase != schedv1.StepSkipped {
+			t.Errorf("steps b %+v c %+v: want b Failed without a task, c Skipped", b, c)
+		}
+	})
 	t.Run("the timed-out step's task is cancelled", func(t *testing.T) {
 		t.Parallel()
 		ns := namespace(t)
@@ -450,4 +475,59 @@ func TestTTLDeletesTheFinishedWorkflow(t *testing.T) {
 		err := sim.Client.List(ctx, &tasks, client.InNamespace(ns))
 		return err == nil && len(tasks.Items) == 0, err
 	})
+}
+
+// TestFullQuotaHoldsTheNextStep: a quota on AgentTasks holds the next step
+// Waiting, naming the quota, and the workflow goes on once it has room.
+func TestFullQuotaHoldsTheNextStep(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "one-task", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/agenttasks.sched.kubectl-sched.dev": resource.MustParse("1")}},
+	}
+	if err := sim.Client.Create(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
+	// Admission counts only once the quota controller has, and it learns
+	// of new CRDs every 30 s without recounting existing quotas: nudge the
+	// quota until it is counted.
+	poll(t, "the quota to be counted", func(ctx context.Context) (bool, error) {
+		if err := sim.Client.Get(ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+			return false, err
+		}
+		if _, counted := quota.Status.Used["count/agenttasks.sched.kubectl-sched.dev"]; counted {
+			return true, nil
+		}
+		// A change to spec.hard makes the controller recount.
+		if _, ok := quota.Spec.Hard["count/secrets"]; ok {
+			delete(quota.Spec.Hard, "count/secrets")
+		} else {
+			quota.Spec.Hard["count/secrets"] = resource.MustParse("100")
+		}
+		_ = sim.Client.Update(ctx, quota)
+		return false, nil
+	})
+	wf := MakeWorkflow("held", ns).StepTask("a", step("x", 0, "k=v", 0)).StepTask("b", step("x", 0, "", 0, "${steps.a.output.k}")).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "held", "held by the quota", func(wf *schedv1.Workflow) bool {
+		return wf.Status.Reason == schedv1.ReasonQuotaExceeded
+	})
+	if got.Status.Phase != schedv1.WorkflowRunning || !strings.Contains(got.Status.Message, "one-task") || got.Status.Steps[1].Phase != schedv1.StepWaiting {
+		t.Errorf("status %+v: want Running, step b Waiting, message naming quota one-task", got.Status)
+	}
+
+	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(quota), quota); err != nil {
+		t.Fatal(err)
+	}
+	quota.Spec.Hard["count/agenttasks.sched.kubectl-sched.dev"] = resource.MustParse("2")
+	if err := sim.Client.Update(t.Context(), quota); err != nil {
+		t.Fatal(err)
+	}
+	got = waitWorkflow(t, ns, "held", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Errorf("after the quota grew: %+v, want Succeeded", got.Status)
+	}
 }

@@ -19,8 +19,10 @@ import (
 // tasks, so it can be tested without a server.
 type plan struct {
 	status schedv1.WorkflowStatus
-	// create is the next step's AgentTask, resolved and ready to create.
-	create *schedv1.AgentTask
+	// create is the next step's AgentTask, resolved and ready to create,
+	// for step createStep.
+	create     *schedv1.AgentTask
+	createStep int
 	// cancel is a running step's AgentTask to stop (workflow timeout or
 	// spec.cancel).
 	cancel *schedv1.AgentTask
@@ -103,7 +105,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 		if i > 0 {
 			task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
 		}
-		p.create = task
+		p.create, p.createStep = task, i
 		s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
 		running(st, fmt.Sprintf("step %d (%s) is starting", i, step.Name))
 		return p
@@ -193,6 +195,27 @@ func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
 	default:
 		return schedv1.StepPending
 	}
+}
+
+// refused records that the API server refused step i's task for good: the
+// step fails with the server's message, and the workflow with it.
+func refused(st *schedv1.WorkflowStatus, i int, name, msg string, now metav1.Time) {
+	s := &st.Steps[i]
+	s.Phase, s.TaskName, s.CompletionTime = schedv1.StepFailed, "", &now
+	s.Message = "the API server refused its AgentTask: " + msg
+	end(st, schedv1.WorkflowFailed, schedv1.ReasonRejected, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
+	skipFrom(st, i+1, fmt.Sprintf("step %s did not start", name))
+}
+
+// waitingForQuota puts step i back to Waiting, since its task does not
+// exist, and says which quota holds it.
+func waitingForQuota(st *schedv1.WorkflowStatus, i int, name, msg string) {
+	s := &st.Steps[i]
+	s.Phase, s.TaskName, s.StartTime = schedv1.StepWaiting, "", nil
+	s.Message = "waiting for quota: " + msg
+	running(st, fmt.Sprintf("step %d (%s) is waiting for quota: %s", i, name, msg))
+	st.Reason = schedv1.ReasonQuotaExceeded
+	setCond(st, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonQuotaExceeded, st.Message)
 }
 
 func running(st *schedv1.WorkflowStatus, msg string) {
