@@ -86,7 +86,10 @@ const (
 	ReasonUnsupportedKernel = "UnsupportedKernel"
 	ReasonNoNodes           = "NoMatchingNodes"
 	ReasonUnknownScheduler  = "UnknownScheduler"
-	ReasonAttached          = "Attached"
+	// ReasonImageNotAllowed: spec.scheduler.image is not from a registry
+	// the operator's --allowed-scheduler-registries lists.
+	ReasonImageNotAllowed = "ImageNotAllowed"
+	ReasonAttached        = "Attached"
 	// ReasonRolledOut: Progressing is False because the DaemonSet runs the
 	// current template everywhere it should.
 	ReasonRolledOut = "RolledOut"

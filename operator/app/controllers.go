@@ -38,12 +38,13 @@ var controllers = map[string]Controller{
 	},
 	"schedext": func(mgr ctrl.Manager, o Options) error {
 		return (&schedext.Reconciler{
-			Client:      mgr.GetClient(),
-			APIReader:   mgr.GetAPIReader(),
-			Recorder:    mgr.GetEventRecorder("schedext-controller"),
-			Namespace:   o.Settings.SchedulerNamespace,
-			Images:      o.Settings.SchedulerImages,
-			HelperImage: o.Settings.HelperImage,
+			Client:            mgr.GetClient(),
+			APIReader:         mgr.GetAPIReader(),
+			Recorder:          mgr.GetEventRecorder("schedext-controller"),
+			Namespace:         o.Settings.SchedulerNamespace,
+			Images:            o.Settings.SchedulerImages,
+			HelperImage:       o.Settings.HelperImage,
+			AllowedRegistries: o.Settings.AllowedSchedulerRegistries,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"agenttask": func(mgr ctrl.Manager, o Options) error {

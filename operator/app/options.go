@@ -64,6 +64,10 @@ type Settings struct {
 	HelperImage string
 	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
 	PriorityClasses map[string]string
+	// AllowedSchedulerRegistries limit the images a SchedExt names itself
+	// (spec.scheduler.image) to these registries or repositories; any
+	// when empty. Images of --scheduler-image are the admin's own.
+	AllowedSchedulerRegistries []string
 	// ClusterIssuer is the cert-manager ClusterIssuer that signs public
 	// apps' certificates when cert-manager is installed; none when empty.
 	ClusterIssuer string
@@ -143,6 +147,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
 	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
 	fs.Var(mapFlag(s.PriorityClasses), "priority-class", "PRIORITY=CLASS mapping a placement priority to a PriorityClass; repeatable. (env PRIORITY_CLASSES)")
+	fs.Func("allowed-scheduler-registries", "Comma-separated registries or repositories (ghcr.io/sched-ext,registry.example.com) a SchedExt's own scheduler.image must come from; any when empty. (env ALLOWED_SCHEDULER_REGISTRIES)", func(v string) error {
+		s.AllowedSchedulerRegistries = splitList(v)
+		return nil
+	})
 	fs.StringVar(&s.ClusterIssuer, "cluster-issuer", s.ClusterIssuer, "cert-manager ClusterIssuer for public apps' certificates, used when cert-manager is installed. (env CLUSTER_ISSUER)")
 }
 
@@ -166,6 +174,9 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
 	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
 	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)
+	if v, ok := lookup("ALLOWED_SCHEDULER_REGISTRIES"); ok && !given["allowed-scheduler-registries"] {
+		s.AllowedSchedulerRegistries = splitList(v)
+	}
 	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -214,12 +225,28 @@ func (o *Options) Validate() error {
 	if o.Settings.HelperImage == "" {
 		return fmt.Errorf("--helper-image must not be empty")
 	}
+	for _, r := range o.Settings.AllowedSchedulerRegistries {
+		if strings.Contains(r, "://") {
+			return fmt.Errorf("--allowed-scheduler-registries: %q: give a registry host or repository (ghcr.io/sched-ext), not a URL", r)
+		}
+	}
 	for p := range o.Settings.PriorityClasses {
 		if !slices.Contains(schedv1.Priorities, schedv1.Priority(p)) {
 			return fmt.Errorf("--priority-class %s=...: %q is not a placement priority (one of %v)", p, p, schedv1.Priorities)
 		}
 	}
 	return nil
+}
+
+// splitList reads a comma-separated list, without empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // mapFlag is a repeatable KEY=VALUE flag.

@@ -77,7 +77,10 @@ type Reconciler struct {
 	Namespace   string
 	Images      map[string]string
 	HelperImage string
-	Clock       clock.PassiveClock
+	// AllowedRegistries limits the images a SchedExt may name itself
+	// (spec.scheduler.image); any when empty.
+	AllowedRegistries []string
+	Clock             clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts,verbs=get;list;watch
@@ -111,8 +114,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.image == "" {
-		if err := r.deleteDaemonSet(ctx, scx, o.ds); err != nil {
+	if o.image == "" || o.refused != "" {
+		if err := r.deleteDaemonSet(ctx, scx, o); err != nil {
 			return ctrl.Result{}, err
 		}
 		o.ds = nil
@@ -138,6 +141,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) observe(ctx context.Context, scx *schedv1.SchedExt) (observed, error) {
 	var o observed
 	o.image, _ = ResolveImage(scx.Spec.Scheduler, r.Images)
+	o.refused = Refused(o.image, scx.Spec.Scheduler.Image != "", r.AllowedRegistries)
 
 	// Read-only views of the cache: arbitration copies nothing it keeps,
 	// and copying every node on every reconcile would cost the most.
@@ -256,17 +260,23 @@ func mergeLabels(into, from map[string]string) map[string]string {
 }
 
 // deleteDaemonSet removes the DaemonSet of a SchedExt whose scheduler no
-// longer resolves: it would run a scheduler the spec no longer names, and
+// longer resolves, or whose image is no longer allowed: it would run a
+// scheduler the spec no longer names (or an admin no longer allows), and
 // outside arbitration.
-func (r *Reconciler) deleteDaemonSet(ctx context.Context, scx *schedv1.SchedExt, ds *appsv1.DaemonSet) error {
+func (r *Reconciler) deleteDaemonSet(ctx context.Context, scx *schedv1.SchedExt, o observed) error {
+	ds := o.ds
 	if ds == nil {
 		return nil
 	}
 	if err := r.Delete(ctx, ds, client.Preconditions{UID: &ds.UID}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("delete daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
 	}
-	log.FromContext(ctx).Info("Deleted DaemonSet of an unknown scheduler", "daemonSet", client.ObjectKeyFromObject(ds), "scheduler", scx.Spec.Scheduler.Name)
-	r.Recorder.Eventf(scx, ds, corev1.EventTypeWarning, schedv1.ReasonUnknownScheduler, "DeleteDaemonSet", "deleted DaemonSet %s/%s: no image for scheduler %q", ds.Namespace, ds.Name, scx.Spec.Scheduler.Name)
+	reason, why := schedv1.ReasonUnknownScheduler, fmt.Sprintf("no image for scheduler %q", scx.Spec.Scheduler.Name)
+	if o.refused != "" {
+		reason, why = schedv1.ReasonImageNotAllowed, o.refused
+	}
+	log.FromContext(ctx).Info("Deleted DaemonSet", "daemonSet", client.ObjectKeyFromObject(ds), "reason", reason)
+	r.Recorder.Eventf(scx, ds, corev1.EventTypeWarning, reason, "DeleteDaemonSet", "deleted DaemonSet %s/%s: %s", ds.Namespace, ds.Name, why)
 	return nil
 }
 

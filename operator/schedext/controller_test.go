@@ -62,6 +62,7 @@ func TestMain(m *testing.M) {
 		o.Controllers = []string{"schedext"}
 		o.Settings.SchedulerImages["scx_lavd"] = "registry.example/scx:lavd"
 		o.Settings.SchedulerImages["scx_rusty"] = "registry.example/scx:rusty"
+		o.Settings.AllowedSchedulerRegistries = []string{"registry.example"}
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -651,4 +652,26 @@ func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
 	// The same scheduler from an image of this SchedExt's own.
 	switchTo("scx_rusty", "registry.example/scx:v1.0.13", "--image", "registry.example/scx:v1.0.13")
 	remove(t, "switch")
+}
+
+// TestImageFromARegistryNotAllowed: a SchedExt's own image from outside the
+// allowed registries gets no DaemonSet and says why, naming the list; an
+// allowed image then runs.
+func TestImageFromARegistryNotAllowed(t *testing.T) {
+	create(t, MakeSchedExt("outsider").Image("evil.example.com/scx:1", "").NodeSelector(schedv1.NodeLabelPool, "highmem").Obj())
+	got := waitSchedExt(t, "outsider", "refused", func(s *schedv1.SchedExt) bool {
+		return condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonImageNotAllowed)
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "evil.example.com/scx:1") || !strings.Contains(c.Message, "(registry.example)") {
+		t.Errorf("Ready %+v", c)
+	}
+	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet("outsider")}, &appsv1.DaemonSet{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a DaemonSet for a refused image: %v", err)
+	}
+	update(t, "outsider", func(s *schedv1.SchedExt) { s.Spec.Scheduler.Image = "registry.example/scx:own" })
+	waitSchedExt(t, "outsider", "attached from the allowed image", func(s *schedv1.SchedExt) bool {
+		return s.Status.ReadyNodes == 1 && condIs(s, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached)
+	})
+	remove(t, "outsider")
 }

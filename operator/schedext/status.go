@@ -22,6 +22,8 @@ const maxNamed = 5
 type observed struct {
 	// image is the resolved scheduler image; "" when the name is unknown.
 	image string
+	// refused says why the image may not run; "" when it may.
+	refused string
 	// ds is the DaemonSet; nil when it does not exist (yet).
 	ds   *appsv1.DaemonSet
 	pods []corev1.Pod
@@ -64,6 +66,12 @@ func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.S
 		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, msg)
 		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, "nothing to roll out: "+msg)
 		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonUnknownScheduler, msg)
+		return st
+	}
+	if o.refused != "" {
+		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonImageNotAllowed, o.refused)
+		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonImageNotAllowed, "nothing to roll out: "+o.refused)
+		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonImageNotAllowed, o.refused)
 		return st
 	}
 

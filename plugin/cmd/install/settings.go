@@ -51,11 +51,22 @@ var Settings = []Setting{
 		Usage: "PRIORITY=CLASS maps placement.priority (Critical, High, Medium, Low) to an existing PriorityClass instead of the kubectl-sched-<priority> one install creates; PRIORITY= leaves it unmapped. Repeatable."},
 	{Flag: "scheduler-image", Env: "SCHEDULER_IMAGES", Map: true, check: schedulerImage,
 		Usage: "NAME=IMAGE resolves a well-known sched_ext scheduler (scx_lavd) to an image instead of the pinned scx release. Repeatable."},
+	{Flag: "allowed-scheduler-registries", Env: "ALLOWED_SCHEDULER_REGISTRIES", check: registries,
+		Usage: "Comma-separated registries or repositories (ghcr.io/sched-ext,registry.example.com) a SchedExt's own scheduler.image must come from; any when empty."},
 	{Flag: "scheduler-namespace", Env: "SCHEDULER_NAMESPACE", Usage: "Namespace of the SchedExt DaemonSets (the operator creates it, privileged).", check: label},
 	{Flag: "helper-image", Env: "HELPER_IMAGE", Usage: "Image with sh and cat for the SchedExt pods' kernel preflight and attach check (mirror it on air-gapped clusters).", check: nonEmpty},
 }
 
 var imageRef = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._/:@-]*$`)
+
+func registries(_, v string) string {
+	for _, r := range strings.Split(v, ",") {
+		if r = strings.TrimSpace(r); strings.Contains(r, "://") || strings.ContainsAny(r, " @") {
+			return fmt.Sprintf("holds %q: give registry hosts or repositories (ghcr.io/sched-ext), comma-separated", r)
+		}
+	}
+	return ""
+}
 
 func nonEmpty(_, v string) string {
 	if v == "" {

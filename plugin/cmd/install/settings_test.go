@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +98,8 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--cluster-secret-store", "vault", "--cluster-issuer", "letsencrypt-prod",
 		"--priority-class", "High=business-critical", "--priority-class", "Low=",
 		"--scheduler-image", "scx_lavd=registry.example.org/scx:v1.0.14",
-		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37")
+		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37",
+		"--allowed-scheduler-registries", "ghcr.io/sched-ext,registry.example.org")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -109,6 +111,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"PRIORITY_CLASSES":    "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
 		"SCHEDULER_IMAGES":    "scx_lavd=registry.example.org/scx:v1.0.14",
 		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
+		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
@@ -132,6 +135,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	if s.IngressDomain != "apps.example.org" || s.ClusterIssuer != "letsencrypt-prod" || s.PriorityClasses["High"] != "business-critical" || s.SchedulerImages["scx_lavd"] != "registry.example.org/scx:v1.0.14" || s.NetworkPolicies {
 		t.Errorf("operator settings %+v", s)
 	}
+	if !slices.Equal(s.AllowedSchedulerRegistries, []string{"ghcr.io/sched-ext", "registry.example.org"}) {
+		t.Errorf("allowed registries %v", s.AllowedSchedulerRegistries)
+	}
 	if _, ok := s.PriorityClasses["Low"]; ok {
 		t.Errorf("Low is mapped: %v", s.PriorityClasses)
 	}
@@ -146,6 +152,7 @@ func TestInstallSettingsRefused(t *testing.T) {
 		"scheduler":       {"--scheduler-image", "scx_nope=r/x:1"},
 		"network bool":    {"--network-policies", "maybe"},
 		"empty namespace": {"--scheduler-namespace", ""},
+		"registry URL":    {"--allowed-scheduler-registries", "https://ghcr.io"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := plugintest.RunWithInput("", append([]string{"install", "--dry-run=client"}, args...)...)
