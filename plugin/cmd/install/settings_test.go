@@ -91,6 +91,16 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	if diff := cmp.Diff([]string{"kubectl-sched-critical", "kubectl-sched-high", "kubectl-sched-medium", "kubectl-sched-low"}, classes); diff != "" {
 		t.Errorf("priority classes (-want +got):\n%s", diff)
 	}
+	// The operator starts on the defaults, and maps every priority.
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	opts := app.DefaultOptions()
+	opts.BindFlags(fs)
+	if err := opts.ApplyEnv(fs, func(k string) (string, bool) { v, ok := defaults[k]; return v, ok }); err != nil {
+		t.Fatalf("the operator refuses the default settings: %v", err)
+	}
+	if len(opts.Settings.PriorityClasses) != 4 || opts.Settings.HelperImage != "busybox:1.37" || !opts.Settings.NetworkPolicies || opts.Settings.SchedulerImages["scx_lavd"] != app.SchedulerImage {
+		t.Errorf("operator settings from the defaults %+v", opts.Settings)
+	}
 
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml",
 		"--ingress-domain", "apps.example.org", "--ingress-class", "nginx", "--ingress-provider", "traefik",
@@ -125,8 +135,8 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	}
 
 	// What the operator makes of them.
-	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
-	opts := app.DefaultOptions()
+	fs = flag.NewFlagSet("operator", flag.ContinueOnError)
+	opts = app.DefaultOptions()
 	opts.BindFlags(fs)
 	if err := opts.ApplyEnv(fs, func(k string) (string, bool) { v, ok := got[k]; return v, ok }); err != nil {
 		t.Fatalf("the operator refuses the installed settings: %v", err)
