@@ -17,6 +17,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -52,10 +53,6 @@ const fieldOwner = "kubectl-sched-operator"
 // checked again: that object is not labelled, so no event announces its end.
 const conflictRetry = time.Minute
 
-// staleRetry is how soon a status write refused for a stale cache is tried
-// again: long enough for the cache to catch up.
-const staleRetry = 100 * time.Millisecond
-
 // Reconciler reconciles UserDeployments.
 type Reconciler struct {
 	client.Client
@@ -81,6 +78,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=external-secrets.io,resources=externalsecrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=traefik.io,resources=ingressroutes,verbs=get;list;watch;create;patch;delete
@@ -98,6 +96,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	p := buildPlan(ud, r.Settings, r.apis)
+	targets, err := r.autoscaled(ctx, ud.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p.leaveReplicasTo(targets)
 	owned, err := r.observeOwned(ctx, ud)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -124,8 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		if apierrors.IsConflict(err) {
 			// Our cache was behind; the newer app may differ only in its
-			// status, whose events are filtered out, so come back.
-			return ctrl.Result{RequeueAfter: staleRetry}, nil
+			// status, whose events are filtered out, so come back, with
+			// the workqueue's growing backoff should a writer keep racing us.
+			return ctrl.Result{}, fmt.Errorf("status of %s is stale, retrying: %w", ud.Name, err)
 		}
 		return ctrl.Result{}, err
 	}
@@ -286,6 +290,9 @@ func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, fo
 		if err != nil || ok {
 			return current, err
 		}
+		if err := r.handOverReplicas(ctx, form, current); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return nil, err
@@ -303,6 +310,55 @@ func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, fo
 		log.FromContext(ctx).Info("Updated object to the spec", "kind", key.kind, "name", key.name)
 	}
 	return form, nil
+}
+
+// fieldOwnerHandover co-owns the replicas of a workload an autoscaler took
+// over, so that applying it without spec.replicas does not remove the field
+// (and reset the workload to one replica): server-side apply's documented
+// way to hand a field to another controller.
+const fieldOwnerHandover = fieldOwner + "-handover"
+
+// handOverReplicas runs before a workload is applied without spec.replicas.
+func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Unstructured, current client.Object) error {
+	if form.GetKind() != "Deployment" && form.GetKind() != "StatefulSet" {
+		return nil
+	}
+	if _, planned, _ := unstructured.NestedFieldNoCopy(form.Object, "spec", "replicas"); planned {
+		return nil
+	}
+	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return err
+	}
+	replicas, found, err := unstructured.NestedInt64(live, "spec", "replicas")
+	if err != nil || !found {
+		return err
+	}
+	handover := &unstructured.Unstructured{}
+	handover.SetGroupVersionKind(form.GroupVersionKind())
+	handover.SetNamespace(form.GetNamespace())
+	handover.SetName(form.GetName())
+	if err := unstructured.SetNestedField(handover.Object, replicas, "spec", "replicas"); err != nil {
+		return err
+	}
+	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(handover), client.FieldOwner(fieldOwnerHandover), client.ForceOwnership)
+}
+
+// autoscaled returns the names of the workloads in ns that a
+// HorizontalPodAutoscaler scales.
+func (r *Reconciler) autoscaled(ctx context.Context, ns string) (map[string]bool, error) {
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
+	}
+	targets := map[string]bool{}
+	for _, h := range hpas.Items {
+		ref := h.Spec.ScaleTargetRef
+		if gv, _ := schema.ParseGroupVersion(ref.APIVersion); gv.Group == appsv1.GroupName && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet") {
+			targets[ref.Name] = true
+		}
+	}
+	return targets, nil
 }
 
 // deleteUnwanted removes owned objects the plan no longer has: a removed
@@ -452,7 +508,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged))
+		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
+		// An autoscaler added or removed changes who sets replicas.
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget))
 
 	if kinds := r.optionalKinds(); len(kinds) > 0 {
 		// The manager's cache cannot be told about these kinds before it
@@ -529,4 +587,29 @@ func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
 		return false, fmt.Errorf("look up %s: %w", gvk, err)
 	}
 	return true, nil
+}
+
+// appOfScaleTarget maps an autoscaler to the app whose workload it scales.
+func (r *Reconciler) appOfScaleTarget(ctx context.Context, o client.Object) []reconcile.Request {
+	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Spec.ScaleTargetRef.Name}
+	var target client.Object
+	switch hpa.Spec.ScaleTargetRef.Kind {
+	case "Deployment":
+		target = &appsv1.Deployment{}
+	case "StatefulSet":
+		target = &appsv1.StatefulSet{}
+	default:
+		return nil
+	}
+	if err := r.Get(ctx, key, target); err != nil {
+		return nil // not one of ours: the cache holds only labelled workloads
+	}
+	if app := target.GetLabels()[schedv1.LabelUserDeployment]; app != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: hpa.Namespace, Name: app}}}
+	}
+	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -1221,4 +1223,72 @@ func staticVolume(t *testing.T, ns, claim, class string) {
 	}
 	create(t, pv)
 	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), pv) })
+}
+
+// TestAutoscalerKeepsItsReplicas: with a HorizontalPodAutoscaler on a
+// service's Deployment, a change to the app does not reset the replicas it
+// chose, and stopping still stops.
+func TestAutoscalerKeepsItsReplicas(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("scaled", ns).Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).Replicas("web", 2).Obj())
+	waitUD(t, ns, "scaled", "Running", phase(schedv1.UserDeploymentRunning))
+	create(t, &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "scaled-web"},
+			MinReplicas:    ptr.To[int32](1), MaxReplicas: 10,
+		},
+	})
+
+	// Scale as the autoscaler does, through the scale subresource. Until
+	// the operator's cache holds the autoscaler, it repairs the replicas
+	// back to the app's: scale again until the app reports the 5.
+	ctx := t.Context()
+	dep := &appsv1.Deployment{}
+	key := types.NamespacedName{Namespace: ns, Name: "scaled-web"}
+	eventually(t, "the app to report the autoscaler's 5 replicas", func(ctx context.Context) error {
+		if err := sim.Client.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		if *dep.Spec.Replicas != 5 {
+			scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: 5}}
+			return sim.Client.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(scale))
+		}
+		ud := &schedv1.UserDeployment{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "scaled"}, ud); err != nil {
+			return err
+		}
+		if len(ud.Status.Services) != 1 || ud.Status.Services[0].DesiredReplicas != 5 {
+			return fmt.Errorf("services %+v", ud.Status.Services)
+		}
+		return nil
+	})
+	// A change to the app is applied, and the replicas stay the autoscaler's.
+	update(t, ns, "scaled", func(s *schedv1.UserDeploymentSpec) { s.Services[0].Env = []schedv1.EnvVar{{Name: "V", Value: "2"}} })
+	ud := waitUD(t, ns, "scaled", "Running with 5 replicas", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation &&
+			len(ud.Status.Services) == 1 && ud.Status.Services[0].DesiredReplicas == 5 && ud.Status.Services[0].ReadyReplicas == 5
+	})
+	if err := sim.Client.Get(ctx, key, dep); err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Spec.Template.Spec.Containers[0].Env; len(got) != 1 || got[0].Value != "2" {
+		t.Errorf("env %v: the app's change was not applied", got)
+	}
+	if *dep.Spec.Replicas != 5 {
+		t.Errorf("replicas %d after the app changed, want the autoscaler's 5", *dep.Spec.Replicas)
+	}
+	if c := condition(ud, schedv1.ConditionReady); c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v", c)
+	}
+
+	update(t, ns, "scaled", func(s *schedv1.UserDeploymentSpec) { s.State = schedv1.StateStopped })
+	waitUD(t, ns, "scaled", "Stopped", phase(schedv1.UserDeploymentStopped))
+	if err := sim.Client.Get(ctx, key, dep); err != nil {
+		t.Fatal(err)
+	}
+	if *dep.Spec.Replicas != 0 {
+		t.Errorf("replicas %d while stopped, want 0", *dep.Spec.Replicas)
+	}
 }

@@ -312,6 +312,31 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	}
 }
 
+// leaveReplicasTo drops spec.replicas from the planned workloads that a
+// HorizontalPodAutoscaler scales (targets holds their names), so applying
+// them does not undo its work. A stopped or held service keeps its zero: an
+// autoscaler leaves a workload at zero replicas alone.
+func (p *plan) leaveReplicasTo(targets map[string]bool) {
+	for _, obj := range p.objects {
+		var replicas **int32
+		switch w := obj.(type) {
+		case *appsv1.Deployment:
+			replicas = &w.Spec.Replicas
+		case *appsv1.StatefulSet:
+			replicas = &w.Spec.Replicas
+		default:
+			continue
+		}
+		if !targets[obj.GetName()] || ptr.Deref(*replicas, 0) == 0 {
+			continue
+		}
+		*replicas = nil
+		if view := p.deployments[obj.GetLabels()[schedv1.LabelService]]; view != nil {
+			view.Spec.Replicas = nil
+		}
+	}
+}
+
 // statefulSetOf runs a service with volumes: the Deployment's pod template
 // with a claim per volume and replica. A StatefulSet rather than a
 // Deployment with one claim: each replica gets its own volume, and a

@@ -585,3 +585,43 @@ func TestBuildStatefulSet(t *testing.T) {
 		t.Errorf("api got db's service account or pull secrets: %+v", api)
 	}
 }
+
+func TestLeaveReplicasToAutoscalers(t *testing.T) {
+	cases := map[string]struct {
+		state   schedv1.DesiredState
+		targets map[string]bool
+		want    map[string]*int32
+	}{
+		"no autoscaler": {targets: nil, want: map[string]*int32{"a-web": ptr.To[int32](3), "a-db": ptr.To[int32](1)}},
+		"autoscaled service has none": {
+			targets: map[string]bool{"a-web": true},
+			want:    map[string]*int32{"a-web": nil, "a-db": ptr.To[int32](1)},
+		},
+		"a stopped app keeps its zero": {
+			state:   schedv1.StateStopped,
+			targets: map[string]bool{"a-web": true, "a-db": true},
+			want:    map[string]*int32{"a-web": ptr.To[int32](0), "a-db": ptr.To[int32](0)},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ud := MakeUserDeployment("a", "ns").Service("web", "nginx", 80, schedv1.ExposureInternal).Replicas("web", 3).
+				Service("db", "pg", 5432, schedv1.ExposureInternal).Obj()
+			ud.Spec.State = tc.state
+			p := buildPlan(ud, testSettings, apis{})
+			p.leaveReplicasTo(tc.targets)
+			got := map[string]*int32{}
+			for _, o := range p.objects {
+				if d, ok := o.(*appsv1.Deployment); ok {
+					got[d.Name] = d.Spec.Replicas
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("replicas (-want +got):\n%s", diff)
+			}
+			if tc.targets["a-web"] && tc.state != schedv1.StateStopped && p.deployments["web"].Spec.Replicas != nil {
+				t.Errorf("the status view of web still has replicas")
+			}
+		})
+	}
+}

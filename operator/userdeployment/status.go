@@ -57,11 +57,14 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	var waiting []string
 	for _, svc := range ud.Spec.Services {
 		want := int32(0)
-		if d := p.deployments[svc.Name]; d != nil && d.Spec.Replicas != nil {
+		dep := o.deployments[svc.Name]
+		switch d := p.deployments[svc.Name]; {
+		case d != nil && d.Spec.Replicas != nil:
 			want = *d.Spec.Replicas
+		case d != nil && dep != nil && dep.Spec.Replicas != nil:
+			want = *dep.Spec.Replicas // an autoscaler decides
 		}
 		ss := schedv1.ServiceStatus{Name: svc.Name, DesiredReplicas: want}
-		dep := o.deployments[svc.Name]
 		if dep == nil {
 			missing++
 			ss.Message = "the Deployment is not created yet"
