@@ -77,6 +77,13 @@ func (w *AgentTaskWrapper) PodAnnotation(k, v string) *AgentTaskWrapper {
 	w.AgentTask.Spec.PodMetadata.Annotations[k] = v
 	return w
 }
+
+// SecurityContext sets the task container's security context.
+func (w *AgentTaskWrapper) SecurityContext(sc *corev1.SecurityContext) *AgentTaskWrapper {
+	w.AgentTask.Spec.SecurityContext = sc
+	return w
+}
+
 func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
 
 // UserDeploymentWrapper builds a UserDeployment.

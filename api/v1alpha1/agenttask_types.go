@@ -90,8 +90,11 @@ type AgentTaskSpec struct {
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
 
-	// SecurityContext replaces the restricted default (non-root, no privilege
-	// escalation, all capabilities dropped, seccomp RuntimeDefault).
+	// SecurityContext is merged field by field over the restricted default
+	// (non-root, no privilege escalation, all capabilities dropped, seccomp
+	// RuntimeDefault). Privileged containers, privilege escalation, added
+	// capabilities other than NET_BIND_SERVICE and UID 0 are refused at
+	// admission unless a cluster admin opts the namespace out.
 	// +optional
 	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
 

@@ -186,6 +186,14 @@ type ServiceSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 
+	// SecurityContext of the service's container, merged field by field over
+	// the restricted default (non-root, no privilege escalation, all
+	// capabilities dropped, seccomp RuntimeDefault). Privileged containers,
+	// privilege escalation, added capabilities other than NET_BIND_SERVICE and
+	// UID 0 are refused at admission unless a cluster admin opts the namespace out.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
 	// ImagePullSecrets name Secrets in the app's namespace used to pull the image.
 	// +optional
 	// +listType=atomic

@@ -10,16 +10,19 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
-// InstallPolicies applies the admission policies in config/policy and waits
-// until the API server enforces them (policies take effect asynchronously).
+// InstallPolicies applies the admission policies in config/policy and the
+// users' roles (kubectl-sched-edit, kubectl-sched-view), and waits until the
+// API server enforces the policies (they take effect asynchronously).
 func InstallPolicies(ctx context.Context, c client.Client) error {
 	root, err := RepoRoot()
 	if err != nil {
@@ -29,6 +32,7 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	if err != nil {
 		return err
 	}
+	files = append(files, filepath.Join(root, "config", "rbac", "user_roles.yaml"))
 	for _, f := range files {
 		if strings.HasSuffix(f, "kustomization.yaml") {
 			continue
@@ -44,10 +48,24 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 		{Name: "a", Task: schedv1.AgentTaskSpec{Image: "x", Args: []string{"${steps.b.output.k}"}}},
 		{Name: "b", Task: schedv1.AgentTaskSpec{Image: "x"}},
 	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), "only use the outputs of steps before it"), nil
+	// And a privileged task.
+	privileged := &schedv1.AgentTask{}
+	privileged.Name, privileged.Namespace = "policy-probe", "default"
+	privileged.Spec.Image = "x"
+	privileged.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	var last error
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
+		if last == nil || !strings.Contains(last.Error(), "only use the outputs of steps before it") {
+			return false, nil
+		}
+		last = c.Create(ctx, privileged.DeepCopy(), client.DryRunAll)
+		return last != nil && strings.Contains(last.Error(), "privileged containers are not allowed"), nil
 	})
+	if err != nil {
+		return fmt.Errorf("the policies are not enforced (last answer: %v): %w", last, err)
+	}
+	return nil
 }
 
 func applyFile(ctx context.Context, c client.Client, path string) error {

@@ -424,3 +424,27 @@ func TestUnmappedPriorityReported(t *testing.T) {
 		t.Errorf("phase %s, PriorityMapped %+v", got.Status.Phase, c)
 	}
 }
+
+// TestTaskRunsWherePodSecurityIsRestricted: the Job's pod passes Pod
+// Security "restricted" admission even when the task sets a harmless field
+// of its own (which once replaced, and so dropped, the restricted default).
+func TestTaskRunsWherePodSecurityIsRestricted(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	nsObj := &corev1.Namespace{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: ns}, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	if err := sim.Client.Update(t.Context(), nsObj); err != nil {
+		t.Fatal(err)
+	}
+	create(t, task("plain", ns, 0, "k=v").Obj())
+	create(t, task("readonly", ns, 0, "k=v").SecurityContext(&corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}).Obj())
+	for _, name := range []string{"plain", "readonly"} {
+		got := waitTask(t, ns, name, "finished", finished)
+		if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Outputs["k"] != "v" {
+			t.Errorf("%s: status %+v, want Succeeded with k=v", name, got.Status)
+		}
+	}
+}

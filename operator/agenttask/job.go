@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
 const (
@@ -21,10 +22,6 @@ const (
 	// recorded in the task's status, so a fast TTL or pod garbage collection
 	// cannot lose outputs. The controller removes it once the status holds them.
 	OutputsFinalizer = schedv1.FinalizerOutputs
-
-	// nonRootUID runs images that default to root (busybox, alpine) under the
-	// restricted default; 65532 is the conventional "nonroot" user.
-	nonRootUID = 65532
 )
 
 // Labels on the Job and its pods. The task label value is the Job name:
@@ -68,22 +65,13 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		// A crashing container that wrote no outputs still explains itself
 		// with the tail of its log.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          spec.SecurityContext,
-	}
-	podSecurity := &corev1.PodSecurityContext{}
-	if container.SecurityContext == nil {
-		container.SecurityContext = restrictedContainer()
-		podSecurity = &corev1.PodSecurityContext{
-			RunAsNonRoot:   ptr.To(true),
-			RunAsUser:      ptr.To[int64](nonRootUID),
-			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-		}
+		SecurityContext:          podsecurity.Container(spec.SecurityContext),
 	}
 
 	pod := corev1.PodSpec{
 		RestartPolicy:      corev1.RestartPolicyNever,
 		ServiceAccountName: spec.ServiceAccountName,
-		SecurityContext:    podSecurity,
+		SecurityContext:    podsecurity.Pod(),
 		Containers:         []corev1.Container{container},
 	}
 	placement.Apply(&pod, spec.Placement, labels, priorityClasses)
@@ -112,14 +100,6 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(max(spec.Timeout.Seconds(), 1)))
 	}
 	return job
-}
-
-func restrictedContainer() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr.To(false),
-		Privileged:               ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-	}
 }
 
 // EnvVars converts the API's bounded env vars to core ones.

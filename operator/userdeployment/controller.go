@@ -338,6 +338,9 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Un
 	handover.SetGroupVersionKind(form.GroupVersionKind())
 	handover.SetNamespace(form.GetNamespace())
 	handover.SetName(form.GetName())
+	// Only the value we saw: from a stale cache, forcing it would undo the
+	// autoscaler's latest scale. A conflict retries with fresh data.
+	handover.SetResourceVersion(current.GetResourceVersion())
 	if err := unstructured.SetNestedField(handover.Object, replicas, "spec", "replicas"); err != nil {
 		return err
 	}

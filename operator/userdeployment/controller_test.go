@@ -1292,3 +1292,35 @@ func TestAutoscalerKeepsItsReplicas(t *testing.T) {
 		t.Errorf("replicas %d while stopped, want 0", *dep.Spec.Replicas)
 	}
 }
+
+// TestAppRunsWherePodSecurityIsRestricted: every service's pods, a
+// stateful one and one with a security context of its own included, pass
+// Pod Security "restricted" admission.
+func TestAppRunsWherePodSecurityIsRestricted(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	nsObj := &corev1.Namespace{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: ns}, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	if err := sim.Client.Update(t.Context(), nsObj); err != nil {
+		t.Fatal(err)
+	}
+	class := "sim-" + ns
+	staticVolume(t, ns, "data-safe-db-0", class)
+	create(t, MakeUserDeployment("safe", ns).
+		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
+		Service("api", "shop-api:1", 8080, schedv1.ExposureInternal).
+		EditService("api", func(s *schedv1.ServiceSpec) {
+			s.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
+		}).
+		Service("db", "postgres:17", 5432, schedv1.ExposureInternal).
+		EditService("db", func(s *schedv1.ServiceSpec) {
+			s.Volumes = []schedv1.ServiceVolume{{Name: "data", MountPath: "/var/lib/postgresql", Size: resource.MustParse("1Gi"), StorageClass: class}}
+		}).Obj())
+	ud := waitUD(t, ns, "safe", "Running", phase(schedv1.UserDeploymentRunning))
+	if ud.Status.Ready != "3/3" {
+		t.Errorf("ready %q, want 3/3", ud.Status.Ready)
+	}
+}

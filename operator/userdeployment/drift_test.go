@@ -40,7 +40,6 @@ func TestInSync(t *testing.T) {
 		pod := &d.Spec.Template.Spec
 		pod.RestartPolicy, pod.DNSPolicy, pod.SchedulerName = corev1.RestartPolicyAlways, corev1.DNSClusterFirst, corev1.DefaultSchedulerName
 		pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
-		pod.SecurityContext = &corev1.PodSecurityContext{}
 		c := &pod.Containers[0]
 		c.ImagePullPolicy, c.TerminationMessagePath = corev1.PullIfNotPresent, corev1.TerminationMessagePathDefault
 		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile

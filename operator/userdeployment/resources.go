@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
 // Settings are what the builders need to know about the cluster; the
@@ -255,13 +256,14 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	}
 
 	c := corev1.Container{
-		Name:           svc.Name,
-		Image:          svc.Image,
-		Command:        svc.Command,
-		Args:           svc.Args,
-		Resources:      svc.Resources,
-		ReadinessProbe: svc.ReadinessProbe,
-		LivenessProbe:  svc.LivenessProbe,
+		Name:            svc.Name,
+		Image:           svc.Image,
+		Command:         svc.Command,
+		Args:            svc.Args,
+		Resources:       svc.Resources,
+		ReadinessProbe:  svc.ReadinessProbe,
+		LivenessProbe:   svc.LivenessProbe,
+		SecurityContext: podsecurity.Container(svc.SecurityContext),
 	}
 	for _, p := range svc.Ports {
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: protocol(p)})
@@ -295,7 +297,13 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		c.Env = append(c.Env, corev1.EnvVar{Name: e.Name, Value: e.Value, ValueFrom: e.ValueFrom})
 	}
 
-	spec := corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: volumes, ServiceAccountName: svc.ServiceAccountName, ImagePullSecrets: svc.ImagePullSecrets}
+	spec := corev1.PodSpec{
+		Containers:         []corev1.Container{c},
+		Volumes:            volumes,
+		ServiceAccountName: svc.ServiceAccountName,
+		ImagePullSecrets:   svc.ImagePullSecrets,
+		SecurityContext:    podsecurity.Pod(),
+	}
 	selector := selectorLabels(ud, svc.Name)
 	placement.Apply(&spec, ud.Spec.Placement, selector, priorityClasses)
 	return &appsv1.Deployment{
@@ -362,6 +370,8 @@ func statefulSetOf(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, dep *ap
 		claims = append(claims, claim)
 		tmpl.Spec.Containers[0].VolumeMounts = append(tmpl.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: v.Name, MountPath: v.MountPath})
 	}
+	// The non-root default user can write its volumes.
+	tmpl.Spec.SecurityContext.FSGroup = ptr.To[int64](podsecurity.NonRootUID)
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: dep.ObjectMeta,

@@ -17,6 +17,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
 var testSettings = Settings{
@@ -216,8 +217,10 @@ func TestBuildDeployment(t *testing.T) {
 							{Prefix: "DB_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-db"}}},
 							{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-stripe"}}},
 						},
-						Env: []corev1.EnvVar{{Name: "LOG", Value: "debug"}},
+						Env:             []corev1.EnvVar{{Name: "LOG", Value: "debug"}},
+						SecurityContext: podsecurity.Container(nil),
 					}},
+					SecurityContext: podsecurity.Pod(),
 					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 						RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 							MatchExpressions: []corev1.NodeSelectorRequirement{

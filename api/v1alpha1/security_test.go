@@ -1,0 +1,235 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+const optOutLabel = "sched.kubectl-sched.dev/allow-privileged-pods"
+
+// tenant makes a namespace whose only user is bound to kubectl-sched-edit
+// (as the built-in edit role would carry it by aggregation) and returns a
+// client that acts as that user.
+func tenant(t *testing.T, namespace, user string, labels map[string]string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace, Labels: labels}}
+	if err := env.Client.Create(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), nsObj) })
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user + "-edit", Namespace: namespace},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := env.Client.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestTenantCannotAskForAPrivilegedPod tries, as a namespace user, every way
+// of asking the operator for a pod that Pod Security "restricted" would
+// refuse, and expects each refused with a message naming the field.
+func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
+	alice := tenant(t, "tenant-alice", "alice", nil)
+	const tns = "tenant-alice"
+	sc := func(edit func(*corev1.SecurityContext)) *corev1.SecurityContext {
+		s := &corev1.SecurityContext{}
+		edit(s)
+		return s
+	}
+	cases := map[string]struct {
+		obj       client.Object
+		wantField string
+		wantMsg   string
+	}{
+		"task: privileged": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.Privileged = ptr.To(true) })).Obj(),
+			wantField: "spec.securityContext.privileged", wantMsg: "privileged containers are not allowed",
+		},
+		"task: privilege escalation": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })).Obj(),
+			wantField: "spec.securityContext.allowPrivilegeEscalation", wantMsg: "privilege escalation is not allowed",
+		},
+		"task: SYS_ADMIN": {
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
+				s.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE", "SYS_ADMIN"}}
+			})).Obj(),
+			wantField: "spec.securityContext.capabilities.add", wantMsg: "only NET_BIND_SERVICE may be added",
+		},
+		"task: UID 0": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })).Obj(),
+			wantField: "spec.securityContext.runAsUser", wantMsg: "may not run as root",
+		},
+		"task: runAsNonRoot false": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.RunAsNonRoot = ptr.To(false) })).Obj(),
+			wantField: "spec.securityContext.runAsNonRoot", wantMsg: "may not run as root",
+		},
+		"task: seccomp Unconfined": {
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
+				s.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+			})).Obj(),
+			wantField: "spec.securityContext", wantMsg: "must stay confined",
+		},
+		"task: unmasked /proc": {
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
+				s.ProcMount = ptr.To(corev1.UnmaskedProcMount)
+			})).Obj(),
+			wantField: "spec.securityContext", wantMsg: "must stay confined",
+		},
+		"workflow: a later step privileged": {
+			obj: MakeWorkflow("w", tns).Step("a", "busybox").StepTask("b", schedv1.AgentTaskSpec{
+				Image: "busybox", SecurityContext: sc(func(s *corev1.SecurityContext) { s.Privileged = ptr.To(true) }),
+			}).Obj(),
+			wantField: "spec.steps[b].task.securityContext.privileged", wantMsg: "privileged containers are not allowed",
+		},
+		"app: a service with privilege escalation": {
+			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				EditService("web", func(s *schedv1.ServiceSpec) {
+					s.SecurityContext = sc(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })
+				}).Obj(),
+			wantField: "spec.services[web].securityContext.allowPrivilegeEscalation", wantMsg: "privilege escalation is not allowed",
+		},
+		"app: a service as root": {
+			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				EditService("web", func(s *schedv1.ServiceSpec) {
+					s.SecurityContext = sc(func(s *corev1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })
+				}).Obj(),
+			wantField: "spec.services[web].securityContext.runAsUser", wantMsg: "may not run as root",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := alice.Create(context.Background(), tc.obj)
+			if err == nil {
+				_ = env.Client.Delete(context.Background(), tc.obj)
+				t.Fatalf("created; want it refused")
+			}
+			if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) {
+				t.Fatalf("err = %v, want invalid or forbidden", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantField) || !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("err = %q, want it to name %q and say %q", err, tc.wantField, tc.wantMsg)
+			}
+		})
+	}
+
+	// Nor may an update sneak it in.
+	t.Run("task: privileged by update", func(t *testing.T) {
+		task := MakeAgentTask("later", tns).Image("busybox").Obj()
+		if err := alice.Create(context.Background(), task); err != nil {
+			t.Fatal(err)
+		}
+		task.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		if err := alice.Update(context.Background(), task); err == nil || !strings.Contains(err.Error(), "privileged containers are not allowed") {
+			t.Errorf("update err = %v, want privileged refused", err)
+		}
+	})
+}
+
+// TestTenantMayTightenOrChooseAUser: what Pod Security "restricted" allows
+// is accepted from a namespace user.
+func TestTenantMayTightenOrChooseAUser(t *testing.T) {
+	bob := tenant(t, "tenant-bob", "bob", nil)
+	const tns = "tenant-bob"
+	ok := &corev1.SecurityContext{
+		ReadOnlyRootFilesystem: ptr.To(true),
+		RunAsUser:              ptr.To[int64](1000),
+		Capabilities:           &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}, Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:         &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	for _, obj := range []client.Object{
+		MakeAgentTask("t", tns).Image("busybox").SecurityContext(ok.DeepCopy()).Obj(),
+		MakeWorkflow("w", tns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox", SecurityContext: ok.DeepCopy()}).Obj(),
+		MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+			EditService("web", func(s *schedv1.ServiceSpec) { s.SecurityContext = ok.DeepCopy() }).Obj(),
+	} {
+		if err := bob.Create(context.Background(), obj); err != nil {
+			t.Errorf("create %T: %v", obj, err)
+		}
+	}
+
+	// Fields the API does not have (host namespaces, hostPath) are dropped, not passed on.
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": schedv1.GroupVersion.String(), "kind": "AgentTask",
+		"metadata": map[string]any{"name": "host", "namespace": tns},
+		"spec":     map[string]any{"image": "busybox", "hostNetwork": true, "hostPID": true},
+	}}
+	if err := bob.Create(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	got := &unstructured.Unstructured{}
+	got.SetGroupVersionKind(u.GroupVersionKind())
+	if err := bob.Get(context.Background(), client.ObjectKeyFromObject(u), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "hostNetwork"); found {
+		t.Errorf("spec.hostNetwork was stored: %v", got.Object["spec"])
+	}
+}
+
+// TestOnlyAClusterAdminOptsANamespaceOut: the opt-out label is out of a
+// namespace user's reach, and once an admin sets it the namespace may ask
+// for privileged pods.
+func TestOnlyAClusterAdminOptsANamespaceOut(t *testing.T) {
+	carol := tenant(t, "tenant-carol", "carol", nil)
+	nsObj := &corev1.Namespace{}
+	if err := carol.Get(context.Background(), client.ObjectKey{Name: "tenant-carol"}, nsObj); err == nil {
+		nsObj.Labels = map[string]string{optOutLabel: "true"}
+		if err := carol.Update(context.Background(), nsObj); !apierrors.IsForbidden(err) {
+			t.Errorf("tenant labelling their namespace: err = %v, want forbidden", err)
+		}
+	} else if !apierrors.IsForbidden(err) {
+		t.Fatalf("get namespace: %v", err)
+	}
+	patch := client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"`+optOutLabel+`":"true"}}}`))
+	if err := carol.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-carol"}}, patch); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant patching the label: err = %v, want forbidden", err)
+	}
+
+	dave := tenant(t, "tenant-dave", "dave", map[string]string{optOutLabel: "true"})
+	priv := MakeAgentTask("p", "tenant-dave").Image("busybox").SecurityContext(&corev1.SecurityContext{Privileged: ptr.To(true)}).Obj()
+	if err := dave.Create(context.Background(), priv); err != nil {
+		t.Errorf("privileged task in an opted-out namespace: %v", err)
+	}
+}
+
+// TestTenantCannotTouchSchedExtOrOtherNamespaces: kubectl-sched-edit is
+// namespaced; SchedExt (cluster-scoped) and other tenants stay out of reach.
+func TestTenantCannotTouchSchedExtOrOtherNamespaces(t *testing.T) {
+	erin := tenant(t, "tenant-erin", "erin", nil)
+	_ = tenant(t, "tenant-frank", "frank", nil)
+	scx := MakeSchedExt("s").Scheduler("scx_rusty").Obj()
+	if err := erin.Create(context.Background(), scx); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant creating a SchedExt: err = %v, want forbidden", err)
+	}
+	other := MakeAgentTask("t", "tenant-frank").Image("busybox").Obj()
+	if err := erin.Create(context.Background(), other); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant creating in another namespace: err = %v, want forbidden", err)
+	}
+	if err := erin.List(context.Background(), &schedv1.AgentTaskList{}, client.InNamespace("tenant-frank")); !apierrors.IsForbidden(err) {
+		t.Errorf("tenant listing another namespace: err = %v, want forbidden", err)
+	}
+}
