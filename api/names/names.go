@@ -53,9 +53,11 @@ func ExternalSecret(app, secret string) string { return Join(app, secret) }
 // <app>-<reference>, which cannot contain one.
 func TLSSecret(app string) string { return app + ".tls" }
 
-// HostLabel is the first label of an app's default ingress host,
-// <app>-<namespace>, which must fit in a DNS label too.
-func HostLabel(app, namespace string) string { return Join(app, namespace) }
+// HostPrefix is what an app's default ingress host puts before the domain:
+// <app>.<namespace>, as Knative does. Joining with "-" would let app a-b in
+// namespace c and app a in namespace b-c share a host; a namespace has no
+// dots, so the last label names it and no two apps' prefixes are equal.
+func HostPrefix(app, namespace string) string { return Join(app) + "." + namespace }
 
 // DaemonSet runs a SchedExt's scheduler.
 func DaemonSet(schedext string) string { return Join("scx", schedext) }

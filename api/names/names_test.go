@@ -51,3 +51,25 @@ func hashOf(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])[:8]
 }
+
+func TestHostPrefixKeepsNamespacesApart(t *testing.T) {
+	cases := []struct{ app, namespace, want string }{
+		{"shop", "default", "shop.default"},
+		{"a-b", "c", "a-b.c"},
+		{"a", "b-c", "a.b-c"},
+	}
+	seen := map[string]string{}
+	for _, tc := range cases {
+		got := HostPrefix(tc.app, tc.namespace)
+		if got != tc.want {
+			t.Errorf("HostPrefix(%q, %q) = %q, want %q", tc.app, tc.namespace, got, tc.want)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("%s/%s and %s share %q", tc.namespace, tc.app, other, got)
+		}
+		seen[got] = tc.namespace + "/" + tc.app
+		if errs := validation.IsDNS1123Subdomain(got + ".apps.example.com"); len(errs) > 0 {
+			t.Errorf("%q: %v", got, errs)
+		}
+	}
+}

@@ -31,6 +31,9 @@ const (
 	ReasonMissingRef    = "MissingReference"
 	ReasonForbidden     = "Forbidden"
 	ReasonCreateFailed  = "CreateFailed"
+	// ReasonHostConflict: an app in another namespace claimed the ingress
+	// host first, so this app gets no route for it.
+	ReasonHostConflict = "HostConflict"
 	// ReasonRejected: the API server refused an object the operator
 	// creates (invalid, too large, or denied by admission); only a new
 	// spec can fix it, so the owner fails instead of retrying.

@@ -233,3 +233,41 @@ func TestTenantCannotTouchSchedExtOrOtherNamespaces(t *testing.T) {
 		t.Errorf("tenant listing another namespace: err = %v, want forbidden", err)
 	}
 }
+
+// TestTenantCannotWriteRoutingRules: a path or host carrying ingress rule
+// syntax is refused, so no input can rewrite a Traefik rule to capture
+// other hosts' traffic.
+func TestTenantCannotWriteRoutingRules(t *testing.T) {
+	gina := tenant(t, "tenant-gina", "gina", nil)
+	const tns = "tenant-gina"
+	cases := map[string]struct {
+		obj       client.Object
+		wantField string
+	}{
+		"ingress path": {
+			obj: MakeUserDeployment("a", tns).Service("web", "nginx", 80, schedv1.ExposurePublic).
+				Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Path: "/x`) || PathPrefix(`/"} }).Obj(),
+			wantField: "spec.ingress.path",
+		},
+		"service ingress path": {
+			obj: MakeUserDeployment("a", tns).Service("web", "nginx", 80, schedv1.ExposurePublic).
+				EditService("web", func(s *schedv1.ServiceSpec) { s.IngressPath = "/x\") || Host(\"evil" }).Obj(),
+			wantField: "spec.services[0].ingressPath",
+		},
+		"host": {
+			obj: MakeUserDeployment("a", tns).Service("web", "nginx", 80, schedv1.ExposurePublic).
+				Spec(func(s *schedv1.UserDeploymentSpec) {
+					s.Ingress = &schedv1.IngressSpec{Host: "a.example.com`) || Host(`b"}
+				}).Obj(),
+			wantField: "spec.ingress.host",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := gina.Create(context.Background(), tc.obj)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantField) || !strings.Contains(err.Error(), "should match") {
+				t.Errorf("err = %v, want invalid naming %s", err, tc.wantField)
+			}
+		})
+	}
+}

@@ -67,7 +67,7 @@ type UserDeploymentSpec struct {
 	Secrets []SecretReference `json:"secrets,omitempty"`
 
 	// Ingress sets the host, path, class and TLS for public services. When
-	// omitted, public services get the host <name>-<namespace>.<domain>, with
+	// omitted, public services get the host <name>.<namespace>.<domain>, with
 	// the domain from the operator's configuration.
 	// +optional
 	Ingress *IngressSpec `json:"ingress,omitempty"`
@@ -156,9 +156,11 @@ type ServiceSpec struct {
 
 	// IngressPath routes this path of the ingress host to a public service.
 	// Defaults to the ingress path when one service is public, else /<name>.
+	// A path starts with / and holds only letters, digits and ._~%/+:@=-
+	// (nothing that could rewrite an ingress controller's routing rule).
 	// +optional
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._~%/+:@=-]*$`
 	IngressPath string `json:"ingressPath,omitempty"`
 
 	// PodMetadata holds labels and annotations passed through to the
@@ -302,17 +304,19 @@ type ExternalSecretSource struct {
 
 // IngressSpec routes public services.
 type IngressSpec struct {
-	// Host name. Defaults to <name>-<namespace>.<domain>.
+	// Host name. Defaults to <name>.<namespace>.<domain>. A host that an
+	// app in another namespace claimed first is not routed (HostConflict).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Host string `json:"host,omitempty"`
 
-	// Path prefix routed to the public service. Defaults to /.
+	// Path prefix routed to the public service. Defaults to /. It starts
+	// with / and holds only letters, digits and ._~%/+:@=-.
 	// +optional
 	// +kubebuilder:default="/"
 	// +kubebuilder:validation:MaxLength=256
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._~%/+:@=-]*$`
 	Path string `json:"path,omitempty"`
 
 	// ClassName of the ingress controller; the cluster default when empty.

@@ -27,7 +27,7 @@ func Steps(root string) []Step {
 			Title: "Deploy a two-service app from the built-in catalog",
 			Say:   "web-app renders a UserDeployment (a public web service and an internal API); --wait follows it until it runs.",
 			Args:  []string{"sched", "deploy", "shop", "--template", "web-app", "--set", "apiImage=ghcr.io/example/shop-api:1.4.0", "--wait", "--timeout", "2m"},
-			Want:  []string{"shop", "http://shop-default." + IngressDomain},
+			Want:  []string{"shop", "http://shop.default." + IngressDomain},
 		},
 		{
 			Title: "Everything kubectl-sched manages, with plain kubectl",

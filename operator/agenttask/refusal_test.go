@@ -46,6 +46,15 @@ func TestFullQuotaWaitsAndNamesIt(t *testing.T) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/jobs.batch": resource.MustParse("0")}},
 	}
 	create(t, quota)
+	// The API server's quota admission learns of a new quota from its
+	// informer: wait until it refuses a dry-run Job.
+	poll(t, "the quota to be enforced", func(ctx context.Context) (bool, error) {
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}},
+		}}}}
+		err := sim.Client.Create(ctx, job, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "no-jobs"), nil
+	})
 
 	create(t, task("waits", ns, 0, "").Obj())
 	got := waitTask(t, ns, "waits", "waiting on the quota", func(at *schedv1.AgentTask) bool {

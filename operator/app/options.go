@@ -42,7 +42,7 @@ type Options struct {
 // Settings are what the controllers need to know about the cluster.
 type Settings struct {
 	// IngressDomain is the domain public services get hosts under:
-	// <name>-<namespace>.<domain>.
+	// <name>.<namespace>.<domain>.
 	IngressDomain string
 	// IngressProvider is "ingress" (networking.k8s.io/v1) or "traefik"
 	// (an IngressRoute, when that API is served).
@@ -137,7 +137,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	s := &o.Settings
-	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>-<namespace>.<domain>. (env INGRESS_DOMAIN)")
+	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>.<namespace>.<domain>. (env INGRESS_DOMAIN)")
 	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")
 	fs.StringVar(&s.IngressClass, "ingress-class", s.IngressClass, "Default ingressClassName. (env INGRESS_CLASS)")
 	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")

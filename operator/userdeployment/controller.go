@@ -96,6 +96,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	p := buildPlan(ud, r.Settings, r.apis)
+	holder, err := r.hostHolder(ctx, ud, p.host)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if holder != "" {
+		p.yieldHost(holder)
+	}
 	targets, err := r.autoscaled(ctx, ud.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -499,6 +506,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
 	}
 
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexHost, r.hostIndex); err != nil {
+		return fmt.Errorf("index apps by host: %w", err)
+	}
 	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
 	})
@@ -513,7 +523,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
 		// An autoscaler added or removed changes who sets replicas.
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget))
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget)).
+		// A host's holder letting go (deleted, or routing another host)
+		// hands it to the next claimant. Both the old and the new object
+		// are mapped on an update.
+		Watches(&schedv1.UserDeployment{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 
 	if kinds := r.optionalKinds(); len(kinds) > 0 {
 		// The manager's cache cannot be told about these kinds before it

@@ -92,7 +92,7 @@ func TestThreeServiceAppRuns(t *testing.T) {
 	if ud.Status.Ready != "3/3" {
 		t.Errorf("ready %q, want 3/3", ud.Status.Ready)
 	}
-	if diff := cmp.Diff([]string{"http://" + names.HostLabel("shop", ns) + ".apps.test/"}, ud.Status.URLs); diff != "" {
+	if diff := cmp.Diff([]string{"http://" + names.HostPrefix("shop", ns) + ".apps.test/"}, ud.Status.URLs); diff != "" {
 		t.Errorf("urls (-want +got):\n%s", diff)
 	}
 	wantServices := []schedv1.ServiceStatus{
@@ -682,7 +682,7 @@ func TestOptionalAPIs(t *testing.T) {
 			s.Secrets = []schedv1.SecretReference{{Name: "db", External: &schedv1.ExternalSecretSource{Key: "prod/db", Property: "password"}, MountPath: "/etc/db"}}
 		}).Obj())
 	ud := waitUD(t, ns, "shop", "Running", phase(schedv1.UserDeploymentRunning))
-	host := names.HostLabel("shop", ns) + ".apps.test"
+	host := names.HostPrefix("shop", ns) + ".apps.test"
 	if diff := cmp.Diff([]string{"https://" + host + "/"}, ud.Status.URLs); diff != "" {
 		t.Errorf("urls (-want +got):\n%s", diff)
 	}
@@ -1026,7 +1026,7 @@ func TestCertificates(t *testing.T) {
 	ns := namespace(t)
 	restartOperator(t, func(o *app.Options) { o.Settings.ClusterIssuer = "letsencrypt" })
 	create(t, MakeUserDeployment("shop", ns).Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Obj())
-	host := names.HostLabel("shop", ns) + ".apps.test"
+	host := names.HostPrefix("shop", ns) + ".apps.test"
 	ud := waitUD(t, ns, "shop", "Running with a pending certificate", func(ud *schedv1.UserDeployment) bool {
 		c := condition(ud, schedv1.ConditionCertificateReady)
 		return phase(schedv1.UserDeploymentRunning)(ud) && c.Reason == schedv1.ReasonCertificatePending

@@ -27,7 +27,7 @@ import (
 // Settings are what the builders need to know about the cluster; the
 // operator fills them from its flags.
 type Settings struct {
-	// IngressDomain: public hosts default to <name>-<namespace>.<domain>.
+	// IngressDomain: public hosts default to <name>.<namespace>.<domain>.
 	IngressDomain string
 	// IngressProvider is "ingress" or "traefik".
 	IngressProvider string
@@ -89,6 +89,12 @@ type plan struct {
 	// certificateProblem says why a public app gets no certificate though
 	// the operator could request one.
 	certificateProblem string
+	// host is the ingress host the app claims; empty when nothing is public.
+	host string
+	// hostConflict says who holds the host instead; set by yieldHost.
+	hostConflict string
+	// invalid says why part of the spec could not be built.
+	invalid []string
 }
 
 // buildPlan derives the desired objects of ud.
@@ -134,6 +140,7 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 	}
 	if routes := publicRoutes(ud); len(routes) > 0 {
 		host := ingressHost(ud, s)
+		p.host = host
 		tlsSecret := ""
 		switch {
 		case ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil:
@@ -156,7 +163,12 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			p.urls = append(p.urls, scheme+"://"+host+r.path)
 		}
 		if s.IngressProvider == "traefik" && a.ingressRoutes {
-			p.objects = append(p.objects, buildIngressRoute(ud, host, routes, tlsSecret))
+			route, err := buildIngressRoute(ud, host, routes, tlsSecret)
+			if err != nil {
+				p.invalid = append(p.invalid, err.Error())
+			} else {
+				p.objects = append(p.objects, route)
+			}
 		} else {
 			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass, tlsSecret))
 		}
@@ -320,6 +332,22 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	}
 }
 
+// yieldHost drops what routes the host (Ingress, IngressRoute, Certificate)
+// because holder, an app in another namespace, claimed it first.
+func (p *plan) yieldHost(holder string) {
+	kept := p.objects[:0]
+	for _, obj := range p.objects {
+		switch obj.GetObjectKind().GroupVersionKind().Kind {
+		case "Ingress", ingressRouteGVK.Kind, certificateGVK.Kind:
+			continue
+		}
+		kept = append(kept, obj)
+	}
+	p.objects = kept
+	p.urls, p.certificate, p.certificateProblem = nil, "", ""
+	p.hostConflict = fmt.Sprintf("host %s is held by %s, which claimed it first; pick another spec.ingress.host (or leave it empty for this app's own default)", p.host, holder)
+}
+
 // leaveReplicasTo drops spec.replicas from the planned workloads that a
 // HorizontalPodAutoscaler scales (targets holds their names), so applying
 // them does not undo its work. A stopped or held service keeps its zero: an
@@ -468,12 +496,12 @@ func publicRoutes(ud *schedv1.UserDeployment) []route {
 	return routes
 }
 
-// ingressHost is the spec's host or <name>-<namespace>.<domain>.
+// ingressHost is the spec's host or <name>.<namespace>.<domain>.
 func ingressHost(ud *schedv1.UserDeployment, s Settings) string {
 	if ud.Spec.Ingress != nil && ud.Spec.Ingress.Host != "" {
 		return ud.Spec.Ingress.Host
 	}
-	return names.HostLabel(ud.Name, ud.Namespace) + "." + s.IngressDomain
+	return names.HostPrefix(ud.Name, ud.Namespace) + "." + s.IngressDomain
 }
 
 // underDomain reports whether host is the domain or below it.
@@ -528,12 +556,16 @@ func buildIngress(ud *schedv1.UserDeployment, host string, routes []route, defau
 
 // buildIngressRoute is Traefik's equivalent of buildIngress. Values are
 // JSON types (int64, []any) so they compare equal to what the server returns.
-func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, tlsSecret string) *unstructured.Unstructured {
+func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, tlsSecret string) (*unstructured.Unstructured, error) {
 	rules := make([]any, 0, len(routes))
 	for _, r := range routes {
+		match, err := traefikMatch(host, r.path)
+		if err != nil {
+			return nil, err
+		}
 		rules = append(rules, map[string]any{
 			"kind":     "Rule",
-			"match":    fmt.Sprintf("Host(`%s`) && PathPrefix(`%s`)", host, r.path),
+			"match":    match,
 			"services": []any{map[string]any{"name": r.service, "port": int64(r.port)}},
 		})
 	}
@@ -542,7 +574,7 @@ func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, 
 		spec["entryPoints"] = []any{entryPointWebSecure}
 		spec["tls"] = map[string]any{"secretName": tlsSecret}
 	}
-	return unstructuredObject(ingressRouteGVK, objectMeta(ud, ud.Name, ""), spec)
+	return unstructuredObject(ingressRouteGVK, objectMeta(ud, ud.Name, ""), spec), nil
 }
 
 // buildExternalSecret asks External Secrets to sync one key of the store

@@ -75,13 +75,13 @@ func TestBuildPlan(t *testing.T) {
 		"stopped scales to zero and keeps the rest": {
 			ud:       app().Service("web", "web:1", 80, schedv1.ExposurePublic).Replicas("web", 2).State(schedv1.StateStopped).Obj(),
 			want:     []string{"Deployment shop-web", "Service shop-web", "Ingress shop", "NetworkPolicy shop"},
-			urls:     []string{"http://shop-ns.apps.test/"},
+			urls:     []string{"http://shop.ns.apps.test/"},
 			replicas: map[string]int32{"web": 0},
 		},
 		"two public services with TLS": {
 			ud:   app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).TLS("shop-tls").Obj(),
 			want: []string{"Deployment shop-web", "Service shop-web", "Deployment shop-api", "Service shop-api", "Ingress shop", "NetworkPolicy shop"},
-			urls: []string{"https://shop-ns.apps.test/web", "https://shop-ns.apps.test/api"},
+			urls: []string{"https://shop.ns.apps.test/web", "https://shop.ns.apps.test/api"},
 		},
 		"host from the spec": {
 			ud:   app().Service("web", "web:1", 80, schedv1.ExposurePublic).Ingress("shop.example.com").Obj(),
@@ -93,13 +93,13 @@ func TestBuildPlan(t *testing.T) {
 			settings: func(s *Settings) { s.IngressProvider = "traefik" },
 			apis:     apis{ingressRoutes: true},
 			want:     []string{"Deployment shop-web", "Service shop-web", "IngressRoute shop", "NetworkPolicy shop"},
-			urls:     []string{"http://shop-ns.apps.test/"},
+			urls:     []string{"http://shop.ns.apps.test/"},
 		},
 		"traefik chosen but not served falls back to an Ingress": {
 			ud:       app().Service("web", "web:1", 80, schedv1.ExposurePublic).Obj(),
 			settings: func(s *Settings) { s.IngressProvider = "traefik" },
 			want:     []string{"Deployment shop-web", "Service shop-web", "Ingress shop", "NetworkPolicy shop"},
-			urls:     []string{"http://shop-ns.apps.test/"},
+			urls:     []string{"http://shop.ns.apps.test/"},
 		},
 		"external secret with a store and the API": {
 			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).ExternalSecretRef("db", "prod/db").Obj(),
@@ -305,7 +305,7 @@ func TestBuildIngress(t *testing.T) {
 			defaultClass: "nginx",
 			want: networkingv1.IngressSpec{
 				IngressClassName: ptr.To("nginx"),
-				Rules: []networkingv1.IngressRule{{Host: "shop-ns.apps.test", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+				Rules: []networkingv1.IngressRule{{Host: "shop.ns.apps.test", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 					Paths: []networkingv1.HTTPIngressPath{{Path: "/shop", PathType: prefix, Backend: backend("shop-web", 80)}},
 				}}}},
 			},
@@ -354,7 +354,10 @@ func TestBuildIngress(t *testing.T) {
 
 func TestBuildIngressRoute(t *testing.T) {
 	ud := app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposurePublic).TLS("shop-tls").Obj()
-	got := buildIngressRoute(ud, "shop.example.com", publicRoutes(ud), "shop-tls")
+	got, err := buildIngressRoute(ud, "shop.example.com", publicRoutes(ud), "shop-tls")
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]any{
 		"entryPoints": []any{"websecure"},
 		"tls":         map[string]any{"secretName": "shop-tls"},
@@ -448,6 +451,19 @@ func TestBuildNetworkPolicy(t *testing.T) {
 	}
 }
 
+// TestDefaultHostsAreUniquePerNamespace: app a-b in c and app a in b-c
+// once shared a-b-c.<domain>.
+func TestDefaultHostsAreUniquePerNamespace(t *testing.T) {
+	one := ingressHost(MakeUserDeployment("a-b", "c").Service("web", "web:1", 80, schedv1.ExposurePublic).Obj(), testSettings)
+	two := ingressHost(MakeUserDeployment("a", "b-c").Service("web", "web:1", 80, schedv1.ExposurePublic).Obj(), testSettings)
+	if one == two {
+		t.Errorf("apps in different namespaces share the default host %s", one)
+	}
+	if one != "a-b.c.apps.test" || two != "a.b-c.apps.test" {
+		t.Errorf("hosts %s and %s, want a-b.c.apps.test and a.b-c.apps.test", one, two)
+	}
+}
+
 func TestDefaultHostFitsADNSLabel(t *testing.T) {
 	ud := MakeUserDeployment("a-rather-long-application-name-for-a-shop-front", "a-team-namespace-that-is-long-too").
 		Service("web", "web:1", 80, schedv1.ExposurePublic).Obj()
@@ -492,16 +508,16 @@ func TestCertificatePlan(t *testing.T) {
 		problem bool
 	}{
 		"issued by the ClusterIssuer": {ud: public().Obj(), s: withIssuer, a: apis{certificates: true},
-			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop-ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
-			tls:  "shop.tls", url: "https://shop-ns.apps.test/"},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			tls:  "shop.tls", url: "https://shop.ns.apps.test/"},
 		"a custom host under the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "shop.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true},
 			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
 			tls:  "shop.tls", url: "https://shop.apps.test/"},
-		"a given secret wins": {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop-ns.apps.test/"},
+		"a given secret wins": {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop.ns.apps.test/"},
 		"host outside the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} }).Obj(), s: withIssuer, a: apis{certificates: true},
 			url: "http://bank.example.com/", problem: true},
-		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop-ns.apps.test/"},
-		"no ClusterIssuer": {ud: public().Obj(), s: testSettings, a: apis{certificates: true}, url: "http://shop-ns.apps.test/"},
+		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop.ns.apps.test/"},
+		"no ClusterIssuer": {ud: public().Obj(), s: testSettings, a: apis{certificates: true}, url: "http://shop.ns.apps.test/"},
 		"not public":       {ud: app().Service("api", "api:1", 80, schedv1.ExposureInternal).Obj(), s: withIssuer, a: apis{certificates: true}},
 	}
 	for name, tc := range cases {

@@ -49,6 +49,12 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	}
 	stopped := ud.Spec.State == schedv1.StateStopped
 	var causes []cause
+	if p.hostConflict != "" {
+		causes = append(causes, cause{schedv1.ReasonHostConflict, p.hostConflict})
+	}
+	if len(p.invalid) > 0 {
+		causes = append(causes, cause{schedv1.ReasonInvalidSpec, strings.Join(p.invalid, "; ")})
+	}
 	if len(o.problems) > 0 {
 		causes = append(causes, cause{schedv1.ReasonCreateFailed, strings.Join(o.problems, "; ")})
 	}

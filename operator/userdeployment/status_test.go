@@ -1,12 +1,14 @@
 package userdeployment
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -81,7 +83,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "creating the app's objects: 2 Deployment(s) not created yet"},
 				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"rolling out": {
 			ud: twoServices().Replicas("web", 2).Obj(),
@@ -97,7 +99,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "rolling out: web 1/2 replicas ready"},
 				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"running": {
 			ud: twoServices().Replicas("web", 2).Obj(),
@@ -113,7 +115,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonRolledOut, "every service runs its desired replicas"},
 				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"an old generation is not rolled out": {
 			ud: twoServices().Obj(),
@@ -145,7 +147,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonImagePull, `stuck: service api: pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
 				schedv1.ConditionDegraded:    {metav1.ConditionTrue, schedv1.ReasonImagePull, `service api: pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"crash loop": {
 			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
@@ -199,7 +201,7 @@ func TestComputeStatus(t *testing.T) {
 			conditions: map[string]wantCond{
 				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonExternalSecretsUnavailable, `service api: not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"pods cannot be created": {
 			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
@@ -257,7 +259,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "scaling to zero: 1 pod(s) left"},
 				schedv1.ConditionDegraded:    {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 		"stopped": {
 			ud: twoServices().State(schedv1.StateStopped).Obj(),
@@ -273,7 +275,7 @@ func TestComputeStatus(t *testing.T) {
 			conditions: map[string]wantCond{
 				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonStopped, "every service is scaled to zero"},
 			},
-			urls: []string{"http://shop-ns.apps.test/"},
+			urls: []string{"http://shop.ns.apps.test/"},
 		},
 	}
 	for name, tc := range cases {
@@ -385,5 +387,27 @@ func TestPriorityMappedCondition(t *testing.T) {
 				t.Errorf("phase %s: an unmapped priority must not stop the app", st.Phase)
 			}
 		})
+	}
+}
+
+func TestStatusOfAYieldedHost(t *testing.T) {
+	ud := MakeUserDeployment("shop", "ns").Service("web", "web:1", 80, schedv1.ExposurePublic).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	p.yieldHost("other/shop")
+	for _, o := range p.objects {
+		if o.GetObjectKind().GroupVersionKind().Kind == "Ingress" {
+			t.Errorf("the Ingress is still planned")
+		}
+	}
+	st := computeStatus(ud, p, observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 1, 1)}})
+	c := meta.FindStatusCondition(st.Conditions, schedv1.ConditionDegraded)
+	if st.Phase != schedv1.UserDeploymentDegraded || c == nil || c.Reason != schedv1.ReasonHostConflict {
+		t.Fatalf("phase %s Degraded %+v, want Degraded by HostConflict", st.Phase, c)
+	}
+	if want := "host shop.ns.apps.test is held by other/shop"; !strings.Contains(c.Message, want) {
+		t.Errorf("message %q, want it to say %q", c.Message, want)
+	}
+	if len(st.URLs) != 0 {
+		t.Errorf("URLs %v for a host the app does not hold", st.URLs)
 	}
 }

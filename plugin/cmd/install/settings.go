@@ -40,7 +40,7 @@ type Setting struct {
 // Settings lists every operator setting install writes, in the order of
 // `install --help` and the README.
 var Settings = []Setting{
-	{Flag: "ingress-domain", Env: "INGRESS_DOMAIN", Usage: "Domain of public apps' hosts: <app>-<namespace>.<domain>.", check: dnsName},
+	{Flag: "ingress-domain", Env: "INGRESS_DOMAIN", Usage: "Domain of public apps' hosts: <app>.<namespace>.<domain>.", check: dnsName},
 	{Flag: "ingress-provider", Env: "INGRESS_PROVIDER", Usage: "ingress (networking.k8s.io/v1 Ingress) or traefik (Traefik IngressRoute, when the cluster serves traefik.io/v1alpha1).", check: oneOf("ingress", "traefik")},
 	{Flag: "ingress-class", Env: "INGRESS_CLASS", Usage: "ingressClassName of apps that name none; the cluster's default class when empty."},
 	{Flag: "ingress-namespace", Env: "INGRESS_NAMESPACE", Usage: "Namespace of the ingress controller, which apps' NetworkPolicies admit.", check: optionalLabel},
