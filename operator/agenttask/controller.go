@@ -135,7 +135,16 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 	if err := r.List(ctx, &pods, client.InNamespace(task.Namespace), client.MatchingFields{podTaskIndex: names.Job(task.Name)}); err != nil {
 		return o, err
 	}
-	o.pods = pods.Items
+	// Only the Job's own pods, checked by UID: anyone who may create pods in
+	// the namespace can label one like the task's and forge its termination
+	// message.
+	if o.job != nil {
+		for _, pod := range pods.Items {
+			if metav1.IsControlledBy(&pod, o.job) {
+				o.pods = append(o.pods, pod)
+			}
+		}
+	}
 	if o.job != nil && len(o.pods) == 0 {
 		var evs corev1.EventList
 		if err := r.List(ctx, &evs, client.InNamespace(task.Namespace)); err != nil {

@@ -11,10 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -446,5 +448,68 @@ func TestTaskRunsWherePodSecurityIsRestricted(t *testing.T) {
 		if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Outputs["k"] != "v" {
 			t.Errorf("%s: status %+v, want Succeeded with k=v", name, got.Status)
 		}
+	}
+}
+
+// TestLookAlikePodCannotForgeOutputs: a pod someone else made with the
+// task's labels and a forged termination message, finished before the
+// task's own, does not change the task's outputs.
+func TestLookAlikePodCannotForgeOutputs(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	forged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "forged", Namespace: ns,
+			Labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelAgentTask: names.Job("real")},
+			Annotations: map[string]string{
+				cluster.AnnotationExitCode:           "0",
+				cluster.AnnotationTerminationMessage: `{"verdict":"forged"}`,
+			},
+		},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: agenttask.ContainerName, Image: "x"}}},
+	}
+	// Made by a namespace user with the built-in edit role, who may create pods.
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "mallory-edit", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
+	})
+	cfg := rest.CopyConfig(sim.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory"}
+	mallory, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mallory.Create(t.Context(), forged); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the look-alike pod to finish", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(forged), forged)
+		return err == nil && forged.Status.Phase == corev1.PodSucceeded, err
+	})
+
+	// The real pod runs a while, so the forged one is seen first.
+	create(t, task("real", ns, 0, `{"verdict":"real"}`).PodAnnotation(cluster.AnnotationRunSeconds, "2").Obj())
+	got := waitTask(t, ns, "real", "finished", finished)
+	if diff := cmp.Diff(map[string]string{"verdict": "real"}, got.Status.Outputs); diff != "" {
+		t.Errorf("outputs (-want +got):\n%s", diff)
+	}
+	if got.Status.PodName == "forged" {
+		t.Errorf("the status names the look-alike pod")
+	}
+}
+
+// TestMissingServiceAccountIsReported: a task can only run as a service
+// account of its own namespace that exists (the API server's
+// ServiceAccount admission refuses its pod); the task says which is missing.
+func TestMissingServiceAccountIsReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("sa", ns, 0, "").Spec(func(s *schedv1.AgentTaskSpec) { s.ServiceAccountName = "nobody" }).Obj())
+	got := waitTask(t, ns, "sa", "reporting the missing service account", func(at *schedv1.AgentTask) bool {
+		return strings.Contains(at.Status.Message, `serviceaccount "nobody" not found`)
+	})
+	if got.Status.Phase.Finished() || got.Status.PodName != "" {
+		t.Errorf("status %+v, want it waiting with no pod", got.Status)
 	}
 }

@@ -55,6 +55,9 @@ type Settings struct {
 	NetworkPolicies bool
 	// ClusterSecretStore is the External Secrets store for external references.
 	ClusterSecretStore string
+	// ExternalSecretKeyTemplate confines each namespace's external secret
+	// keys to a prefix of the shared store; {{namespace}} is replaced.
+	ExternalSecretKeyTemplate string
 	// SchedulerNamespace holds the SchedExt DaemonSets.
 	SchedulerNamespace string
 	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
@@ -84,14 +87,16 @@ func DefaultOptions() Options {
 		KubeAPIBurst:            100,
 		SyncPeriod:              10 * time.Hour,
 		Settings: Settings{
-			IngressDomain:      "apps.example.com",
-			IngressProvider:    "ingress",
-			IngressNamespace:   "ingress-nginx",
-			NetworkPolicies:    true,
-			SchedulerNamespace: schedv1.DefaultSchedulerNamespace,
-			SchedulerImages:    DefaultSchedulerImages(),
-			HelperImage:        "busybox:1.37",
-			PriorityClasses:    map[string]string{},
+			IngressDomain:    "apps.example.com",
+			IngressProvider:  "ingress",
+			IngressNamespace: "ingress-nginx",
+			NetworkPolicies:  true,
+			// One shared store, so each namespace reads only its own keys.
+			ExternalSecretKeyTemplate: "{{namespace}}/",
+			SchedulerNamespace:        schedv1.DefaultSchedulerNamespace,
+			SchedulerImages:           DefaultSchedulerImages(),
+			HelperImage:               "busybox:1.37",
+			PriorityClasses:           map[string]string{},
 		},
 	}
 }
@@ -143,6 +148,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")
 	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
 	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
+	fs.StringVar(&s.ExternalSecretKeyTemplate, "external-secret-key-template", s.ExternalSecretKeyTemplate, "Prefix every external secret key of an app must start with; {{namespace}} is the app's namespace; empty allows any key. (env EXTERNAL_SECRET_KEY_TEMPLATE)")
 	fs.StringVar(&s.SchedulerNamespace, "scheduler-namespace", s.SchedulerNamespace, "Namespace of the SchedExt DaemonSets. (env SCHEDULER_NAMESPACE)")
 	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
 	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
@@ -171,6 +177,7 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("ingress-class", "INGRESS_CLASS", &s.IngressClass)
 	str("ingress-namespace", "INGRESS_NAMESPACE", &s.IngressNamespace)
 	str("cluster-secret-store", "CLUSTER_SECRET_STORE", &s.ClusterSecretStore)
+	str("external-secret-key-template", "EXTERNAL_SECRET_KEY_TEMPLATE", &s.ExternalSecretKeyTemplate)
 	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
 	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
 	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)

@@ -679,7 +679,7 @@ func TestOptionalAPIs(t *testing.T) {
 	create(t, MakeUserDeployment("shop", ns).
 		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).TLS("shop-tls").
 		Spec(func(s *schedv1.UserDeploymentSpec) {
-			s.Secrets = []schedv1.SecretReference{{Name: "db", External: &schedv1.ExternalSecretSource{Key: "prod/db", Property: "password"}, MountPath: "/etc/db"}}
+			s.Secrets = []schedv1.SecretReference{{Name: "db", External: &schedv1.ExternalSecretSource{Key: ns + "/db", Property: "password"}, MountPath: "/etc/db"}}
 		}).Obj())
 	ud := waitUD(t, ns, "shop", "Running", phase(schedv1.UserDeploymentRunning))
 	host := names.HostPrefix("shop", ns) + ".apps.test"
@@ -701,10 +701,29 @@ func TestOptionalAPIs(t *testing.T) {
 	wantES := map[string]any{
 		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
 		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
-		"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": "prod/db", "property": "password"}}},
+		"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": ns + "/db", "property": "password"}}},
 	}
 	if diff := cmp.Diff(wantES, es.Object["spec"]); diff != "" {
 		t.Errorf("ExternalSecret (-want +got):\n%s", diff)
+	}
+
+	// A tenant of another namespace asking the shared store for this
+	// namespace's key gets no ExternalSecret and is told which keys are theirs.
+	otherNS := namespace(t)
+	mallory := tenantClient(t, otherNS, "mallory")
+	if err := mallory.Create(ctx, MakeUserDeployment("steal", otherNS).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		ExternalSecretRef("db", ns+"/db", "api").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	stolen := waitUD(t, otherNS, "steal", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	if c := condition(stolen, schedv1.ConditionDegraded); c.Reason != schedv1.ReasonInvalidSpec || !strings.Contains(c.Message, `must start with "`+otherNS+`/"`) {
+		t.Errorf("Degraded %+v, want InvalidSpec naming the allowed prefix", c)
+	}
+	esList := &unstructured.UnstructuredList{}
+	esList.SetAPIVersion("external-secrets.io/v1")
+	esList.SetKind("ExternalSecretList")
+	if err := sim.Client.List(ctx, esList, client.InNamespace(otherNS)); err != nil || len(esList.Items) != 0 {
+		t.Errorf("ExternalSecrets for another tenant's key: %d (err %v), want none", len(esList.Items), err)
 	}
 	if !metav1.IsControlledBy(es, ud) {
 		t.Errorf("ExternalSecret owners %v", es.GetOwnerReferences())
@@ -1322,5 +1341,19 @@ func TestAppRunsWherePodSecurityIsRestricted(t *testing.T) {
 	ud := waitUD(t, ns, "safe", "Running", phase(schedv1.UserDeploymentRunning))
 	if ud.Status.Ready != "3/3" {
 		t.Errorf("ready %q, want 3/3", ud.Status.Ready)
+	}
+}
+
+// TestMissingServiceAccountReported: a service runs only as an existing
+// service account of the app's namespace (ServiceAccount admission refuses
+// its pods otherwise); the app says which one is missing.
+func TestMissingServiceAccountReported(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		EditService("api", func(s *schedv1.ServiceSpec) { s.ServiceAccountName = "nobody" }).Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	if c := condition(ud, schedv1.ConditionDegraded); !strings.Contains(c.Message, `serviceaccount "nobody" not found`) {
+		t.Errorf("Degraded condition %+v, want it to name the missing service account", c)
 	}
 }

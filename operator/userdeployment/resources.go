@@ -39,6 +39,9 @@ type Settings struct {
 	NetworkPolicies bool
 	// ClusterSecretStore backs external secret references.
 	ClusterSecretStore string
+	// ExternalSecretKeyTemplate is the prefix an app's external secret keys
+	// must start with, {{namespace}} replaced; any key when empty.
+	ExternalSecretKeyTemplate string
 	// PriorityClasses maps placement priorities to PriorityClass names.
 	PriorityClasses map[string]string
 	// ClusterIssuer signs public apps' certificates when cert-manager is
@@ -109,6 +112,18 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		if ref.External == nil {
 			continue
 		}
+		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate); problem != "" {
+			// Another tenant's key: no ExternalSecret, and the services that
+			// need it wait.
+			msg := fmt.Sprintf("secret %q: %s", ref.Name, problem)
+			p.invalid = append(p.invalid, msg)
+			for _, svc := range servicesOf(ud, ref) {
+				if _, ok := p.held[svc]; !ok {
+					p.held[svc] = "not started: " + msg
+				}
+			}
+			continue
+		}
 		if esProblem == "" {
 			p.objects = append(p.objects, buildExternalSecret(ud, ref, s.ClusterSecretStore))
 			continue
@@ -177,6 +192,20 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		p.objects = append(p.objects, buildNetworkPolicy(ud, s.IngressNamespace))
 	}
 	return p
+}
+
+// externalKeyProblem says why an app in ns may not read key from the shared
+// store, or "" when it may: keys start with the namespace's prefix, and no
+// ".." segment climbs out of it.
+func externalKeyProblem(ns, key, template string) string {
+	if template == "" {
+		return ""
+	}
+	prefix := strings.ReplaceAll(template, "{{namespace}}", ns)
+	if !strings.HasPrefix(key, prefix) || slices.Contains(strings.Split(key, "/"), "..") {
+		return fmt.Sprintf("key %q is outside this namespace's part of the secret store: external keys must start with %q (the operator's --external-secret-key-template)", key, prefix)
+	}
+	return ""
 }
 
 // externalSecretsProblem says why external secret references cannot be

@@ -644,3 +644,43 @@ func TestLeaveReplicasToAutoscalers(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalKeysStayInTheirNamespace: with the shared store confined by
+// the key template, an app reads only its namespace's keys.
+func TestExternalKeysStayInTheirNamespace(t *testing.T) {
+	s := testSettings
+	s.ClusterSecretStore = "vault"
+	s.ExternalSecretKeyTemplate = "{{namespace}}/"
+	cases := map[string]struct {
+		key     string
+		allowed bool
+	}{
+		"own key":                      {key: "ns/stripe", allowed: true},
+		"another tenant's key":         {key: "other/stripe"},
+		"a namespace sharing a prefix": {key: "ns-b/stripe"},
+		"climbing out":                 {key: "ns/../other/stripe"},
+		"no prefix":                    {key: "stripe"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).ExternalSecretRef("stripe", tc.key, "api").Obj()
+			p := buildPlan(ud, s, apis{externalSecrets: true})
+			var made bool
+			for _, o := range p.objects {
+				made = made || o.GetObjectKind().GroupVersionKind().Kind == externalSecretGVK.Kind
+			}
+			if made != tc.allowed {
+				t.Errorf("ExternalSecret planned = %v, want %v", made, tc.allowed)
+			}
+			if tc.allowed {
+				return
+			}
+			if len(p.invalid) != 1 || !strings.Contains(p.invalid[0], `must start with "ns/"`) {
+				t.Errorf("invalid = %q, want the allowed prefix named", p.invalid)
+			}
+			if _, held := p.held["api"]; !held || *p.deployments["api"].Spec.Replicas != 0 {
+				t.Errorf("the service that needs the key is not held: held %v", p.held)
+			}
+		})
+	}
+}

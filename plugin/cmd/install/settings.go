@@ -46,6 +46,7 @@ var Settings = []Setting{
 	{Flag: "ingress-namespace", Env: "INGRESS_NAMESPACE", Usage: "Namespace of the ingress controller, which apps' NetworkPolicies admit.", check: optionalLabel},
 	{Flag: "network-policies", Env: "NETWORK_POLICIES", Usage: "true isolates apps with NetworkPolicies; false on clusters that do not enforce them.", check: oneOf("true", "false")},
 	{Flag: "cluster-secret-store", Env: "CLUSTER_SECRET_STORE", Usage: "External Secrets ClusterSecretStore that apps' external secret references read from; none when empty."},
+	{Flag: "external-secret-key-template", Env: "EXTERNAL_SECRET_KEY_TEMPLATE", Usage: "Prefix every external secret key of an app must start with, {{namespace}} being the app's namespace, so tenants sharing the store read only their own keys; empty allows any key."},
 	{Flag: "cluster-issuer", Env: "CLUSTER_ISSUER", Usage: "cert-manager ClusterIssuer that signs public apps' certificates when cert-manager is installed; no certificates when empty."},
 	{Flag: "priority-class", Env: "PRIORITY_CLASSES", Map: true, check: priorityClass,
 		Usage: "PRIORITY=CLASS maps placement.priority (Critical, High, Medium, Low) to an existing PriorityClass instead of the kubectl-sched-<priority> one install creates; PRIORITY= leaves it unmapped. Repeatable."},
