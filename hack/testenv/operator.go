@@ -176,6 +176,9 @@ func StartOperator(ctx context.Context, admin *rest.Config, mutate func(*app.Opt
 		return nil, opts, err
 	}
 	opts.LeaderElectionNamespace = OperatorNamespace
+	// Tests read metrics over plain HTTP; TestMetricsNeedAToken turns
+	// secure serving back on.
+	opts.MetricsSecure = false
 	if mutate != nil {
 		mutate(&opts)
 	}

@@ -37,7 +37,7 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 		if strings.HasSuffix(f, "kustomization.yaml") {
 			continue
 		}
-		if err := applyFile(ctx, c, f); err != nil {
+		if err := ApplyFile(ctx, c, f); err != nil {
 			return fmt.Errorf("%s: %w", f, err)
 		}
 	}
@@ -68,7 +68,8 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	return nil
 }
 
-func applyFile(ctx context.Context, c client.Client, path string) error {
+// ApplyFile applies every object of a YAML file as field manager testenv.
+func ApplyFile(ctx context.Context, c client.Client, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net/http"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -51,7 +53,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	owned := cache.ByObject{Label: managedSelector}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
@@ -108,4 +110,18 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// metricsOptions serves metrics over HTTPS behind the API server's
+// authentication and authorization when MetricsSecure is set, with a
+// self-signed certificate (in memory) and HTTP/1.1 only unless EnableHTTP2.
+func metricsOptions(o Options) metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsAddr, SecureServing: o.MetricsSecure}
+	if !o.EnableHTTP2 {
+		opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
+	if o.MetricsSecure {
+		opts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return opts
 }

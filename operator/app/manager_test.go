@@ -2,15 +2,22 @@ package app_test
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
@@ -143,4 +150,90 @@ func waitFor(t *testing.T, what string, cond func() error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s: %v", what, err)
+}
+
+// TestMetricsNeedAToken: as shipped, metrics are served over HTTPS only to
+// callers the API server says may get /metrics: no token is refused, a
+// token without kubectl-sched-metrics-reader is forbidden, one with it
+// scrapes. HTTP/2 is off.
+func TestMetricsNeedAToken(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	stop, opts, err := testenv.StartOperator(ctx, env.Config, func(o *app.Options) { o.MetricsSecure = true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.ApplyFile(ctx, env.Client, filepath.Join(root, "config", "rbac", "metrics_reader_role.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	token := func(name string) string {
+		t.Helper()
+		if _, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	prometheus, stranger := token("prometheus"), token("stranger")
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "default"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The certificate is self-signed; the test checks access, not trust.
+	transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}
+	scrape := func(bearer string) (int, string, error) {
+		req, err := http.NewRequest(http.MethodGet, "https://"+opts.MetricsAddr+"/metrics", nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := (&http.Client{Transport: transport, Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, resp.Proto, nil
+	}
+	waitFor(t, "the reader's scrape to succeed", func() error {
+		code, proto, err := scrape(prometheus)
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			return fmt.Errorf("status %d", code)
+		}
+		if proto != "HTTP/1.1" {
+			t.Errorf("metrics answered over %s, want HTTP/1.1 only", proto)
+		}
+		return nil
+	})
+	if code, _, err := scrape(""); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("scrape without a token: status %d (%v), want 401", code, err)
+	}
+	if code, _, err := scrape(stranger); err != nil || code != http.StatusForbidden {
+		t.Errorf("scrape with a token lacking the role: status %d (%v), want 403", code, err)
+	}
+	if err := httpOK("http://" + opts.MetricsAddr + "/metrics"); err == nil {
+		t.Errorf("metrics answered over plain HTTP")
+	}
 }

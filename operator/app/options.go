@@ -20,7 +20,13 @@ import (
 type Options struct {
 	Version string
 
-	MetricsAddr             string
+	MetricsAddr string
+	// MetricsSecure serves metrics over HTTPS to callers the API server
+	// authenticates and authorizes (get on the /metrics URL).
+	MetricsSecure bool
+	// EnableHTTP2 on the metrics server; off by default against the HTTP/2
+	// rapid reset and stream cancellation attacks.
+	EnableHTTP2             bool
 	ProbeAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
@@ -79,7 +85,8 @@ type Settings struct {
 // DefaultOptions returns the options a deployment starts from.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:             ":8080",
+		MetricsAddr:             ":8443",
+		MetricsSecure:           true,
 		ProbeAddr:               ":8081",
 		LeaderElectionID:        "kubectl-sched-operator.sched.kubectl-sched.dev",
 		MaxConcurrentReconciles: 10,
@@ -122,6 +129,8 @@ func DefaultSchedulerImages() map[string]string {
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address the Prometheus metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers allowed to get the /metrics URL (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Allow HTTP/2 on the metrics server (off: HTTP/1.1 only, against HTTP/2 stream attacks).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address /healthz and /readyz bind to.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Take a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader Lease; the pod's namespace when empty. (env POD_NAMESPACE)")

@@ -112,27 +112,26 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		if ref.External == nil {
 			continue
 		}
-		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate); problem != "" {
-			// Another tenant's key: no ExternalSecret, and the services that
-			// need it wait.
-			msg := fmt.Sprintf("secret %q: %s", ref.Name, problem)
-			p.invalid = append(p.invalid, msg)
+		if esProblem != "" {
 			for _, svc := range servicesOf(ud, ref) {
 				if _, ok := p.held[svc]; !ok {
-					p.held[svc] = "not started: " + msg
+					p.held[svc] = fmt.Sprintf("not started: secret %q comes from an external store, but %s", ref.Name, esProblem)
 				}
 			}
 			continue
 		}
-		if esProblem == "" {
-			p.objects = append(p.objects, buildExternalSecret(ud, ref, s.ClusterSecretStore))
+		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate); problem != "" {
+			// Another tenant's key: no ExternalSecret, and the services that
+			// need it wait.
+			p.invalid = append(p.invalid, fmt.Sprintf("secret %q: %s", ref.Name, problem))
+			for _, svc := range servicesOf(ud, ref) {
+				if _, ok := p.held[svc]; !ok {
+					p.held[svc] = fmt.Sprintf("not started: secret %q has a key outside this namespace's part of the store", ref.Name)
+				}
+			}
 			continue
 		}
-		for _, svc := range servicesOf(ud, ref) {
-			if _, ok := p.held[svc]; !ok {
-				p.held[svc] = fmt.Sprintf("not started: secret %q comes from an external store, but %s", ref.Name, esProblem)
-			}
-		}
+		p.objects = append(p.objects, buildExternalSecret(ud, ref, s.ClusterSecretStore))
 	}
 	for i := range ud.Spec.Services {
 		svc := &ud.Spec.Services[i]

@@ -141,6 +141,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"PriorityClass /kubectl-sched-medium",
 		"PriorityClass /kubectl-sched-low",
 		"ServiceAccount ops/kubectl-sched-operator",
+		"ClusterRole /kubectl-sched-metrics-reader",
 		"ClusterRole /kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",
