@@ -343,7 +343,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, bef
 	}
 	old := scx.DeepCopy()
 	old.Status = *before
-	if err := r.Status().Patch(ctx, scx, client.MergeFrom(old)); err != nil {
+	// The lock, as for the other kinds: a status computed from a stale
+	// SchedExt must not overwrite a newer one. A conflict retries with the
+	// workqueue's backoff.
+	if err := r.Status().Patch(ctx, scx, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return err
 	}
 	lg := log.FromContext(ctx)
