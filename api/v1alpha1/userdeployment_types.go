@@ -87,6 +87,14 @@ type UserDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:default=Running
 	State DesiredState `json:"state,omitempty"`
+
+	// RestartedAt maps a service name to when its pods were last asked to
+	// restart; a new value rolls them, as `kubectl rollout restart` does.
+	// `kubectl sched restart` sets it.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 64)",message="restartedAt values are timestamps of at most 64 characters"
+	RestartedAt map[string]string `json:"restartedAt,omitempty"`
 }
 
 // ServiceSpec is one service of an app.
@@ -422,6 +430,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, size(self.metadata.name) + 1 + size(s.name) <= 63)",message="metadata.name plus '-' plus each service name must fit in 63 characters (objects are named <name>-<service>)"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="metadata.name must be at most 50 characters"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.restartedAt) || self.spec.restartedAt.all(k, self.spec.services.exists(s, s.name == k))",message="spec.restartedAt names a service that is not in spec.services",fieldPath=".spec.restartedAt"
 // +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, !has(s.volumes) || size(s.volumes) == 0 || size(self.metadata.name) + 1 + size(s.name) <= 52)",message="a service with volumes runs as the StatefulSet <name>-<service>, which must fit in 52 characters (its pods' revision label adds 11)"
 
 // UserDeployment is a long-lived multi-service application: a Deployment and

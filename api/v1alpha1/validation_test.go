@@ -72,6 +72,10 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.Services[0].Replicas = ptr.To[int32](-1) }).Obj(),
 			wantField: "spec.services[0].replicas", wantMsg: "greater than or equal to 0",
 		},
+		"ud: restartedAt names an unknown service": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.RestartedAt = map[string]string{"db": "2026-11-24T20:00:00Z"} }).Obj(),
+			wantField: "spec.restartedAt", wantMsg: "names a service that is not in spec.services",
+		},
 		"ud: unknown exposure": {
 			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 80, "Everywhere").Obj(),
 			wantField: "spec.services[0].exposure", wantMsg: "Unsupported value",

@@ -73,6 +73,10 @@ const (
 	entryPointWebSecure = "websecure"
 )
 
+// annotationRestartedAt is the pod template annotation kubectl rollout
+// restart sets; spec.restartedAt sets it per service.
+const annotationRestartedAt = "kubectl.kubernetes.io/restartedAt"
+
 // plan is everything an app should consist of, derived from its spec and
 // the settings alone.
 type plan struct {
@@ -290,6 +294,10 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	}
 	if h := ud.Annotations[schedv1.AnnotationSecretHash]; h != "" && receivesSecrets(ud, svc.Name) {
 		podAnnotations[schedv1.AnnotationSecretHash] = h
+	}
+	if at := ud.Spec.RestartedAt[svc.Name]; at != "" {
+		// kubectl rollout restart's annotation: a new value rolls the pods.
+		podAnnotations[annotationRestartedAt] = at
 	}
 	if len(podAnnotations) == 0 {
 		podAnnotations = nil

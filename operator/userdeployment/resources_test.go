@@ -684,3 +684,17 @@ func TestExternalKeysStayInTheirNamespace(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartedAtRollsOnlyItsService: spec.restartedAt reaches the pod
+// template of the service it names, as kubectl rollout restart's annotation.
+func TestRestartedAtRollsOnlyItsService(t *testing.T) {
+	ud := app().Service("web", "web:1", 80, schedv1.ExposureInternal).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		Spec(func(s *schedv1.UserDeploymentSpec) { s.RestartedAt = map[string]string{"api": "2026-11-24T20:00:00Z"} }).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	if got := p.deployments["api"].Spec.Template.Annotations[annotationRestartedAt]; got != "2026-11-24T20:00:00Z" {
+		t.Errorf("api pod template restartedAt %q", got)
+	}
+	if got, ok := p.deployments["web"].Spec.Template.Annotations[annotationRestartedAt]; ok {
+		t.Errorf("web pod template restartedAt %q, want none", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/describe"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
 	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
@@ -55,6 +56,7 @@ see 'kubectl sched install'.`,
 	root.AddCommand(deploy.NewCommand(flags, streams), templatecmd.NewCommand(flags, streams))
 	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
 	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
+	root.AddCommand(lifecycle.NewStopCommand(flags, streams), lifecycle.NewStartCommand(flags, streams), lifecycle.NewRestartCommand(flags, streams))
 	return root
 }
 

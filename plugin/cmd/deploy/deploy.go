@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
@@ -231,7 +232,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Wait {
-		return o.wait(ctx, ud)
+		return appwait.Wait(ctx, o.clients.Client, ud, o.Timeout, o.msgOut(), o.nsFlag())
 	}
 	if o.DryRun == "" {
 		fmt.Fprintf(o.msgOut(), "Follow it with: kubectl sched get ud %s%s -w\n", o.Name, o.nsFlag())

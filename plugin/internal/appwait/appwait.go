@@ -1,4 +1,6 @@
-package deploy
+// Package appwait follows a UserDeployment until it reaches the phase its
+// spec asks for (Running, or Stopped), for deploy, stop, start and restart.
+package appwait
 
 import (
 	"context"
@@ -6,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,16 +24,18 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
-// wait follows the UserDeployment with a watch until it is Running or
-// Degraded, or --timeout passes. It prints one line per change of phase
-// or readiness, and the URL as soon as the status has one.
-func (o *Options) wait(ctx context.Context, ud *schedv1.UserDeployment) error {
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+// Wait follows ud with a watch until it is Running (Stopped when its spec
+// asks for that), exit 0; Degraded, exit 10; or timeout passes, exit 12.
+// It prints to out one line per change of phase or readiness, and the URL
+// as soon as the status has one. A status older than the spec is ignored.
+// nsFlag is " -n NS" when the user named the namespace, for hints.
+func Wait(ctx context.Context, c client.WithWatch, ud *schedv1.UserDeployment, timeout time.Duration, out io.Writer, nsFlag string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	w := &follower{out: o.msgOut(), name: ud.Name, nsFlag: o.nsFlag(), stopped: ud.Spec.State == schedv1.StateStopped}
+	w := &follower{out: out, name: ud.Name, nsFlag: nsFlag, stopped: ud.Spec.State == schedv1.StateStopped}
 	fmt.Fprintf(w.out, "Waiting for userdeployment %q to be %s...\n", ud.Name, w.target())
 
-	lw := listWatch(o.clients.Client, ud.Namespace, ud.Name)
+	lw := listWatch(c, ud.Namespace, ud.Name)
 	_, err := watchtools.UntilWithSync(ctx, lw, &schedv1.UserDeployment{}, nil, w.condition)
 	switch {
 	case err == nil:
@@ -39,7 +44,7 @@ func (o *Options) wait(ctx context.Context, ud *schedv1.UserDeployment) error {
 	case errors.Is(err, wait.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 			fmt.Sprintf("It may still get there: 'kubectl sched get ud %s%s -w' follows it, and 'kubectl sched describe ud %s%s' says what it waits for.", ud.Name, w.nsFlag, ud.Name, w.nsFlag),
-			"timed out after %v waiting for userdeployment %q to be %s (last phase: %s)", o.Timeout, ud.Name, w.target(), w.lastPhase())
+			"timed out after %v waiting for userdeployment %q to be %s (last phase: %s)", timeout, ud.Name, w.target(), w.lastPhase())
 	}
 	return err
 }

@@ -1,0 +1,183 @@
+package lifecycle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+)
+
+var env *plugintest.Env
+
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
+
+var ctx = context.Background()
+
+// app creates a two-service app in its own namespace.
+func app(t *testing.T, ns string) {
+	t.Helper()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ud := MakeUserDeployment("shop", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
+	if err := env.Client.Create(ctx, ud); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func getUD(t *testing.T, ns string) *schedv1.UserDeployment {
+	t.Helper()
+	ud := &schedv1.UserDeployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, ud); err != nil {
+		t.Fatal(err)
+	}
+	return ud
+}
+
+// setStatus reports phase for the app's current generation, as the
+// operator would.
+func setStatus(t *testing.T, ns string, phase schedv1.UserDeploymentPhase, ready string) {
+	t.Helper()
+	ud := getUD(t, ns)
+	ud.Status = schedv1.UserDeploymentStatus{ObservedGeneration: ud.Generation, Phase: phase, Ready: ready}
+	if phase == schedv1.UserDeploymentDegraded {
+		ud.Status.Conditions = []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping", LastTransitionTime: metav1.Now()}}
+	}
+	if err := env.Client.Status().Update(ctx, ud); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStopAndStart(t *testing.T) {
+	const ns = "lifecycle-stop"
+	app(t, ns)
+
+	res := env.Run("stop", "shop", "-n", ns, "--dry-run=server")
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop stopped (server dry run)\n" || getUD(t, ns).Spec.State != schedv1.StateRunning {
+		t.Fatalf("dry run: exit %d, stdout %q, stderr %q, state %s", res.Code, res.Stdout, res.Stderr, getUD(t, ns).Spec.State)
+	}
+	res = env.Run("stop", "shop", "-n", ns)
+	plugintest.Golden(t, "stop", res.Stdout)
+	if res.Code != 0 || getUD(t, ns).Spec.State != schedv1.StateStopped {
+		t.Fatalf("stop: exit %d, stderr %q, state %s", res.Code, res.Stderr, getUD(t, ns).Spec.State)
+	}
+	res = env.Run("stop", "shop", "-n", ns)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop is already stopped: nothing to do\n" {
+		t.Errorf("stop again: exit %d, stdout %q", res.Code, res.Stdout)
+	}
+	res = env.Run("start", "shop", "-n", ns)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop started\n" || getUD(t, ns).Spec.State != schedv1.StateRunning {
+		t.Errorf("start: exit %d, stdout %q, state %s", res.Code, res.Stdout, getUD(t, ns).Spec.State)
+	}
+}
+
+func TestRestart(t *testing.T) {
+	const ns = "lifecycle-restart"
+	app(t, ns)
+	before := time.Now().UTC().Truncate(time.Second)
+
+	res := env.Run("restart", "shop", "api", "-n", ns)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop service api restarted\n" {
+		t.Fatalf("restart api: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	got := getUD(t, ns).Spec.RestartedAt
+	at, err := time.Parse(time.RFC3339, got["api"])
+	if len(got) != 1 || err != nil || at.Before(before) {
+		t.Fatalf("restartedAt %v (%v), want only api at a time from now on", got, err)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // a new second, so a new value
+	res = env.Run("restart", "shop", "-n", ns)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop restarted\n" {
+		t.Fatalf("restart: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	all := getUD(t, ns).Spec.RestartedAt
+	if len(all) != 2 || all["web"] != all["api"] || all["api"] == got["api"] {
+		t.Errorf("restartedAt %v, want both services at one new time (api was %s)", all, got["api"])
+	}
+
+	res = env.Run("restart", "shop", "db", "-n", ns)
+	if res.Code != cmdutil.ExitNotFound || !strings.Contains(res.Stderr, `userdeployment "shop" has no service "db"`) || !strings.Contains(res.Stderr, "Its services: web, api.") {
+		t.Errorf("unknown service: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}
+
+func TestWait(t *testing.T) {
+	const ns = "lifecycle-wait"
+	app(t, ns)
+	setStatus(t, ns, schedv1.UserDeploymentRunning, "2/2")
+	res := env.Run("start", "shop", "-n", ns, "--wait", "--timeout", "10s")
+	want := `userdeployment.sched.kubectl-sched.dev/shop is already running: nothing to do
+Waiting for userdeployment "shop" to be Running...
+userdeployment "shop": Running (2/2 services ready)
+Next: kubectl sched describe ud shop -n lifecycle-wait
+`
+	if res.Code != 0 || res.Stdout != want {
+		t.Errorf("start --wait: exit %d, stderr %q, stdout (-want +got):\n%s", res.Code, res.Stderr, cmp.Diff(want, res.Stdout))
+	}
+
+	// The stop bumps the generation: the Running status is stale, so the
+	// wait runs out.
+	res = env.Run("stop", "shop", "-n", ns, "--wait", "--timeout", "2s")
+	if res.Code != cmdutil.ExitWatchTimeout || !strings.Contains(res.Stderr, `waiting for userdeployment "shop" to be Stopped`) {
+		t.Errorf("stop --wait on a stale status: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	if res := env.Run("start", "shop", "-n", ns); res.Code != 0 {
+		t.Fatalf("start: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	setStatus(t, ns, schedv1.UserDeploymentDegraded, "0/2")
+	res = env.Run("start", "shop", "-n", ns, "--wait", "--timeout", "10s")
+	if res.Code != cmdutil.ExitFailed || !strings.Contains(res.Stderr, `userdeployment "shop" is Degraded: service api: crash-looping`) {
+		t.Errorf("start --wait on a Degraded app: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	const ns = "lifecycle-errors"
+	app(t, ns)
+	nobody, err := env.UserKubeconfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args         []string
+		noKubeconfig bool
+		wantCode     int
+		wantErr      string
+	}{
+		"no name":           {args: []string{"stop"}, wantCode: cmdutil.ExitUsage, wantErr: "takes NAME, got 0 arguments"},
+		"too many":          {args: []string{"restart", "shop", "api", "web"}, wantCode: cmdutil.ExitUsage, wantErr: "takes NAME [SERVICE], got 3 arguments"},
+		"not found":         {args: []string{"stop", "nope", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: `userdeployments.sched.kubectl-sched.dev "nope" not found`},
+		"bad dry run":       {args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, wantCode: cmdutil.ExitUsage, wantErr: `--dry-run must be client or server, got "maybe"`},
+		"wait with dry run": {args: []string{"start", "shop", "-n", ns, "--dry-run", "--wait"}, wantCode: cmdutil.ExitUsage, wantErr: "--wait cannot follow a --dry-run"},
+		"forbidden":         {args: []string{"stop", "shop", "-n", ns, "--kubeconfig", nobody}, noKubeconfig: true, wantCode: cmdutil.ExitForbidden, wantErr: "forbidden"},
+		"no cluster":        {args: []string{"stop", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, noKubeconfig: true, wantCode: cmdutil.ExitUnreachable, wantErr: "cannot reach the cluster"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var r plugintest.Result
+			if tc.noKubeconfig {
+				r = plugintest.RunWithInput("", tc.args...)
+			} else {
+				r = env.Run(tc.args...)
+			}
+			if r.Code != tc.wantCode || !strings.Contains(r.Stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+	if getUD(t, ns).Spec.State != schedv1.StateRunning {
+		t.Errorf("a failed command changed the app")
+	}
+}
