@@ -7,13 +7,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -234,22 +234,15 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 // Run creates the task, prints it, and with --wait or -f follows it.
 func (o *RunOptions) Run(ctx context.Context) error {
 	t := o.task
-	if o.DryRun != "client" {
-		// Apply would quietly change a task that exists (and may have run);
-		// like kubectl run, refuse instead.
-		err := o.clients.Client.Get(ctx, client.ObjectKeyFromObject(t), &schedv1.AgentTask{})
-		if err == nil {
+	// Create, not apply: apply would quietly change a task that exists (and
+	// may have run); like kubectl run, refuse instead.
+	if err := o.clients.Create(ctx, t, o.DryRun); err != nil {
+		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name, or delete it first: kubectl sched delete agenttask %s -n %s", t.Name, t.Namespace),
 				"agenttask %s already exists in namespace %s", t.Name, t.Namespace)
 		}
-		// Only "not found" lets it go on; a missing CRD is a 404 too.
-		if e := cmdutil.API(err, "get", what(t.Name)); cmdutil.ExitCode(e) != cmdutil.ExitNotFound {
-			return e
-		}
-		if err := o.clients.Apply(ctx, t, o.DryRun); err != nil {
-			return cmdutil.API(err, "create", what(t.Name))
-		}
+		return cmdutil.API(err, "create", what(t.Name))
 	}
 	if err := o.print(t); err != nil {
 		return err

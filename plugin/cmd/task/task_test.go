@@ -59,8 +59,9 @@ func TestRunCreatesTheAgentTask(t *testing.T) {
 	if diff := cmp.Diff(want, got.Spec); diff != "" {
 		t.Errorf("spec (-want +got):\n%s", diff)
 	}
-	if m := got.ManagedFields; len(m) != 1 || m[0].Manager != "kubectl-sched" || m[0].Operation != metav1.ManagedFieldsOperationApply {
-		t.Errorf("want one server-side apply by kubectl-sched, got %+v", m)
+	if m := got.ManagedFields; len(m) != 1 || m[0].Manager != "kubectl-sched" || m[0].Operation != metav1.ManagedFieldsOperationUpdate {
+		// Created, not applied: a run of a name that exists must fail, not merge.
+		t.Errorf("want one create by field manager kubectl-sched, got %+v", m)
 	}
 
 	// A second run with the name refuses rather than changing it.

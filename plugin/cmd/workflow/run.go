@@ -7,18 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -72,6 +74,9 @@ type RunOptions struct {
 	Template     string
 	TemplateDirs []string
 	Values       templates.ValueFlags
+	// Params and ParamFiles set declared workflow params for this run.
+	Params       []string
+	ParamFiles   []string
 	Name         string
 	GenerateName bool
 	Watch        bool
@@ -113,6 +118,8 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	f.StringVar(&o.Template, "template", "", "A template that renders a Workflow: a catalog name, a file or a folder (see 'kubectl sched template list').")
 	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
 	o.Values.AddFlags(f, "")
+	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param for this run: -p NAME=VALUE (repeatable; wins over --param-file).")
+	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
 	f.BoolVar(&o.GenerateName, "generate-name", false, "Add a random suffix to the name, so the same file can run again (always done for --template without --name).")
 	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
@@ -165,6 +172,9 @@ func (o *RunOptions) Complete(ctx context.Context) error {
 			o.wf.Name = generatedName(o.wf.Name)
 		}
 	}
+	if err := o.setParams(); err != nil {
+		return err
+	}
 	switch ns := o.wf.Namespace; {
 	case ns == "":
 		o.wf.Namespace = o.clients.Namespace
@@ -203,28 +213,22 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, and ${params.NAME} of spec.params.", o.source),
 			"workflow %s has %d problem%s; nothing was submitted:\n  %s", name, len(probs), plural(len(probs)), strings.Join(probs, "\n  "))
 	}
-	if o.DryRun != "client" {
-		// Its spec cannot change once created, and re-applying the same
-		// spec would silently show an old run: refuse, like kubectl run.
-		err := o.clients.Client.Get(ctx, client.ObjectKeyFromObject(wf), &schedv1.Workflow{})
-		if err == nil {
+	if o.secret != nil {
+		// First, so the steps that read it find it.
+		if err := o.clients.Apply(ctx, o.secret, o.DryRun); err != nil {
+			return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
+		}
+	}
+	// Create, not apply: its spec cannot change once created, and
+	// re-applying the same spec would silently show an old run. Refuse,
+	// like kubectl run.
+	if err := o.clients.Create(ctx, wf, o.DryRun); err != nil {
+		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name with --name, or delete it first: kubectl sched delete workflow %s -n %s", wf.Name, wf.Namespace),
 				"workflow %s already exists in namespace %s", wf.Name, wf.Namespace)
 		}
-		// Only "not found" lets it go on; a missing CRD is a 404 too.
-		if e := cmdutil.API(err, "get", what(wf.Name)); cmdutil.ExitCode(e) != cmdutil.ExitNotFound {
-			return e
-		}
-		if o.secret != nil {
-			// First, so the steps that read it find it.
-			if err := o.clients.Apply(ctx, o.secret, o.DryRun); err != nil {
-				return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
-			}
-		}
-		if err := o.clients.Apply(ctx, wf, o.DryRun); err != nil {
-			return cmdutil.API(err, "create", what(wf.Name))
-		}
+		return cmdutil.API(err, "create", what(wf.Name))
 	}
 	if o.Print.OutputFormat != nil && *o.Print.OutputFormat != "" {
 		if err := o.Print.Print(wf, o.Out); err != nil {
@@ -411,4 +415,49 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// setParams sets the values of declared params from --param-file and -p.
+// A name the workflow does not declare is a usage error naming those it does.
+func (o *RunOptions) setParams() error {
+	if len(o.Params)+len(o.ParamFiles) == 0 {
+		return nil
+	}
+	values := map[string]string{}
+	for _, file := range o.ParamFiles {
+		vals, err := templates.ReadValuesFile(file)
+		if err != nil {
+			return err
+		}
+		maps.Copy(values, vals)
+	}
+	set, err := templates.ParseSet("--param", o.Params)
+	if err != nil {
+		return err
+	}
+	maps.Copy(values, set)
+	declared := make([]string, 0, len(o.wf.Spec.Params))
+	for _, p := range o.wf.Spec.Params {
+		declared = append(declared, p.Name)
+	}
+	var unknown []string
+	for name := range values {
+		if !slices.Contains(declared, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		hint := "It declares no params: add them to spec.params."
+		if len(declared) > 0 {
+			hint = "Its params: " + strings.Join(declared, ", ") + "."
+		}
+		return cmdutil.Usage(hint, "workflow %s declares no param %s", o.source, strings.Join(unknown, ", "))
+	}
+	for i := range o.wf.Spec.Params {
+		if v, ok := values[o.wf.Spec.Params[i].Name]; ok {
+			o.wf.Spec.Params[i].Value = v
+		}
+	}
+	return nil
 }

@@ -149,8 +149,9 @@ func TestRunWatch(t *testing.T) {
 	r := watchtest.Start(env.Kubeconfig, "workflow", "run", "-f", "testdata/two-steps.yaml", "--name", "run-watch", "--watch")
 	watchtest.Eventually(t, "the watch to start", func() bool { return strings.Contains(r.Stdout(), "workflow run-watch Pending") })
 	wf := getWF(t, "run-watch")
-	if m := wf.ManagedFields; len(m) != 1 || m[0].Manager != "kubectl-sched" || m[0].Operation != metav1.ManagedFieldsOperationApply {
-		t.Errorf("want one server-side apply by kubectl-sched, got %+v", m)
+	if m := wf.ManagedFields; len(m) != 1 || m[0].Manager != "kubectl-sched" || m[0].Operation != metav1.ManagedFieldsOperationUpdate {
+		// Created, not applied: a run of a name that exists must fail, not merge.
+		t.Errorf("want one create by field manager kubectl-sched, got %+v", m)
 	}
 	setStatus(t, "run-watch", func(s *schedv1.WorkflowStatus) {
 		s.Phase, s.StartTime, s.CompletionTime = schedv1.WorkflowSucceeded, at(0), at(3)
@@ -484,5 +485,43 @@ func TestRunGenerateName(t *testing.T) {
 	name := created(env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--generate-name", "--name", long), strings.Repeat("w", 57))
 	if len(name) != 63 {
 		t.Errorf("generated name %q has %d characters", name, len(name))
+	}
+}
+
+// TestRunParams: -p and --param-file set declared params for one run;
+// an undeclared name is refused before anything is sent.
+func TestRunParams(t *testing.T) {
+	paramFile := filepath.Join(t.TempDir(), "params.yaml")
+	if err := os.WriteFile(paramFile, []byte("greeting: from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	params := func(res plugintest.Result) []schedv1.WorkflowParam {
+		t.Helper()
+		if res.Code != 0 {
+			t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+		}
+		wf := &schedv1.Workflow{}
+		if err := yaml.Unmarshal([]byte(res.Stdout), wf); err != nil {
+			t.Fatal(err)
+		}
+		return wf.Spec.Params
+	}
+	base := []string{"workflow", "run", "-f", "testdata/two-steps.yaml", "--dry-run=client", "-o", "yaml"}
+	if got := params(env.Run(append(base, "-p", "greeting=howdy")...)); len(got) != 1 || got[0].Value != "howdy" {
+		t.Errorf("-p: params %+v, want greeting=howdy", got)
+	}
+	if got := params(env.Run(append(base, "--param-file", paramFile)...)); len(got) != 1 || got[0].Value != "from-file" {
+		t.Errorf("--param-file: params %+v, want greeting=from-file", got)
+	}
+	if got := params(env.Run(append(base, "--param-file", paramFile, "-p", "greeting=flag")...)); got[0].Value != "flag" {
+		t.Errorf("-p after --param-file: params %+v, want -p to win", got)
+	}
+	res := env.Run(append(base, "-p", "greting=typo")...)
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "declares no param greting") || !strings.Contains(res.Stderr, "Its params: greeting.") {
+		t.Errorf("undeclared param: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = env.Run(append(base, "-p", "greeting")...)
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `bad --param "greeting": want NAME=VALUE`) {
+		t.Errorf("no value: exit %d, stderr %q", res.Code, res.Stderr)
 	}
 }

@@ -68,6 +68,21 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 
 // Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
 // "server". With "client" nothing is sent.
+// Create creates obj as field manager kubectl-sched, or only has the API
+// server check it with dryRun "server"; "client" sends nothing. Unlike
+// Apply it fails with AlreadyExists rather than change an object that is
+// there, so two runs of one name cannot race into one.
+func (c *Clients) Create(ctx context.Context, obj client.Object, dryRun string) error {
+	if dryRun == "client" {
+		return nil
+	}
+	opts := []client.CreateOption{client.FieldOwner(FieldManager)}
+	if dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
 func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) error {
 	if dryRun == "client" {
 		return nil
