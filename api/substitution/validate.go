@@ -26,6 +26,15 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 	}
 	steps := field.NewPath("spec", "steps")
 	for i := range spec.Steps {
+		for j, d := range spec.Steps[i].DependsOn {
+			path := steps.Index(i).Child("dependsOn").Index(j)
+			switch at := stepByName(spec.Steps, d); {
+			case at < 0:
+				v.errs = append(v.errs, notFound(path, fmt.Sprintf("%s depends on %q, but no step is named so%s", stepLabel(i, spec.Steps[i].Name), d, listEarlier(spec.Steps, i))))
+			case at >= i:
+				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s may only depend on steps listed before it (which rules out cycles); move %q above it", stepLabel(i, spec.Steps[i].Name), d)))
+			}
+		}
 		task := &spec.Steps[i].Task
 		p := steps.Index(i).Child("task")
 		v.check(i, p.Child("image"), task.Image)
@@ -96,6 +105,10 @@ func (v *workflowValidator) checkRef(i int, self string, path *field.Path, r Ref
 			who = stepLabelIndexed(target, steps[target].Name)
 		}
 		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but %s runs after it; %s", uses, who, rule))
+	case !v.spec.Ancestors(i)[target]:
+		// Steps that run side by side: only what the step waits for is
+		// certain to be there when it starts.
+		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but it does not depend on step %q, directly or through other steps; add %q to its dependsOn", uses, steps[target].Name, steps[target].Name))
 	}
 	return nil
 }

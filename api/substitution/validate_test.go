@@ -1,6 +1,7 @@
 package substitution
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,5 +166,44 @@ func TestValidateWorkflowErrorText(t *testing.T) {
 		`but step "report" runs after it; a step can only use outputs of earlier steps`
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestValidateWorkflowDAG: with dependsOn, a step may use the outputs of
+// the steps it depends on, directly or through others, and no others.
+func TestValidateWorkflowDAG(t *testing.T) {
+	step := func(name string, deps []string, args ...string) v1alpha1.WorkflowStep {
+		return v1alpha1.WorkflowStep{Name: name, DependsOn: deps, Task: v1alpha1.AgentTaskSpec{Image: "busybox", Args: args}}
+	}
+	spec := &v1alpha1.WorkflowSpec{Steps: []v1alpha1.WorkflowStep{
+		step("fetch", nil),
+		step("lint", []string{"fetch"}, "${steps.fetch.output.dir}"),
+		step("test", []string{"fetch"}, "${steps.lint.output.ok}"),
+		step("ship", []string{"lint", "test"}, "${steps.fetch.output.dir}", "${steps.0.output.dir}", "${steps.test.output.ok}"),
+	}}
+	errs := ValidateWorkflow(spec)
+	if len(errs) != 1 {
+		t.Fatalf("errors %v, want one: test uses lint, which it does not depend on", errs)
+	}
+	if want := `step "test" uses ${steps.lint.output.ok}, but it does not depend on step "lint", directly or through other steps; add "lint" to its dependsOn`; !strings.Contains(errs[0].Error(), want) || errs[0].Field != "spec.steps[2].task.args[0]" {
+		t.Errorf("error %q at %s, want %q at spec.steps[2].task.args[0]", errs[0].Error(), errs[0].Field, want)
+	}
+}
+
+func TestValidateDependsOn(t *testing.T) {
+	spec := &v1alpha1.WorkflowSpec{Steps: []v1alpha1.WorkflowStep{
+		{Name: "a", DependsOn: []string{"b"}, Task: v1alpha1.AgentTaskSpec{Image: "x"}},
+		{Name: "b", DependsOn: []string{"a", "nope"}, Task: v1alpha1.AgentTaskSpec{Image: "x"}},
+	}}
+	errs := ValidateWorkflow(spec)
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Field)
+	}
+	if diff := cmp.Diff([]string{"spec.steps[0].dependsOn[0]", "spec.steps[1].dependsOn[1]"}, got); diff != "" {
+		t.Errorf("fields (-want +got):\n%s\n%v", diff, errs)
+	}
+	if !strings.Contains(errs[0].Error(), `may only depend on steps listed before it (which rules out cycles); move "b" above it`) {
+		t.Errorf("error %q", errs[0])
 	}
 }

@@ -223,6 +223,20 @@ func (w *WorkflowWrapper) StepTask(name string, task schedv1.AgentTaskSpec) *Wor
 	w.Workflow.Spec.Steps = append(w.Workflow.Spec.Steps, schedv1.WorkflowStep{Name: name, Task: task})
 	return w
 }
+
+// DependsOn sets the dependsOn of the last step added.
+func (w *WorkflowWrapper) DependsOn(steps ...string) *WorkflowWrapper {
+	last := &w.Workflow.Spec.Steps[len(w.Workflow.Spec.Steps)-1]
+	last.DependsOn = steps
+	return w
+}
+
+// FailFast stops the workflow at its first failed step.
+func (w *WorkflowWrapper) FailFast() *WorkflowWrapper {
+	w.Workflow.Spec.FailFast = true
+	return w
+}
+
 func (w *WorkflowWrapper) Timeout(d time.Duration) *WorkflowWrapper {
 	w.Workflow.Spec.Timeout = &metav1.Duration{Duration: d}
 	return w

@@ -163,6 +163,14 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validWorkflow().Step("fetch", "busybox").Obj(),
 			wantField: "spec.steps[2]", wantMsg: "Duplicate value",
 		},
+		"wf: dependsOn a later step (a cycle)": {
+			obj:       MakeWorkflow("wf", ns).Step("a", "busybox").DependsOn("b").Step("b", "busybox").DependsOn("a").Obj(),
+			wantField: "spec.steps[].dependsOn", wantMsg: "may only depend on steps listed before it",
+		},
+		"wf: dependsOn an unknown step": {
+			obj:       MakeWorkflow("wf", ns).Step("a", "busybox").Step("b", "busybox").DependsOn("nope").Obj(),
+			wantField: "spec.steps[].dependsOn", wantMsg: "may only depend on steps listed before it",
+		},
 		"wf: forward reference by index": {
 			obj:       MakeWorkflow("wf", ns).Step("a", "busybox", "${steps.1.output.x}").Step("b", "busybox").Obj(),
 			wantField: "spec.steps", wantMsg: "only use the outputs of steps before it",

@@ -13,7 +13,7 @@ import (
 // field has its own self == oldSelf rule (the form the API server's cost
 // estimate allows on large fields), and the rule here keeps optional ones
 // from appearing or going (add new fields to both).
-// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
@@ -24,9 +24,11 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Params []WorkflowParam `json:"params,omitempty"`
 
-	// Steps run one after another; a step starts when the one before it
-	// Succeeded. Each runs as an AgentTask named <workflow>-<index>-<step>
-	// (shortened with a hash when over 63 characters).
+	// Steps run one after another (a step starts when the one before it
+	// Succeeded) unless a step sets dependsOn: then each step starts as soon
+	// as the steps it names Succeeded, side by side with others, and a step
+	// without dependsOn starts at once. Each runs as an AgentTask named
+	// <workflow>-<index>-<step> (shortened with a hash when over 63 characters).
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
@@ -51,6 +53,16 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
+
+	// FailFast stops the whole workflow at the first failed step: the other
+	// running steps are cancelled. Without it (the default) a failed step
+	// skips only the steps that depend on it, and independent branches run
+	// to the end, so one run reports every failure and keeps every output
+	// it could produce. Steps that run one after another behave the same
+	// either way.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	FailFast bool `json:"failFast,omitempty"`
 
 	// Cancel stops the workflow without deleting it: the running step's
 	// task is cancelled (its pod stopped), steps not started are skipped,
@@ -86,6 +98,16 @@ type WorkflowStep struct {
 	// +kubebuilder:validation:MaxLength=40
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
+
+	// DependsOn names the steps this one waits for: it starts once they all
+	// Succeeded, and may use their outputs and those of the steps they
+	// depend on. Only steps listed before it may be named, which rules out
+	// cycles (checked by the kubectl-sched-workflow-references policy).
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=40
+	DependsOn []string `json:"dependsOn,omitempty"`
 
 	// Task is the AgentTask spec the step runs, after substitution.
 	Task AgentTaskSpec `json:"task"`

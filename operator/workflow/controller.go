@@ -61,32 +61,33 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	p := decide(wf, tasks, now)
 
-	if p.cancel != nil {
-		patch := client.MergeFrom(p.cancel.DeepCopy())
-		p.cancel.Spec.Cancel = true
-		if err := r.Patch(ctx, p.cancel, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", p.cancel.Name, err)
+	for _, t := range p.cancels {
+		patch := client.MergeFrom(t.DeepCopy())
+		t.Spec.Cancel = true
+		if err := r.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", t.Name, err)
 		}
 	}
 	var quotaErr error
-	if p.create != nil {
-		if err := controllerutil.SetControllerReference(wf, p.create, r.Scheme()); err != nil {
+	for _, c := range p.creates {
+		if err := controllerutil.SetControllerReference(wf, c.task, r.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}
-		err := r.Create(ctx, p.create)
+		err := r.Create(ctx, c.task)
 		switch kind := refusal.Classify(err); {
 		case err == nil:
-			log.FromContext(ctx).Info("Created step AgentTask", "task", p.create.Name, "step", p.create.Labels[schedv1.LabelWorkflowStep])
+			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
 		case apierrors.IsAlreadyExists(err):
 		case kind == refusal.Final:
 			// Substituted outputs can make a task the server refuses;
 			// retrying cannot change them, so the step fails.
-			refused(&p.status, p.createStep, wf.Spec.Steps[p.createStep].Name, refusal.Message(err), now)
+			refused(wf, &p.status, c.step, refusal.Message(err), now)
 		case kind == refusal.Quota:
-			waitingForQuota(&p.status, p.createStep, wf.Spec.Steps[p.createStep].Name, refusal.Message(err))
+			waitingForQuota(&p.status, c.step, wf.Spec.Steps[c.step].Name, refusal.Message(err))
 			quotaErr = err
 		default:
-			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", p.create.Name, err)
+			// The tasks created so far are found by name next time.
+			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", c.task.Name, err)
 		}
 	}
 

@@ -531,3 +531,60 @@ func TestFullQuotaHoldsTheNextStep(t *testing.T) {
 		t.Errorf("after the quota grew: %+v, want Succeeded", got.Status)
 	}
 }
+
+// TestBranchesRunSideBySide: a diamond (fetch, then lint and test side by
+// side, then ship) on the simulated cluster. Both branches run at once,
+// each gets fetch's output, and the join gets both branches' outputs; then
+// a failed branch skips the join while the other branch finishes.
+func TestBranchesRunSideBySide(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	wf := MakeWorkflow("dia", ns).
+		StepTask("fetch", step("git:1", 0, `{"sha":"abc123"}`, 0)).
+		StepTask("lint", step("lint:1", 0, `{"lint":"clean"}`, 2, "${steps.fetch.output.sha}")).DependsOn("fetch").
+		StepTask("test", step("test:1", 0, `{"tests":"42 passed"}`, 2, "${steps.fetch.output.sha}")).DependsOn("fetch").
+		StepTask("ship", step("ship:1", 0, `{"shipped":"yes"}`, 0, "${steps.lint.output.lint}", "${steps.test.output.tests}", "${steps.fetch.output.sha}")).DependsOn("lint", "test").
+		Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "dia", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded || got.Status.Progress != "4/4" {
+		t.Fatalf("phase %s progress %s: %s", got.Status.Phase, got.Status.Progress, got.Status.Message)
+	}
+	lint, test := getTask(t, ns, "dia-1-lint"), getTask(t, ns, "dia-2-test")
+	for _, at := range []*schedv1.AgentTask{lint, test} {
+		if diff := cmp.Diff([]string{"abc123"}, at.Spec.Args); diff != "" {
+			t.Errorf("%s args (-want +got):\n%s", at.Name, diff)
+		}
+	}
+	// Side by side: each branch was created before the other finished.
+	if !lint.CreationTimestamp.Before(test.Status.CompletionTime) || !test.CreationTimestamp.Before(lint.Status.CompletionTime) {
+		t.Errorf("branches ran one after the other: lint %v–%v, test %v–%v",
+			lint.CreationTimestamp, lint.Status.CompletionTime, test.CreationTimestamp, test.Status.CompletionTime)
+	}
+	if diff := cmp.Diff([]string{"clean", "42 passed", "abc123"}, getTask(t, ns, "dia-3-ship").Spec.Args); diff != "" {
+		t.Errorf("join args (-want +got):\n%s", diff)
+	}
+
+	failing := MakeWorkflow("dia-fail", ns).
+		StepTask("fetch", step("git:1", 0, `{"sha":"abc123"}`, 0)).
+		StepTask("lint", step("lint:1", 1, "lint failed", 0)).DependsOn("fetch").
+		StepTask("test", step("test:1", 0, `{"tests":"ok"}`, 2)).DependsOn("fetch").
+		StepTask("ship", step("ship:1", 0, "", 0)).DependsOn("lint", "test").
+		Obj()
+	if err := sim.Client.Create(t.Context(), failing); err != nil {
+		t.Fatal(err)
+	}
+	got = waitWorkflow(t, ns, "dia-fail", "finished", finished)
+	var phases []string
+	for _, s := range got.Status.Steps {
+		phases = append(phases, s.Name+"="+string(s.Phase))
+	}
+	if diff := cmp.Diff([]string{"fetch=Succeeded", "lint=Failed", "test=Succeeded", "ship=Skipped"}, phases); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+	if got.Status.Phase != schedv1.WorkflowFailed || !strings.Contains(got.Status.Message, "step 1 (lint) failed") {
+		t.Errorf("phase %s message %q, want Failed naming lint", got.Status.Phase, got.Status.Message)
+	}
+}

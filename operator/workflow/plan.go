@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,26 +15,33 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
-// plan is what one reconcile decides: the new status and at most one
-// action. It is computed by a pure function from the workflow and its step
-// tasks, so it can be tested without a server.
+// plan is what one reconcile decides: the new status and the actions. It
+// is computed by a pure function from the workflow and its step tasks, so
+// it can be tested without a server.
 type plan struct {
 	status schedv1.WorkflowStatus
-	// create is the next step's AgentTask, resolved and ready to create,
-	// for step createStep.
-	create     *schedv1.AgentTask
-	createStep int
-	// cancel is a running step's AgentTask to stop (workflow timeout or
-	// spec.cancel).
-	cancel *schedv1.AgentTask
+	// creates are the AgentTasks of the steps that start now, resolved and
+	// ready to create: one at most when steps run one after another, every
+	// step whose dependencies all Succeeded when they run side by side.
+	creates []stepCreate
+	// cancels are running steps' AgentTasks to stop (workflow timeout,
+	// spec.cancel, or a failure with spec.failFast).
+	cancels []*schedv1.AgentTask
 	// requeueAt is the workflow deadline while it runs.
 	requeueAt time.Time
 }
 
-// decide walks the steps in order. tasks holds the step AgentTasks found,
-// by step index. Steps run strictly one after another: step i's task is
-// created only once step i-1 Succeeded, and never twice, because its name is
-// derived from the workflow, the index and the step name.
+// stepCreate is a step's AgentTask to create.
+type stepCreate struct {
+	step int
+	task *schedv1.AgentTask
+}
+
+// decide walks the steps. tasks holds the step AgentTasks found, by step
+// index. A step's task is created only once every step it depends on (the
+// one before it, unless steps set dependsOn) Succeeded, and never twice,
+// because its name is derived from the workflow, the index and the step
+// name.
 func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.Time) plan {
 	p := plan{status: *wf.Status.DeepCopy()}
 	st := &p.status
@@ -69,27 +77,31 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 		}
 		p.requeueAt = deadline
 	}
+	// Side by side, one failure stops everything only when asked to; one
+	// after another, nothing else is running anyway.
+	stopAtFailure := !wf.Spec.IsDAG() || wf.Spec.FailFast
 
 	for i, step := range wf.Spec.Steps {
-		s := &st.Steps[i]
-		st.CurrentStep = int32(i)
-		switch s.Phase {
-		case schedv1.StepSucceeded:
-			continue
-		case schedv1.StepCancelled:
+		if s := st.Steps[i]; s.Phase == schedv1.StepCancelled {
 			// Its task was cancelled on its own: the workflow cannot go on.
+			stopRunning(st, tasks, &p, schedv1.StepCancelled, fmt.Sprintf("stopped: step %s was cancelled", step.Name), now)
 			end(st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, fmt.Sprintf("step %d (%s) was cancelled: %s", i, step.Name, s.Message), now)
-			skipFrom(st, i+1, fmt.Sprintf("step %s was cancelled", step.Name))
-			return p
-		case schedv1.StepFailed, schedv1.StepTimeout:
-			end(st, schedv1.WorkflowFailed, schedv1.ReasonStepFailed, fmt.Sprintf("step %d (%s) %s: %s", i, step.Name, phaseWord(s.Phase), s.Message), now)
-			skipFrom(st, i+1, fmt.Sprintf("step %s did not succeed", step.Name))
-			return p
-		case schedv1.StepPending, schedv1.StepRunning:
-			running(st, fmt.Sprintf("step %d (%s) is %s", i, step.Name, lower(s.Phase)))
+			skipWaiting(st, fmt.Sprintf("step %s was cancelled", step.Name))
 			return p
 		}
-		// Waiting: every earlier step succeeded, so this one starts now.
+	}
+	if i := firstFailed(st); i >= 0 && stopAtFailure {
+		failWorkflow(st, tasks, &p, wf, i, schedv1.ReasonStepFailed, now)
+		return p
+	}
+	skipBlocked(wf, st)
+
+	// Start every step whose dependencies all Succeeded.
+	for i := range wf.Spec.Steps {
+		s := &st.Steps[i]
+		if s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i) {
+			continue
+		}
 		task, err := newStepTask(wf, i, st)
 		if err != nil {
 			reason := schedv1.ReasonInvalidSpec
@@ -98,20 +110,145 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 				reason = schedv1.ReasonMissingOutput
 			}
 			s.Phase, s.Message, s.CompletionTime = schedv1.StepFailed, err.Error(), &now
-			end(st, schedv1.WorkflowFailed, reason, fmt.Sprintf("step %d (%s) cannot start: %v", i, step.Name, err), now)
-			skipFrom(st, i+1, fmt.Sprintf("step %s did not start", step.Name))
-			return p
+			if stopAtFailure {
+				// Nothing starts after all.
+				for _, c := range p.creates {
+					st.Steps[c.step].Phase, st.Steps[c.step].TaskName, st.Steps[c.step].StartTime = schedv1.StepWaiting, "", nil
+				}
+				p.creates = nil
+				failWorkflow(st, tasks, &p, wf, i, reason, now)
+				return p
+			}
+			st.Reason = reason
+			skipBlocked(wf, st)
+			continue
 		}
-		if i > 0 {
+		if len(wf.Spec.Dependencies(i)) > 0 {
 			task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
 		}
-		p.create, p.createStep = task, i
+		p.creates = append(p.creates, stepCreate{step: i, task: task})
 		s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
-		running(st, fmt.Sprintf("step %d (%s) is starting", i, step.Name))
-		return p
 	}
-	end(st, schedv1.WorkflowSucceeded, schedv1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(wf.Spec.Steps)), now)
+
+	var active []int
+	for i, s := range st.Steps {
+		if s.Phase == schedv1.StepPending || s.Phase == schedv1.StepRunning {
+			active = append(active, i)
+		}
+	}
+	setCurrentStep(st, active)
+	switch {
+	case len(active) > 0:
+		running(st, activeMessage(wf, st, active, p.creates))
+	case firstFailed(st) >= 0:
+		// Nothing runs or can start: the independent branches are done.
+		reason := schedv1.ReasonStepFailed
+		if st.Reason == schedv1.ReasonMissingOutput || st.Reason == schedv1.ReasonInvalidSpec {
+			reason = st.Reason
+		}
+		failWorkflow(st, tasks, &p, wf, firstFailed(st), reason, now)
+	default:
+		end(st, schedv1.WorkflowSucceeded, schedv1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(wf.Spec.Steps)), now)
+	}
 	return p
+}
+
+// firstFailed is the first step that failed or timed out, or -1.
+func firstFailed(st *schedv1.WorkflowStatus) int {
+	for i, s := range st.Steps {
+		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout {
+			return i
+		}
+	}
+	return -1
+}
+
+// failWorkflow ends the workflow Failed because of step i: the steps still
+// running are cancelled and those not started skipped.
+func failWorkflow(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p *plan, wf *schedv1.Workflow, i int, reason string, now metav1.Time) {
+	name := wf.Spec.Steps[i].Name
+	s := st.Steps[i]
+	stopRunning(st, tasks, p, schedv1.StepCancelled, fmt.Sprintf("stopped: step %s did not succeed (spec.failFast)", name), now)
+	what := phaseWord(s.Phase)
+	if s.TaskName == "" {
+		what = "cannot start" // its task was never created
+	}
+	msg := fmt.Sprintf("step %d (%s) %s: %s", i, name, what, s.Message)
+	if n := countFailed(st); n > 1 {
+		msg += fmt.Sprintf(" (and %d more failed)", n-1)
+	}
+	st.CurrentStep = int32(i)
+	end(st, schedv1.WorkflowFailed, reason, msg, now)
+	skipWaiting(st, fmt.Sprintf("step %s did not succeed", name))
+}
+
+func countFailed(st *schedv1.WorkflowStatus) int {
+	n := 0
+	for _, s := range st.Steps {
+		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout {
+			n++
+		}
+	}
+	return n
+}
+
+// dependenciesSucceeded reports whether every step i waits for Succeeded.
+func dependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) bool {
+	for _, d := range wf.Spec.Dependencies(i) {
+		if st.Steps[d].Phase != schedv1.StepSucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// skipBlocked skips the waiting steps that depend on a step that ended
+// without succeeding; in index order, so skipping passes down the graph.
+func skipBlocked(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) {
+	for i := range st.Steps {
+		s := &st.Steps[i]
+		if s.Phase != schedv1.StepWaiting {
+			continue
+		}
+		for _, d := range wf.Spec.Dependencies(i) {
+			if dp := st.Steps[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
+				s.Phase, s.Message = schedv1.StepSkipped, fmt.Sprintf("skipped: step %s did not succeed", wf.Spec.Steps[d].Name)
+				break
+			}
+		}
+	}
+}
+
+// setCurrentStep points at the first running step, else the first that has
+// not succeeded, else the last.
+func setCurrentStep(st *schedv1.WorkflowStatus, active []int) {
+	if len(active) > 0 {
+		st.CurrentStep = int32(active[0])
+		return
+	}
+	for i, s := range st.Steps {
+		if s.Phase != schedv1.StepSucceeded {
+			st.CurrentStep = int32(i)
+			return
+		}
+	}
+	st.CurrentStep = int32(max(len(st.Steps)-1, 0))
+}
+
+// activeMessage says which steps run: one as before, several by name.
+func activeMessage(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, active []int, creates []stepCreate) string {
+	if len(active) == 1 {
+		i := active[0]
+		if len(creates) == 1 && creates[0].step == i {
+			return fmt.Sprintf("step %d (%s) is starting", i, wf.Spec.Steps[i].Name)
+		}
+		return fmt.Sprintf("step %d (%s) is %s", i, wf.Spec.Steps[i].Name, lower(st.Steps[i].Phase))
+	}
+	names := make([]string, len(active))
+	for j, i := range active {
+		names[j] = wf.Spec.Steps[i].Name
+	}
+	return fmt.Sprintf("%d steps run side by side: %s", len(active), strings.Join(names, ", "))
 }
 
 // syncSteps makes status.steps mirror spec.steps and copies what each
@@ -198,13 +335,22 @@ func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
 }
 
 // refused records that the API server refused step i's task for good: the
-// step fails with the server's message, and the workflow with it.
-func refused(st *schedv1.WorkflowStatus, i int, name, msg string, now metav1.Time) {
+// step fails with the server's message. One after another (or with
+// spec.failFast) the workflow fails with it; side by side, the steps that
+// depend on it are skipped and the next reconcile ends the workflow once
+// the other branches are done.
+func refused(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, msg string, now metav1.Time) {
 	s := &st.Steps[i]
 	s.Phase, s.TaskName, s.CompletionTime = schedv1.StepFailed, "", &now
 	s.Message = "the API server refused its AgentTask: " + msg
-	end(st, schedv1.WorkflowFailed, schedv1.ReasonRejected, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
-	skipFrom(st, i+1, fmt.Sprintf("step %s did not start", name))
+	if !wf.Spec.IsDAG() || wf.Spec.FailFast {
+		name := wf.Spec.Steps[i].Name
+		end(st, schedv1.WorkflowFailed, schedv1.ReasonRejected, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
+		skipWaiting(st, fmt.Sprintf("step %s did not start", name))
+		return
+	}
+	st.Reason = schedv1.ReasonRejected
+	skipBlocked(wf, st)
 }
 
 // waitingForQuota puts step i back to Waiting, since its task does not
@@ -245,8 +391,8 @@ func skipFrom(st *schedv1.WorkflowStatus, from int, why string) {
 	}
 }
 
-// stopRunning ends the started steps in phase, and has their task (one at
-// most, steps run one at a time) cancelled, which stops its pod.
+// stopRunning ends the started steps in phase, and has their tasks
+// cancelled, which stops their pods.
 func stopRunning(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p *plan, phase schedv1.StepPhase, msg string, now metav1.Time) {
 	for i := range st.Steps {
 		s := &st.Steps[i]
@@ -254,7 +400,7 @@ func stopRunning(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p
 			s.Phase, s.Message = phase, msg
 			s.CompletionTime = &now
 			if t := tasks[i]; t != nil && !t.Spec.Cancel {
-				p.cancel = t
+				p.cancels = append(p.cancels, t)
 			}
 		}
 	}

@@ -64,14 +64,19 @@ func summarize(p plan) summary {
 	for _, st := range p.status.Steps {
 		s.Steps = append(s.Steps, st.Name+"="+string(st.Phase))
 	}
-	if p.create != nil {
-		s.Create = p.create.Name
+	var creates, cancels []string
+	for _, c := range p.creates {
+		creates = append(creates, c.task.Name)
 	}
-	if p.cancel != nil {
-		s.Cancel = p.cancel.Name
+	for _, c := range p.cancels {
+		cancels = append(cancels, c.Name)
 	}
+	s.Create, s.Cancel = strings.Join(creates, ","), strings.Join(cancels, ",")
 	return s
 }
+
+// created is the first task the plan creates.
+func created(p plan) *schedv1.AgentTask { return p.creates[0].task }
 
 // run applies decide repeatedly the way the controller would: status from
 // one round feeds the next.
@@ -94,11 +99,11 @@ func TestDecide(t *testing.T) {
 			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "0/3",
 				Steps: []string{"fetch=Pending", "build=Waiting", "report=Waiting"}, Create: "rel-0-fetch"},
 			check: func(t *testing.T, p plan) {
-				if diff := cmp.Diff([]string{"clone", "https://example.com/x.git"}, p.create.Spec.Args); diff != "" {
+				if diff := cmp.Diff([]string{"clone", "https://example.com/x.git"}, created(p).Spec.Args); diff != "" {
 					t.Errorf("args (-want +got):\n%s", diff)
 				}
-				if p.create.Labels[schedv1.LabelWorkflowStep] != "0" || p.create.Labels[schedv1.LabelWorkflow] != "rel" {
-					t.Errorf("labels %v", p.create.Labels)
+				if created(p).Labels[schedv1.LabelWorkflowStep] != "0" || created(p).Labels[schedv1.LabelWorkflow] != "rel" {
+					t.Errorf("labels %v", created(p).Labels)
 				}
 			},
 		},
@@ -119,11 +124,11 @@ func TestDecide(t *testing.T) {
 				Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"},
 			check: func(t *testing.T, p plan) {
 				// Output values are inserted as written, never expanded again.
-				if diff := cmp.Diff([]string{"--sha=abc ${x} $5"}, p.create.Spec.Args); diff != "" {
+				if diff := cmp.Diff([]string{"--sha=abc ${x} $5"}, created(p).Spec.Args); diff != "" {
 					t.Errorf("args (-want +got):\n%s", diff)
 				}
-				if p.create.Annotations["sched.kubectl-sched.dev/previous-step-finished-at"] == "" {
-					t.Errorf("no hand-off annotation: %v", p.create.Annotations)
+				if created(p).Annotations["sched.kubectl-sched.dev/previous-step-finished-at"] == "" {
+					t.Errorf("no hand-off annotation: %v", created(p).Annotations)
 				}
 			},
 		},
@@ -138,7 +143,7 @@ func TestDecide(t *testing.T) {
 			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/3",
 				Steps: []string{"fetch=Succeeded", "build=Succeeded", "report=Pending"}, Create: "rel-2-report"},
 			check: func(t *testing.T, p plan) {
-				if got := p.create.Spec.Env[0].Value; got != "reg/x:abc" {
+				if got := created(p).Spec.Env[0].Value; got != "reg/x:abc" {
 					t.Errorf("IMAGE = %q", got)
 				}
 			},
@@ -253,8 +258,8 @@ func TestDecide(t *testing.T) {
 			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/3",
 				Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"},
 			check: func(t *testing.T, p plan) {
-				if p.create.Spec.Args[0] != "--sha=kept" {
-					t.Errorf("args %v", p.create.Spec.Args)
+				if created(p).Spec.Args[0] != "--sha=kept" {
+					t.Errorf("args %v", created(p).Spec.Args)
 				}
 			},
 		},
@@ -289,7 +294,126 @@ func TestDecideIsStable(t *testing.T) {
 	if diff := cmp.Diff(first.status, second.status); diff != "" {
 		t.Errorf("status changed on a second look (-first +second):\n%s", diff)
 	}
-	if second.create != nil {
-		t.Errorf("second look creates %s", second.create.Name)
+	if len(second.creates) > 0 {
+		t.Errorf("second look creates %s", created(second).Name)
+	}
+}
+
+// diamond: fetch, then lint and test side by side, then ship using both.
+func diamond() *WorkflowWrapper {
+	return MakeWorkflow("dia", "ns").
+		Step("fetch", "git:1").
+		Step("lint", "lint:1", "${steps.fetch.output.sha}").DependsOn("fetch").
+		Step("test", "test:1", "${steps.fetch.output.sha}").DependsOn("fetch").
+		Step("ship", "ship:1", "${steps.lint.output.ok}", "${steps.test.output.ok}", "${steps.fetch.output.sha}").DependsOn("lint", "test")
+}
+
+func TestDecideDAG(t *testing.T) {
+	ok := map[string]string{"ok": "yes", "sha": "abc"}
+	cases := map[string]struct {
+		wf    *schedv1.Workflow
+		tasks func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask
+		want  summary
+	}{
+		"the roots start at once": {
+			wf:    diamond().Obj(),
+			tasks: func(*schedv1.Workflow) map[int]*schedv1.AgentTask { return nil },
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "0/4",
+				Steps: []string{"fetch=Pending", "lint=Waiting", "test=Waiting", "ship=Waiting"}, Create: "dia-0-fetch"},
+		},
+		"fan-out: both branches start together": {
+			wf: diamond().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/4",
+				Steps: []string{"fetch=Succeeded", "lint=Pending", "test=Pending", "ship=Waiting"}, Create: "dia-1-lint,dia-2-test"},
+		},
+		"the join waits for every branch": {
+			wf: diamond().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, ""),
+					1: stepTask(wf, 1, schedv1.TaskSucceeded, ok, ""),
+					2: stepTask(wf, 2, schedv1.TaskRunning, nil, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/4",
+				Steps: []string{"fetch=Succeeded", "lint=Succeeded", "test=Running", "ship=Waiting"}},
+		},
+		"fan-in: the join starts once both succeeded": {
+			wf: diamond().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, ""),
+					1: stepTask(wf, 1, schedv1.TaskSucceeded, ok, ""),
+					2: stepTask(wf, 2, schedv1.TaskSucceeded, ok, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "3/4",
+				Steps: []string{"fetch=Succeeded", "lint=Succeeded", "test=Succeeded", "ship=Pending"}, Create: "dia-3-ship"},
+		},
+		"a failed branch skips what depends on it and lets the other finish": {
+			wf: diamond().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, ""),
+					1: stepTask(wf, 1, schedv1.TaskFailed, nil, "exit 1"),
+					2: stepTask(wf, 2, schedv1.TaskRunning, nil, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/4",
+				Steps: []string{"fetch=Succeeded", "lint=Failed", "test=Running", "ship=Skipped"}},
+		},
+		"then the workflow fails once nothing runs": {
+			wf: diamond().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, ""),
+					1: stepTask(wf, 1, schedv1.TaskFailed, nil, "exit 1"),
+					2: stepTask(wf, 2, schedv1.TaskSucceeded, ok, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonStepFailed, Progress: "2/4",
+				Steps: []string{"fetch=Succeeded", "lint=Failed", "test=Succeeded", "ship=Skipped"}},
+		},
+		"failFast cancels the other branch": {
+			wf: diamond().FailFast().Obj(),
+			tasks: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{
+					0: stepTask(wf, 0, schedv1.TaskSucceeded, ok, ""),
+					1: stepTask(wf, 1, schedv1.TaskFailed, nil, "exit 1"),
+					2: stepTask(wf, 2, schedv1.TaskRunning, nil, ""),
+				}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonStepFailed, Progress: "1/4",
+				Steps: []string{"fetch=Succeeded", "lint=Failed", "test=Cancelled", "ship=Skipped"}, Cancel: "dia-2-test"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wf := tc.wf
+			p := run(wf, tc.tasks(wf))
+			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDecideDAGJoinGetsEveryBranch: the join's task holds the outputs of
+// both branches and of the root they share.
+func TestDecideDAGJoinGetsEveryBranch(t *testing.T) {
+	wf := diamond().Obj()
+	p := run(wf, map[int]*schedv1.AgentTask{
+		0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"sha": "abc"}, ""),
+		1: stepTask(wf, 1, schedv1.TaskSucceeded, map[string]string{"ok": "lint-ok"}, ""),
+		2: stepTask(wf, 2, schedv1.TaskSucceeded, map[string]string{"ok": "test-ok"}, ""),
+	})
+	if diff := cmp.Diff([]string{"lint-ok", "test-ok", "abc"}, created(p).Spec.Args); diff != "" {
+		t.Errorf("join args (-want +got):\n%s", diff)
+	}
+	if created(p).Annotations[schedv1.AnnotationPreviousStepFinished] == "" {
+		t.Errorf("the join has no hand-off annotation")
 	}
 }

@@ -331,3 +331,24 @@ func TestDescribeVolumes(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeBranches: a workflow whose steps run side by side shows what
+// each step waits for.
+func TestDescribeBranches(t *testing.T) {
+	const bns = "describe-branches"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bns}}); err != nil {
+		t.Fatal(err)
+	}
+	wf := schedtesting.MakeWorkflow("dia", bns).Step("fetch", "busybox").
+		Step("lint", "busybox").DependsOn("fetch").Step("test", "busybox").DependsOn("fetch").
+		Step("ship", "busybox").DependsOn("lint", "test").Obj()
+	create(t, wf)
+	res := env.Run("describe", "wf", "dia", "-n", bns)
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	want := regexp.MustCompile(`(?m)^\s+#\s+Name\s+After\s+Phase.*\n[ -]+\n\s+0\s+fetch\s+-\s+Waiting.*\n\s+1\s+lint\s+fetch\s+Waiting.*\n\s+2\s+test\s+fetch\s+Waiting.*\n\s+3\s+ship\s+lint,test\s+Waiting`)
+	if !want.MatchString(res.Stdout) {
+		t.Errorf("output does not match %s:\n%s", want, res.Stdout)
+	}
+}

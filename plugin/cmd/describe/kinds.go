@@ -202,16 +202,26 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		statusOf[s.Name] = s
 	}
 	rows := [][]string{}
+	dag := wf.Spec.IsDAG()
 	for i, s := range wf.Spec.Steps {
 		ss, ok := statusOf[s.Name]
 		phase := string(ss.Phase)
 		if !ok || phase == "" {
 			phase = string(schedv1.StepWaiting)
 		}
-		rows = append(rows, []string{strconv.Itoa(i), s.Name, phase, orDash(ss.TaskName),
-			orDash(elapsed(ss.StartTime, ss.CompletionTime)), orDash(sortedPairs(ss.Outputs)), orDash(oneLine(ss.Message))})
+		row := []string{strconv.Itoa(i), s.Name, phase, orDash(ss.TaskName),
+			orDash(elapsed(ss.StartTime, ss.CompletionTime)), orDash(sortedPairs(ss.Outputs)), orDash(oneLine(ss.Message))}
+		if dag {
+			row = slices.Insert(row, 2, orDash(strings.Join(s.DependsOn, ",")))
+		}
+		rows = append(rows, row)
 	}
-	w.table(0, "Steps", []string{"#", "Name", "Phase", "Task", "Duration", "Outputs", "Message"}, rows)
+	headers := []string{"#", "Name", "Phase", "Task", "Duration", "Outputs", "Message"}
+	if dag {
+		// Steps that run side by side: say what each waits for.
+		headers = slices.Insert(headers, 2, "After")
+	}
+	w.table(0, "Steps", headers, rows)
 	w.conditions(st.Conditions)
 
 	var tasks schedv1.AgentTaskList

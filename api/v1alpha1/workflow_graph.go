@@ -1,0 +1,50 @@
+package v1alpha1
+
+// IsDAG reports whether any step sets dependsOn. Without it, each step
+// depends on the one before it.
+func (s *WorkflowSpec) IsDAG() bool {
+	for i := range s.Steps {
+		if len(s.Steps[i].DependsOn) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Dependencies returns the indexes of the steps step i waits for. Names
+// that are not of an earlier step are left out (the CRD refuses them).
+func (s *WorkflowSpec) Dependencies(i int) []int {
+	if !s.IsDAG() {
+		if i == 0 {
+			return nil
+		}
+		return []int{i - 1}
+	}
+	var deps []int
+	for _, name := range s.Steps[i].DependsOn {
+		for j := 0; j < i; j++ {
+			if s.Steps[j].Name == name {
+				deps = append(deps, j)
+				break
+			}
+		}
+	}
+	return deps
+}
+
+// Ancestors returns the steps step i depends on, directly or through
+// others: the steps whose outputs it may use.
+func (s *WorkflowSpec) Ancestors(i int) map[int]bool {
+	seen := map[int]bool{}
+	todo := s.Dependencies(i)
+	for len(todo) > 0 {
+		j := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[j] {
+			continue
+		}
+		seen[j] = true
+		todo = append(todo, s.Dependencies(j)...)
+	}
+	return seen
+}
