@@ -136,6 +136,88 @@ func BenchmarkStepHandoff(b *testing.B) {
 	}
 }
 
+// BenchmarkFanOutFanIn runs a workflow of one step, 20 steps side by side
+// that depend on it, and one step that depends on all 20, and measures from
+// one watch on the API server: from the first step's pod turning Succeeded
+// to all 20 Jobs existing (fan-out), and from the last of the 20 pods
+// turning Succeeded to the join's Job (fan-in).
+func BenchmarkFanOutFanIn(b *testing.B) {
+	const width = 20
+	var fanOut, fanIn []time.Duration
+	for range b.N {
+		ns := namespace(b, "fan")
+		ctx, cancel := context.WithCancel(context.Background())
+		podDone := map[string]time.Time{}
+		jobAdded := map[string]time.Time{}
+		var mu sync.Mutex
+		stopWatch := watchAll(b, ctx, ns, func(ev watch.Event, at time.Time) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch o := ev.Object.(type) {
+			case *corev1.Pod:
+				l := o.Labels[schedv1.LabelAgentTask]
+				if _, seen := podDone[l]; !seen && o.Status.Phase == corev1.PodSucceeded {
+					podDone[l] = at
+				}
+			case *batchv1.Job:
+				if _, seen := jobAdded[o.Name]; !seen && ev.Type == watch.Added {
+					jobAdded[o.Name] = at
+				}
+			}
+		})
+		task := func(args ...string) schedv1.AgentTaskSpec {
+			return schedv1.AgentTaskSpec{Image: "x", Args: args, PodMetadata: &schedv1.PodMetadata{Annotations: quick}}
+		}
+		wf := MakeWorkflow("fan", ns).StepTask("root", task())
+		var branches, joinArgs []string
+		for i := range width {
+			name := fmt.Sprintf("b%d", i)
+			branches = append(branches, name)
+			joinArgs = append(joinArgs, fmt.Sprintf("${steps.%s.output.out}", name))
+			wf.StepTask(name, task("${steps.root.output.out}")).DependsOn("root")
+		}
+		wf.StepTask("join", task(joinArgs...)).DependsOn(branches...)
+		if err := sim.Client.Create(ctx, wf.Obj()); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, "the workflow to succeed", 10*time.Minute, func() bool {
+			got := &schedv1.Workflow{}
+			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fan"}, got)
+			return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
+		})
+		cancel()
+		stopWatch()
+		mu.Lock()
+		root := podDone[names.StepTask("fan", 0, "root")]
+		var allJobs, lastPod time.Time
+		for i, name := range branches {
+			task := names.StepTask("fan", i+1, name)
+			if jobAdded[task].IsZero() || podDone[task].IsZero() {
+				b.Fatalf("missing observation for branch %s: job %v pod %v", name, jobAdded[task], podDone[task])
+			}
+			if jobAdded[task].After(allJobs) {
+				allJobs = jobAdded[task]
+			}
+			if podDone[task].After(lastPod) {
+				lastPod = podDone[task]
+			}
+		}
+		join := jobAdded[names.StepTask("fan", width+1, "join")]
+		mu.Unlock()
+		if root.IsZero() || join.IsZero() {
+			b.Fatalf("missing observation: root pod %v join job %v", root, join)
+		}
+		fanOut = append(fanOut, allJobs.Sub(root))
+		fanIn = append(fanIn, join.Sub(lastPod))
+		fmt.Printf("fan-out 1 -> %d: all Jobs %v after the root's pod finished; fan-in: join's Job %v after the last branch's pod\n",
+			width, allJobs.Sub(root).Round(time.Millisecond), join.Sub(lastPod).Round(time.Millisecond))
+	}
+	b.ReportMetric(float64(percentile(fanOut, 50).Microseconds())/1000, "fanout-p50-ms")
+	b.ReportMetric(float64(percentile(fanIn, 50).Microseconds())/1000, "fanin-p50-ms")
+	fmt.Printf("over %d workflows: fan-out p50 %v max %v; fan-in p50 %v max %v\n", len(fanOut),
+		percentile(fanOut, 50), percentile(fanOut, 100), percentile(fanIn, 50), percentile(fanIn, 100))
+}
+
 // BenchmarkTaskThroughput runs 500 bare Jobs to Complete, then 500
 // AgentTasks to Succeeded on the same cluster, twice: submitted one after
 // another by one client, as a script would, and by 10 clients at once, which

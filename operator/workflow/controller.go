@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -69,11 +70,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	var quotaErr error
-	for _, c := range p.creates {
-		if err := controllerutil.SetControllerReference(wf, c.task, r.Scheme()); err != nil {
-			return ctrl.Result{}, err
-		}
-		err := r.Create(ctx, c.task)
+	errs, err := r.createStepTasks(ctx, wf, p.creates)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for i, c := range p.creates {
+		err := errs[i]
 		switch kind := refusal.Classify(err); {
 		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
@@ -109,6 +111,38 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{}, nil
 }
+
+// createStepTasks creates the tasks of the steps that start now, side by
+// side (a fan-out of 20 would otherwise wait on 20 round trips in a row),
+// and returns each create's error in order.
+func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, creates []stepCreate) ([]error, error) {
+	for _, c := range creates {
+		if err := controllerutil.SetControllerReference(wf, c.task, r.Scheme()); err != nil {
+			return nil, err
+		}
+	}
+	errs := make([]error, len(creates))
+	if len(creates) == 1 {
+		errs[0] = r.Create(ctx, creates[0].task)
+		return errs, nil
+	}
+	var wg sync.WaitGroup
+	limit := make(chan struct{}, maxParallelCreates)
+	for i, c := range creates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			limit <- struct{}{}
+			defer func() { <-limit }()
+			errs[i] = r.Create(ctx, c.task)
+		}()
+	}
+	wg.Wait()
+	return errs, nil
+}
+
+// maxParallelCreates bounds the step tasks created at once by one reconcile.
+const maxParallelCreates = 10
 
 // stepTasks returns the workflow's step tasks by index. Tasks are matched by
 // owner and by the name the index and step name derive, so a renamed or
