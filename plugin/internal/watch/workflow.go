@@ -9,7 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/mattn/go-runewidth"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -278,7 +279,7 @@ func (v *View) render(s State) string {
 	now := v.now()
 	var b strings.Builder
 	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
-	if v.width > 0 && utf8.RuneCountInString(header) >= v.width {
+	if v.width > 0 && displayWidth(header) >= v.width {
 		b.WriteString(cut(header, v.width-1) + "\n")
 	} else {
 		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
@@ -295,7 +296,7 @@ func (v *View) render(s State) string {
 	var w [4]int
 	for _, r := range rows {
 		for c := range r {
-			w[c] = max(w[c], utf8.RuneCountInString(r[c]))
+			w[c] = max(w[c], displayWidth(r[c]))
 		}
 	}
 	for i, r := range rows {
@@ -307,7 +308,7 @@ func (v *View) render(s State) string {
 			details = detail(s.Steps[i-1])
 		}
 		if v.width > 0 {
-			details = cut(details, v.width-1-utf8.RuneCountInString(left+phase+right))
+			details = cut(details, v.width-1-displayWidth(left+phase+right))
 		}
 		if i > 0 {
 			phase = paint(r[2], phase)
@@ -378,21 +379,25 @@ func FormatDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
+// displayWidth is how many terminal columns s takes: two for wide
+// characters (CJK, most emoji), none for combining marks. Counting runes
+// instead let such text overflow the row and break the in-place redraw.
+func displayWidth(s string) int { return runewidth.StringWidth(s) }
+
 func pad(s string, n int) string {
-	return s + strings.Repeat(" ", max(0, n-utf8.RuneCountInString(s)))
+	return s + strings.Repeat(" ", max(0, n-displayWidth(s)))
 }
 
-// cut shortens s to one line of n characters, marking a cut with "…".
+// cut shortens s to one line of at most n columns, marking a cut with "…".
 func cut(s string, n int) string {
 	s = oneLine(s)
-	if utf8.RuneCountInString(s) <= n {
+	if displayWidth(s) <= n {
 		return s
 	}
 	if n <= 0 {
 		return ""
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return runewidth.Truncate(s, n, "…")
 }
 
 // oneLine keeps a message on its line: a view row or an appended line must

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mattn/go-runewidth"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -261,4 +262,31 @@ func frameOf(v *View) string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.frame
+}
+
+// TestWideCharactersFitTheWidth: outputs and messages in CJK and emoji take
+// two columns each; the rows must still fit the terminal and stay aligned,
+// or the in-place redraw breaks.
+func TestWideCharactersFitTheWidth(t *testing.T) {
+	s := states()[3]
+	s.Steps[0].Outputs = map[string]string{"note": "ビルド完了しました🚀 すべてのテストに合格", "tag": "v1"}
+	s.Steps[1].Message = "失敗: 2 件のテストが失敗しました 💥💥💥 詳細はログを参照"
+	var out bytes.Buffer
+	v := NewView(&out, true, 50, (&clock{now: t0.Add(time.Minute)}).Now)
+	v.Update(s)
+	got := plain(out.String())
+	want := `Workflow demo  Failed  9s  1/3 steps
+  #  STEP    PHASE      DURATION  DETAILS
+  0  build   Succeeded  5s        note=ビルド完…
+  1  test    Failed     4s        失敗: 2 件のテ…
+  2  deploy  Skipped              step test did …
+`
+	if !strings.HasSuffix(got, want) {
+		t.Errorf("view (-want +got):\n%s", cmp.Diff(want, got))
+	}
+	for line := range strings.SplitSeq(strings.TrimSpace(got), "\n") {
+		if w := runewidth.StringWidth(line); w >= 50 {
+			t.Errorf("line of %d columns wraps a 50-column terminal: %q", w, line)
+		}
+	}
 }
