@@ -188,3 +188,14 @@ type PodMetadata struct {
 	// +kubebuilder:validation:MaxProperties=32
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
+
+// Tenancy tiers: `kubectl sched tenant create NAME --tier T` labels the
+// namespace with its tier, and the operator keeps the namespace's
+// ResourceQuota and LimitRange (both named TierObjectName) as the tier in
+// the ConfigMap TiersConfigMap of the operator's namespace defines them.
+// Only whoever may update Namespaces (cluster admins) can set the label.
+const (
+	LabelTier      = GroupName + "/tier"
+	TiersConfigMap = "kubectl-sched-tiers"
+	TierObjectName = "kubectl-sched-tier"
+)

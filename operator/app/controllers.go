@@ -2,12 +2,14 @@ package app
 
 import (
 	"fmt"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"sort"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	"github.com/kubectl-sched/kubectl-sched/operator/tenant"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
 )
@@ -53,6 +55,18 @@ var controllers = map[string]Controller{
 			Client:          mgr.GetClient(),
 			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
 			PriorityClasses: o.Settings.PriorityClasses,
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
+	"tenant": func(mgr ctrl.Manager, o Options) error {
+		ns := o.LeaderElectionNamespace
+		if ns == "" {
+			ns = schedv1.DefaultOperatorNamespace
+		}
+		return (&tenant.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("tenant-controller"),
+			Namespace: ns,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {

@@ -78,6 +78,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&batchv1.Job{}:                owned,
 				&networkingv1.Ingress{}:       owned,
 				&networkingv1.NetworkPolicy{}: owned,
+				&corev1.LimitRange{}:          owned,
 				// Pods the operator made, trimmed to what the controllers
 				// read (see podstatus.Trim): the spec is most of their size.
 				&corev1.Pod{}: {Label: managedSelector, Transform: podstatus.Trim},

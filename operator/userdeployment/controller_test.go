@@ -1357,3 +1357,25 @@ func TestMissingServiceAccountReported(t *testing.T) {
 		t.Errorf("Degraded condition %+v, want it to name the missing service account", c)
 	}
 }
+
+// TestQuotaIsNamed: an app whose pods a full quota refuses says so, naming
+// the quota (as a tenant tier's would be).
+func TestQuotaIsNamed(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-tier", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
+	// The API server's quota admission learns of the quota from its informer.
+	eventually(t, "the quota to be enforced", func(ctx context.Context) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		if err := sim.Client.Create(ctx, pod, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "kubectl-sched-tier") {
+			return fmt.Errorf("dry-run pod: %v", err)
+		}
+		return nil
+	})
+	create(t, MakeUserDeployment("app", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj())
+	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
+	if c := condition(ud, schedv1.ConditionDegraded); !strings.Contains(c.Message, "exceeded quota: kubectl-sched-tier") {
+		t.Errorf("Degraded %+v, want the quota named", c)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
 	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/tenant"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/workflow"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -57,6 +58,7 @@ see 'kubectl sched install'.`,
 	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
 	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
 	root.AddCommand(lifecycle.NewStopCommand(flags, streams), lifecycle.NewStartCommand(flags, streams), lifecycle.NewRestartCommand(flags, streams))
+	root.AddCommand(tenant.NewCommand(flags, streams))
 	return root
 }
 

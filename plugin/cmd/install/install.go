@@ -133,7 +133,8 @@ func (o *Options) Complete() error {
 	}
 	if o.WithoutOperator {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
-			return u.GetKind() == "Deployment" || u.GetKind() == "Service" || u.GetKind() == "ConfigMap"
+			// The tiers stay: the operator run elsewhere reads them.
+			return u.GetKind() == "Deployment" || u.GetKind() == "Service" || (u.GetKind() == "ConfigMap" && u.GetName() == ConfigMapName)
 		})
 	}
 	if o.DryRun == "client" {

@@ -149,6 +149,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ClusterRoleBinding /kubectl-sched-operator",
 		"RoleBinding ops/kubectl-sched-operator",
 		"ConfigMap ops/kubectl-sched-operator-config",
+		"ConfigMap ops/kubectl-sched-tiers",
 		"Service ops/kubectl-sched-operator-metrics",
 		"Deployment ops/kubectl-sched-operator",
 	}
@@ -407,12 +408,12 @@ func TestInstallWithoutOperator(t *testing.T) {
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
-	for _, absent := range []string{"deployment.apps/", "service/", "configmap/"} {
+	for _, absent := range []string{"deployment.apps/", "service/", "configmap/kubectl-sched-operator-config"} {
 		if strings.Contains(res.Stdout, absent) {
 			t.Errorf("output names a %s:\n%s", absent, res.Stdout)
 		}
 	}
-	for _, present := range []string{"customresourcedefinition.apiextensions.k8s.io/workflows.sched.kubectl-sched.dev", "clusterrole.rbac.authorization.k8s.io/kubectl-sched-operator", "validatingadmissionpolicy"} {
+	for _, present := range []string{"customresourcedefinition.apiextensions.k8s.io/workflows.sched.kubectl-sched.dev", "clusterrole.rbac.authorization.k8s.io/kubectl-sched-operator", "validatingadmissionpolicy", "configmap/kubectl-sched-tiers"} {
 		if !strings.Contains(res.Stdout, present) {
 			t.Errorf("output lacks %s:\n%s", present, res.Stdout)
 		}

@@ -57,7 +57,9 @@ func settingsOf(t *testing.T, objs []*unstructured.Unstructured) (map[string]str
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "ConfigMap":
-			data, _, _ = unstructured.NestedStringMap(o.Object, "data")
+			if o.GetName() == install.ConfigMapName {
+				data, _, _ = unstructured.NestedStringMap(o.Object, "data")
+			}
 		case "Deployment":
 			var dep appsv1.Deployment
 			if err := fromUnstructured(o, &dep); err != nil {

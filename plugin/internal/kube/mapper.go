@@ -32,6 +32,9 @@ func restMapper() meta.RESTMapper {
 	add(v1, "Service", "services", ns)
 	add(v1, "Namespace", "namespaces", root)
 	add(v1, "Node", "nodes", root)
+	add(v1, "ResourceQuota", "resourcequotas", ns)
+	rbac := schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}
+	add(rbac, "RoleBinding", "rolebindings", ns)
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
 	add(apps, "Deployment", "deployments", ns)
 	add(apps, "DaemonSet", "daemonsets", ns)

@@ -1,0 +1,118 @@
+package tenant_test
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+)
+
+var env *plugintest.Env
+
+func TestMain(m *testing.M) { plugintest.Main(m, &env) }
+
+// installTiers puts the shipped tiers where install would.
+func installTiers(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: schedv1.DefaultOperatorNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testenv.ApplyFile(ctx, env.Client, filepath.Join(root, "config", "manager", "tiers.yaml")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCreateListDelete(t *testing.T) {
+	installTiers(t)
+	res := env.Run("tenant", "create", "payments", "--tier", "team", "--group", "payments-devs", "--user", "ana")
+	want := "namespace/payments applied (tier team, Pod Security restricted)\nrolebinding.rbac.authorization.k8s.io/kubectl-sched-edit applied in payments (2 subject(s))\n"
+	if res.Code != 0 || res.Stdout != want {
+		t.Fatalf("create: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "payments"}, ns); err != nil {
+		t.Fatal(err)
+	}
+	if ns.Labels[schedv1.LabelTier] != "team" || ns.Labels["pod-security.kubernetes.io/enforce"] != "restricted" {
+		t.Errorf("namespace labels %v", ns.Labels)
+	}
+	rb := &rbacv1.RoleBinding{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "payments", Name: "kubectl-sched-edit"}, rb); err != nil {
+		t.Fatal(err)
+	}
+	if rb.RoleRef.Name != "kubectl-sched-edit" || len(rb.Subjects) != 2 || rb.Subjects[0].Name != "ana" || rb.Subjects[1].Kind != rbacv1.GroupKind {
+		t.Errorf("binding %+v", rb)
+	}
+
+	res = env.Run("tenant", "list")
+	if res.Code != 0 || !regexp.MustCompile(`(?m)^NAME\s+TIER\s+PODS\s+CPU REQUESTS\s+MEMORY REQUESTS\s+AGE\npayments\s+team\s+-\s+-\s+-\s+\S+$`).MatchString(res.Stdout) {
+		t.Errorf("list: exit %d, stdout:\n%s", res.Code, res.Stdout)
+	}
+
+	res = env.Run("tenant", "delete", "default")
+	if res.Code != cmdutil.ExitError || !strings.Contains(res.Stderr, "namespace default is not a tenant") {
+		t.Errorf("deleting a namespace that is not a tenant: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = env.Run("tenant", "delete", "payments")
+	if res.Code != 0 || res.Stdout != "namespace/payments deleted (tier team)\n" {
+		t.Fatalf("delete: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "payments"}, ns); err == nil && ns.DeletionTimestamp.IsZero() {
+		t.Errorf("the namespace is not being deleted")
+	}
+}
+
+func TestCreateErrors(t *testing.T) {
+	installTiers(t)
+	nobody, err := env.UserKubeconfig("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		args         []string
+		noKubeconfig bool
+		wantCode     int
+		wantErr      string
+	}{
+		"no name":        {args: []string{"tenant", "create", "--tier", "team"}, wantCode: cmdutil.ExitUsage, wantErr: "takes one tenant name, got 0 arguments"},
+		"no tier":        {args: []string{"tenant", "create", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "--tier is required"},
+		"bad name":       {args: []string{"tenant", "create", "Team_A", "--tier", "team"}, wantCode: cmdutil.ExitUsage, wantErr: `tenant name "Team_A" is not a namespace name`},
+		"unknown tier":   {args: []string{"tenant", "create", "x", "--tier", "platinum"}, wantCode: cmdutil.ExitUsage, wantErr: "Tiers: enterprise, free, team."},
+		"not installed":  {args: []string{"tenant", "create", "x", "--tier", "team", "--operator-namespace", "elsewhere"}, wantCode: cmdutil.ExitNotInstalled, wantErr: "no tiers are defined"},
+		"forbidden":      {args: []string{"tenant", "create", "x", "--tier", "team", "--kubeconfig", nobody}, noKubeconfig: true, wantCode: cmdutil.ExitForbidden, wantErr: "forbidden"},
+		"delete unknown": {args: []string{"tenant", "delete", "nope"}, wantCode: cmdutil.ExitNotFound, wantErr: `"nope" not found`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var r plugintest.Result
+			if tc.noKubeconfig {
+				r = plugintest.RunWithInput("", tc.args...)
+			} else {
+				r = env.Run(tc.args...)
+			}
+			if r.Code != tc.wantCode || !strings.Contains(r.Stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, tc.wantCode, tc.wantErr)
+			}
+		})
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "x"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a failed create made the namespace: %v", err)
+	}
+}
