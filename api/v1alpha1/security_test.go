@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
@@ -39,6 +41,11 @@ func tenant(t *testing.T, namespace, user string, labels map[string]string) clie
 	}
 	if err := env.Client.Create(ctx, rb); err != nil {
 		t.Fatal(err)
+	}
+	for _, resource := range []string{"agenttasks", "workflows", "userdeployments"} {
+		if err := testenv.WaitAllowed(ctx, env.Client, user, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: schedv1.GroupVersion.Group, Resource: resource}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}

@@ -46,6 +46,9 @@ type Env struct {
 	Kubectl    string
 	Cluster    *cluster.Cluster
 	Log        io.Writer
+	// OperatorArgs are added to the operator's command line (a later flag
+	// wins: --leader-elect=false).
+	OperatorArgs []string
 
 	operator *exec.Cmd
 }
@@ -131,14 +134,15 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 	if err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(e.Dir, "operator.log"))
+	// Appended to: a restarted operator (the fault tests) keeps the log.
+	logf, err := os.OpenFile(filepath.Join(e.Dir, "operator.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	e.operator = exec.Command(filepath.Join(e.BinDir, "operator"),
-		"--kubeconfig="+saPath, "--leader-elect", "--leader-election-namespace="+OperatorNamespace,
-		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics,
-		"--ingress-domain="+IngressDomain)
+	args := []string{"--kubeconfig=" + saPath, "--leader-elect", "--leader-election-namespace=" + OperatorNamespace,
+		"--health-probe-bind-address=" + probe, "--metrics-bind-address=" + metrics,
+		"--ingress-domain=" + IngressDomain}
+	e.operator = exec.Command(filepath.Join(e.BinDir, "operator"), append(args, e.OperatorArgs...)...)
 	e.operator.Stdout, e.operator.Stderr = logf, logf
 	if detach {
 		e.operator.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -169,6 +173,19 @@ func (e *Env) OperatorPID() int {
 		return 0
 	}
 	return e.operator.Process.Pid
+}
+
+// KillOperator kills the operator process with SIGKILL, as a crash or an
+// OOM kill would: no cleanup, no lease release, writes cut off mid-way.
+func (e *Env) KillOperator() error {
+	if e.operator == nil || e.operator.Process == nil {
+		return nil
+	}
+	if err := e.operator.Process.Kill(); err != nil {
+		return err
+	}
+	_ = e.operator.Wait()
+	return nil
 }
 
 // StopOperator stops the operator process.

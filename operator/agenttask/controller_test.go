@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -474,6 +475,9 @@ func TestLookAlikePodCannotForgeOutputs(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
 	})
+	if err := testenv.WaitAllowed(t.Context(), sim.Client, "mallory", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}); err != nil {
+		t.Fatal(err)
+	}
 	cfg := rest.CopyConfig(sim.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory"}
 	mallory, err := client.New(cfg, client.Options{Scheme: app.Scheme()})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
@@ -28,6 +30,9 @@ func tenantClient(t *testing.T, ns, user string) client.Client {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-edit"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
 	})
+	if err := testenv.WaitAllowed(t.Context(), sim.Client, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "userdeployments"}); err != nil {
+		t.Fatal(err)
+	}
 	cfg := rest.CopyConfig(sim.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})

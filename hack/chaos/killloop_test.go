@@ -1,0 +1,245 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/api/names"
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/tour"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// sim runs a pod that exits 0 after runSeconds with msg as its
+// termination message.
+func sim(msg string, runSeconds int) map[string]string {
+	return map[string]string{
+		cluster.AnnotationExitCode:           "0",
+		cluster.AnnotationTerminationMessage: msg,
+		cluster.AnnotationRunSeconds:         strconv.Itoa(runSeconds),
+	}
+}
+
+// TestKillLoop kills the operator process with SIGKILL at random moments
+// while workflows pass outputs from step to step and tasks run, restarting
+// it each time. Afterwards every workflow and task has finished, no step
+// ran twice (one AgentTask, one Job and one pod each), every output is what
+// its pod wrote, and no pod is left on the outputs finalizer.
+func TestKillLoop(t *testing.T) {
+	kills := envInt("CHAOS_KILLS", 6)
+	scale := envInt("CHAOS_SCALE", 1)
+	workflows, steps, tasks := 2*scale, 5, 20*scale
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatalf("this test needs kubectl on PATH: %v", err)
+	}
+	wd, _ := os.Getwd()
+	root := filepath.Dir(filepath.Dir(wd))
+	ctx := context.Background()
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	// Without leader election a restarted operator starts at once; the
+	// lease's own failover is another test's subject.
+	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr,
+		OperatorArgs: []string{"--leader-elect=false"}}
+	if err := e.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code, err := e.KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
+		t.Fatalf("install: exit %d %v\n%s%s", code, err, out, errOut)
+	}
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.StopOperator()
+		if t.Failed() {
+			if log, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
+				t.Logf("operator log (last 4 KiB):\n%s", log[max(0, len(log)-4096):])
+			}
+		}
+	})
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "default"
+
+	// Workflows whose steps each pass their output on.
+	for w := range workflows {
+		wf := MakeWorkflow(fmt.Sprintf("chain-%d", w), ns)
+		for i := range steps {
+			var args []string
+			if i > 0 {
+				args = []string{fmt.Sprintf("${steps.%d.output.v}", i-1)}
+			}
+			wf.StepTask(fmt.Sprintf("s%d", i), schedv1.AgentTaskSpec{Image: "x", Args: args,
+				PodMetadata: &schedv1.PodMetadata{Annotations: sim(fmt.Sprintf(`{"v":"w%d-s%d \"$${x}\" ✓"}`, w, i), 1)}})
+		}
+		if err := cl.Create(ctx, wf.Obj()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range tasks {
+		at := MakeAgentTask(fmt.Sprintf("task-%d", i), ns).Image("x").Obj()
+		at.Spec.PodMetadata = &schedv1.PodMetadata{Annotations: sim(fmt.Sprintf(`{"n":"%d"}`, i), i%3)}
+		if err := cl.Create(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The kill loop.
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for k := range kills {
+		time.Sleep(time.Duration(200+r.IntN(1300)) * time.Millisecond)
+		if err := e.KillOperator(); err != nil {
+			t.Fatalf("kill %d: %v", k, err)
+		}
+		if err := e.StartOperator(ctx, false); err != nil {
+			t.Fatalf("restart %d: %v", k, err)
+		}
+	}
+
+	// Everything finishes.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		var wfs schedv1.WorkflowList
+		var ats schedv1.AgentTaskList
+		if err := cl.List(ctx, &wfs, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		if err := cl.List(ctx, &ats, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		for _, wf := range wfs.Items {
+			if !wf.Status.Phase.Finished() {
+				return false, nil
+			}
+		}
+		for _, at := range ats.Items {
+			if !at.Status.Phase.Finished() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("not everything finished after %d kills: %v", kills, err)
+	}
+
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	if err := cl.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	jobsOf, podsOf := map[string]int{}, map[string]int{}
+	for _, j := range jobs.Items {
+		jobsOf[j.Labels[schedv1.LabelAgentTask]]++
+	}
+	for _, p := range pods.Items {
+		podsOf[p.Labels[schedv1.LabelAgentTask]]++
+	}
+	once := func(task string) {
+		t.Helper()
+		if jobsOf[task] != 1 || podsOf[task] != 1 {
+			t.Errorf("task %s ran %d Jobs and %d pods, want one of each", task, jobsOf[task], podsOf[task])
+		}
+	}
+
+	for w := range workflows {
+		wf := &schedv1.Workflow{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("chain-%d", w)}, wf); err != nil {
+			t.Fatal(err)
+		}
+		if wf.Status.Phase != schedv1.WorkflowSucceeded {
+			t.Errorf("workflow %s: %s %s", wf.Name, wf.Status.Phase, wf.Status.Message)
+			continue
+		}
+		var owned schedv1.AgentTaskList
+		if err := cl.List(ctx, &owned, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelWorkflow: wf.Name}); err != nil {
+			t.Fatal(err)
+		}
+		if len(owned.Items) != steps {
+			t.Errorf("workflow %s has %d step tasks, want %d", wf.Name, len(owned.Items), steps)
+		}
+		for i, s := range wf.Status.Steps {
+			want := fmt.Sprintf(`w%d-s%d "$${x}" ✓`, w, i)
+			if s.Outputs["v"] != want {
+				t.Errorf("%s step %d output %q, want %q", wf.Name, i, s.Outputs["v"], want)
+			}
+			task := names.StepTask(wf.Name, i, s.Name)
+			once(task)
+			if i == 0 {
+				continue
+			}
+			at := &schedv1.AgentTask{}
+			if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: task}, at); err != nil {
+				t.Fatal(err)
+			}
+			if prev := fmt.Sprintf(`w%d-s%d "$${x}" ✓`, w, i-1); len(at.Spec.Args) != 1 || at.Spec.Args[0] != prev {
+				t.Errorf("%s got args %q, want the previous step's output %q", task, at.Spec.Args, prev)
+			}
+		}
+	}
+	for i := range tasks {
+		at := &schedv1.AgentTask{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("task-%d", i)}, at); err != nil {
+			t.Fatal(err)
+		}
+		if at.Status.Phase != schedv1.TaskSucceeded || at.Status.Outputs["n"] != strconv.Itoa(i) || at.Status.Attempts != 1 {
+			t.Errorf("task %s: phase %s outputs %v attempts %d", at.Name, at.Status.Phase, at.Status.Outputs, at.Status.Attempts)
+		}
+		once(at.Name)
+	}
+
+	// No pod waits on the outputs finalizer once its task recorded them.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var pods corev1.PodList
+		if err := cl.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			for _, f := range p.Finalizers {
+				if f == schedv1.FinalizerOutputs {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("pods still hold the outputs finalizer after %d kills", kills)
+	}
+	t.Logf("%d kills: %d workflows of %d steps and %d tasks finished, each step and task once", kills, workflows, steps, tasks)
+}
