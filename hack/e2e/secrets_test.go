@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
-	"github.com/kubectl-sched/kubectl-sched/hack/tour"
 )
 
 // TestSecretValuesNeverShow deploys an app with --secret values and a task
@@ -19,18 +18,8 @@ import (
 func TestSecretValuesNeverShow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := repoRoot(t)
-	kubectl := needKubectl(t)
-	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
-	if err := e.Build(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := startCluster(t)
+	dir := e.Dir
 	t.Cleanup(func() { _ = e.StopOperator() })
 
 	var produced strings.Builder

@@ -18,21 +18,11 @@ func TestTour(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := repoRoot(t)
-	kubectl := needKubectl(t)
-	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
-	if err := e.Build(ctx); err != nil {
-		t.Fatal(err)
-	}
+	e := startCluster(t)
 	t.Cleanup(func() {
 		_ = e.StopOperator()
 		if t.Failed() {
-			if log, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
+			if log, err := os.ReadFile(filepath.Join(e.Dir, "operator.log")); err == nil {
 				t.Logf("operator log:\n%s", tail(string(log), 60))
 			}
 		}
@@ -91,4 +81,23 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// startCluster starts a simulated cluster and builds the plugin and the
+// operator for it; the cluster stops with the test.
+func startCluster(t *testing.T) *tour.Env {
+	t.Helper()
+	ctx := context.Background()
+	kubectl := needKubectl(t)
+	dir := t.TempDir()
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	e := &tour.Env{Root: repoRoot(t), Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
+	if err := e.Build(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return e
 }

@@ -73,6 +73,35 @@ func namespace(b *testing.B, name string) string {
 
 var quick = map[string]string{cluster.AnnotationRunSeconds: "0", cluster.AnnotationExitCode: "0", cluster.AnnotationTerminationMessage: "out=ok"}
 
+// handoffs records, from one watch on the API server, when each task's pod
+// was first seen Succeeded (by task label) and when each Job appeared.
+type handoffs struct {
+	mu       sync.Mutex
+	podDone  map[string]time.Time
+	jobAdded map[string]time.Time
+	stop     func()
+}
+
+func watchHandoffs(b *testing.B, ctx context.Context, ns string) *handoffs {
+	h := &handoffs{podDone: map[string]time.Time{}, jobAdded: map[string]time.Time{}}
+	h.stop = watchAll(b, ctx, ns, func(ev watch.Event, at time.Time) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch o := ev.Object.(type) {
+		case *corev1.Pod:
+			l := o.Labels[schedv1.LabelAgentTask]
+			if _, seen := h.podDone[l]; !seen && o.Status.Phase == corev1.PodSucceeded {
+				h.podDone[l] = at
+			}
+		case *batchv1.Job:
+			if _, seen := h.jobAdded[o.Name]; !seen && ev.Type == watch.Added {
+				h.jobAdded[o.Name] = at
+			}
+		}
+	})
+	return h
+}
+
 // BenchmarkStepHandoff runs a 20-step workflow and measures, from one watch
 // on the API server, the time from each step's pod turning Succeeded to the
 // next step's Job appearing.
@@ -81,24 +110,8 @@ func BenchmarkStepHandoff(b *testing.B) {
 	for range b.N {
 		ns := namespace(b, "handoff")
 		ctx, cancel := context.WithCancel(context.Background())
-		podDone := map[string]time.Time{} // task label -> first seen Succeeded
-		jobAdded := map[string]time.Time{}
-		var mu sync.Mutex
-		stopWatch := watchAll(b, ctx, ns, func(ev watch.Event, at time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch o := ev.Object.(type) {
-			case *corev1.Pod:
-				l := o.Labels[schedv1.LabelAgentTask]
-				if _, seen := podDone[l]; !seen && o.Status.Phase == corev1.PodSucceeded {
-					podDone[l] = at
-				}
-			case *batchv1.Job:
-				if _, seen := jobAdded[o.Name]; !seen && ev.Type == watch.Added {
-					jobAdded[o.Name] = at
-				}
-			}
-		})
+		h := watchHandoffs(b, ctx, ns)
+		podDone, jobAdded, stopWatch := h.podDone, h.jobAdded, h.stop
 		wf := MakeWorkflow("chain", ns)
 		for i := range steps {
 			args := []string{}
@@ -147,24 +160,8 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 	for range b.N {
 		ns := namespace(b, "fan")
 		ctx, cancel := context.WithCancel(context.Background())
-		podDone := map[string]time.Time{}
-		jobAdded := map[string]time.Time{}
-		var mu sync.Mutex
-		stopWatch := watchAll(b, ctx, ns, func(ev watch.Event, at time.Time) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch o := ev.Object.(type) {
-			case *corev1.Pod:
-				l := o.Labels[schedv1.LabelAgentTask]
-				if _, seen := podDone[l]; !seen && o.Status.Phase == corev1.PodSucceeded {
-					podDone[l] = at
-				}
-			case *batchv1.Job:
-				if _, seen := jobAdded[o.Name]; !seen && ev.Type == watch.Added {
-					jobAdded[o.Name] = at
-				}
-			}
-		})
+		h := watchHandoffs(b, ctx, ns)
+		podDone, jobAdded, stopWatch := h.podDone, h.jobAdded, h.stop
 		task := func(args ...string) schedv1.AgentTaskSpec {
 			return schedv1.AgentTaskSpec{Image: "x", Args: args, PodMetadata: &schedv1.PodMetadata{Annotations: quick}}
 		}
@@ -187,7 +184,7 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 		})
 		cancel()
 		stopWatch()
-		mu.Lock()
+		h.mu.Lock()
 		root := podDone[names.StepTask("fan", 0, "root")]
 		var allJobs, lastPod time.Time
 		for i, name := range branches {
@@ -203,7 +200,7 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 			}
 		}
 		join := jobAdded[names.StepTask("fan", width+1, "join")]
-		mu.Unlock()
+		h.mu.Unlock()
 		if root.IsZero() || join.IsZero() {
 			b.Fatalf("missing observation: root pod %v join job %v", root, join)
 		}
