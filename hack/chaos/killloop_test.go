@@ -49,7 +49,7 @@ func sim(msg string, runSeconds int) map[string]string {
 func TestKillLoop(t *testing.T) {
 	kills := envInt("CHAOS_KILLS", 6)
 	scale := envInt("CHAOS_SCALE", 1)
-	workflows, steps, tasks := 2*scale, 5, 20*scale
+	workflows, steps, tasks := 2*scale, envInt("CHAOS_STEPS", 5), 20*scale
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("this test needs kubectl on PATH: %v", err)
