@@ -1,0 +1,112 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+)
+
+// TestOperatorMayDoOnlyItsJob asks the API server, with SubjectAccessReviews
+// for the operator's service account bound to its generated role, what it
+// may and may not do, and tries the one thing RBAC cannot narrow (patching
+// pods) against the admission policy that does.
+func TestOperatorMayDoOnlyItsJob(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := "system:serviceaccount:" + testenv.OperatorNamespace + ":" + testenv.OperatorServiceAccount
+	can := func(verb, group, resource, ns string) bool {
+		t.Helper()
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testenv.OperatorNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns},
+		}}
+		if err := env.Client.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	for _, c := range []struct {
+		verb, group, resource string
+		allowed               bool
+	}{
+		{"create", "batch", "jobs", true},
+		{"create", "apps", "deployments", true},
+		{"patch", "", "pods", true},
+		{"create", schedv1.GroupVersion.Group, "agenttasks", true},
+		{"list", "", "namespaces", true},
+		// What a deputy must not be able to do for anyone.
+		{"get", "", "secrets", false},
+		{"list", "", "secrets", false},
+		{"create", "", "pods", false},
+		{"delete", "", "namespaces", false},
+		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", false},
+		{"create", "rbac.authorization.k8s.io", "rolebindings", false},
+		{"escalate", "rbac.authorization.k8s.io", "clusterroles", false},
+		{"create", "", "serviceaccounts/token", false},
+		{"update", "", "nodes", false},
+		{"create", "", "pods/exec", false},
+	} {
+		if got := can(c.verb, c.group, c.resource, "tenant-a"); got != c.allowed {
+			t.Errorf("operator may %s %s.%s: %v, want %v", c.verb, c.resource, c.group, got, c.allowed)
+		}
+	}
+
+	// Patching pods: only to remove the outputs finalizer.
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "task-pod", Namespace: "default", Labels: map[string]string{"team": "a"}, Finalizers: []string{schedv1.FinalizerOutputs}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	op, err := client.New(opCfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	relabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`))
+	// Policies take effect asynchronously.
+	waitFor(t, "the pod patch policy to be enforced", func() error {
+		if err := op.Patch(ctx, pod.DeepCopy(), relabel, client.DryRunAll); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("dry-run relabel: %v", err)
+		}
+		return nil
+	})
+	if err := op.Patch(ctx, pod.DeepCopy(), relabel); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may only remove its sched.kubectl-sched.dev/outputs finalizer") {
+		t.Errorf("operator relabelling a pod: err = %v, want forbidden by the policy", err)
+	}
+	image := client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"containers":[{"name":"c","image":"evil"}]}}`))
+	if err := op.Patch(ctx, pod.DeepCopy(), image); !apierrors.IsForbidden(err) {
+		t.Errorf("operator changing a pod's image: err = %v, want forbidden", err)
+	}
+	release := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
+	if err := op.Patch(ctx, pod.DeepCopy(), release); err != nil {
+		t.Errorf("operator releasing its finalizer: %v", err)
+	}
+	got := &corev1.Pod{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Finalizers) != 0 || got.Labels["team"] != "a" {
+		t.Errorf("pod finalizers %v labels %v, want the finalizer gone and the labels as they were", got.Finalizers, got.Labels)
+	}
+}
