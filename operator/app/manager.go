@@ -60,6 +60,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Release the Lease on shutdown so a new replica takes over at once.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &o.LeaseDuration,
+		RenewDeadline:                 &o.RenewDeadline,
+		RetryPeriod:                   &o.RetryPeriod,
 		// The name check guards against two controllers in one manager
 		// sharing metrics; tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

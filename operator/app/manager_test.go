@@ -92,6 +92,10 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			env:     map[string]string{"MAX_CONCURRENT_RECONCILES": "many"},
 			wantErr: `MAX_CONCURRENT_RECONCILES="many" is not a whole number`,
 		},
+		"leader election timings out of order": {
+			args:    []string{"--leader-elect-renew-deadline=20s"},
+			wantErr: "leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got 2s, 20s, 15s",
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,

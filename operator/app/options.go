@@ -39,6 +39,10 @@ type Options struct {
 	// SyncPeriod is how often every cached object is reconciled again, as a
 	// safety net; controllers never rely on it.
 	SyncPeriod time.Duration
+	// LeaseDuration, RenewDeadline and RetryPeriod tune leader election.
+	// A killed leader cannot release its Lease, so a standby takes over
+	// after LeaseDuration plus up to RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Controllers to run, by name; all when empty.
 	Controllers []string
 
@@ -93,6 +97,10 @@ func DefaultOptions() Options {
 		KubeAPIQPS:              50,
 		KubeAPIBurst:            100,
 		SyncPeriod:              10 * time.Hour,
+		// client-go's and kube-controller-manager's defaults.
+		LeaseDuration: 15 * time.Second,
+		RenewDeadline: 10 * time.Second,
+		RetryPeriod:   2 * time.Second,
 		Settings: Settings{
 			IngressDomain:    "apps.example.com",
 			IngressProvider:  "ingress",
@@ -135,6 +143,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Take a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader Lease; the pod's namespace when empty. (env POD_NAMESPACE)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader Lease.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits before taking the Lease of a leader that stopped renewing it (a crashed leader): the bound on failover.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to take or renew the Lease.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
 	fs.Func("kube-api-qps", "Requests per second to the API server. (default 50)", func(v string) error {
 		f, err := strconv.ParseFloat(v, 32)
@@ -229,6 +240,9 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 func (o *Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	if !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
+		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got %v, %v, %v", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
 	switch o.Settings.IngressProvider {
 	case "ingress", "traefik":
