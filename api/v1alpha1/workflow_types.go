@@ -13,7 +13,7 @@ import (
 // field has its own self == oldSelf rule (the form the API server's cost
 // estimate allows on large fields), and the rule here keeps optional ones
 // from appearing or going (add new fields to both).
-// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast) && has(self.retryOf) == has(oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
@@ -64,6 +64,14 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	FailFast bool `json:"failFast,omitempty"`
 
+	// RetryOf makes this workflow a new attempt of a finished one in the
+	// same namespace: the steps listed before fromStep are not run again
+	// but take the outputs they had there (they must have Succeeded), and
+	// the run goes on from fromStep. `kubectl sched workflow retry` sets it.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
+
 	// Cancel stops the workflow without deleting it: the running step's
 	// task is cancelled (its pod stopped), steps not started are skipped,
 	// and the workflow ends in phase Cancelled, keeping its record and the
@@ -71,6 +79,19 @@ type WorkflowSpec struct {
 	// sets it.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
+}
+
+// WorkflowRetry names the attempt a workflow retries.
+type WorkflowRetry struct {
+	// Workflow is the earlier attempt, in the same namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Workflow string `json:"workflow"`
+	// FromStep is the first step that runs again; the steps before it
+	// reuse the earlier attempt's outputs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	FromStep string `json:"fromStep"`
 }
 
 // WorkflowParam is a named value.

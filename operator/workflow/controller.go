@@ -60,7 +60,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(wf, tasks, now)
+	prev, err := r.retried(ctx, wf)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	p := decide(wf, tasks, prev, now)
 
 	for _, t := range p.cancels {
 		patch := client.MergeFrom(t.DeepCopy())
@@ -110,6 +114,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// retried is the earlier attempt spec.retryOf names while this one runs,
+// nil when there is none or it is gone.
+func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv1.Workflow, error) {
+	if wf.Spec.RetryOf == nil || wf.Status.Phase.Finished() {
+		return nil, nil
+	}
+	prev := &schedv1.Workflow{}
+	err := r.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}, prev)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return prev, err
 }
 
 // createStepTasks creates the tasks of the steps that start now, side by

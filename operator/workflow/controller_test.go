@@ -588,3 +588,40 @@ func TestBranchesRunSideBySide(t *testing.T) {
 		t.Errorf("phase %s message %q, want Failed naming lint", got.Status.Phase, got.Status.Message)
 	}
 }
+
+// TestRetryReusesEarlierOutputs: a retry (spec.retryOf) does not run the
+// steps before its fromStep again; the steps after get their outputs.
+func TestRetryReusesEarlierOutputs(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	first := MakeWorkflow("first", ns).
+		StepTask("fetch", step("git:1", 0, `{"sha":"abc123"}`, 0)).
+		StepTask("build", step("build:1", 1, "flaky", 0, "${steps.fetch.output.sha}")).Obj()
+	if err := sim.Client.Create(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	waitWorkflow(t, ns, "first", "Failed", func(wf *schedv1.Workflow) bool { return wf.Status.Phase == schedv1.WorkflowFailed })
+
+	// The plugin copies the spec; here the flaky step now passes.
+	again := MakeWorkflow("again", ns).
+		StepTask("fetch", step("git:1", 0, `{"sha":"other"}`, 0)).
+		StepTask("build", step("build:1", 0, `{"image":"app:abc123"}`, 0, "${steps.fetch.output.sha}")).Obj()
+	again.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "first", FromStep: "build"}
+	if err := sim.Client.Create(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "again", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("retry %s: %s", got.Status.Phase, got.Status.Message)
+	}
+	if s := got.Status.Steps[0]; s.Outputs["sha"] != "abc123" || s.TaskName != "" || s.Message != "reused from workflow first" {
+		t.Errorf("fetch step %+v, want the first attempt's output, reused without a task", s)
+	}
+	var tasks schedv1.AgentTaskList
+	if err := sim.Client.List(t.Context(), &tasks, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelWorkflow: "again"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks.Items) != 1 || tasks.Items[0].Spec.Args[0] != "abc123" {
+		t.Errorf("the retry ran %d tasks (%v), want only build, given the reused sha", len(tasks.Items), tasks.Items)
+	}
+}

@@ -42,7 +42,10 @@ type stepCreate struct {
 // one before it, unless steps set dependsOn) Succeeded, and never twice,
 // because its name is derived from the workflow, the index and the step
 // name.
-func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.Time) plan {
+//
+// prev is the workflow that spec.retryOf names, nil when there is none or
+// it is gone.
+func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv1.Workflow, now metav1.Time) plan {
 	p := plan{status: *wf.Status.DeepCopy()}
 	st := &p.status
 	st.ObservedGeneration = wf.Generation
@@ -59,6 +62,11 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 
 	if st.StartTime == nil {
 		st.StartTime = &now
+	}
+	if msg := reuseSteps(wf, prev, st); msg != "" {
+		end(st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, msg, now)
+		skipWaiting(st, "the workflow cannot run")
+		return p
 	}
 	if wf.Spec.Cancel {
 		stopRunning(st, tasks, &p, schedv1.StepCancelled, "stopped: the workflow was cancelled (spec.cancel)", now)
@@ -151,6 +159,50 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, now metav1.T
 		end(st, schedv1.WorkflowSucceeded, schedv1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(wf.Spec.Steps)), now)
 	}
 	return p
+}
+
+// reuseSteps gives a retry the outputs of the steps before spec.retryOf's
+// fromStep that Succeeded in the earlier attempt; they do not run again.
+// Those that did not succeed run again. It returns why the retry cannot
+// run, or "".
+func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.WorkflowStatus) string {
+	r := wf.Spec.RetryOf
+	if r == nil {
+		return ""
+	}
+	from := -1
+	for i := range wf.Spec.Steps {
+		if wf.Spec.Steps[i].Name == r.FromStep {
+			from = i
+		}
+	}
+	if from < 0 {
+		return fmt.Sprintf("spec.retryOf.fromStep %q is not a step of this workflow", r.FromStep)
+	}
+	needed := false
+	for i := 0; i < from; i++ {
+		needed = needed || st.Steps[i].Phase == schedv1.StepWaiting
+	}
+	if !needed {
+		return ""
+	}
+	if prev == nil {
+		return fmt.Sprintf("workflow %s, which this one retries, is gone (deleted, or by its ttlAfterFinished), so its outputs cannot be reused; run the workflow anew", r.Workflow)
+	}
+	old := map[string]schedv1.StepStatus{}
+	for _, s := range prev.Status.Steps {
+		old[s.Name] = s
+	}
+	for i := 0; i < from; i++ {
+		s := &st.Steps[i]
+		o, ok := old[s.Name]
+		if s.Phase != schedv1.StepWaiting || !ok || o.Phase != schedv1.StepSucceeded {
+			continue
+		}
+		s.Phase, s.Outputs, s.StartTime, s.CompletionTime = schedv1.StepSucceeded, o.Outputs, o.StartTime, o.CompletionTime
+		s.Message = "reused from workflow " + r.Workflow
+	}
+	return ""
 }
 
 // firstFailed is the first step that failed or timed out, or -1.

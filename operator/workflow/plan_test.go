@@ -81,7 +81,7 @@ func created(p plan) *schedv1.AgentTask { return p.creates[0].task }
 // run applies decide repeatedly the way the controller would: status from
 // one round feeds the next.
 func run(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask) plan {
-	p := decide(wf, tasks, now)
+	p := decide(wf, tasks, nil, now)
 	wf.Status = p.status
 	return p
 }
@@ -273,7 +273,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tasks := tc.prepare(tc.wf)
-			p := decide(tc.wf, tasks, now)
+			p := decide(tc.wf, tasks, nil, now)
 			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
@@ -290,7 +290,7 @@ func TestDecideIsStable(t *testing.T) {
 	wf := threeSteps().Obj()
 	tasks := map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskRunning, nil, "")}
 	first := run(wf, tasks)
-	second := decide(wf, tasks, metav1.NewTime(now.Add(time.Hour)))
+	second := decide(wf, tasks, nil, metav1.NewTime(now.Add(time.Hour)))
 	if diff := cmp.Diff(first.status, second.status); diff != "" {
 		t.Errorf("status changed on a second look (-first +second):\n%s", diff)
 	}
@@ -415,5 +415,47 @@ func TestDecideDAGJoinGetsEveryBranch(t *testing.T) {
 	}
 	if created(p).Annotations[schedv1.AnnotationPreviousStepFinished] == "" {
 		t.Errorf("the join has no hand-off annotation")
+	}
+}
+
+// TestDecideRetry: a retry reuses the outputs of the steps before
+// fromStep that succeeded in the earlier attempt, and runs the rest.
+func TestDecideRetry(t *testing.T) {
+	prev := threeSteps().Obj()
+	prev.Name = "rel-old"
+	prev.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Steps: []schedv1.StepStatus{
+		{Name: "fetch", Phase: schedv1.StepSucceeded, Outputs: map[string]string{"sha": "abc"}, StartTime: &t0, CompletionTime: &t0},
+		{Name: "build", Phase: schedv1.StepFailed, Message: "exit 1"},
+		{Name: "report", Phase: schedv1.StepSkipped},
+	}}
+	retry := func(from string) *schedv1.Workflow {
+		wf := threeSteps().Obj()
+		wf.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "rel-old", FromStep: from}
+		return wf
+	}
+
+	wf := retry("build")
+	p := decide(wf, nil, prev, now)
+	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/3",
+		Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"}, summarize(p)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"--sha=abc"}, created(p).Spec.Args); diff != "" {
+		t.Errorf("build args, from the reused output (-want +got):\n%s", diff)
+	}
+	if got := p.status.Steps[0].Message; got != "reused from workflow rel-old" {
+		t.Errorf("reused step message %q", got)
+	}
+
+	// Retrying from the first step runs everything again.
+	p = decide(retry("fetch"), nil, prev, now)
+	if got := summarize(p).Create; got != "rel-0-fetch" {
+		t.Errorf("retry from the first step creates %q, want rel-0-fetch", got)
+	}
+
+	// The earlier attempt is gone: nothing can be reused.
+	p = decide(retry("build"), nil, nil, now)
+	if p.status.Phase != schedv1.WorkflowFailed || !strings.Contains(p.status.Message, "workflow rel-old, which this one retries, is gone") {
+		t.Errorf("phase %s message %q, want Failed saying the earlier attempt is gone", p.status.Phase, p.status.Message)
 	}
 }

@@ -196,6 +196,12 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		params[p.Name] = p.Value
 	}
 	w.mapField(0, "Params", params, "=")
+	if r := wf.Spec.RetryOf; r != nil {
+		w.field(0, "Retry Of", fmt.Sprintf("%s (from step %s)", r.Workflow, r.FromStep))
+	}
+	if by := wf.Annotations[schedv1.GroupName+"/retried-by"]; by != "" {
+		w.field(0, "Retried By", by)
+	}
 
 	statusOf := map[string]schedv1.StepStatus{}
 	for _, s := range st.Steps {

@@ -31,7 +31,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   # Stop it, keeping its record
   kubectl sched workflow stop nightly`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newWatchCommand(flags, streams), newStopCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(flags, streams), newWatchCommand(flags, streams), newStopCommand(flags, streams), newRetryCommand(flags, streams))
 	return cmd
 }
 

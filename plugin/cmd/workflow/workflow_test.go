@@ -525,3 +525,50 @@ func TestRunParams(t *testing.T) {
 		t.Errorf("no value: exit %d, stderr %q", res.Code, res.Stderr)
 	}
 }
+
+// TestRetry: a failed workflow is run again as a new attempt from its
+// failed step (or --from), and the earlier attempt names its retries.
+func TestRetry(t *testing.T) {
+	res := env.Run("workflow", "run", "-f", "testdata/two-steps.yaml", "--name", "to-retry")
+	if res.Code != 0 {
+		t.Fatalf("run: exit %d: %s", res.Code, res.Stderr)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "to-retry", Namespace: "default"}})
+	})
+
+	res = env.Run("workflow", "retry", "to-retry")
+	if res.Code != cmdutil.ExitError || !strings.Contains(res.Stderr, "workflow to-retry has not finished (phase Pending)") {
+		t.Errorf("retry of a running workflow: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	setStatus(t, "to-retry", func(s *schedv1.WorkflowStatus) {
+		s.Phase = schedv1.WorkflowFailed
+		s.Steps = []schedv1.StepStatus{{Name: "build", Phase: schedv1.StepSucceeded}, {Name: "test", Phase: schedv1.StepFailed}}
+	})
+	res = env.Run("workflow", "retry", "to-retry")
+	m := regexp.MustCompile(`^workflow\.sched\.kubectl-sched\.dev/(to-retry-retry-[a-z0-9]{5}) created: a retry of to-retry from step test\nWatch it with: kubectl sched workflow watch to-retry-retry-[a-z0-9]{5}\n$`).FindStringSubmatch(res.Stdout)
+	if res.Code != 0 || m == nil {
+		t.Fatalf("retry: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	next := getWF(t, m[1])
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
+	if r := next.Spec.RetryOf; r == nil || r.Workflow != "to-retry" || r.FromStep != "test" || len(next.Spec.Steps) != 2 {
+		t.Errorf("new attempt spec %+v", next.Spec)
+	}
+	if got := getWF(t, "to-retry").Annotations["sched.kubectl-sched.dev/retried-by"]; got != m[1] {
+		t.Errorf("retried-by %q, want %q", got, m[1])
+	}
+
+	res = env.Run("workflow", "retry", "to-retry", "--from", "build", "--dry-run=server")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "(server dry run): a retry of to-retry from step build") {
+		t.Errorf("--from, server dry run: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+	res = env.Run("workflow", "retry", "to-retry", "--from", "deploy")
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `workflow to-retry has no step "deploy"`) || !strings.Contains(res.Stderr, "Its steps: build, test.") {
+		t.Errorf("unknown step: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = env.Run("workflow", "retry", "nope")
+	if res.Code != cmdutil.ExitNotFound {
+		t.Errorf("unknown workflow: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+}

@@ -1,0 +1,149 @@
+package workflow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// AnnotationRetriedBy on a workflow names its retries, newest last.
+const AnnotationRetriedBy = schedv1.GroupName + "/retried-by"
+
+// RetryOptions for `workflow retry`.
+type RetryOptions struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+	Name, From string
+	DryRun     string
+
+	NewClients kube.Getter
+	clients    *kube.Clients
+}
+
+func newRetryCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RetryOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+	cmd := &cobra.Command{
+		Use:   "retry NAME [--from STEP]",
+		Short: "Run a finished workflow again from its failed step, reusing the outputs before it",
+		Long: `Retry creates a new attempt of a finished workflow, named NAME-retry-XXXXX,
+with the same spec and spec.retryOf naming NAME: the steps listed before
+the failed step (or --from STEP) that Succeeded are not run again but keep
+their outputs, and the run goes on from there. The earlier attempt is kept
+and annotated with its retries, so both show in 'kubectl sched get wf'.`,
+		Example: `  # Retry the nightly workflow from the step that failed, and watch it
+  kubectl sched workflow retry nightly
+  kubectl sched workflow watch nightly-retry-x7k2p
+
+  # Run everything from the build step again
+  kubectl sched workflow retry nightly --from build`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one workflow name, got %d arguments", cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Name = args[0]
+			if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+				return err
+			}
+			var err error
+			if o.clients, err = o.NewClients(o.Flags); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.From, "from", "", "The first step to run again; the failed step when empty.")
+	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" prints what would be created; "server" has the API server check it.`)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	return cmd
+}
+
+// Run creates the new attempt.
+func (o *RetryOptions) Run(ctx context.Context) error {
+	c, ns := o.clients, o.clients.Namespace
+	old := &schedv1.Workflow{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, old); err != nil {
+		return cmdutil.API(err, "get", what(o.Name))
+	}
+	if !old.Status.Phase.Finished() {
+		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("Wait for it ('kubectl sched workflow watch %s'), or stop it first.", o.Name),
+			"workflow %s has not finished (phase %s): there is nothing to retry yet", o.Name, orPending(old.Status.Phase))
+	}
+	from := o.From
+	if from == "" {
+		for _, s := range old.Status.Steps {
+			if s.Phase != schedv1.StepSucceeded {
+				from = s.Name
+				break
+			}
+		}
+		if from == "" {
+			return cmdutil.Errorf(cmdutil.ExitError, "Give --from STEP to run it again from that step.", "workflow %s Succeeded: no step failed", o.Name)
+		}
+	}
+	var stepNames []string
+	found := false
+	for _, s := range old.Spec.Steps {
+		stepNames = append(stepNames, s.Name)
+		found = found || s.Name == from
+	}
+	if !found {
+		return cmdutil.Usage("Its steps: "+strings.Join(stepNames, ", ")+".", "workflow %s has no step %q", o.Name, from)
+	}
+	next := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: generatedName(o.Name + "-retry"), Namespace: ns, Labels: old.Labels},
+		Spec:       *old.Spec.DeepCopy(),
+	}
+	next.Spec.Cancel = false
+	next.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: o.Name, FromStep: from}
+	if err := c.Create(ctx, next, o.DryRun); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return cmdutil.Errorf(cmdutil.ExitError, "Run the command again: the name has a random suffix.", "workflow %s already exists", next.Name)
+		}
+		return cmdutil.API(err, "create", what(next.Name))
+	}
+	if o.DryRun == "" {
+		retries := old.Annotations[AnnotationRetriedBy]
+		if retries != "" {
+			retries += ","
+		}
+		patch := client.MergeFrom(old.DeepCopy())
+		if old.Annotations == nil {
+			old.Annotations = map[string]string{}
+		}
+		old.Annotations[AnnotationRetriedBy] = retries + next.Name
+		if err := c.Client.Patch(ctx, old, patch, client.FieldOwner(kube.FieldManager)); err != nil {
+			return cmdutil.API(err, "patch", what(o.Name))
+		}
+	}
+	nsFlag := ""
+	if c.ExplicitNamespace {
+		nsFlag = " -n " + ns
+	}
+	fmt.Fprintf(o.Out, "workflow.%s/%s created%s: a retry of %s from step %s\n", schedv1.GroupName, next.Name, cmdutil.DryRunSuffix(o.DryRun), o.Name, from)
+	if o.DryRun == "" {
+		fmt.Fprintf(o.Out, "Watch it with: kubectl sched workflow watch %s%s\n", next.Name, nsFlag)
+	}
+	return nil
+}
+
+func orPending(p schedv1.WorkflowPhase) string {
+	if p == "" {
+		return string(schedv1.WorkflowPending)
+	}
+	return string(p)
+}
