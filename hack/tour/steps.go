@@ -42,6 +42,17 @@ func Steps(root string) []Step {
 			Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:4f2a9c1e7b3d"},
 		},
 		{
+			Title: "Steps side by side",
+			Say:   "lint and test both depend on fetch and run together; ship waits for both and uses all three outputs.",
+			Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "branches.yaml"), "--watch"},
+			Want:  []string{"checks", "lint", "test", "ship", "Succeeded", "shipped=4f2a9c1e7b3d"},
+		},
+		{
+			Title: "Roll one service of the app, as kubectl rollout restart does",
+			Args:  []string{"sched", "restart", "shop", "api", "--wait", "--timeout", "2m"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop service api restarted", "Running"},
+		},
+		{
 			Title: "Scripts can wait on any kind with kubectl itself",
 			Args:  []string{"wait", "--for=jsonpath={.status.phase}=Succeeded", "workflow/release", "--timeout=60s"},
 			Want:  []string{"workflow.sched.kubectl-sched.dev/release condition met"},
