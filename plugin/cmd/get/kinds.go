@@ -25,12 +25,15 @@ type Kind struct {
 	Plural     string // agenttasks
 	Short      string // at
 	Namespaced bool
+	// Alias is a name the plugin also accepts, with its plural, as its own
+	// commands say it (`kubectl sched task run`); kubectl does not know it.
+	Alias string
 }
 
 // Kinds in the order `get` with no KIND prints them.
 var Kinds = []Kind{
 	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true},
-	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true},
+	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task"},
 	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true},
 	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false},
 }
@@ -86,7 +89,7 @@ func Lookup(name string) (Kind, bool) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	n = strings.TrimSuffix(n, "."+schedv1.GroupName)
 	for _, k := range Kinds {
-		if n == k.Singular || n == k.Plural || n == k.Short || n == strings.ToLower(k.Kind) {
+		if n == k.Singular || n == k.Plural || n == k.Short || n == strings.ToLower(k.Kind) || (k.Alias != "" && (n == k.Alias || n == k.Alias+"s")) {
 			return k, true
 		}
 	}
