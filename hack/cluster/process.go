@@ -28,6 +28,10 @@ const (
 type process struct {
 	name string
 	cmd  *exec.Cmd
+	// How it was started, so Cluster.Restart can start it again.
+	binDir    string
+	args, env []string
+	detach    bool
 	done chan struct{} // closed once the process has exited and been reaped
 	err  error         // exit error, valid after done
 }
@@ -60,7 +64,7 @@ func startProcess(dir, binDir, name string, args, env []string, detach bool) (*p
 	if !detach {
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), binDir: binDir, args: args, env: env, detach: detach}
 
 	started := make(chan error, 1)
 	go func() {
