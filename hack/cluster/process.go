@@ -32,8 +32,8 @@ type process struct {
 	binDir    string
 	args, env []string
 	detach    bool
-	done chan struct{} // closed once the process has exited and been reaped
-	err  error         // exit error, valid after done
+	done      chan struct{} // closed once the process has exited and been reaped
+	err       error         // exit error, valid after done
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
