@@ -55,20 +55,41 @@ func (r *Reconciler) hostHolder(ctx context.Context, ud *schedv1.UserDeployment,
 			claimants = append(claimants, &list.Items[i])
 		}
 	}
-	oldest := slices.MinFunc(claimants, olderFirst)
+	oldest := slices.MinFunc(claimants, func(a, b *schedv1.UserDeployment) int { return holderFirst(host, a, b) })
 	if oldest.Namespace == ud.Namespace {
 		return "", nil
 	}
 	return oldest.Namespace + "/" + oldest.Name, nil
 }
 
-// olderFirst orders claimants by creation, then by namespace and name so
-// that apps created in the same second agree on one holder.
-func olderFirst(a, b *schedv1.UserDeployment) int {
+// holderFirst orders the claimants of host: the one already routing it
+// first (its status lists it), so a claimant created in the same second
+// cannot take it over; then by creation, then by namespace and name, so
+// that new claims agree on one holder.
+func holderFirst(host string, a, b *schedv1.UserDeployment) int {
+	if ra, rb := routes(a, host), routes(b, host); ra != rb {
+		if ra {
+			return -1
+		}
+		return 1
+	}
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 		return c
 	}
 	return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+}
+
+// routes reports whether ud's status says it serves host.
+func routes(ud *schedv1.UserDeployment, host string) bool {
+	for _, u := range ud.Status.URLs {
+		if rest, ok := strings.CutPrefix(u, "http://"); ok && strings.HasPrefix(rest, host+"/") {
+			return true
+		}
+		if rest, ok := strings.CutPrefix(u, "https://"); ok && strings.HasPrefix(rest, host+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // otherClaimants maps an app to the apps that claim its host, so that when

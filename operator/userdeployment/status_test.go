@@ -411,3 +411,26 @@ func TestStatusOfAYieldedHost(t *testing.T) {
 		t.Errorf("URLs %v for a host the app does not hold", st.URLs)
 	}
 }
+
+// TestHolderFirst: the app already routing a host keeps it against a
+// claimant created in the same second, whatever their names.
+func TestHolderFirst(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 11, 24, 20, 0, 0, 0, time.UTC))
+	holder := MakeUserDeployment("shop", "zz-victim").Obj()
+	holder.CreationTimestamp = at
+	holder.Status.URLs = []string{"http://shop.zz-victim.apps.test/"}
+	newcomer := MakeUserDeployment("grab", "aa-attacker").Obj()
+	newcomer.CreationTimestamp = at
+	if got := holderFirst("shop.zz-victim.apps.test", holder, newcomer); got >= 0 {
+		t.Errorf("holderFirst(holder, newcomer) = %d, want the holder first", got)
+	}
+	if got := holderFirst("shop.zz-victim.apps.test", newcomer, holder); got <= 0 {
+		t.Errorf("holderFirst(newcomer, holder) = %d, want the holder first", got)
+	}
+	// Neither routes it yet: the older wins.
+	older := MakeUserDeployment("b", "b").Obj()
+	older.CreationTimestamp = metav1.NewTime(at.Add(-time.Second))
+	if got := holderFirst("x.apps.test", newcomer, older); got <= 0 {
+		t.Errorf("holderFirst(newer, older) = %d, want the older first", got)
+	}
+}
