@@ -1379,3 +1379,42 @@ func TestQuotaIsNamed(t *testing.T) {
 		t.Errorf("Degraded %+v, want the quota named", c)
 	}
 }
+
+// TestConvergesUnderAConflictingWriter: another client keeps relabelling
+// the app (each write a new resourceVersion, so the operator's status
+// patches with the optimistic lock conflict) while it rolls out; it still
+// reaches Running, with a status for its current generation.
+func TestConvergesUnderAConflictingWriter(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("busy", ns).Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).Replicas("web", 3).Obj())
+	ctx, stop := context.WithCancel(t.Context())
+	writes := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { writes <- n }()
+		for ctx.Err() == nil {
+			ud := &schedv1.UserDeployment{}
+			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "busy"}, ud); err == nil {
+				if ud.Labels == nil {
+					ud.Labels = map[string]string{}
+				}
+				ud.Labels["touched"] = fmt.Sprint(n)
+				if sim.Client.Update(ctx, ud) == nil {
+					n++
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	ud := waitUD(t, ns, "busy", "Running while relabelled", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation && ud.Status.Ready == "1/1"
+	})
+	stop()
+	if n := <-writes; n < 10 {
+		t.Errorf("the conflicting writer wrote only %d times; the test proves little", n)
+	}
+	if ud.Status.Services[0].ReadyReplicas != 3 {
+		t.Errorf("services %+v", ud.Status.Services)
+	}
+}
