@@ -179,8 +179,9 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 		}
 		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
 	}
+	// No event: the Job is in the task's status (jobName), and the Job
+	// controller tells of its pod; one event per task, when it ends.
 	log.FromContext(ctx).Info("Created Job", "job", job.Name)
-	r.Recorder.Eventf(task, job, corev1.EventTypeNormal, schedv1.ReasonCreated, "CreateJob", "created Job %s", job.Name)
 	if at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]; ok {
 		if finished, err := time.Parse(time.RFC3339Nano, at); err == nil {
 			metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
@@ -199,9 +200,9 @@ func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
 }
 
 // patchStatus writes the status only when it changed, and emits an event
-// for each phase change. The first move, to Pending, comes with creating
-// the Job, whose Created event says so: one event per step keeps the API
-// server's load per task down.
+// when the task ends: one per task. Pending and Running, which every task
+// passes through, are in its status: each event is an API write, and a
+// task's writes are what it costs the API server beyond a bare Job.
 func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
 	if equality.Semantic.DeepEqual(*before, task.Status) {
 		return nil
@@ -214,7 +215,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		return err
 	}
 	if before.Phase != task.Status.Phase {
-		if before.Phase == "" && task.Status.Phase == schedv1.TaskPending {
+		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
+		if !task.Status.Phase.Finished() {
 			return nil
 		}
 		typ := corev1.EventTypeNormal
@@ -222,10 +224,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
-		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
-		if task.Status.Phase.Finished() {
-			metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
-		}
+		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
 	}
 	return nil
 }

@@ -1407,13 +1407,18 @@ func TestConvergesUnderAConflictingWriter(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	ud := waitUD(t, ns, "busy", "Running while relabelled", func(ud *schedv1.UserDeployment) bool {
+	waitUD(t, ns, "busy", "Running while relabelled", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation && ud.Status.Ready == "1/1"
 	})
+	// Keep writing a while after it converged: it must stay converged.
+	time.Sleep(time.Second)
 	stop()
 	if n := <-writes; n < 10 {
 		t.Errorf("the conflicting writer wrote only %d times; the test proves little", n)
 	}
+	ud := waitUD(t, ns, "busy", "still Running", func(ud *schedv1.UserDeployment) bool {
+		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation
+	})
 	if ud.Status.Services[0].ReadyReplicas != 3 {
 		t.Errorf("services %+v", ud.Status.Services)
 	}
