@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // describer fetches what a description shows besides the object itself.
@@ -47,7 +49,7 @@ func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
 	st := t.Status
 	w.field(0, "Phase", string(st.Phase))
 	w.optional(0, "Reason", st.Reason)
-	w.optional(0, "Message", oneLine(st.Message))
+	w.optional(0, "Message", printing.OneLine(st.Message))
 	w.line(0, "Task:")
 	taskSpec(w, 1, t.Spec)
 	w.field(0, "Job", st.JobName)
@@ -148,7 +150,7 @@ func placement(p schedv1.Placement) string {
 	if len(p.Tolerations) > 0 {
 		add("tolerations", strconv.Itoa(len(p.Tolerations)))
 	}
-	return orNone(strings.Join(parts, " "))
+	return printing.OrNone(strings.Join(parts, " "))
 }
 
 func (d *describer) pods(w *writer, title, ns, selector string) {
@@ -167,7 +169,7 @@ func (d *describer) pods(w *writer, title, ns, selector string) {
 			}
 			restarts += cs.RestartCount
 		}
-		rows = append(rows, []string{p.Name, string(p.Status.Phase), fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), strconv.Itoa(int(restarts)), orNone(p.Spec.NodeName)})
+		rows = append(rows, []string{p.Name, string(p.Status.Phase), fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), strconv.Itoa(int(restarts)), printing.OrNone(p.Spec.NodeName)})
 	}
 	w.table(0, title, []string{"Name", "Phase", "Ready", "Restarts", "Node"}, rows)
 }
@@ -181,7 +183,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		w.field(0, "Current Step", fmt.Sprintf("%d (%s)", st.CurrentStep, wf.Spec.Steps[st.CurrentStep].Name))
 	}
 	w.optional(0, "Reason", st.Reason)
-	w.optional(0, "Message", oneLine(st.Message))
+	w.optional(0, "Message", printing.OneLine(st.Message))
 	if wf.Spec.Timeout != nil {
 		w.field(0, "Timeout", wf.Spec.Timeout.Duration.String())
 	}
@@ -215,10 +217,10 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		if !ok || phase == "" {
 			phase = string(schedv1.StepWaiting)
 		}
-		row := []string{strconv.Itoa(i), s.Name, phase, orDash(ss.TaskName),
-			orDash(elapsed(ss.StartTime, ss.CompletionTime)), orDash(sortedPairs(ss.Outputs)), orDash(oneLine(ss.Message))}
+		row := []string{strconv.Itoa(i), s.Name, phase, printing.OrDash(ss.TaskName),
+			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
 		if dag {
-			row = slices.Insert(row, 2, orDash(strings.Join(s.DependsOn, ",")))
+			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))
 		}
 		rows = append(rows, row)
 	}
@@ -245,7 +247,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		if t.Status.ExitCode != nil {
 			exit = strconv.Itoa(int(*t.Status.ExitCode))
 		}
-		rows = append(rows, []string{t.Name, orDash(t.Labels[schedv1.LabelWorkflowStep]), orDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), orDash(t.Status.JobName)})
+		rows = append(rows, []string{t.Name, printing.OrDash(t.Labels[schedv1.LabelWorkflowStep]), printing.OrDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), printing.OrDash(t.Status.JobName)})
 	}
 	w.table(0, "Step Tasks", []string{"Name", "Step", "Phase", "Exit", "Attempts", "Job"}, rows)
 }
@@ -291,7 +293,7 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			}
 			ports = append(ports, fmt.Sprintf("%d/%s", p.Port, proto))
 		}
-		rows = append(rows, []string{s.Name, s.Image, ready, orDash(string(s.Exposure)), orDash(strings.Join(ports, ",")), orDash(oneLine(ss.Message))})
+		rows = append(rows, []string{s.Name, s.Image, ready, printing.OrDash(string(s.Exposure)), printing.OrDash(strings.Join(ports, ",")), printing.OrDash(printing.OneLine(ss.Message))})
 	}
 	w.table(0, "Services", []string{"Name", "Image", "Ready", "Exposure", "Ports", "Message"}, rows)
 
@@ -350,7 +352,7 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			for _, p := range s.Spec.Ports {
 				ports = append(ports, fmt.Sprintf("%d/%s", p.Port, p.Protocol))
 			}
-			rows = append(rows, []string{s.Name, string(s.Spec.Type), orNone(s.Spec.ClusterIP), orNone(strings.Join(ports, ","))})
+			rows = append(rows, []string{s.Name, string(s.Spec.Type), printing.OrNone(s.Spec.ClusterIP), printing.OrNone(strings.Join(ports, ","))})
 		}
 		w.table(0, "Kubernetes Services", []string{"Name", "Type", "Cluster-IP", "Ports"}, rows)
 	}
@@ -371,7 +373,7 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			for _, lb := range ing.Status.LoadBalancer.Ingress {
 				addrs = append(addrs, lb.IP+lb.Hostname)
 			}
-			rows = append(rows, []string{ing.Name, orNone(class), orNone(strings.Join(hosts, ",")), orNone(strings.Join(addrs, ","))})
+			rows = append(rows, []string{ing.Name, printing.OrNone(class), printing.OrNone(strings.Join(hosts, ",")), printing.OrNone(strings.Join(addrs, ","))})
 		}
 		w.table(0, "Ingresses", []string{"Name", "Class", "Hosts", "Address"}, rows)
 	}
@@ -406,17 +408,10 @@ func (d *describer) describeVolumes(w *writer, ns string, opts metav1.ListOption
 			if got, ok := c.Status.Capacity[corev1.ResourceStorage]; ok {
 				size = got
 			}
-			rows = append(rows, []string{c.Name, string(c.Status.Phase), size.String(), orNone(ptrString(c.Spec.StorageClassName)), orNone(c.Spec.VolumeName)})
+			rows = append(rows, []string{c.Name, string(c.Status.Phase), size.String(), printing.OrNone(ptr.Deref(c.Spec.StorageClassName, "")), printing.OrNone(c.Spec.VolumeName)})
 		}
 		w.table(0, "Volume Claims", []string{"Name", "Status", "Capacity", "Storage Class", "Volume"}, rows)
 	}
-}
-
-func ptrString(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func desired(dep appsv1.Deployment) int32 {

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // writer indents by level and aligns tab-separated cells, as kubectl
@@ -103,7 +105,7 @@ func (w *writer) header(obj client.Object, kind string) {
 func (w *writer) conditions(conds []metav1.Condition) {
 	rows := make([][]string, 0, len(conds))
 	for _, c := range conds {
-		rows = append(rows, []string{c.Type, string(c.Status), orNone(c.Reason), age(c.LastTransitionTime.Time), oneLine(c.Message)})
+		rows = append(rows, []string{c.Type, string(c.Status), printing.OrNone(c.Reason), age(c.LastTransitionTime.Time), printing.OneLine(c.Message)})
 	}
 	w.table(0, "Conditions", []string{"Type", "Status", "Reason", "Age", "Message"}, rows)
 }
@@ -132,7 +134,7 @@ func (w *writer) eventRows(events []corev1.Event) {
 		if from == "" {
 			from = e.ReportingController
 		}
-		rows = append(rows, []string{e.Type, e.Reason, interval, orNone(from), oneLine(e.Message)})
+		rows = append(rows, []string{e.Type, e.Reason, interval, printing.OrNone(from), printing.OneLine(e.Message)})
 	}
 	w.table(0, "Events", []string{"Type", "Reason", "Age", "From", "Message"}, rows)
 }
@@ -178,25 +180,6 @@ func elapsed(start, end *metav1.Time) string {
 		return ""
 	}
 	return end.Sub(start.Time).Round(time.Second).String()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-// oneLine keeps multi-line messages in their table row.
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // quoteArgs shows a command line with arguments that hold spaces quoted.

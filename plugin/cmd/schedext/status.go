@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // Node states `schedext status` reports.
@@ -331,7 +332,7 @@ func (o *StatusOptions) printTable(reports []Report) error {
 		if pod == "" {
 			pod = "<none>"
 		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{n.Node, n.SchedExt, n.State, pod, orNone(n.Reason)}})
+		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{n.Node, n.SchedExt, n.State, pod, printing.OrNone(n.Reason)}})
 	}
 	if len(rows) > 0 {
 		p := printers.NewTablePrinter(printers.PrintOptions{Wide: o.Output == "wide", NoHeaders: o.NoHeaders})
@@ -366,7 +367,7 @@ func summary(r Report) string {
 		s += "; " + strings.Join(more, ", ")
 	}
 	if r.Ready != "" {
-		s += " (" + oneLine(r.Ready) + ")"
+		s += " (" + printing.OneLine(r.Ready) + ")"
 	}
 	return s
 }
@@ -388,15 +389,6 @@ func (o *StatusOptions) printStructured(reports []Report) error {
 	_, err = o.Out.Write(b)
 	return err
 }
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func firstLine(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")

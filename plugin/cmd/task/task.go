@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -80,16 +81,16 @@ func outcome(t *schedv1.AgentTask, print func(string)) error {
 		return nil
 	case schedv1.TaskTimeout:
 		return cmdutil.Errorf(cmdutil.ExitTimedOut, logsHint(t),
-			"agenttask %s timed out (%s): %s", t.Name, orDash(st.Reason), orDash(st.Message))
+			"agenttask %s timed out (%s): %s", t.Name, printing.OrDash(st.Reason), printing.OrDash(st.Message))
 	case schedv1.TaskCancelled:
-		return cmdutil.Errorf(cmdutil.ExitFailed, logsHint(t), "agenttask %s was cancelled: %s", t.Name, orDash(st.Message))
+		return cmdutil.Errorf(cmdutil.ExitFailed, logsHint(t), "agenttask %s was cancelled: %s", t.Name, printing.OrDash(st.Message))
 	}
 	exit := "no exit code"
 	if st.ExitCode != nil {
 		exit = fmt.Sprintf("exit code %d", *st.ExitCode)
 	}
 	return cmdutil.Errorf(cmdutil.ExitFailed, logsHint(t),
-		"agenttask %s failed (%s, %s): %s", t.Name, orDash(st.Reason), exit, orDash(st.Message))
+		"agenttask %s failed (%s, %s): %s", t.Name, printing.OrDash(st.Reason), exit, printing.OrDash(st.Message))
 }
 
 func logsHint(t *schedv1.AgentTask) string {
@@ -115,11 +116,4 @@ func watchError(err error, name string, timeout time.Duration, last *schedv1.Age
 			"agenttask %s was deleted before it finished", name)
 	}
 	return cmdutil.API(err, "watch", what(name))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

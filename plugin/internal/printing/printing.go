@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
@@ -44,7 +45,7 @@ func (f *Flags) AddFlags(cmd *cobra.Command, table bool) {
 
 // IsTable reports whether the output is a table (default or wide).
 func (f *Flags) IsTable() bool {
-	o := ptrStr(f.OutputFormat)
+	o := ptr.Deref(f.OutputFormat, "")
 	return o == "" || o == "wide"
 }
 
@@ -56,7 +57,7 @@ func (f *Flags) Printer() (printers.ResourcePrinter, error) {
 // TablePrinter prints server-built tables like kubectl get.
 func (f *Flags) TablePrinter(withNamespace, withKind bool) printers.ResourcePrinter {
 	return printers.NewTablePrinter(printers.PrintOptions{
-		Wide: ptrStr(f.OutputFormat) == "wide", WithNamespace: withNamespace, WithKind: withKind, NoHeaders: f.NoHeaders,
+		Wide: ptr.Deref(f.OutputFormat, "") == "wide", WithNamespace: withNamespace, WithKind: withKind, NoHeaders: f.NoHeaders,
 	})
 }
 
@@ -107,13 +108,6 @@ func (f *Flags) Print(obj runtime.Object, w io.Writer) error {
 		return err
 	}
 	return p.PrintObj(obj, w)
-}
-
-func ptrStr(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // Color is whether w should get ANSI colour: only a terminal, and never
