@@ -3,9 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -16,9 +13,6 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
-	"github.com/kubectl-sched/kubectl-sched/hack/tour"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // TestAPIServerAndEtcdRestarts stops kube-apiserver for 20 s while a
@@ -28,40 +22,11 @@ import (
 // Deployment restarts it) recovers by itself: its watches resume,
 // everything finishes once, and its process was never restarted.
 func TestAPIServerAndEtcdRestarts(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("this test needs kubectl on PATH: %v", err)
-	}
-	wd, _ := os.Getwd()
-	root := filepath.Dir(filepath.Dir(wd))
-	ctx := context.Background()
-	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr,
-		OperatorArgs: []string{"--leader-elect=false"}}
-	if err := e.Build(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if out, errOut, code, err := e.KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
-		t.Fatalf("install: exit %d %v\n%s%s", code, err, out, errOut)
-	}
-	if err := e.StartOperator(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.StopOperator() })
+	s := startSim(t)
+	c := s.cluster
+	e := s.operator(t, "op", "--leader-elect=false")
 	pid := e.OperatorPID()
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, ctx := s.client, context.Background()
 	const ns = "default"
 	wf := MakeWorkflow("through", ns)
 	for i := range 5 {

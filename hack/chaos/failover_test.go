@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,9 +15,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // TestLeaderFailover runs two operator replicas with leader election, as
@@ -29,52 +26,14 @@ import (
 // duration (15 s by default) bounds the failover, plus up to one retry
 // period (2 s). Nothing runs twice across it.
 func TestLeaderFailover(t *testing.T) {
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("this test needs kubectl on PATH: %v", err)
+	s := startSim(t)
+	// CHAOS_LEASE=8s,5s,1s: lease duration, renew deadline, retry period.
+	var args []string
+	if l := strings.Split(os.Getenv("CHAOS_LEASE"), ","); len(l) == 3 {
+		args = []string{"--leader-elect-lease-duration=" + l[0], "--leader-elect-renew-deadline=" + l[1], "--leader-elect-retry-period=" + l[2]}
 	}
-	wd, _ := os.Getwd()
-	root := filepath.Dir(filepath.Dir(wd))
-	ctx := context.Background()
-	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
-	replica := func(name string) *tour.Env {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		e := &tour.Env{Root: root, Dir: d, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
-		// CHAOS_LEASE=8s,5s,1s: lease duration, renew deadline, retry period.
-		if l := strings.Split(os.Getenv("CHAOS_LEASE"), ","); len(l) == 3 {
-			e.OperatorArgs = []string{"--leader-elect-lease-duration=" + l[0], "--leader-elect-renew-deadline=" + l[1], "--leader-elect-retry-period=" + l[2]}
-		}
-		return e
-	}
-	a, b := replica("a"), replica("b")
-	if err := a.Build(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if out, errOut, code, err := a.KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
-		t.Fatalf("install: exit %d %v\n%s%s", code, err, out, errOut)
-	}
-	for _, e := range []*tour.Env{a, b} {
-		if err := e.StartOperator(ctx, false); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.StopOperator() })
-	}
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b := s.operator(t, "a", args...), s.operator(t, "b", args...)
+	cl, ctx := s.client, context.Background()
 	// Only the leader starts its controllers.
 	leads := func(e *tour.Env) bool {
 		log, _ := os.ReadFile(filepath.Join(e.Dir, "operator.log"))

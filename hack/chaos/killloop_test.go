@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -20,8 +18,6 @@ import (
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
-	"github.com/kubectl-sched/kubectl-sched/hack/tour"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 func envInt(name string, def int) int {
@@ -50,48 +46,11 @@ func TestKillLoop(t *testing.T) {
 	kills := envInt("CHAOS_KILLS", 6)
 	scale := envInt("CHAOS_SCALE", 1)
 	workflows, steps, tasks := 2*scale, envInt("CHAOS_STEPS", 5), 20*scale
-	kubectl, err := exec.LookPath("kubectl")
-	if err != nil {
-		t.Fatalf("this test needs kubectl on PATH: %v", err)
-	}
-	wd, _ := os.Getwd()
-	root := filepath.Dir(filepath.Dir(wd))
-	ctx := context.Background()
-	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Stop() })
+	s := startSim(t)
 	// Without leader election a restarted operator starts at once; the
 	// lease's own failover is another test's subject.
-	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr,
-		OperatorArgs: []string{"--leader-elect=false"}}
-	if err := e.Build(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if out, errOut, code, err := e.KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
-		t.Fatalf("install: exit %d %v\n%s%s", code, err, out, errOut)
-	}
-	if err := e.StartOperator(ctx, false); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.StopOperator()
-		if t.Failed() {
-			if log, err := os.ReadFile(filepath.Join(dir, "operator.log")); err == nil {
-				t.Logf("operator log (last 4 KiB):\n%s", log[max(0, len(log)-4096):])
-			}
-		}
-	})
-	cfg, err := c.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cl, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := s.operator(t, "op", "--leader-elect=false")
+	cl, ctx := s.client, context.Background()
 	const ns = "default"
 
 	// Workflows whose steps each pass their output on.
@@ -130,7 +89,7 @@ func TestKillLoop(t *testing.T) {
 	}
 
 	// Everything finishes.
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var wfs schedv1.WorkflowList
 		var ats schedv1.AgentTaskList
 		if err := cl.List(ctx, &wfs, client.InNamespace(ns)); err != nil {
