@@ -3,6 +3,7 @@ package userdeployment
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -81,11 +82,8 @@ func holderFirst(host string, a, b *schedv1.UserDeployment) int {
 
 // routes reports whether ud's status says it serves host.
 func routes(ud *schedv1.UserDeployment, host string) bool {
-	for _, u := range ud.Status.URLs {
-		if rest, ok := strings.CutPrefix(u, "http://"); ok && strings.HasPrefix(rest, host+"/") {
-			return true
-		}
-		if rest, ok := strings.CutPrefix(u, "https://"); ok && strings.HasPrefix(rest, host+"/") {
+	for _, raw := range ud.Status.URLs {
+		if u, err := url.Parse(raw); err == nil && u.Host == host {
 			return true
 		}
 	}
