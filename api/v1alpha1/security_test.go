@@ -7,18 +7,15 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 const optOutLabel = "sched.kubectl-sched.dev/allow-privileged-pods"
@@ -34,22 +31,11 @@ func tenant(t *testing.T, namespace, user string, labels map[string]string) clie
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), nsObj) })
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-edit", Namespace: namespace},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-edit"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if err := env.Client.Create(ctx, rb); err != nil {
-		t.Fatal(err)
-	}
+	var allowed []authorizationv1.ResourceAttributes
 	for _, resource := range []string{"agenttasks", "workflows", "userdeployments"} {
-		if err := testenv.WaitAllowed(ctx, env.Client, user, authorizationv1.ResourceAttributes{Namespace: namespace, Verb: "create", Group: schedv1.GroupVersion.Group, Resource: resource}); err != nil {
-			t.Fatal(err)
-		}
+		allowed = append(allowed, authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: resource})
 	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := testenv.BindUser(ctx, env.Client, env.Config, namespace, user, "kubectl-sched-edit", allowed...)
 	if err != nil {
 		t.Fatal(err)
 	}

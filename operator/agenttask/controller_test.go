@@ -12,12 +12,10 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -470,17 +468,8 @@ func TestLookAlikePodCannotForgeOutputs(t *testing.T) {
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: agenttask.ContainerName, Image: "x"}}},
 	}
 	// Made by a namespace user with the built-in edit role, who may create pods.
-	create(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "mallory-edit", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "mallory"}},
-	})
-	if err := testenv.WaitAllowed(t.Context(), sim.Client, "mallory", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(sim.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "mallory"}
-	mallory, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	mallory, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, "mallory", "edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,35 +7,22 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // tenantClient acts as user, who may only edit kubectl-sched objects in ns
 // (kubectl-sched-edit, as the built-in edit role carries it).
 func tenantClient(t *testing.T, ns, user string) client.Client {
 	t.Helper()
-	create(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user + "-edit", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-edit"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	})
-	if err := testenv.WaitAllowed(t.Context(), sim.Client, user, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "userdeployments"}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(sim.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
-	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, "kubectl-sched-edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "userdeployments"})
 	if err != nil {
 		t.Fatal(err)
 	}
