@@ -98,19 +98,20 @@ func waitTasks(t *testing.T, cl client.Client, ns string, n int) {
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var list schedv1.AgentTaskList
 		if err := cl.List(ctx, &list, client.InNamespace(ns)); err != nil {
-			last = err.Error()
-			return false, nil
+			return false, nil // the last count says more than a list error
 		}
-		done := 0
+		done, pending := 0, []string(nil)
 		for _, at := range list.Items {
 			if at.Labels[schedv1.LabelWorkflow] != "" {
 				continue
 			}
 			if at.Status.Phase == schedv1.TaskSucceeded && at.Status.Outputs["name"] == at.Name {
 				done++
+			} else {
+				pending = append(pending, at.Name+"="+string(at.Status.Phase))
 			}
 		}
-		last = fmt.Sprintf("%d of %d tasks succeeded with their outputs", done, n)
+		last = fmt.Sprintf("%d of %d tasks succeeded with their outputs; not yet: %v", done, n, pending)
 		return done == n, nil
 	})
 	if err != nil {

@@ -20,7 +20,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
@@ -313,7 +313,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.AgentTaskList{} },
 			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("agenttask").
 		Complete(r)
 }

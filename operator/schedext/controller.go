@@ -50,7 +50,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -61,6 +60,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 )
 
 // Pod Security Admission label that lets the privileged loaders run in the
@@ -403,7 +403,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		}))).
 		Watches(&corev1.Node{}, everySchedExt, builder.WithPredicates(nodeChanged)).
 		Watches(&schedv1.SchedExt{}, everySchedExt, builder.WithPredicates(claimChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("schedext").
 		Complete(r)
 }

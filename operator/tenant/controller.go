@@ -13,13 +13,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 )
 
 const fieldOwner = "kubectl-sched-operator"
@@ -132,7 +132,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&corev1.LimitRange{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&corev1.ConfigMap{}, tiersChanged).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("tenant").
 		Complete(r)
 }

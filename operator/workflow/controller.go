@@ -15,13 +15,13 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
@@ -274,7 +274,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.WorkflowList{} },
 			func(o client.Object) bool { return o.(*schedv1.Workflow).Status.Reason == schedv1.ReasonQuotaExceeded })).
-		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
+		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("workflow").
 		Complete(r)
 }

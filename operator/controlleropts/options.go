@@ -1,0 +1,31 @@
+// Package controlleropts holds the options every controller of the operator
+// runs with.
+package controlleropts
+
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// MaxRetryDelay caps the workqueue's exponential backoff. controller-runtime's
+// default cap is 1000 s: an object whose reconciles failed all through an API
+// server outage could then wait a quarter of an hour after the server is
+// back, when no new event brings it back sooner.
+const MaxRetryDelay = 30 * time.Second
+
+// New returns the options with maxConcurrent workers and the capped backoff.
+func New(maxConcurrent int) controller.Options {
+	return controller.Options{
+		MaxConcurrentReconciles: maxConcurrent,
+		// controller-runtime's default limiter but for the cap: per-item
+		// exponential backoff, and 10 retries a second overall.
+		RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](5*time.Millisecond, MaxRetryDelay),
+			&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+		),
+	}
+}
