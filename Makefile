@@ -75,7 +75,7 @@ run: manifests ## Run the operator against the current kubeconfig.
 ##@ Local cluster
 
 .PHONY: cluster-up
-cluster-up: control-plane ## Start the simulated cluster (etcd, apiserver, controller-manager, scheduler, kwok).
+cluster-up: control-plane ## Start the local cluster: control plane, kwok nodes, and the real node if the host can (REAL_NODE=false: kwok only).
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go run ./hack/cluster/cmd/localcluster up
 
 .PHONY: cluster-down

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the tests and the local cluster run
-# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) from
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, and
+# the kubelet of the real node) from
 # the Go module proxy into a cache outside the repository. Release binaries
 # cannot be downloaded on our machines, so everything comes from Go modules.
 #
@@ -50,7 +51,7 @@ EOF
 
 build_kube() {
   local missing=()
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
     have "$b" || missing+=("$b")
   done
   if ((${#missing[@]} == 0)); then log "kubernetes $K8S_VERSION: cached"; return; fi
@@ -76,12 +77,16 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
 EOF
   (cd "$d" && GOFLAGS=-mod=mod go mod tidy >/dev/null)
+  # Without them the binaries report v0.0.0-master (kubectl get nodes).
+  local pkg=k8s.io/component-base/version
+  local version_ldflags="-X $pkg.gitVersion=v$K8S_VERSION -X $pkg.gitMajor=${K8S_VERSION%%.*} -X $pkg.gitMinor=$(cut -d. -f2 <<<"$K8S_VERSION") -X $pkg.gitTreeState=clean"
   for b in "${missing[@]}"; do
     log "  go build $b"
-    (cd "$d" && go build -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
+    (cd "$d" && go build -ldflags "$version_ldflags" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
     mv "$BIN/$b.tmp" "$BIN/$b"
   done
   log "kubernetes: done"

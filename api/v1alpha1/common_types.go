@@ -41,6 +41,9 @@ const (
 
 	TaintSpot = "node.kubectl-sched.dev/spot"
 	TaintGPU  = "nvidia.com/gpu"
+	// TaintPool reserves a pool's nodes (value: the pool): only workloads
+	// that name the pool in nodePools tolerate it.
+	TaintPool = NodeLabelPool
 )
 
 // AnnotationPreviousStepFinished is set by the Workflow controller on a
@@ -129,7 +132,8 @@ type Placement struct {
 
 	// NodePools lists node pools (values of the node label
 	// node.kubectl-sched.dev/pool) in order of preference. Pods run only in
-	// these pools, and prefer the earlier ones.
+	// these pools, and prefer the earlier ones. They tolerate the taint
+	// node.kubectl-sched.dev/pool=POOL:NoSchedule that reserves a pool.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8

@@ -19,6 +19,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +89,10 @@ type Options struct {
 	// ExtraControllerManagerArgs are appended to kube-controller-manager's
 	// flags, e.g. --kube-api-qps=200 for benchmarks.
 	ExtraControllerManagerArgs []string
+	// RealNode adds the real node (RealNodeName, pool "real") when the host
+	// can run it (RealNodeUnavailable); otherwise Start logs why and
+	// starts the kwok nodes only. Cluster.RealNode tells which happened.
+	RealNode bool
 	// Detach keeps the processes running after this process exits (the
 	// localcluster command). Otherwise the kernel kills them when this
 	// process dies, so a test binary that crashes or times out leaves
@@ -151,6 +157,8 @@ type Cluster struct {
 	Kubeconfig string
 	// Server is the API server's URL.
 	Server string
+	// RealNode is the real node's name; empty when the cluster has none.
+	RealNode string
 
 	pids  map[string]int
 	procs map[string]*process // nil when started by another process
@@ -242,7 +250,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Cluster, error) {
 	began := time.Now()
-	for _, sub := range []string{"etcd", "pki", "pids", "kwok"} {
+	if err := cleanUpRealNode(dir); err != nil {
+		return nil, err
+	}
+	for _, sub := range []string{"etcd", "pki", "pids", "kwok", "node"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return nil, err
 		}
@@ -263,7 +274,7 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 		pids:       map[string]int{},
 		procs:      map[string]*process{},
 	}
-	run := func(name string, args []string, env ...string) (*process, error) {
+	runIn := func(binDir, name string, args []string, env ...string) (*process, error) {
 		p, err := startProcess(dir, binDir, name, args, env, o.Detach)
 		if err != nil {
 			return nil, err
@@ -271,6 +282,21 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 		c.procs[name] = p
 		c.pids[name] = p.pid()
 		return p, nil
+	}
+	run := func(name string, args []string, env ...string) (*process, error) {
+		return runIn(binDir, name, args, env...)
+	}
+	realNode := o.RealNode
+	if realNode {
+		if err := RealNodeUnavailable(binDir); err != nil {
+			lg.printf("no real node: %v", err)
+			realNode = false
+		}
+	}
+	// The real node's pods reach the API server at its node address.
+	bind := "127.0.0.1"
+	if realNode {
+		bind = "0.0.0.0"
 	}
 
 	lg.printf("starting etcd")
@@ -280,7 +306,7 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	}
 
 	lg.printf("starting kube-apiserver")
-	c.Server, err = startAPIServer(ctx, dir, etcdURL, token, run)
+	c.Server, err = startAPIServer(ctx, dir, etcdURL, token, bind, run)
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +343,17 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 		return nil, err
 	}
 
+	if realNode {
+		port, err := strconv.Atoi(c.Server[strings.LastIndexByte(c.Server, ':')+1:])
+		if err != nil {
+			return nil, err
+		}
+		if err := c.startRealNode(ctx, binDir, port, func(binDir, name string, args []string) (*process, error) {
+			return runIn(binDir, name, args)
+		}, lg); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.setUp(ctx, lg, o.Nodes); err != nil {
 		return nil, err
 	}
@@ -334,7 +371,14 @@ func (c *Cluster) setUp(ctx context.Context, lg logger, nodes []Node) error {
 	if err := createNodes(ctx, cfg, nodes); err != nil {
 		return err
 	}
-	if err := c.waitNodesReady(ctx, cfg, nodes, lg); err != nil {
+	want := make([]string, 0, len(nodes)+1)
+	for _, n := range nodes {
+		want = append(want, n.Name)
+	}
+	if c.RealNode != "" {
+		want = append(want, c.RealNode)
+	}
+	if err := c.waitNodesReady(ctx, cfg, want, lg); err != nil {
 		return err
 	}
 	if err := c.waitDefaultServiceAccount(ctx, cfg); err != nil {
@@ -348,7 +392,7 @@ func (c *Cluster) setUp(ctx context.Context, lg logger, nodes []Node) error {
 // checkAlive fails if a component is no longer running; the waits call it so
 // that a crash fails fast instead of at the timeout.
 func (c *Cluster) checkAlive() error {
-	for _, name := range components {
+	for _, name := range c.components() {
 		if p := c.procs[name]; p != nil && p.exited() {
 			return componentError(c.Dir, name, fmt.Sprintf("exited (%v)", p.err))
 		}
@@ -357,6 +401,15 @@ func (c *Cluster) checkAlive() error {
 		}
 	}
 	return nil
+}
+
+// components are the processes this cluster runs: the control plane, kwok,
+// and the real node's when it has one.
+func (c *Cluster) components() []string {
+	if c.RealNode == "" {
+		return components
+	}
+	return append(append([]string(nil), components...), realNodeComponents...)
 }
 
 func nodeResources(n Node) (corev1.ResourceList, error) {

@@ -77,7 +77,7 @@ func startEtcd(ctx context.Context, dir string, run runFunc) (string, error) {
 
 // startAPIServer starts kube-apiserver on a free loopback port and returns
 // its URL once /readyz answers ok.
-func startAPIServer(ctx context.Context, dir, etcdURL, token string, run runFunc) (string, error) {
+func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, run runFunc) (string, error) {
 	pki := filepath.Join(dir, "pki")
 	for attempt := 1; ; attempt++ {
 		port := freePort()
@@ -87,7 +87,7 @@ func startAPIServer(ctx context.Context, dir, etcdURL, token string, run runFunc
 		server := fmt.Sprintf("https://127.0.0.1:%d", port)
 		p, err := run("kube-apiserver", []string{
 			"--etcd-servers=" + etcdURL,
-			"--bind-address=127.0.0.1",
+			"--bind-address=" + bind,
 			fmt.Sprintf("--secure-port=%d", port),
 			// Without it kube-apiserver looks for the host's default-route
 			// address and exits on a machine without one. A documentation
@@ -102,6 +102,9 @@ func startAPIServer(ctx context.Context, dir, etcdURL, token string, run runFunc
 			"--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
 			"--service-cluster-ip-range=10.96.0.0/16",
 			"--allow-privileged=true",
+			// Node names do not resolve here; the real node's kubelet is
+			// dialled at its address (logs, exec).
+			"--kubelet-preferred-address-types=InternalIP,Hostname",
 		})
 		if err != nil {
 			return "", err
@@ -274,6 +277,16 @@ func Attach(ctx context.Context, dir string) (*Cluster, error) {
 			return nil, fmt.Errorf("%s is not running (log: %s)", name, logPath(dir, name))
 		}
 		c.pids[name] = pid
+	}
+	if n := loadRealNode(dir); n != nil && readPID(dir, "kubelet") != 0 {
+		for _, name := range realNodeComponents {
+			pid := readPID(dir, name)
+			if !ownedProcess(dir, name, pid) {
+				return nil, fmt.Errorf("%s of the real node is not running (log: %s)", name, logPath(dir, name))
+			}
+			c.pids[name] = pid
+		}
+		c.RealNode = n.Name
 	}
 	cfg, err := c.RESTConfig()
 	if err != nil {

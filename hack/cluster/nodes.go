@@ -55,7 +55,10 @@ func createNodes(ctx context.Context, cfg *rest.Config, nodes []Node) error {
 				Capacity:    res,
 				Allocatable: res,
 				Addresses: []corev1.NodeAddress{
-					{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.1.%d.%d", (i+1)/250, (i+1)%250)},
+					// A loopback address where nothing listens: the API
+					// server's log and exec requests to a simulated node
+					// fail at once instead of waiting for a dial timeout.
+					{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("127.1.%d.%d", (i+1)/250, (i+1)%250)},
 					{Type: corev1.NodeHostName, Address: n.Name},
 				},
 			},
@@ -71,17 +74,13 @@ func createNodes(ctx context.Context, cfg *rest.Config, nodes []Node) error {
 // waitNodesReady waits until every node is Ready and no longer carries the
 // not-ready/unreachable taints (removed by kube-controller-manager's
 // node-lifecycle controller), so pods can be scheduled on them.
-func (c *Cluster) waitNodesReady(ctx context.Context, cfg *rest.Config, nodes []Node, lg logger) error {
+func (c *Cluster) waitNodesReady(ctx context.Context, cfg *rest.Config, want []string, lg logger) error {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, nodesTimeout)
 	defer cancel()
-	want := make([]string, 0, len(nodes))
-	for _, n := range nodes {
-		want = append(want, n.Name)
-	}
 	var pending []string
 	for {
 		if err := c.checkAlive(); err != nil {
@@ -113,10 +112,15 @@ func (c *Cluster) waitNodesReady(ctx context.Context, cfg *rest.Config, nodes []
 				pending = append(pending, "listing nodes: "+err.Error())
 			}
 			slices.Sort(pending)
-			return fmt.Errorf("nodes not ready after %s:\n    %s\n%v\n%v", nodesTimeout,
-				strings.Join(pending, "\n    "),
+			logs := []error{
 				componentError(c.Dir, "kwok", "(makes nodes Ready)"),
-				componentError(c.Dir, "kube-controller-manager", "(removes the not-ready taints)"))
+				componentError(c.Dir, "kube-controller-manager", "(removes the not-ready taints)"),
+			}
+			if c.RealNode != "" {
+				logs = append(logs, componentError(c.Dir, "kubelet", "(makes "+c.RealNode+" Ready)"))
+			}
+			return fmt.Errorf("nodes not ready after %s:\n    %s\n%w", nodesTimeout,
+				strings.Join(pending, "\n    "), errors.Join(logs...))
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

@@ -167,8 +167,15 @@ func Stop(dir string) error {
 		return err
 	}
 	var errs []error
-	stages := [][]string{{"kwok", "kube-scheduler", "kube-controller-manager"}, {"kube-apiserver"}, {"etcd"}}
+	// The real node's pods go after its kubelet and before its containerd;
+	// its mounts, NAT rule and cgroups after containerd.
+	stages := [][]string{{"kubelet", "kwok", "kube-scheduler", "kube-controller-manager"}, {"containerd"}, {"kube-apiserver"}, {"etcd"}}
 	for _, stage := range stages {
+		if stage[0] == "containerd" {
+			if n := loadRealNode(dir); n != nil {
+				killPods(n)
+			}
+		}
 		var pids []int
 		for _, name := range stage {
 			pid := readPID(dir, name)
@@ -189,6 +196,11 @@ func Stop(dir string) error {
 		}
 		for _, name := range stage {
 			_ = os.Remove(filepath.Join(dir, "pids", name+".pid"))
+		}
+		if stage[0] == "containerd" {
+			if err := cleanUpRealNode(dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -47,7 +47,7 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("the tour drives the real kubectl, and there is none on PATH: install kubectl 1.26 or later")
 	}
 	say("kubectl-sched demo")
-	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok")
+	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the kubelet")
 	fmt.Println("from Go modules (about ten minutes on two cores); later runs reuse them.")
 
 	say("Building the control plane")
@@ -55,11 +55,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	say("Starting a fresh simulated cluster")
+	say("Starting a fresh local cluster: kwok nodes and, when this host can run it, one real node")
 	stopOperator(dir)
 	_ = cluster.Stop(dir)
 	_ = os.RemoveAll(dir)
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, BinDir: bins, Log: os.Stderr, Detach: true})
+	// REAL_NODE=false keeps to the kwok nodes (as make cluster-up).
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, BinDir: bins, Log: os.Stderr, Detach: true, RealNode: os.Getenv("REAL_NODE") != "false"})
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	steps := tour.Steps(root)
+	steps := tour.Steps(root, c.RealNode != "")
 	// The install step comes first: the operator needs its RBAC.
 	if _, err := runStep(ctx, e, steps[0]); err != nil {
 		return err
@@ -95,13 +96,25 @@ func run(ctx context.Context) error {
   kubectl sched template list
   kubectl sched task run hello --image busybox --annotation sim.kubectl-sched.dev/termination-message=greeting=hi --wait -- echo hi
 
-Nodes are simulated by kwok: pods run nothing, and annotations such as
-sim.kubectl-sched.dev/exit-code decide how they end (see the README).
+%s
 
 Operator log: %s
 Stop everything: make cluster-down
-`, c.Kubeconfig, e.BinDir, filepath.Join(dir, "operator.log"))
+`, c.Kubeconfig, e.BinDir, nodesNote(c), filepath.Join(dir, "operator.log"))
 	return nil
+}
+
+func nodesNote(c *cluster.Cluster) string {
+	kwok := `The kwok nodes simulate pods: they run nothing, and annotations such as
+sim.kubectl-sched.dev/exit-code decide how they end (see the README).`
+	if c.RealNode == "" {
+		return kwok + "\nThis host cannot run the real node; see the start of the output for why."
+	}
+	return kwok + `
+Pods that ask for placement.nodePools: [real] run for real on ` + c.RealNode + `
+(containerd and runc; images: busybox under the names the README lists):
+
+  kubectl sched task run hi --image busybox:1.36 --node-pool real -f -- sh -c 'echo "hello from $(hostname)"; echo greeting=hi > /dev/termination-log'`
 }
 
 // runStep narrates one step; a step that does not do what the tour expects

@@ -18,7 +18,7 @@ import (
 func TestSecretValuesNeverShow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	e := startCluster(t)
+	e := startCluster(t, false)
 	dir := e.Dir
 	t.Cleanup(func() { _ = e.StopOperator() })
 

@@ -18,7 +18,7 @@ func TestTour(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	root := repoRoot(t)
-	e := startCluster(t)
+	e := startCluster(t, os.Getenv("REAL_NODE") != "false")
 	t.Cleanup(func() {
 		_ = e.StopOperator()
 		if t.Failed() {
@@ -33,7 +33,10 @@ func TestTour(t *testing.T) {
 		t.Fatalf("kubectl plugin list does not find our plugin (exit %d, %v):\n%s", code, err, out)
 	}
 
-	steps := tour.Steps(root)
+	if e.Cluster.RealNode == "" && os.Getenv("REQUIRE_REAL_NODE") != "" {
+		t.Fatal("REQUIRE_REAL_NODE is set, but the cluster has no real node; its log says why")
+	}
+	steps := tour.Steps(root, e.Cluster.RealNode != "")
 	for i, s := range steps {
 		r, err := e.RunStep(ctx, s, nil)
 		if err != nil {
@@ -83,14 +86,15 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// startCluster starts a simulated cluster and builds the plugin and the
-// operator for it; the cluster stops with the test.
-func startCluster(t *testing.T) *tour.Env {
+// startCluster starts a simulated cluster (with the real node when asked
+// and the host can) and builds the plugin and the operator for it; the
+// cluster stops with the test.
+func startCluster(t *testing.T, realNode bool) *tour.Env {
 	t.Helper()
 	ctx := context.Background()
 	kubectl := needKubectl(t)
 	dir := t.TempDir()
-	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Log: os.Stderr, RealNode: realNode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package tour
 
 import (
 	"path/filepath"
+	"slices"
 )
 
 // Step is one command of the tour: what it shows, the kubectl command, and
@@ -14,9 +15,28 @@ type Step struct {
 	Want     []string // substrings of stdout+stderr
 }
 
-// Steps is the tour, in order. root is the repository root.
-func Steps(root string) []Step {
-	return []Step{
+// Steps is the tour, in order. root is the repository root; realNode says
+// whether the cluster has the real node, where the workflow's containers
+// really run (otherwise kwok simulates them).
+func Steps(root string, realNode bool) []Step {
+	workflow := Step{
+		Title: "Run a three-step workflow that passes outputs, watched live",
+		Say:   "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how.",
+		Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch"},
+		Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:0a8beffc2418"},
+	}
+	var logs []Step
+	if realNode {
+		logs = append(logs, Step{
+			Title: "The logs of a real container",
+			Args:  []string{"sched", "task", "logs", "release-1-build"},
+			Want:  []string{"building shop at 0a8beffc2418"},
+		})
+	} else {
+		workflow.Say = "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."
+		workflow.Args[4] = filepath.Join(root, "hack", "tour", "workflow-kwok.yaml")
+	}
+	steps := []Step{
 		{
 			Title: "Install the API",
 			Say:   "CRDs, the admission policy and the operator's RBAC. The operator itself runs as a local process here, with only that RBAC.",
@@ -35,12 +55,7 @@ func Steps(root string) []Step {
 			Args:  []string{"get", "sched"},
 			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop", "Running"},
 		},
-		{
-			Title: "Run a three-step workflow that passes outputs, watched live",
-			Say:   "Step 1 uses ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how.",
-			Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch"},
-			Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:4f2a9c1e7b3d"},
-		},
+		workflow,
 		{
 			Title: "Steps side by side",
 			Say:   "lint and test both depend on fetch and run together; ship waits for both and uses all three outputs.",
@@ -86,4 +101,7 @@ func Steps(root string) []Step {
 			Want:  []string{"sim-general-a", "attached"},
 		},
 	}
+	// The logs right after the workflow.
+	at := slices.IndexFunc(steps, func(s Step) bool { return s.Title == workflow.Title }) + 1
+	return slices.Insert(steps, at, logs...)
 }

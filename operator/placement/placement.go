@@ -49,7 +49,8 @@ func PriorityCondition(p *schedv1.Placement, priorityClasses map[string]string) 
 // class on spec. podLabels select the workload's own pods for zone spread;
 // priorityClasses maps priorities to the cluster's PriorityClass names.
 //
-//	nodePools      required: pool In (pools); preferred: each pool, earlier heavier
+//	nodePools      required: pool In (pools); preferred: each pool, earlier heavier;
+//	               tolerates each named pool's taint (pool=POOL:NoSchedule)
 //	workloadType   GPU: required gpu=true plus the GPU toleration;
 //	               others: preferred pool compute|highmem|storage (when no pools are named)
 //	spot           Never (default): required spot NotIn (true)
@@ -77,6 +78,13 @@ func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]stri
 		required = append(required, corev1.NodeSelectorRequirement{
 			Key: schedv1.NodeLabelPool, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), p.NodePools...),
 		})
+		// Naming a pool is asking for it, so a reserved (tainted) pool
+		// takes the workload; unnamed reserved pools still refuse it.
+		for _, pool := range p.NodePools {
+			spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+				Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule,
+			})
+		}
 		if len(p.NodePools) > 1 {
 			for i, pool := range p.NodePools {
 				prefer(int32(max(firstPoolWeight-i*poolWeightStep, 1)), schedv1.NodeLabelPool, pool)

@@ -29,8 +29,11 @@ func affinity(required []corev1.NodeSelectorRequirement, preferred ...corev1.Pre
 }
 
 var (
-	notSpot    = req(schedv1.NodeLabelSpot, corev1.NodeSelectorOpNotIn, "true")
-	spotTol    = corev1.Toleration{Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	notSpot = req(schedv1.NodeLabelSpot, corev1.NodeSelectorOpNotIn, "true")
+	spotTol = corev1.Toleration{Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	poolTol = func(pool string) corev1.Toleration {
+		return corev1.Toleration{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}
+	}
 	gpuTol     = corev1.Toleration{Key: schedv1.TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
 	podLabels  = map[string]string{"app": "shop"}
 	priorities = map[string]string{"Critical": "system-critical-apps", "High": "high"}
@@ -46,16 +49,18 @@ func TestApply(t *testing.T) {
 			placement: &schedv1.Placement{},
 			want:      corev1.PodSpec{Affinity: affinity([]corev1.NodeSelectorRequirement{notSpot})},
 		},
-		"pools are required and preferred in order": {
+		"pools are required, preferred in order, and their taints tolerated": {
 			placement: &schedv1.Placement{NodePools: []string{"highmem", "general"}},
 			want: corev1.PodSpec{Affinity: affinity(
 				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "highmem", "general"), notSpot},
-				pref(100, schedv1.NodeLabelPool, "highmem"), pref(90, schedv1.NodeLabelPool, "general"))},
+				pref(100, schedv1.NodeLabelPool, "highmem"), pref(90, schedv1.NodeLabelPool, "general")),
+				Tolerations: []corev1.Toleration{poolTol("highmem"), poolTol("general")}},
 		},
 		"one pool needs no preference": {
-			placement: &schedv1.Placement{NodePools: []string{"general"}},
+			placement: &schedv1.Placement{NodePools: []string{"real"}},
 			want: corev1.PodSpec{Affinity: affinity(
-				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "general"), notSpot})},
+				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "real"), notSpot}),
+				Tolerations: []corev1.Toleration{poolTol("real")}},
 		},
 		"gpu requires a gpu node and tolerates its taint": {
 			placement: &schedv1.Placement{WorkloadType: schedv1.WorkloadGPU},
@@ -72,7 +77,8 @@ func TestApply(t *testing.T) {
 		"named pools win over the workload type": {
 			placement: &schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, NodePools: []string{"general"}},
 			want: corev1.PodSpec{Affinity: affinity(
-				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "general"), notSpot})},
+				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "general"), notSpot}),
+				Tolerations: []corev1.Toleration{poolTol("general")}},
 		},
 		"spot allowed only tolerates": {
 			placement: &schedv1.Placement{Spot: schedv1.SpotAllowed},

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
@@ -33,10 +36,12 @@ type Options struct {
 	Print *printing.Flags
 	genericiooptions.IOStreams
 
-	Image   string
-	DryRun  string
-	Wait    bool
-	Timeout time.Duration
+	Image string
+	// NodePool runs the operator on that pool's nodes, tolerating its taint.
+	NodePool string
+	DryRun   string
+	Wait     bool
+	Timeout  time.Duration
 	// WithoutOperator leaves out the operator Deployment, its Service and
 	// its settings.
 	WithoutOperator bool
@@ -101,6 +106,7 @@ that placement.priority maps to, except for levels mapped elsewhere with
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", "", "Operator image (default "+DefaultImage(version.ClientVersion())+").")
+	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
@@ -131,6 +137,11 @@ func (o *Options) Complete() error {
 	if o.objects, err = Objects(image, o.namespace, VersionOf(image, version.ClientVersion())); err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
+	if o.NodePool != "" {
+		if err := placeOnPool(o.objects, o.NodePool); err != nil {
+			return err
+		}
+	}
 	if o.WithoutOperator {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
 			// The tiers stay: the operator run elsewhere reads them.
@@ -142,6 +153,24 @@ func (o *Options) Complete() error {
 	}
 	o.dynamic, err = dynamicClient(o.Flags)
 	return err
+}
+
+// placeOnPool selects the pool's nodes for the operator's pods and tolerates
+// the taint that reserves the pool.
+func placeOnPool(objs []*unstructured.Unstructured, pool string) error {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		if err := unstructured.SetNestedStringMap(o.Object, map[string]string{schedv1.NodeLabelPool: pool}, "spec", "template", "spec", "nodeSelector"); err != nil {
+			return err
+		}
+		tol := map[string]any{"key": schedv1.TaintPool, "operator": "Equal", "value": pool, "effect": "NoSchedule"}
+		if err := unstructured.SetNestedSlice(o.Object, []any{tol}, "spec", "template", "spec", "tolerations"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func dynamicClient(flags *genericclioptions.ConfigFlags) (dynamic.Interface, error) {
@@ -159,6 +188,11 @@ func (o *Options) Validate() error {
 	}
 	if err := o.settingFlags.validate(); err != nil {
 		return err
+	}
+	if o.NodePool != "" {
+		if errs := validation.IsDNS1123Label(o.NodePool); len(errs) > 0 {
+			return cmdutil.Usage("Name a node pool as nodes label it: lower-case letters, digits and '-'.", "--node-pool %q: %s", o.NodePool, strings.Join(errs, "; "))
+		}
 	}
 	if !o.Print.IsTable() {
 		if _, err := o.Print.Printer(); err != nil {

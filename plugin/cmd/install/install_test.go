@@ -211,6 +211,34 @@ func TestInstallDryRunClient(t *testing.T) {
 	}
 }
 
+func TestInstallNodePool(t *testing.T) {
+	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--node-pool", "system")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	var dep appsv1.Deployment
+	for _, o := range decodeAll(t, strings.NewReader(res.Stdout)) {
+		if o.GetKind() == "Deployment" {
+			if err := fromUnstructured(o, &dep); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	spec := dep.Spec.Template.Spec
+	if diff := cmp.Diff(map[string]string{schedv1.NodeLabelPool: "system"}, spec.NodeSelector); diff != "" {
+		t.Errorf("nodeSelector (-want +got):\n%s", diff)
+	}
+	want := []corev1.Toleration{{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: "system", Effect: corev1.TaintEffectNoSchedule}}
+	if diff := cmp.Diff(want, spec.Tolerations); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
+	}
+
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "--node-pool", "Bad_Pool")
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `--node-pool "Bad_Pool"`) {
+		t.Errorf("exit %d, want %d naming the flag; stderr %q", res.Code, cmdutil.ExitUsage, res.Stderr)
+	}
+}
+
 func fromUnstructured(u *unstructured.Unstructured, into any) error {
 	b, err := u.MarshalJSON()
 	if err != nil {

@@ -151,6 +151,14 @@ func logsError(err error, t *schedv1.AgentTask) error {
 			fmt.Sprintf("Its outputs are kept: kubectl sched describe agenttask %s", t.Name),
 			"pod %s of agenttask %s is gone (deleted after the task finished, or by its TTL), and its logs with it", pod, t.Name)
 	}
+	var nl *watch.NoLogsError
+	if errors.As(err, &nl) {
+		hint := fmt.Sprintf("The task's status and outputs do not need its logs: kubectl sched describe agenttask %s", t.Name)
+		if !nl.Simulated {
+			hint = fmt.Sprintf("Check that the kubelet of %s runs and that the API server can reach its address (kubectl get node %s -o wide).", nl.Node, nl.Node)
+		}
+		return &cmdutil.Error{Code: cmdutil.ExitNoLogs, Msg: nl.Error(), Hint: hint, Err: err}
+	}
 	if apierrors.IsForbidden(err) || cmdutil.Unreachable(err) {
 		return cmdutil.API(err, "get", "pods/log "+pod)
 	}

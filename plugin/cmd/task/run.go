@@ -50,6 +50,7 @@ type RunOptions struct {
 	TTL          time.Duration
 	Labels       []string
 	Annotations  []string
+	NodePools    []string
 	Command      bool
 	Words        []string
 	Follow       bool
@@ -107,6 +108,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.DurationVar(&o.TTL, "ttl", 0, "Delete the task's Job and pod this long after it finished; its outputs stay in the AgentTask.")
 	f.StringArrayVarP(&o.Labels, "label", "l", nil, "A label key=value for the AgentTask; repeat for more.")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
+	f.StringArrayVar(&o.NodePools, "node-pool", nil, "Run only on nodes of this pool (placement.nodePools), tolerating the pool's taint; repeat for more, in order of preference.")
 	f.BoolVar(&o.Command, "command", true, "Use the first word after -- as the command; with --command=false all words are arguments to the image's entrypoint.")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
@@ -227,6 +229,9 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 	}
 	if o.TTL > 0 {
 		t.Spec.TTLAfterFinished = &metav1.Duration{Duration: o.TTL}
+	}
+	if len(o.NodePools) > 0 {
+		t.Spec.Placement = &schedv1.Placement{NodePools: o.NodePools}
 	}
 	return t, nil
 }

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 func TestRunDryRunClientPrintsTheAgentTask(t *testing.T) {
 	cases := map[string][]string{
 		"run-command": {"task", "run", "train", "--image", "trainer:1.2", "--env", "EPOCHS=3", "--env", "OPTS=--lr=0.1",
-			"--timeout", "1h", "--retries", "2", "--ttl", "30m", "-l", "team=ml", "--annotation", "example.com/owner=ana",
+			"--timeout", "1h", "--retries", "2", "--ttl", "30m", "-l", "team=ml", "--annotation", "example.com/owner=ana", "--node-pool", "highmem", "--node-pool", "general",
 			"--dry-run=client", "-o", "yaml", "--", "python", "train.py", "--fast"},
 		"run-args-only":  {"task", "run", "lint", "--image", "linter", "--command=false", "--dry-run=client", "-o", "yaml", "--", "--strict", "./..."},
 		"run-image-only": {"task", "run", "plain", "--image", "busybox", "-n", "other", "--dry-run=client", "-o", "yaml"},
@@ -255,6 +255,35 @@ func TestLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	cleanup(t, pod)
+	// Two nodes at loopback addresses where no kubelet listens: one
+	// simulated by kwok, one that should have a kubelet.
+	for _, n := range []struct {
+		name, ip string
+		kwok     bool
+	}{{"kwok-node", "127.1.0.9", true}, {"silent-node", "127.1.0.10", false}} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name}}
+		if n.kwok {
+			node.Annotations = map[string]string{"kwok.x-k8s.io/node": "fake"}
+		}
+		if err := env.Client.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		cleanup(t, node)
+		node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: n.ip}, {Type: corev1.NodeHostName, Address: n.name}}
+		node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+		if err := env.Client.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		create(t, "on-"+n.name, running("on-"+n.name+"-x1"))
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "on-" + n.name + "-x1", Namespace: "default"},
+			Spec:       corev1.PodSpec{NodeName: n.name, Containers: []corev1.Container{{Name: "task", Image: "busybox"}}},
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		cleanup(t, pod)
+	}
 
 	cases := map[string]struct {
 		args     []string
@@ -275,6 +304,16 @@ func TestLogs(t *testing.T) {
 		"the API server cannot give the logs": {
 			args: []string{"unscheduled", "--tail", "5"}, wantCode: cmdutil.ExitError,
 			wantErr: []string{"cannot read the logs of pod unscheduled-x1 of agenttask unscheduled", "ghost-node"},
+		},
+		"a simulated node has no logs": {
+			args: []string{"on-kwok-node"}, wantCode: cmdutil.ExitNoLogs,
+			wantErr: []string{"pod on-kwok-node-x1 runs on simulated node kwok-node (kwok): simulated pods have no logs",
+				"kubectl sched describe agenttask on-kwok-node"},
+		},
+		"a kubelet the API server cannot reach": {
+			args: []string{"on-silent-node"}, wantCode: cmdutil.ExitNoLogs,
+			wantErr: []string{"the API server cannot reach the kubelet of silent-node to read the logs of pod on-silent-node-x1",
+				"kubectl get node silent-node -o wide"},
 		},
 		"not found": {
 			args: []string{"nope"}, wantCode: cmdutil.ExitNotFound,

@@ -33,6 +33,9 @@ const (
 	ExitNotFound = 6
 	// ExitInvalid: the API server refused the object as invalid.
 	ExitInvalid = 7
+	// ExitNoLogs: the pod's node serves no logs (a simulated kwok node, or
+	// a kubelet the API server cannot reach); the cluster is fine.
+	ExitNoLogs = 8
 	// ExitFailed: a watched task or workflow ended Failed.
 	ExitFailed = 10
 	// ExitTimedOut: a watched task or workflow ended in phase Timeout.

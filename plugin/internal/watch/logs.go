@@ -3,12 +3,15 @@ package watch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,6 +33,9 @@ func StreamLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, op
 	opts.Container = ContainerName
 	rc, err := kc.CoreV1().Pods(ns).GetLogs(pod, &opts).Stream(ctx)
 	if err != nil {
+		if kubeletUnreachable(err) {
+			return noLogs(ctx, kc, ns, pod, err)
+		}
 		return err
 	}
 	defer rc.Close()
@@ -38,6 +44,58 @@ func StreamLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, op
 		return nil // cut short on purpose
 	}
 	return err
+}
+
+// kwokNodeAnnotation marks the nodes kwok simulates.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// NoLogsError says that the API server could not get a pod's logs from its
+// node: the node is simulated (kwok) and has no kubelet, or its kubelet
+// cannot be reached. The pod and the cluster are fine.
+type NoLogsError struct {
+	Pod, Node string
+	// Simulated is true for a kwok node.
+	Simulated bool
+	Err       error
+}
+
+func (e *NoLogsError) Error() string {
+	if e.Simulated {
+		return fmt.Sprintf("pod %s runs on simulated node %s (kwok): simulated pods have no logs", e.Pod, e.Node)
+	}
+	node := e.Node
+	if node == "" {
+		node = "its node"
+	}
+	return fmt.Sprintf("the API server cannot reach the kubelet of %s to read the logs of pod %s: %v", node, e.Pod, e.Err)
+}
+
+func (e *NoLogsError) Unwrap() error { return e.Err }
+
+// kubeletUnreachable: the API server answered, but its own request to the
+// node's kubelet failed (a 5xx naming the kubelet's containerLogs URL).
+func kubeletUnreachable(err error) bool {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) {
+		return false
+	}
+	st := se.Status()
+	return st.Code >= 500 && strings.Contains(st.Message, "/containerLogs/")
+}
+
+// noLogs finds the pod's node to say which case it is; a user who may not
+// read nodes gets the general message.
+func noLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, err error) error {
+	e := &NoLogsError{Pod: pod, Err: err}
+	if p, gerr := kc.CoreV1().Pods(ns).Get(ctx, pod, metav1.GetOptions{}); gerr == nil {
+		e.Node = p.Spec.NodeName
+	}
+	if e.Node != "" {
+		if n, gerr := kc.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{}); gerr == nil {
+			_, e.Simulated = n.Annotations[kwokNodeAnnotation]
+		}
+	}
+	return e
 }
 
 // TaskFollower follows one AgentTask until it finishes: it reports each

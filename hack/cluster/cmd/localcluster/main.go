@@ -1,7 +1,8 @@
 // Command localcluster runs the simulated cluster of package
 // hack/cluster for people (make cluster-up / cluster-down).
 //
-//	localcluster up     [--dir D] [--bin-dir B]  start (or reuse) a cluster; it keeps running
+//	localcluster up     [--dir D] [--bin-dir B] [--real-node=false]
+//	                                             start (or reuse) a cluster; it keeps running
 //	localcluster down   [--dir D]                stop it
 //	localcluster status [--dir D]                exit status 1 unless it is healthy
 //
@@ -36,7 +37,7 @@ func main() {
 	}
 }
 
-const usage = "usage: localcluster up|down|status [--dir DIR] [--bin-dir DIR]"
+const usage = "usage: localcluster up|down|status [--dir DIR] [--bin-dir DIR] [--real-node=false]"
 
 func run(args []string) error {
 	if len(args) == 0 {
@@ -46,6 +47,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("localcluster "+verb, flag.ContinueOnError)
 	dir := fs.String("dir", defaultDir(), "cluster state folder")
 	binDir := fs.String("bin-dir", "", "folder with the binaries (default: $KUBEBUILDER_ASSETS or hack/build-control-plane.sh)")
+	realNode := fs.Bool("real-node", os.Getenv("REAL_NODE") != "false", "add the real node (kubelet + containerd) when this host can run it; REAL_NODE=false also turns it off")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -57,9 +59,12 @@ func run(args []string) error {
 
 	switch verb {
 	case "up":
-		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, BinDir: *binDir, Log: os.Stderr, Detach: true})
+		c, err := cluster.Start(ctx, cluster.Options{Dir: *dir, BinDir: *binDir, Log: os.Stderr, Detach: true, RealNode: *realNode})
 		if err != nil {
 			return err
+		}
+		if c.RealNode != "" {
+			fmt.Fprintf(os.Stderr, "real node %s runs pods that ask for placement.nodePools: [%s]\n", c.RealNode, cluster.RealNodePool)
 		}
 		fmt.Fprintf(os.Stderr, "cluster running; logs in %s\n", filepath.Join(c.Dir, "logs"))
 		fmt.Printf("# kubeconfig: %s\nexport KUBECONFIG=%s\n", c.Kubeconfig, c.Kubeconfig)

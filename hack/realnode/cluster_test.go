@@ -1,0 +1,114 @@
+package realnode
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+)
+
+// A second cluster with its own real node, beside the shared one: it runs
+// a pod, is found again by Attach, and leaves nothing on the host when it
+// stops (no container, shim, mount, cgroup, NAT rule or bridge).
+func TestRealNodeStopsCleanly(t *testing.T) {
+	need(t)
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "cluster")
+	rulesBefore := natRules(t)
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, RealNode: true, Log: os.Stderr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = c.Stop()
+		}
+	})
+	if c.RealNode == "" {
+		t.Fatal("no real node")
+	}
+	attached, err := cluster.Attach(ctx, dir)
+	if err != nil || attached.RealNode != c.RealNode {
+		t.Fatalf("Attach: %v, real node %q", err, attached.RealNode)
+	}
+
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := kubernetes.NewForConfigOrDie(cfg)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sleeper", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeSelector:    map[string]string{cluster.LabelPool: cluster.RealNodePool},
+			Tolerations:     []corev1.Toleration{{Key: cluster.TaintPool, Value: cluster.RealNodePool, Effect: corev1.TaintEffectNoSchedule}},
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532)},
+			Containers:      []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}},
+		},
+	}
+	if _, err := kc.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, err := kc.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod did not run: %v %+v", err, p.Status)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if !hostHas(dir) {
+		t.Fatal("no trace of the running pod on the host; the checks below would prove nothing")
+	}
+
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if hostHas(dir) {
+		t.Error("the stopped cluster left processes or mounts of its real node behind")
+	}
+	if after := natRules(t); after != rulesBefore {
+		t.Errorf("NAT rules before the cluster:\n%s\nafter it stopped:\n%s", rulesBefore, after)
+	}
+}
+
+func natRules(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("iptables", "-t", "nat", "-S", "PREROUTING").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// hostHas reports processes (the pod's "sleep 3600", a shim, the kubelet)
+// or mounts that belong to the cluster in dir.
+func hostHas(dir string) bool {
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	if strings.Contains(string(mounts), dir+"/") {
+		return true
+	}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), dir+"/") || string(b) == "sleep\x003600\x00" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,152 @@
+package realnode
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+)
+
+// Each step computes its output from the one before: the central promise,
+// with real containers and the real termination messages.
+func TestWorkflowStepsComputeAndPassOutputs(t *testing.T) {
+	e := need(t)
+	e.operator(t)
+	step := func(name, script string) schedv1.WorkflowStep {
+		return schedv1.WorkflowStep{Name: name, Task: shTask("", script).Spec}
+	}
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "arith", Namespace: ns},
+		Spec: schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{
+			step("count", `n=$(seq 1 12 | wc -l); echo "counted $n"; echo "n=$n" > /dev/termination-log`),
+			step("square", `sq=$(( ${steps.count.output.n} * ${steps.count.output.n} )); echo "square $sq"; echo "sq=$sq" > /dev/termination-log`),
+			step("report", `total=$(( ${steps.1.output.sq} + ${steps.count.output.n} )); echo "total $total"; printf '{"total": "%s"}' "$total" > /dev/termination-log`),
+		}},
+	}
+	e.create(t, wf)
+
+	out, errOut, code := e.kubectlRun(t, 3*time.Minute, "sched", "workflow", "watch", wf.Name, "--logs")
+	if code != 0 {
+		t.Fatalf("workflow watch --logs: exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, line := range []string{"counted 12", "square 144", "total 156"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("watch --logs did not show the container's line %q:\n%s", line, out)
+		}
+	}
+
+	wf = eventually(t, e, wf, time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	got := map[string]map[string]string{}
+	for _, s := range wf.Status.Steps {
+		got[s.Name] = s.Outputs
+		if node := e.podNode(t, taskPod(t, e, s.TaskName)); node != cluster.RealNodeName {
+			t.Errorf("step %s ran on %s, want the real node", s.Name, node)
+		}
+	}
+	want := map[string]map[string]string{"count": {"n": "12"}, "square": {"sq": "144"}, "report": {"total": "156"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("step outputs (-want +got):\n%s", diff)
+	}
+}
+
+func taskPod(t *testing.T, e *env, name string) string {
+	t.Helper()
+	task := eventually(t, e, &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}, time.Minute,
+		func(t *schedv1.AgentTask) bool { return t.Status.PodName != "" })
+	return task.Status.PodName
+}
+
+// An app whose readiness probe the kubelet really runs, and one that
+// really crashes.
+func TestAppsOnTheRealNode(t *testing.T) {
+	e := need(t)
+	e.operator(t)
+	web := &schedv1.UserDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "httpd", Namespace: ns},
+		Spec: schedv1.UserDeploymentSpec{
+			Placement: onRealNode(),
+			Services: []schedv1.ServiceSpec{{
+				Name:    "web",
+				Image:   "busybox:1.36",
+				Command: []string{"httpd", "-f", "-p", "8080", "-h", "/etc"},
+				Ports:   []schedv1.ServicePort{{Port: 8080}},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/passwd", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+	crashy := &schedv1.UserDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "crashy", Namespace: ns},
+		Spec: schedv1.UserDeploymentSpec{
+			Placement: onRealNode(),
+			Services: []schedv1.ServiceSpec{{
+				Name:     "worker",
+				Image:    "busybox:1.36",
+				Exposure: schedv1.ExposureNone,
+				Command:  []string{"sh", "-c", "echo 'cannot open /data/db' > /dev/termination-log; exit 2"},
+			}},
+		},
+	}
+	e.create(t, web)
+	e.create(t, crashy)
+
+	web = eventually(t, e, web, 2*time.Minute, func(a *schedv1.UserDeployment) bool { return a.Status.Phase == schedv1.UserDeploymentRunning })
+	for _, p := range e.podsOf(t, ns, map[string]string{schedv1.LabelUserDeployment: web.Name}) {
+		if p.Spec.NodeName != cluster.RealNodeName {
+			t.Errorf("pod %s runs on %s, want the real node", p.Name, p.Spec.NodeName)
+		}
+	}
+
+	crashy = eventually(t, e, crashy, 2*time.Minute, func(a *schedv1.UserDeployment) bool {
+		return a.Status.Phase == schedv1.UserDeploymentDegraded && hasReason(a.Status.Conditions, schedv1.ReasonCrashLoop)
+	})
+	msg := ""
+	for _, c := range crashy.Status.Conditions {
+		if c.Reason == schedv1.ReasonCrashLoop {
+			msg = c.Message
+		}
+	}
+	if !strings.Contains(msg, "exit code 2") || !strings.Contains(msg, "cannot open /data/db") {
+		t.Errorf("crash loop message %q, want the exit code and the container's termination message", msg)
+	}
+}
+
+// This kernel has no sched_ext: the preflight finds /sys/kernel/sched_ext
+// absent on the real node, and the status says unsupported, not attached.
+func TestSchedExtOnAKernelWithoutSchedExt(t *testing.T) {
+	e := need(t)
+	e.operator(t)
+	if _, err := os.Stat("/sys/kernel/sched_ext"); err == nil {
+		t.Skip("this kernel has sched_ext; the test is about one without it")
+	}
+	scx := &schedv1.SchedExt{
+		ObjectMeta: metav1.ObjectMeta{Name: "real-node-scx"},
+		Spec: schedv1.SchedExtSpec{
+			Scheduler:    schedv1.SchedulerSource{Image: "busybox:1.36", OpsName: "none"},
+			NodeSelector: map[string]string{schedv1.NodeLabelPool: cluster.RealNodePool},
+			Tolerations:  []corev1.Toleration{{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: cluster.RealNodePool, Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+	e.create(t, scx)
+	scx = eventually(t, e, scx, 2*time.Minute, func(s *schedv1.SchedExt) bool { return len(s.Status.UnsupportedNodes) > 0 })
+	if diff := cmp.Diff([]string{cluster.RealNodeName}, scx.Status.UnsupportedNodes); diff != "" {
+		t.Errorf("unsupported nodes (-want +got):\n%s", diff)
+	}
+	if scx.Status.DesiredNodes != 1 || scx.Status.AvailableNodes != 0 {
+		t.Errorf("desired %d, available %d; want 1 and 0 (nothing attached)", scx.Status.DesiredNodes, scx.Status.AvailableNodes)
+	}
+	out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "schedext", "status", scx.Name)
+	if !strings.Contains(out+errOut, "/sys/kernel/sched_ext is absent") {
+		t.Errorf("schedext status (exit %d) does not say why the node is unsupported:\n%s%s", code, out, errOut)
+	}
+}
