@@ -28,9 +28,10 @@ func Steps(root string, realNode bool) []Step {
 	var logs []Step
 	if realNode {
 		logs = append(logs, Step{
-			Title: "The logs of a real container",
-			Args:  []string{"sched", "task", "logs", "release-1-build"},
-			Want:  []string{"building shop at 0a8beffc2418"},
+			Title: "The logs of real containers, step by step",
+			Say:   "kubectl sched logs shows every pod of an app, task or workflow, each line behind where it came from; -f follows.",
+			Args:  []string{"sched", "logs", "workflow/release"},
+			Want:  []string{"[fetch release-0-fetch-", "[build release-1-build-", "] building shop at 0a8beffc2418", "summary=released registry.example.com/shop:0a8beffc2418"},
 		})
 	} else {
 		workflow.Say = "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."

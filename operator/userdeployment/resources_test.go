@@ -229,6 +229,8 @@ func TestBuildDeployment(t *testing.T) {
 							},
 						}}},
 					}},
+					// Naming a pool tolerates the taint that may reserve it.
+					Tolerations: []corev1.Toleration{{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: "highmem", Effect: corev1.TaintEffectNoSchedule}},
 				},
 			},
 		},

@@ -3,6 +3,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
+	logscmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/logs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
 	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
@@ -58,6 +60,7 @@ see 'kubectl sched install'.`,
 	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
 	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
 	root.AddCommand(lifecycle.NewStopCommand(flags, streams), lifecycle.NewStartCommand(flags, streams), lifecycle.NewRestartCommand(flags, streams))
+	root.AddCommand(logscmd.NewCommand(flags, streams))
 	root.AddCommand(tenant.NewCommand(flags, streams))
 	return root
 }
@@ -68,6 +71,7 @@ func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", c.CommandPath()), "%v", err)
 	})
+	usageArgs(root)
 	err := root.Execute()
 	if err == nil {
 		return cmdutil.ExitOK
@@ -77,4 +81,22 @@ func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	return cmdutil.ExitCode(err)
+}
+
+// usageArgs makes a wrong number of arguments a usage error (exit 2), as a
+// bad flag is, in every command.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ce *cmdutil.Error
+			if err == nil || errors.As(err, &ce) {
+				return err
+			}
+			return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%v", err)
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }

@@ -31,6 +31,12 @@ const drainTimeout = time.Minute
 // opts.Follow it returns when the container stops.
 func StreamLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, opts corev1.PodLogOptions, w io.Writer) error {
 	opts.Container = ContainerName
+	return StreamPodLogs(ctx, kc, ns, pod, opts, w)
+}
+
+// StreamPodLogs copies the logs of opts.Container of pod to w. A node
+// that serves no logs gives a *NoLogsError.
+func StreamPodLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, opts corev1.PodLogOptions, w io.Writer) error {
 	rc, err := kc.CoreV1().Pods(ns).GetLogs(pod, &opts).Stream(ctx)
 	if err != nil {
 		if kubeletUnreachable(err) {

@@ -1,0 +1,478 @@
+// Package logs implements `kubectl sched logs`: the logs of every pod of an
+// app (or one of its services), of every attempt of a task, or of every
+// step of a workflow, each line prefixed with where it came from, as stern
+// does. With -f it follows: new pods are picked up, pods that go away are
+// dropped, and for a task or workflow it ends when they do.
+package logs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	apiwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/api/names"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+)
+
+// Options for `kubectl sched logs`.
+type Options struct {
+	Flags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	// Target is NAME (an app, else a task, else a workflow) or KIND/NAME.
+	Target     string
+	Service    string
+	Follow     bool
+	Since      time.Duration
+	Tail       int64
+	Timestamps bool
+	Container  string
+
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+	clients    *kube.Clients
+	kind       *get.Kind // nil: find it by name
+	name       string
+	color      bool
+}
+
+// logKinds are the kinds with pods of their own in the user's namespace.
+var logKinds = []get.Kind{get.Kinds[0], get.Kinds[1], get.Kinds[2]}
+
+// NewCommand returns `kubectl sched logs`.
+func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, Tail: -1}
+	cmd := &cobra.Command{
+		Use:   "logs (APP [SERVICE] | KIND/NAME) [-f] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
+		Short: "Print the logs of every pod of an app, task or workflow",
+		Long: `Print the logs of every pod of a UserDeployment (or of one SERVICE), of
+every attempt of an AgentTask, or of every step of a Workflow in order.
+Each line starts with where it came from: [SERVICE POD] for an app,
+[POD] for a task, [STEP POD] for a workflow (coloured on a terminal unless
+NO_COLOR is set).
+
+NAME is looked up as an app, then a task, then a workflow; write
+userdeployment/NAME, agenttask/NAME or workflow/NAME (or ud/, at/, wf/) to
+choose. With -f the command follows: pods that start are picked up and pods
+that go away are dropped; for an app it runs until interrupted, for a task
+or workflow until it finishes.
+
+A pod on a simulated (kwok) node has no logs; the command says so for that
+pod and goes on. It exits 8 when no pod had logs to show.`,
+		Example: `  # Every service of app shop, following
+  kubectl sched logs shop -f
+
+  # Its api service, the last 10 lines of each pod, with timestamps
+  kubectl sched logs shop api --tail 10 --timestamps
+
+  # Every step of workflow release, in order
+  kubectl sched logs workflow/release`,
+		Args:              cobra.RangeArgs(1, 2),
+		ValidArgsFunction: get.CompleteNames(flags, get.Kinds[0], 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs: pick up new pods, drop pods that go away.")
+	f.DurationVar(&o.Since, "since", 0, "Only lines newer than this, e.g. 5m (0: all).")
+	f.Int64Var(&o.Tail, "tail", -1, "Lines of recent log per container; -1 shows all.")
+	f.BoolVar(&o.Timestamps, "timestamps", false, "Start each line with its RFC 3339 timestamp.")
+	f.StringVarP(&o.Container, "container", "c", "", "Only this container (default: every container of an app's pods; a task's \"task\" container).")
+	return cmd
+}
+
+// Complete parses the target and builds the clients.
+func (o *Options) Complete(args []string) error {
+	o.Target = args[0]
+	if len(args) > 1 {
+		o.Service = args[1]
+	}
+	o.name = o.Target
+	if kindName, name, ok := strings.Cut(o.Target, "/"); ok {
+		k, found := get.Lookup(kindName)
+		if !found || !slices.ContainsFunc(logKinds, func(l get.Kind) bool { return l.Kind == k.Kind }) {
+			return cmdutil.Usage("Name a userdeployment (ud), agenttask (at) or workflow (wf): kubectl sched logs ud/shop.",
+				"logs cannot show %q: only apps, tasks and workflows have pods of their own", kindName)
+		}
+		o.kind, o.name = &k, name
+	}
+	o.color = printing.Color(o.Out)
+	var err error
+	o.clients, err = o.NewClients(o.Flags)
+	return err
+}
+
+// Validate checks the flags.
+func (o *Options) Validate() error {
+	if o.name == "" {
+		return cmdutil.Usage("kubectl sched logs NAME, or KIND/NAME.", "no name in %q", o.Target)
+	}
+	if o.Tail < -1 {
+		return cmdutil.Usage("Use --tail N with N >= 0, or -1 for all.", "--tail must be -1 or more, got %d", o.Tail)
+	}
+	if o.Since < 0 {
+		return cmdutil.Usage("Use a positive duration such as 5m.", "--since must not be negative, got %s", o.Since)
+	}
+	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" {
+		return cmdutil.Usage("SERVICE applies to an app only.", "%s/%s has no services", o.kind.Singular, o.name)
+	}
+	return nil
+}
+
+// Run finds the object, then prints or follows its pods' logs.
+func (o *Options) Run(ctx context.Context) error {
+	src, err := o.resolve(ctx)
+	if err != nil {
+		return err
+	}
+	if o.Follow {
+		return o.follow(ctx, src)
+	}
+	return o.printAll(ctx, src)
+}
+
+// source is one object's pods and how to label their lines.
+type source struct {
+	kind     get.Kind
+	name     string
+	selector labels.Selector
+	// container chooses the containers of a pod.
+	containers func(*corev1.Pod) []string
+	// prefix names a pod's lines.
+	prefix func(*corev1.Pod) string
+	// order sorts pods for printing: by service or step, then start.
+	order func(*corev1.Pod) string
+	// finished reports a task or workflow that ended (follow stops).
+	finished func(context.Context) <-chan struct{}
+}
+
+func (o *Options) resolve(ctx context.Context) (*source, error) {
+	ns := o.clients.Namespace
+	kinds := logKinds
+	if o.kind != nil {
+		kinds = []get.Kind{*o.kind}
+	} else if o.Service != "" {
+		kinds = logKinds[:1]
+	}
+	var found []client.Object
+	var foundKinds []get.Kind
+	for _, k := range kinds {
+		obj := newObject(k)
+		err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, obj)
+		if apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err) {
+			continue
+		}
+		if err != nil {
+			return nil, cmdutil.API(err, "get", k.What(ns, o.name))
+		}
+		found = append(found, obj)
+		foundKinds = append(foundKinds, k)
+	}
+	switch len(found) {
+	case 0:
+		if len(kinds) == 1 {
+			return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Check the name and the namespace (-n).", "%s not found in namespace %q", kinds[0].What(ns, o.name), ns)
+		}
+		return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Check the name and the namespace (-n); 'kubectl sched get' lists what there is.",
+			"no app, task or workflow named %q in namespace %q", o.name, ns)
+	case 1:
+	default:
+		var choices []string
+		for _, k := range foundKinds {
+			choices = append(choices, k.Singular+"/"+o.name)
+		}
+		return nil, cmdutil.Usage("Choose one: "+strings.Join(choices, ", ")+".", "%q names more than one kind of object in namespace %q", o.name, ns)
+	}
+	return o.sourceFor(foundKinds[0], found[0])
+}
+
+func newObject(k get.Kind) client.Object {
+	switch k.Kind {
+	case "UserDeployment":
+		return &schedv1.UserDeployment{}
+	case "AgentTask":
+		return &schedv1.AgentTask{}
+	default:
+		return &schedv1.Workflow{}
+	}
+}
+
+func (o *Options) sourceFor(k get.Kind, obj client.Object) (*source, error) {
+	src := &source{kind: k, name: obj.GetName()}
+	podName := func(p *corev1.Pod) string { return p.Name }
+	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(watch.ContainerName)} }
+	switch t := obj.(type) {
+	case *schedv1.UserDeployment:
+		set := labels.Set{schedv1.LabelUserDeployment: t.Name}
+		if o.Service != "" {
+			if !slices.ContainsFunc(t.Spec.Services, func(s schedv1.ServiceSpec) bool { return s.Name == o.Service }) {
+				var known []string
+				for _, s := range t.Spec.Services {
+					known = append(known, s.Name)
+				}
+				return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Its services: "+strings.Join(known, ", ")+".",
+					"userdeployment %s has no service %q", t.Name, o.Service)
+			}
+			set[schedv1.LabelService] = o.Service
+		}
+		src.selector = labels.SelectorFromSet(set)
+		src.containers = func(p *corev1.Pod) []string {
+			if o.Container != "" {
+				return []string{o.Container}
+			}
+			var cs []string
+			for _, c := range p.Spec.Containers {
+				cs = append(cs, c.Name)
+			}
+			return cs
+		}
+		src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
+		src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+	case *schedv1.AgentTask:
+		// The label holds the Job's name, which may be shorter than the task's.
+		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
+		src.containers, src.prefix = taskContainer, podName
+		src.order = func(*corev1.Pod) string { return "" }
+		src.finished = o.finishedWhen(&schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}, &schedv1.AgentTaskList{},
+			func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
+	case *schedv1.Workflow:
+		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: t.Name})
+		stepName := func(p *corev1.Pod) string {
+			i, err := strconv.Atoi(p.Labels[schedv1.LabelWorkflowStep])
+			if err == nil && i >= 0 && i < len(t.Spec.Steps) {
+				return t.Spec.Steps[i].Name
+			}
+			return "step-" + p.Labels[schedv1.LabelWorkflowStep]
+		}
+		src.containers = taskContainer
+		src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
+		src.order = func(p *corev1.Pod) string {
+			i, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowStep])
+			return fmt.Sprintf("%06d", i)
+		}
+		src.finished = o.finishedWhen(&schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}, &schedv1.WorkflowList{},
+			func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
+	}
+	return src, nil
+}
+
+func (o *Options) containerOr(def string) string {
+	if o.Container != "" {
+		return o.Container
+	}
+	return def
+}
+
+// finishedWhen watches obj; the channel closes once done says so (or the
+// watch ends).
+func (o *Options) finishedWhen(obj client.Object, list client.ObjectList, done func(client.Object) bool) func(context.Context) <-chan struct{} {
+	return func(ctx context.Context) <-chan struct{} {
+		ch := make(chan struct{})
+		go func() {
+			defer close(ch)
+			_ = watch.Until(ctx, o.clients.Client, obj, list, func(obj client.Object) (bool, error) { return done(obj), nil })
+		}()
+		return ch
+	}
+}
+
+func (o *Options) logOptions(container string, follow bool) corev1.PodLogOptions {
+	opts := corev1.PodLogOptions{Container: container, Follow: follow, Timestamps: o.Timestamps}
+	if o.Tail >= 0 {
+		opts.TailLines = ptr.To(o.Tail)
+	}
+	if o.Since > 0 {
+		opts.SinceSeconds = ptr.To(int64(o.Since.Seconds()))
+	}
+	return opts
+}
+
+// printAll prints the logs of the pods that exist now, in order.
+func (o *Options) printAll(ctx context.Context, src *source) error {
+	ns := o.clients.Namespace
+	list, err := o.clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: src.selector.String()})
+	if err != nil {
+		return cmdutil.API(err, "list", "pods")
+	}
+	pods := list.Items
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := &pods[i], &pods[j]
+		if oa, ob := src.order(a), src.order(b); oa != ob {
+			return oa < ob
+		}
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	if len(pods) == 0 {
+		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe %s %s' shows why; -f waits for them.", src.kind.Singular, src.name),
+			"%s %s has no pods", src.kind.Singular, src.name)
+	}
+	w := newPrefixWriter(o.Out, o.color)
+	shown, noLogs := 0, 0
+	for i := range pods {
+		p := &pods[i]
+		if !started(p) {
+			fmt.Fprintf(o.ErrOut, "pod %s has not started yet\n", p.Name)
+			continue
+		}
+		for _, c := range src.containers(p) {
+			err := o.stream(ctx, w, p, c, src.prefix(p), false)
+			var nl *watch.NoLogsError
+			switch {
+			case errors.As(err, &nl):
+				noLogs++
+				fmt.Fprintln(o.ErrOut, "warning: "+nl.Error())
+			case apierrors.IsNotFound(err):
+				fmt.Fprintf(o.ErrOut, "warning: pod %s is gone\n", p.Name)
+			case err != nil:
+				return err
+			default:
+				shown++
+			}
+		}
+	}
+	if shown == 0 && noLogs > 0 {
+		return cmdutil.Errorf(cmdutil.ExitNoLogs, fmt.Sprintf("'kubectl sched describe %s %s' shows its state.", src.kind.Singular, src.name),
+			"no pod of %s %s has logs to show", src.kind.Singular, src.name)
+	}
+	return nil
+}
+
+// stream copies one container's log, line by line with the prefix.
+func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow bool) error {
+	lw := w.For(prefix)
+	defer lw.Close()
+	err := watch.StreamPodLogs(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow), lw)
+	var nl *watch.NoLogsError
+	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) {
+		return cmdutil.API(err, "get", "pods/log "+p.Name)
+	}
+	return err
+}
+
+// started: some container of the pod runs or ran, so it may have logs.
+func started(p *corev1.Pod) bool {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if cs.State.Running != nil || cs.State.Terminated != nil || cs.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// drainTimeout bounds how long the last streams of a finished task or
+// workflow may go on.
+const drainTimeout = time.Minute
+
+// follow streams every pod that starts until ctx ends, or the task or
+// workflow finishes and its streams have drained.
+func (o *Options) follow(ctx context.Context, src *source) error {
+	// Streams outlive the pod watch: a finished container's log ends on
+	// its own, and cutting it short would lose its last lines.
+	streamCtx, cancelStreams := context.WithCancel(ctx)
+	defer cancelStreams()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if src.finished != nil {
+		done := src.finished(watchCtx)
+		go func() {
+			select {
+			case <-done:
+				// The last attempt's pod may be seen just after.
+				time.Sleep(time.Second)
+				stopWatch()
+			case <-watchCtx.Done():
+			}
+		}()
+	}
+	w := newPrefixWriter(o.Out, o.color)
+	cancels := map[string]context.CancelFunc{} // by pod UID and container
+	var wg sync.WaitGroup
+	ns := o.clients.Namespace
+	sel := src.selector.String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = sel
+			return o.clients.Kube.CoreV1().Pods(ns).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
+			opts.LabelSelector = sel
+			return o.clients.Kube.CoreV1().Pods(ns).Watch(ctx, opts)
+		},
+	}
+	_, err := watchtools.UntilWithSync(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
+			return false, nil
+		}
+		for _, c := range src.containers(p) {
+			key := string(p.UID) + "/" + c
+			if ev.Type == apiwatch.Deleted {
+				if cancel := cancels[key]; cancel != nil {
+					cancel()
+				}
+				continue
+			}
+			if cancels[key] != nil || !started(p) {
+				continue
+			}
+			sctx, cancel := context.WithCancel(streamCtx)
+			cancels[key] = cancel
+			wg.Add(1)
+			go func(p *corev1.Pod, c string) {
+				defer wg.Done()
+				if err := o.stream(sctx, w, p, c, src.prefix(p), true); err != nil && sctx.Err() == nil {
+					fmt.Fprintln(o.ErrOut, "warning: "+err.Error())
+				}
+			}(p.DeepCopy(), c)
+		}
+		return false, nil
+	})
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		fmt.Fprintln(o.ErrOut, "warning: gave up waiting for the rest of the logs")
+		cancelStreams()
+		<-drained
+	}
+	if err != nil && watchCtx.Err() == nil {
+		return cmdutil.API(err, "watch", "pods")
+	}
+	return nil
+}
