@@ -39,6 +39,9 @@ type Step struct {
 	Start, End time.Time
 	Outputs    map[string]string
 	Message    string
+	// After are the steps it waits for, when the workflow declares
+	// dependsOn (a DAG); empty for a plain sequence.
+	After []string
 }
 
 // StateOf reads a workflow. Rows come from the spec, so steps the operator
@@ -59,9 +62,13 @@ func StateOf(wf *schedv1.Workflow) State {
 	for _, ss := range st.Steps {
 		byName[ss.Name] = ss
 	}
+	dag := slices.ContainsFunc(wf.Spec.Steps, func(st schedv1.WorkflowStep) bool { return len(st.DependsOn) > 0 })
 	for _, spec := range wf.Spec.Steps {
 		ss, ok := byName[spec.Name]
 		step := Step{Name: spec.Name, Phase: schedv1.StepWaiting}
+		if dag {
+			step.After = slices.Clone(spec.DependsOn)
+		}
 		if ok {
 			step.TaskName, step.Phase, step.Message, step.Outputs = ss.TaskName, ss.Phase, oneLine(ss.Message), ss.Outputs
 			if ss.Phase == schedv1.StepSkipped {
@@ -257,7 +264,12 @@ func (v *View) appendChanges(s State) {
 			old = prev.Steps[i]
 		}
 		if st.Phase != old.Phase || st.Message != old.Message {
-			line := fmt.Sprintf("%s step %d %s %s", stamp, i, st.Name, st.Phase)
+			name := st.Name
+			if old.Phase == schedv1.StepWaiting && len(st.After) > 0 {
+				// Where a branch starts, once.
+				name += " (after " + strings.Join(st.After, ", ") + ")"
+			}
+			line := fmt.Sprintf("%s step %d %s %s", stamp, i, name, st.Phase)
 			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
 				line += " in " + FormatDuration(st.End.Sub(st.Start))
 			}
@@ -285,24 +297,39 @@ func (v *View) render(s State) string {
 		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
 	}
 
-	rows := [][4]string{{"#", "STEP", "PHASE", "DURATION"}}
+	// A DAG gets an AFTER column; a plain sequence reads top to bottom.
+	dag := slices.ContainsFunc(s.Steps, func(st Step) bool { return len(st.After) > 0 })
+	header2 := []string{"#", "STEP", "PHASE", "DURATION"}
+	if dag {
+		header2 = []string{"#", "STEP", "AFTER", "PHASE", "DURATION"}
+	}
+	phaseCol := len(header2) - 2
+	rows := [][]string{header2}
 	for i, st := range s.Steps {
 		d := ""
 		if !st.Start.IsZero() && st.Phase != schedv1.StepSkipped {
 			d = FormatDuration(span(st.Start, st.End, now))
 		}
-		rows = append(rows, [4]string{strconv.Itoa(i), st.Name, string(st.Phase), d})
+		row := []string{strconv.Itoa(i), st.Name}
+		if dag {
+			row = append(row, strings.Join(st.After, ","))
+		}
+		rows = append(rows, append(row, string(st.Phase), d))
 	}
-	var w [4]int
+	w := make([]int, len(header2))
 	for _, r := range rows {
 		for c := range r {
 			w[c] = max(w[c], displayWidth(r[c]))
 		}
 	}
 	for i, r := range rows {
-		left := "  " + pad(r[0], w[0]) + "  " + pad(r[1], w[1]) + "  "
-		phase := pad(r[2], w[2])
-		right := "  " + pad(r[3], w[3]) + "  "
+		left := " "
+		for c := range phaseCol {
+			left += " " + pad(r[c], w[c]) + " "
+		}
+		left += " "
+		phase := pad(r[phaseCol], w[phaseCol])
+		right := "  " + pad(r[phaseCol+1], w[phaseCol+1]) + "  "
 		details := "DETAILS"
 		if i > 0 {
 			details = detail(s.Steps[i-1])
@@ -311,7 +338,8 @@ func (v *View) render(s State) string {
 			details = cut(details, v.width-1-displayWidth(left+phase+right))
 		}
 		if i > 0 {
-			phase = paint(r[2], phase)
+			// Colour the word, not its padding, so trailing blanks trim.
+			phase = paint(r[phaseCol], r[phaseCol]) + phase[len(r[phaseCol]):]
 		}
 		b.WriteString(strings.TrimRight(left+phase+right+details, " ") + "\n")
 	}

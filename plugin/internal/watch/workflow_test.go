@@ -290,3 +290,46 @@ func TestWideCharactersFitTheWidth(t *testing.T) {
 		}
 	}
 }
+
+// A DAG shows what each step waits for: an AFTER column on a terminal, and
+// "(after ...)" where a branch starts in the line-per-change view.
+func TestBranchesShowWhatTheyWaitFor(t *testing.T) {
+	s := State{Name: "checks", Phase: schedv1.WorkflowRunning, Created: t0, Start: t0, Steps: []Step{
+		{Name: "fetch", Phase: schedv1.StepSucceeded, Start: t0, End: t0.Add(time.Second), Outputs: map[string]string{"sha": "4f2a"}},
+		{Name: "lint", Phase: schedv1.StepRunning, Start: t0.Add(time.Second), After: []string{"fetch"}},
+		{Name: "test", Phase: schedv1.StepRunning, Start: t0.Add(time.Second), After: []string{"fetch"}},
+		{Name: "ship", Phase: schedv1.StepWaiting, After: []string{"lint", "test"}},
+	}}
+	var out bytes.Buffer
+	NewView(&out, true, 0, (&clock{now: t0.Add(3 * time.Second)}).Now).Update(s)
+	want := `Workflow checks  Running  3s  1/4 steps
+  #  STEP   AFTER      PHASE      DURATION  DETAILS
+  0  fetch             Succeeded  1s        sha=4f2a
+  1  lint   fetch      Running    2s
+  2  test   fetch      Running    2s
+  3  ship   lint,test  Waiting
+`
+	if diff := cmp.Diff(want, plain(out.String())); diff != "" {
+		t.Errorf("terminal view (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v := NewView(&out, false, 0, (&clock{now: t0}).Now)
+	v.Update(s)
+	for _, line := range []string{"step 1 lint (after fetch) Running\n", "step 2 test (after fetch) Running\n"} {
+		if !strings.Contains(out.String(), line) {
+			t.Errorf("line view lacks %q:\n%s", line, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "ship") {
+		t.Errorf("a waiting step has no line yet:\n%s", out.String())
+	}
+	out.Reset()
+	next := s
+	next.Steps = append([]Step(nil), s.Steps...)
+	next.Steps[1].Phase = schedv1.StepSucceeded
+	v.Update(next)
+	if got := out.String(); !strings.Contains(got, "step 1 lint Succeeded") || strings.Contains(got, "after") {
+		t.Errorf("the dependencies are said once, where the step starts:\n%s", got)
+	}
+}
