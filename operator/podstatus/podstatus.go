@@ -28,20 +28,20 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 	for _, cs := range statuses {
 		w := cs.State.Waiting
 		if w == nil {
+			if t := cs.State.Terminated; t != nil && restartsAlways(pod) && cs.RestartCount > 0 && isMain(pod, cs.Name) {
+				// The kubelet may keep a crashed container's terminated
+				// state through the back-off instead of waiting with
+				// CrashLoopBackOff (1.36 does): it has ended, and ended
+				// before, so it is crashing.
+				return schedv1.ReasonCrashLoop, crashMessage(cs, t)
+			}
 			continue
 		}
 		switch w.Reason {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
 			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, Clip(w.Message))
 		case "CrashLoopBackOff":
-			msg := fmt.Sprintf("container %s keeps crashing (%d restarts)", cs.Name, cs.RestartCount)
-			if t := cs.LastTerminationState.Terminated; t != nil {
-				msg += fmt.Sprintf(", last exit code %d", t.ExitCode)
-				if m := strings.TrimSpace(t.Message); m != "" {
-					msg += ": " + Clip(m)
-				}
-			}
-			return schedv1.ReasonCrashLoop, msg
+			return schedv1.ReasonCrashLoop, crashMessage(cs, cs.LastTerminationState.Terminated)
 		case "CreateContainerConfigError":
 			return schedv1.ReasonMissingRef, "the container cannot be configured: " + Clip(w.Message)
 		case "CreateContainerError", "RunContainerError":
@@ -49,6 +49,36 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 		}
 	}
 	return "", ""
+}
+
+// crashMessage says how often a container restarted and how it last ended.
+func crashMessage(cs corev1.ContainerStatus, last *corev1.ContainerStateTerminated) string {
+	msg := fmt.Sprintf("container %s keeps crashing (%d restarts)", cs.Name, cs.RestartCount)
+	if last != nil {
+		msg += fmt.Sprintf(", last exit code %d", last.ExitCode)
+		if m := strings.TrimSpace(last.Message); m != "" {
+			msg += ": " + Clip(m)
+		}
+	}
+	return msg
+}
+
+// restartsAlways: a Deployment's or DaemonSet's pod, whose containers are
+// restarted whenever they end (the API server defaults the policy to
+// Always, so an empty one is too).
+func restartsAlways(pod *corev1.Pod) bool {
+	return pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
+}
+
+// isMain tells an app container from an init container, whose ended state
+// is normal.
+func isMain(pod *corev1.Pod, name string) bool {
+	for _, cs := range pod.Status.InitContainerStatuses {
+		if cs.Name == name {
+			return false
+		}
+	}
+	return true
 }
 
 // Clip shortens s to MaxMessage bytes, on a rune boundary so the status

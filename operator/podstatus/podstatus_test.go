@@ -18,9 +18,10 @@ func TestCause(t *testing.T) {
 		return corev1.ContainerStatus{Name: "app", Image: "app:1", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}
 	}
 	cases := map[string]struct {
-		status     corev1.PodStatus
-		reason     string
-		msgContain string
+		restartPolicy corev1.RestartPolicy
+		status        corev1.PodStatus
+		reason        string
+		msgContain    string
 	}{
 		"starting": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("ContainerCreating", "")}}},
 		"running":  {status: corev1.PodStatus{Phase: corev1.PodRunning}},
@@ -47,11 +48,36 @@ func TestCause(t *testing.T) {
 			}()}},
 			reason: schedv1.ReasonCrashLoop, msgContain: "(3 restarts), last exit code 137",
 		},
+		// The real kubelet keeps the terminated state through the back-off.
+		"crash loop seen as a restarted container that ended": {
+			status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "worker", RestartCount: 2,
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", Message: "cannot open /data/db\n"}},
+			}}},
+			reason: schedv1.ReasonCrashLoop, msgContain: "container worker keeps crashing (2 restarts), last exit code 2: cannot open /data/db",
+		},
+		"a Job's pod that failed is not a loop": {
+			restartPolicy: corev1.RestartPolicyNever,
+			status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "task", RestartCount: 1, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3}},
+			}}},
+		},
+		"an ended container before any restart is not a loop yet": {
+			status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "worker", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}},
+			}}},
+		},
+		"an ended init container is normal": {
+			status: corev1.PodStatus{
+				InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", RestartCount: 1, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}},
+				ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+			},
+		},
 		"run error": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{waiting("RunContainerError", "exec format error")}}, reason: schedv1.ReasonCreateFailed, msgContain: "exec format error"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			reason, msg := Cause(&corev1.Pod{Status: tc.status})
+			reason, msg := Cause(&corev1.Pod{Spec: corev1.PodSpec{RestartPolicy: tc.restartPolicy}, Status: tc.status})
 			if reason != tc.reason || !strings.Contains(msg, tc.msgContain) || (reason == "") != (msg == "") {
 				t.Errorf("Cause = %q, %q; want %q containing %q", reason, msg, tc.reason, tc.msgContain)
 			}

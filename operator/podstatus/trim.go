@@ -4,7 +4,8 @@ import corev1 "k8s.io/api/core/v1"
 
 // Trim is the operator's cache transform for pods. The controllers read a
 // pod's metadata (labels, finalizers, timestamps), where it runs or is
-// pinned to (spec.nodeName and spec.affinity, for SchedExt) and what its
+// pinned to (spec.nodeName and spec.affinity, for SchedExt), its restart
+// policy (a crash loop reads differently with Always), and what its
 // status says about it starting, running and ending: phase, conditions,
 // start time and per container its name, image, state, last state, restart
 // count and readiness. Everything else, most of a pod's size (containers,
@@ -18,7 +19,7 @@ func Trim(obj any) (any, error) {
 		return obj, nil
 	}
 	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Affinity: pod.Spec.Affinity}
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Affinity: pod.Spec.Affinity, RestartPolicy: pod.Spec.RestartPolicy}
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,
 		Conditions:            pod.Status.Conditions,
