@@ -92,7 +92,10 @@ const (
 	// ReasonImageNotAllowed: spec.scheduler.image is not from a registry
 	// the operator's --allowed-scheduler-registries lists.
 	ReasonImageNotAllowed = "ImageNotAllowed"
-	ReasonAttached        = "Attached"
+	// ReasonSchedulerNamespaceMissing: the namespace of the SchedExt
+	// DaemonSets does not exist (kubectl sched install creates it).
+	ReasonSchedulerNamespaceMissing = "SchedulerNamespaceMissing"
+	ReasonAttached                  = "Attached"
 	// ReasonRolledOut: Progressing is False because the DaemonSet runs the
 	// current template everywhere it should.
 	ReasonRolledOut = "RolledOut"

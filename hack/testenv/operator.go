@@ -111,13 +111,22 @@ func applyRole(ctx context.Context, c client.Client, raw map[string]any, subject
 		if err := json.Unmarshal(data, role); err != nil {
 			return err
 		}
-		// The generated Role names the operator's namespace; tests use the same one.
-		role.Namespace = OperatorNamespace
+		// Generated Roles name the operator's namespace or the scheduler
+		// namespace, which install creates (privileged); tests use both.
+		if role.Namespace != schedv1.DefaultSchedulerNamespace {
+			role.Namespace = OperatorNamespace
+		} else {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: role.Namespace,
+				Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}
+			if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				return err
+			}
+		}
 		if err := createOrUpdate(ctx, c, role); err != nil {
 			return err
 		}
 		binding := &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: OperatorNamespace},
+			ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: role.Namespace},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 			Subjects:   []rbacv1.Subject{subject},
 		}

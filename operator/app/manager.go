@@ -72,9 +72,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			ByObject: map[client.Object]cache.ByObject{
 				&appsv1.Deployment{}:  owned,
 				&appsv1.StatefulSet{}: owned,
-				&appsv1.DaemonSet{}:   owned,
-				&corev1.Service{}:     owned,
-				&corev1.ConfigMap{}:   owned,
+				// Only in the scheduler namespace, where its Role is.
+				&appsv1.DaemonSet{}: {Label: managedSelector, Namespaces: map[string]cache.Config{o.Settings.SchedulerNamespace: {}}},
+				&corev1.Service{}:   owned,
+				&corev1.ConfigMap{}: owned,
 				// Never read (the operator has no RBAC for Secrets); listed so a
 				// future read cannot cache every Secret in the cluster.
 				&corev1.Secret{}:              owned,

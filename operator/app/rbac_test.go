@@ -65,9 +65,19 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"create", "", "serviceaccounts/token", false},
 		{"update", "", "nodes", false},
 		{"create", "", "pods/exec", false},
+		// Namespaces are install's to make: the operator only reads them.
+		{"create", "", "namespaces", false},
+		{"patch", "", "namespaces", false},
+		// Privileged DaemonSets only in the scheduler namespace (its Role).
+		{"create", "apps", "daemonsets", false},
 	} {
 		if got := can(c.verb, c.group, c.resource, "tenant-a"); got != c.allowed {
 			t.Errorf("operator may %s %s.%s: %v, want %v", c.verb, c.resource, c.group, got, c.allowed)
+		}
+	}
+	for _, verb := range []string{"create", "update", "delete", "list", "watch"} {
+		if !can(verb, "apps", "daemonsets", schedv1.DefaultSchedulerNamespace) {
+			t.Errorf("operator may not %s daemonsets in %s, where SchedExts need them", verb, schedv1.DefaultSchedulerNamespace)
 		}
 	}
 

@@ -89,12 +89,13 @@ type Reconciler struct {
 // DaemonSet is gone; setting that needs update on the finalizers subresource
 // where OwnerReferencesPermissionEnforcement is enabled.
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;delete,namespace=kubectl-sched-schedulers
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // Arbitration reads every node's labels and taints.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
-// Only the scheduler namespace, read uncached: no list or watch.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
+// DaemonSets only in the scheduler namespace: a Role there, which
+// `kubectl sched install` creates with the namespace. The operator creates
+// no namespace (it reads them with the tenant controller's rights).
 
 // Reconcile makes one SchedExt's DaemonSet match its spec and its share of
 // the nodes, then reports what the kernels say.
@@ -114,7 +115,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.image == "" || o.refused != "" {
+	if o.image == "" || o.refused != "" || o.noNamespace != "" {
 		if err := r.deleteDaemonSet(ctx, scx, o); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -174,6 +175,22 @@ func (r *Reconciler) observe(ctx context.Context, scx *schedv1.SchedExt) (observ
 		return o, err
 	}
 	o.pods = pods.Items
+
+	if o.ds == nil {
+		ns := &corev1.Namespace{}
+		err := r.Get(ctx, types.NamespacedName{Name: r.Namespace}, ns)
+		switch {
+		case apierrors.IsNotFound(err):
+			o.noNamespace = fmt.Sprintf("the scheduler namespace %s does not exist; 'kubectl sched install' creates it, privileged, with the operator's rights there", r.Namespace)
+		case err != nil:
+			return o, err
+		case ns.Labels[labelPSAEnforce] != "privileged":
+			// Not refused here: the cluster may admit privileged pods
+			// anyway. If not, the DaemonSet's pods are refused and the
+			// status says that.
+			log.FromContext(ctx).Info("The scheduler namespace does not enforce the privileged Pod Security level; the loaders may be refused", "namespace", r.Namespace)
+		}
+	}
 	return o, nil
 }
 
@@ -184,9 +201,6 @@ func (r *Reconciler) applyDaemonSet(ctx context.Context, scx *schedv1.SchedExt, 
 		return nil, err
 	}
 	if current == nil {
-		if err := r.ensureNamespace(ctx); err != nil {
-			return nil, err
-		}
 		err := r.Create(ctx, desired)
 		if err == nil {
 			log.FromContext(ctx).Info("Created DaemonSet", "daemonSet", client.ObjectKeyFromObject(desired), "image", desired.Spec.Template.Spec.Containers[0].Image)
@@ -302,39 +316,6 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, name string) error {
 	return nil
 }
 
-// ensureNamespace creates the scheduler namespace, or labels an existing one
-// so Pod Security Admission admits the privileged loaders. It runs only when
-// a DaemonSet is about to be created.
-func (r *Reconciler) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: r.Namespace}, ns)
-	if apierrors.IsNotFound(err) {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-			Name:   r.Namespace,
-			Labels: map[string]string{labelPSAEnforce: "privileged", schedv1.LabelManagedBy: schedv1.ManagedByValue},
-		}}
-		if err := r.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", r.Namespace, err)
-		}
-		log.FromContext(ctx).Info("Created the scheduler namespace", "namespace", r.Namespace)
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if ns.Labels[labelPSAEnforce] == "privileged" {
-		return nil
-	}
-	// An existing namespace is not ours: add only what the loaders need.
-	patch := client.MergeFrom(ns.DeepCopy())
-	ns.Labels = mergeLabels(ns.Labels, map[string]string{labelPSAEnforce: "privileged"})
-	if err := r.Patch(ctx, ns, patch); err != nil {
-		return fmt.Errorf("label namespace %s for privileged pods: %w", r.Namespace, err)
-	}
-	log.FromContext(ctx).Info("Labelled the scheduler namespace for privileged pods", "namespace", r.Namespace)
-	return nil
-}
-
 // patchStatus writes the status only when it changed, and tells of attach,
 // detach and conflicts with events.
 func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, before *schedv1.SchedExtStatus) error {
@@ -402,6 +383,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
 		}))).
 		Watches(&corev1.Node{}, everySchedExt, builder.WithPredicates(nodeChanged)).
+		// Install creating the scheduler namespace unblocks every SchedExt.
+		Watches(&corev1.Namespace{}, everySchedExt, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetName() == r.Namespace
+		}))).
 		Watches(&schedv1.SchedExt{}, everySchedExt, builder.WithPredicates(claimChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("schedext").

@@ -92,8 +92,7 @@ var (
 )
 
 // TestSchedulerOnANodePool: pods land only on the pool's nodes, the counts
-// and conditions say attached, the namespace admits privileged pods, and
-// deleting the SchedExt leaves nothing.
+// and conditions say attached, and deleting the SchedExt leaves nothing.
 func TestSchedulerOnANodePool(t *testing.T) {
 	create(t, MakeSchedExt("lavd-general").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").
 		Args("--performance").Env("RUST_LOG", "info").Obj())
@@ -132,13 +131,6 @@ func TestSchedulerOnANodePool(t *testing.T) {
 		t.Errorf("attach check or preflight missing: %+v / %+v", pod.Containers[1], pod.InitContainers)
 	}
 
-	ns := &corev1.Namespace{}
-	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: opts.Settings.SchedulerNamespace}, ns); err != nil {
-		t.Fatal(err)
-	}
-	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
-		t.Errorf("namespace labels %v", ns.Labels)
-	}
 	if !eventSeen(t, "lavd-general", schedv1.ReasonAttached) {
 		t.Errorf("no %s event", schedv1.ReasonAttached)
 	}
@@ -148,32 +140,35 @@ func TestSchedulerOnANodePool(t *testing.T) {
 	remove(t, "lavd-general")
 }
 
-// TestExistingNamespaceLabelled: a scheduler namespace that exists without
-// the Pod Security label (an admin created it) gets it, and keeps its other
-// labels.
-func TestExistingNamespaceLabelled(t *testing.T) {
+// TestSchedulerNamespaceMissing: the operator creates no namespace (install
+// does, with its Role there). Without it a SchedExt says what to do; once
+// it is back, with the Role, the SchedExt proceeds without a nudge.
+func TestSchedulerNamespaceMissing(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Settings.SchedulerNamespace}}
-	if err := sim.Client.Create(t.Context(), ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := sim.Client.Delete(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns); err != nil {
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(sim.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)), nil
+	}); err != nil {
+		t.Fatalf("namespace %s not gone: %v", ns.Name, err)
+	}
+
+	create(t, MakeSchedExt("no-namespace").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "highmem").Obj())
+	got := waitSchedExt(t, "no-namespace", "degraded for the missing namespace", func(s *schedv1.SchedExt) bool {
+		return condIs(s, schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerNamespaceMissing)
+	})
+	if c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionReady); c == nil ||
+		!strings.Contains(c.Message, "the scheduler namespace "+ns.Name+" does not exist; 'kubectl sched install' creates it") {
+		t.Errorf("Ready condition %+v does not say what to do", c)
+	}
+
+	// What install does: the namespace and the operator's Role in it.
+	if _, err := testenv.OperatorConfig(t.Context(), sim.Config); err != nil {
 		t.Fatal(err)
 	}
-	patch := client.MergeFrom(ns.DeepCopy())
-	delete(ns.Labels, "pod-security.kubernetes.io/enforce")
-	metav1.SetMetaDataLabel(&ns.ObjectMeta, "team", "kernel")
-	if err := sim.Client.Patch(t.Context(), ns, patch); err != nil {
-		t.Fatal(err)
-	}
-	create(t, MakeSchedExt("ns-label").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "highmem").Obj())
-	waitSchedExt(t, "ns-label", "attached", func(s *schedv1.SchedExt) bool { return s.Status.ReadyNodes == 1 })
-	if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(ns), ns); err != nil {
-		t.Fatal(err)
-	}
-	if ns.Labels["pod-security.kubernetes.io/enforce"] != "privileged" || ns.Labels["team"] != "kernel" {
-		t.Errorf("namespace labels %v", ns.Labels)
-	}
-	remove(t, "ns-label")
+	waitSchedExt(t, "no-namespace", "attached once the namespace is back", func(s *schedv1.SchedExt) bool { return s.Status.ReadyNodes == 1 })
+	remove(t, "no-namespace")
 }
 
 // TestNotAttached: pods that run but whose attach probe fails are not

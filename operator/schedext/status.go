@@ -24,6 +24,8 @@ type observed struct {
 	image string
 	// refused says why the image may not run; "" when it may.
 	refused string
+	// noNamespace says the scheduler namespace is missing; "" when it exists.
+	noNamespace string
 	// ds is the DaemonSet; nil when it does not exist (yet).
 	ds   *appsv1.DaemonSet
 	pods []corev1.Pod
@@ -66,6 +68,12 @@ func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.S
 		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, msg)
 		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, "nothing to roll out: "+msg)
 		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonUnknownScheduler, msg)
+		return st
+	}
+	if o.noNamespace != "" {
+		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, o.noNamespace)
+		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, "nothing to roll out: "+o.noNamespace)
+		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerNamespaceMissing, o.noNamespace)
 		return st
 	}
 	if o.refused != "" {

@@ -126,6 +126,15 @@ func TestComputeStatus(t *testing.T) {
 				Degraded:    cond{metav1.ConditionTrue, schedv1.ReasonUnknownScheduler, nil},
 			},
 		},
+		"no scheduler namespace: no DaemonSet, Degraded saying what to do": {
+			o: observed{image: "reg/scx:1", noNamespace: "the scheduler namespace scheds does not exist; 'kubectl sched install' creates it"},
+			want: wantStatus{
+				Image:       "reg/scx:1",
+				ReadyCond:   cond{metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, []string{"kubectl sched install"}},
+				Progressing: cond{metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, []string{"nothing to roll out"}},
+				Degraded:    cond{metav1.ConditionTrue, schedv1.ReasonSchedulerNamespaceMissing, nil},
+			},
+		},
 		"DaemonSet not created yet": {
 			o: observed{image: "reg/scx:1", assignment: Assignment{Nodes: []string{"n1"}}},
 			want: wantStatus{

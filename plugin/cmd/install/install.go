@@ -299,6 +299,10 @@ func (o *Options) configure(ctx context.Context) error {
 		}
 	}
 	o.Settings = o.settingFlags.merge(base)
+	if o.Settings["SCHEDULER_NAMESPACE"] == o.namespace {
+		return cmdutil.Usage("Give the schedulers a namespace of their own with --scheduler-namespace.",
+			"the scheduler namespace %q is the operator's: it admits privileged pods, which the operator's namespace must not", o.namespace)
+	}
 	o.objects, err = configure(o.objects, o.Settings)
 	return err
 }

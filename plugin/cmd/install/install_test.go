@@ -137,6 +137,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-workflow-references",
+		"Namespace /kubectl-sched-schedulers",
 		"Namespace /ops",
 		"PriorityClass /kubectl-sched-critical",
 		"PriorityClass /kubectl-sched-high",
@@ -147,9 +148,11 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ClusterRole /kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",
+		"Role kubectl-sched-schedulers/kubectl-sched-operator",
 		"Role ops/kubectl-sched-operator",
 		"ClusterRoleBinding /kubectl-sched-operator",
 		"RoleBinding ops/kubectl-sched-operator",
+		"RoleBinding kubectl-sched-schedulers/kubectl-sched-operator",
 		"ConfigMap ops/kubectl-sched-operator-config",
 		"ConfigMap ops/kubectl-sched-tiers",
 		"Service ops/kubectl-sched-operator-metrics",
@@ -208,6 +211,31 @@ func TestInstallDryRunClient(t *testing.T) {
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "json")
 	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "ghcr.io/kubectl-sched/operator:latest"`) {
 		t.Errorf("exit %d, want a List with the default image:\n%.2000s", res.Code, res.Stdout)
+	}
+}
+
+// The scheduler namespace, its Role and RoleBinding follow the setting; it
+// may not be the operator's namespace.
+func TestInstallSchedulerNamespace(t *testing.T) {
+	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name", "--scheduler-namespace", "kernel")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--scheduler-namespace", "kernel")
+	var got []string
+	for _, o := range decodeAll(t, strings.NewReader(res.Stdout)) {
+		if o.GetName() == "kernel" || o.GetNamespace() == "kernel" || o.GetName() == "kubectl-sched-schedulers" || o.GetNamespace() == "kubectl-sched-schedulers" {
+			got = append(got, fmt.Sprintf("%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName()))
+		}
+	}
+	want := []string{"Namespace /kernel", "Role kernel/kubectl-sched-operator", "RoleBinding kernel/kubectl-sched-operator"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("scheduler namespace objects (-want +got):\n%s", diff)
+	}
+
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-n", "ops", "--scheduler-namespace", "ops")
+	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `the scheduler namespace "ops" is the operator's`) {
+		t.Errorf("exit %d, want %d; stderr %q", res.Code, cmdutil.ExitUsage, res.Stderr)
 	}
 }
 

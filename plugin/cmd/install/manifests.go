@@ -25,6 +25,9 @@ import (
 const (
 	// ManifestNamespace is the operator's namespace in config/.
 	ManifestNamespace = schedv1.DefaultOperatorNamespace
+	// ManifestSchedulerNamespace is the SchedExt DaemonSets' namespace in
+	// config/rbac; the SCHEDULER_NAMESPACE setting renames it.
+	ManifestSchedulerNamespace = schedv1.DefaultSchedulerNamespace
 	// ManifestImage is the operator image placeholder in config/manager;
 	// kustomize's images: replaces it the same way.
 	ManifestImage = "operator"
@@ -117,10 +120,11 @@ func decodeFile(file string) ([]*unstructured.Unstructured, error) {
 // substitute points the object at namespace and image, as config/default's
 // kustomization does with its namespace and images fields.
 func substitute(o *unstructured.Unstructured, image, namespace, version string) error {
-	if Namespaced(o.GroupVersionKind()) {
-		o.SetNamespace(namespace)
-	} else {
+	switch {
+	case !Namespaced(o.GroupVersionKind()):
 		o.SetNamespace("")
+	case o.GetNamespace() != ManifestSchedulerNamespace: // renamed by configure
+		o.SetNamespace(namespace)
 	}
 	switch o.GetKind() {
 	case "Namespace":

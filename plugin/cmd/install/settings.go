@@ -54,7 +54,7 @@ var Settings = []Setting{
 		Usage: "NAME=IMAGE resolves a well-known sched_ext scheduler (scx_lavd) to an image instead of the pinned scx release. Repeatable."},
 	{Flag: "allowed-scheduler-registries", Env: "ALLOWED_SCHEDULER_REGISTRIES", check: registries,
 		Usage: "Comma-separated registries or repositories (ghcr.io/sched-ext,registry.example.com) a SchedExt's own scheduler.image must come from; any when empty."},
-	{Flag: "scheduler-namespace", Env: "SCHEDULER_NAMESPACE", Usage: "Namespace of the SchedExt DaemonSets (the operator creates it, privileged).", check: label},
+	{Flag: "scheduler-namespace", Env: "SCHEDULER_NAMESPACE", Usage: "Namespace of the SchedExt DaemonSets: install creates it (Pod Security privileged) with the operator's Role for DaemonSets there.", check: label},
 	{Flag: "helper-image", Env: "HELPER_IMAGE", Usage: "Image with sh and cat for the SchedExt pods' kernel preflight and attach check (mirror it on air-gapped clusters).", check: nonEmpty},
 }
 
@@ -246,8 +246,16 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 		mapped[class] = true
 	}
 	out := objs[:0:0]
+	schedNS := settings["SCHEDULER_NAMESPACE"]
 	for _, o := range objs {
+		if o.GetNamespace() == ManifestSchedulerNamespace {
+			o.SetNamespace(schedNS)
+		}
 		switch o.GetKind() {
+		case "Namespace":
+			if o.GetName() == ManifestSchedulerNamespace {
+				o.SetName(schedNS)
+			}
 		case "PriorityClass":
 			if !mapped[o.GetName()] {
 				continue
