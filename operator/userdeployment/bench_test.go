@@ -225,7 +225,7 @@ func emptyNamespace(b *testing.B, c client.Client, ns string) {
 // traceApps watches the apps in ns and, when stopped, prints where the time
 // of an app goes: from its creation to its Deployment's, from there to the
 // Deployment being available, and from there to the app being Running.
-func traceApps(b *testing.B, ns string) (stop func()) {
+func traceApps(b *testing.B, ns string) (stop func() (lags []time.Duration)) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
@@ -262,7 +262,7 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 		cancel()
 		b.Fatal(err)
 	}
-	return func() {
+	return func() []time.Duration {
 		cancel()
 		wait()
 		var toDep, toReady, toRunning []time.Duration
@@ -280,7 +280,48 @@ func traceApps(b *testing.B, ns string) (stop func()) {
 		}
 		fmt.Printf("per app, median/max: created -> Deployment created %v/%v; -> Deployment available %v/%v; -> app Running %v/%v; status writes mean %.2f\n",
 			median(toDep), maxOf(toDep), median(toReady), maxOf(toReady), median(toRunning), maxOf(toRunning), float64(total)/float64(max(len(created), 1)))
+		return toRunning
 	}
+}
+
+// BenchmarkDeployLagIdle is `kubectl sched deploy --wait` on an idle
+// cluster: 20 one-service apps created one after another, each waited for,
+// timing from the watch event of its Deployment becoming available to the
+// one of the app reporting Running (target p50 <= 100 ms).
+//
+//	go test ./operator/userdeployment/ -run '^$' -bench BenchmarkDeployLagIdle -benchtime 1x
+func BenchmarkDeployLagIdle(b *testing.B) {
+	const apps = 20
+	var lags []time.Duration
+	for range b.N {
+		b.StopTimer()
+		ns := namespace(b)
+		stop := traceApps(b, ns)
+		b.StartTimer()
+		for i := range apps {
+			ud := MakeUserDeployment(fmt.Sprintf("idle-%02d", i), ns).
+				Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).Isolation(schedv1.IsolationOpen).Obj()
+			if err := sim.Client.Create(context.Background(), ud); err != nil {
+				b.Fatal(err)
+			}
+			deadline := time.Now().Add(time.Minute)
+			for !phase(schedv1.UserDeploymentRunning)(ud) {
+				if time.Now().After(deadline) {
+					b.Fatalf("app %s not Running after a minute: %+v", ud.Name, ud.Status)
+				}
+				time.Sleep(10 * time.Millisecond)
+				if err := sim.Client.Get(context.Background(), client.ObjectKeyFromObject(ud), ud); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.StopTimer()
+		lags = append(lags, stop()...)
+		emptyNamespace(b, sim.Client, ns)
+	}
+	slices.Sort(lags)
+	b.ReportMetric(float64(median(lags).Microseconds())/1000, "lag-p50-ms")
+	b.ReportMetric(float64(lags[len(lags)*9/10].Microseconds())/1000, "lag-p90-ms")
 }
 
 func median(d []time.Duration) time.Duration {

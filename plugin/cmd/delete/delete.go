@@ -18,8 +18,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/metadata"
 
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -52,7 +52,7 @@ type Options struct {
 
 	NewClients kube.Getter
 
-	targets []get.Target
+	targets []kinds.Target
 	clients *kube.Clients
 	meta    metadata.Interface
 }
@@ -67,7 +67,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 operator created for them (Jobs, pods, Deployments, step tasks, DaemonSets) are
 deleted with them by the garbage collector.`,
 		Example:           examples,
-		ValidArgsFunction: get.CompleteKindsAndNames(flags),
+		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err
@@ -94,7 +94,7 @@ deleted with them by the garbage collector.`,
 // Complete parses the arguments and builds the clients.
 func (o *Options) Complete(args []string) error {
 	var err error
-	if o.targets, err = get.ParseArgs(args, false); err != nil {
+	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err
 	}
 	if o.clients, err = o.NewClients(o.Flags); err != nil {
@@ -138,7 +138,7 @@ func (o *Options) Validate() error {
 
 // victim is one object to delete.
 type victim struct {
-	kind      get.Kind
+	kind      kinds.Kind
 	namespace string
 	name      string
 	uid       types.UID
@@ -202,7 +202,7 @@ func (o *Options) suffix() string {
 }
 
 // victims are the named objects, or the kind's objects that --all or -l select.
-func (o *Options) victims(ctx context.Context, t get.Target) ([]victim, error) {
+func (o *Options) victims(ctx context.Context, t kinds.Target) ([]victim, error) {
 	ns := o.clients.Namespace
 	if !t.Kind.Namespaced {
 		ns = ""

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -45,7 +45,7 @@ type Options struct {
 
 	NewClients kube.Getter
 
-	targets []get.Target
+	targets []kinds.Target
 	clients *kube.Clients
 }
 
@@ -61,7 +61,7 @@ operator created for them, and their recent events (oldest first). With no NAME,
 every object of the kind (matching -l) is described. Secrets are shown as
 references, never values.`,
 		Example:           examples,
-		ValidArgsFunction: get.CompleteKindsAndNames(flags),
+		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err
@@ -83,7 +83,7 @@ references, never values.`,
 // Complete parses the arguments and builds the clients.
 func (o *Options) Complete(args []string) error {
 	var err error
-	if o.targets, err = get.ParseArgs(args, false); err != nil {
+	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err
 	}
 	o.clients, err = o.NewClients(o.Flags)
@@ -142,7 +142,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // keys are the objects to describe: the names given, or every object of
 // the kind that matches the selector.
-func (o *Options) keys(ctx context.Context, t get.Target) ([]client.ObjectKey, error) {
+func (o *Options) keys(ctx context.Context, t kinds.Target) ([]client.ObjectKey, error) {
 	ns := o.clients.Namespace
 	if !t.Kind.Namespaced {
 		ns = ""
@@ -172,18 +172,8 @@ func (o *Options) keys(ctx context.Context, t get.Target) ([]client.ObjectKey, e
 	return keys, nil
 }
 
-func (o *Options) describe(ctx context.Context, k get.Kind, key client.ObjectKey, buf *bytes.Buffer) error {
-	var obj client.Object
-	switch k.Kind {
-	case "UserDeployment":
-		obj = &schedv1.UserDeployment{}
-	case "AgentTask":
-		obj = &schedv1.AgentTask{}
-	case "Workflow":
-		obj = &schedv1.Workflow{}
-	case "SchedExt":
-		obj = &schedv1.SchedExt{}
-	}
+func (o *Options) describe(ctx context.Context, k kinds.Kind, key client.ObjectKey, buf *bytes.Buffer) error {
+	obj := k.New()
 	if err := o.clients.Client.Get(ctx, key, obj); err != nil {
 		return cmdutil.API(err, "get", k.What(key.Namespace, key.Name))
 	}

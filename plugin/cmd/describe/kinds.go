@@ -17,8 +17,8 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -27,7 +27,7 @@ import (
 type describer struct {
 	ctx                context.Context
 	clients            *kube.Clients
-	kind               get.Kind
+	kind               kinds.Kind
 	schedulerNamespace string
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -59,7 +60,7 @@ type Options struct {
 	// NewClients builds the clients; tests may swap it.
 	NewClients kube.Getter
 
-	targets   []Target
+	targets   []kinds.Target
 	clients   *kube.Clients
 	namespace string
 	// watchFor bounds a watch (--request-timeout); 0 is until Ctrl-C.
@@ -79,7 +80,7 @@ its short name: userdeployment (ud), agenttask (at), workflow (wf), schedext (sc
 several separated by commas, or "all". With no KIND every kind is listed, each
 name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
-		ValidArgsFunction: CompleteKindsAndNames(flags),
+		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err
@@ -107,7 +108,7 @@ name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not appl
 // Complete parses the arguments and builds the clients.
 func (o *Options) Complete(args []string) error {
 	var err error
-	if o.targets, err = ParseArgs(args, true); err != nil {
+	if o.targets, err = kinds.ParseArgs(args, true); err != nil {
 		return err
 	}
 	o.everyKind = len(args) == 0 || len(args) == 1 && strings.EqualFold(args[0], "all")
@@ -220,7 +221,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // tableFor lists t, or gets each of its names and merges them into one
 // table. Not-found names go to errs so the others still print.
-func (o *Options) tableFor(ctx context.Context, t Target, errs *[]error) (*metav1.Table, error) {
+func (o *Options) tableFor(ctx context.Context, t kinds.Target, errs *[]error) (*metav1.Table, error) {
 	if len(t.Names) == 0 {
 		table, err := fetchTable(ctx, o.clients.Config, t.Kind, o.namespace, "", o.Selector)
 		if err != nil {
@@ -270,7 +271,7 @@ func (o *Options) noResourcesNamespace() string {
 	return ""
 }
 
-func (o *Options) tablePrinter(k Kind, multi bool) printers.ResourcePrinter {
+func (o *Options) tablePrinter(k kinds.Kind, multi bool) printers.ResourcePrinter {
 	return printers.NewTablePrinter(printers.PrintOptions{
 		Wide:          *o.Print.OutputFormat == "wide",
 		NoHeaders:     o.Print.NoHeaders,

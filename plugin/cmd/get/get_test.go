@@ -21,8 +21,8 @@ import (
 	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
@@ -363,27 +363,29 @@ func TestCompletion(t *testing.T) {
 }
 
 func TestParseArgs(t *testing.T) {
-	at, _ := get.Lookup("at")
-	wf, _ := get.Lookup("wf")
+	at, _ := kinds.Lookup("at")
+	wf, _ := kinds.Lookup("wf")
 	cases := map[string]struct {
 		args     []string
-		want     []get.Target
+		want     []kinds.Target
 		wantCode int
 	}{
-		"kind and names":    {args: []string{"AgentTasks", "a", "b"}, want: []get.Target{{Kind: at, Names: []string{"a", "b"}}}},
-		"kinds with commas": {args: []string{"at,wf"}, want: []get.Target{{Kind: at}, {Kind: wf}}},
-		"kind/name":         {args: []string{"at/a", "workflow/b", "at/c"}, want: []get.Target{{Kind: at, Names: []string{"a", "c"}}, {Kind: wf, Names: []string{"b"}}}},
+		"kind and names":    {args: []string{"AgentTasks", "a", "b"}, want: []kinds.Target{{Kind: at, Names: []string{"a", "b"}}}},
+		"kinds with commas": {args: []string{"at,wf"}, want: []kinds.Target{{Kind: at}, {Kind: wf}}},
+		"kind/name":         {args: []string{"at/a", "workflow/b", "at/c"}, want: []kinds.Target{{Kind: at, Names: []string{"a", "c"}}, {Kind: wf, Names: []string{"b"}}}},
 		"mixed forms":       {args: []string{"at/a", "b"}, wantCode: cmdutil.ExitUsage},
 		"names need a kind": {args: []string{"at,wf", "a"}, wantCode: cmdutil.ExitUsage},
 		"unknown":           {args: []string{"deployments"}, wantCode: cmdutil.ExitUsage},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := get.ParseArgs(tc.args, true)
+			got, err := kinds.ParseArgs(tc.args, true)
 			if code := cmdutil.ExitCode(err); code != tc.wantCode {
 				t.Fatalf("exit code %d (%v), want %d", code, err, tc.wantCode)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			// Kinds are equal by name (their constructors are funcs).
+			byName := cmp.Comparer(func(a, b kinds.Kind) bool { return a.Kind == b.Kind })
+			if diff := cmp.Diff(tc.want, got, byName); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
@@ -27,7 +28,7 @@ const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/js
 // fetchTable gets the server-built table of k in ns (all namespaces when
 // ns is empty), one object when name is set, and decodes each row's object
 // so the printer can add NAMESPACE and label columns.
-func fetchTable(ctx context.Context, cfg *rest.Config, k Kind, ns, name, selector string) (*metav1.Table, error) {
+func fetchTable(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, selector string) (*metav1.Table, error) {
 	if !k.Namespaced {
 		ns = ""
 	}
@@ -63,7 +64,7 @@ type tableEvent struct {
 // watchTables streams watch events of k as tables, from resourceVersion
 // rv, until ctx ends or the server closes the watch. It calls fn for each
 // event; an ERROR event becomes the returned API error.
-func watchTables(ctx context.Context, cfg *rest.Config, k Kind, ns, name, selector, rv string, timeout time.Duration, fn func(tableEvent) error) error {
+func watchTables(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, selector, rv string, timeout time.Duration, fn func(tableEvent) error) error {
 	c := rest.CopyConfig(cfg)
 	// A watch lasts as long as the user wants; --request-timeout bounds it
 	// through timeoutSeconds and ctx instead of cutting the stream as an error.

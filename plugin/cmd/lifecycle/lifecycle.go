@@ -19,13 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-var udKind = get.Kinds[0]
+var udKind = kinds.Kinds[0]
 
 // verb is what differs between the three commands.
 type verb struct {
@@ -117,7 +117,7 @@ func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericioo
 			}
 			return nil
 		},
-		ValidArgsFunction: get.CompleteNames(flags, udKind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, udKind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

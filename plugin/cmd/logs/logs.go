@@ -32,8 +32,8 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
@@ -56,13 +56,13 @@ type Options struct {
 	// NewClients builds the clients; tests may swap it.
 	NewClients kube.Getter
 	clients    *kube.Clients
-	kind       *get.Kind // nil: find it by name
+	kind       *kinds.Kind // nil: find it by name
 	name       string
 	color      bool
 }
 
 // logKinds are the kinds with pods of their own in the user's namespace.
-var logKinds = []get.Kind{get.Kinds[0], get.Kinds[1], get.Kinds[2]}
+var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
 
 // NewCommand returns `kubectl sched logs`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -93,7 +93,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
   # Every step of workflow release, in order
   kubectl sched logs workflow/release`,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: get.CompleteNames(flags, get.Kinds[0], 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, kinds.Kinds[0], 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err
@@ -121,8 +121,8 @@ func (o *Options) Complete(args []string) error {
 	}
 	o.name = o.Target
 	if kindName, name, ok := strings.Cut(o.Target, "/"); ok {
-		k, found := get.Lookup(kindName)
-		if !found || !slices.ContainsFunc(logKinds, func(l get.Kind) bool { return l.Kind == k.Kind }) {
+		k, found := kinds.Lookup(kindName)
+		if !found || !slices.ContainsFunc(logKinds, func(l kinds.Kind) bool { return l.Kind == k.Kind }) {
 			return cmdutil.Usage("Name a userdeployment (ud), agenttask (at) or workflow (wf): kubectl sched logs ud/shop.",
 				"logs cannot show %q: only apps, tasks and workflows have pods of their own", kindName)
 		}
@@ -165,7 +165,7 @@ func (o *Options) Run(ctx context.Context) error {
 
 // source is one object's pods and how to label their lines.
 type source struct {
-	kind     get.Kind
+	kind     kinds.Kind
 	name     string
 	selector labels.Selector
 	// container chooses the containers of a pod.
@@ -180,16 +180,16 @@ type source struct {
 
 func (o *Options) resolve(ctx context.Context) (*source, error) {
 	ns := o.clients.Namespace
-	kinds := logKinds
+	candidates := logKinds
 	if o.kind != nil {
-		kinds = []get.Kind{*o.kind}
+		candidates = []kinds.Kind{*o.kind}
 	} else if o.Service != "" {
-		kinds = logKinds[:1]
+		candidates = logKinds[:1]
 	}
 	var found []client.Object
-	var foundKinds []get.Kind
-	for _, k := range kinds {
-		obj := newObject(k)
+	var foundKinds []kinds.Kind
+	for _, k := range candidates {
+		obj := k.New()
 		err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, obj)
 		if apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err) {
 			continue
@@ -202,8 +202,8 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 	}
 	switch len(found) {
 	case 0:
-		if len(kinds) == 1 {
-			return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Check the name and the namespace (-n).", "%s not found in namespace %q", kinds[0].What(ns, o.name), ns)
+		if len(candidates) == 1 {
+			return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Check the name and the namespace (-n).", "%s not found in namespace %q", candidates[0].What(ns, o.name), ns)
 		}
 		return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Check the name and the namespace (-n); 'kubectl sched get' lists what there is.",
 			"no app, task or workflow named %q in namespace %q", o.name, ns)
@@ -218,18 +218,7 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 	return o.sourceFor(foundKinds[0], found[0])
 }
 
-func newObject(k get.Kind) client.Object {
-	switch k.Kind {
-	case "UserDeployment":
-		return &schedv1.UserDeployment{}
-	case "AgentTask":
-		return &schedv1.AgentTask{}
-	default:
-		return &schedv1.Workflow{}
-	}
-}
-
-func (o *Options) sourceFor(k get.Kind, obj client.Object) (*source, error) {
+func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	src := &source{kind: k, name: obj.GetName()}
 	podName := func(p *corev1.Pod) string { return p.Name }
 	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(watch.ContainerName)} }

@@ -8,10 +8,10 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
 
-var kind, _ = get.Lookup("schedext")
+var kind, _ = kinds.Lookup("schedext")
 
 // NewCommand returns `kubectl sched schedext` and its subcommands.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {

@@ -16,8 +16,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -69,7 +69,7 @@ out are removed from an existing one.`,
   # Print the object without creating it
   kubectl sched schedext set lavd --sched scx_lavd --dry-run=client -o yaml`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: get.CompleteNames(flags, kind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

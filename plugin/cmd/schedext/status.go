@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -89,7 +89,7 @@ scheduler pod. A summary line per SchedExt follows.`,
   kubectl sched schedext status lavd -o wide
   kubectl sched schedext status lavd -o json`,
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: get.CompleteNames(flags, kind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

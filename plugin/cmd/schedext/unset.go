@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -37,7 +37,7 @@ func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 		Example: `  kubectl sched schedext unset lavd
   kubectl sched schedext unset lavd --dry-run=server`,
 		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: get.CompleteNames(flags, kind, 0),
+		ValidArgsFunction: kinds.CompleteNames(flags, kind, 0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

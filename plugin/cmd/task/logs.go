@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
@@ -49,7 +49,7 @@ in turn, and ends when the task does.`,
   # The last 20 lines, then follow until the task ends
   kubectl sched task logs hello -f --tail 20`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: get.CompleteNames(flags, agentTaskKind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, agentTaskKind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
@@ -62,7 +62,7 @@ left as it is. A task that is a workflow's step ends the workflow too.`,
 }
 
 // agentTaskKind is the kind for name completion.
-var agentTaskKind, _ = get.Lookup("agenttask")
+var agentTaskKind, _ = kinds.Lookup("agenttask")
 
 // what names a task in errors the way kubectl names objects.
 func what(name string) string {

@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
@@ -42,7 +42,7 @@ when it Failed, 11 when it ran past its spec.timeout (phase Timeout), and 12
 when --timeout passed first (the workflow goes on).`
 
 // workflowKind is the kind for name completion.
-var workflowKind, _ = get.Lookup("workflow")
+var workflowKind, _ = kinds.Lookup("workflow")
 
 // logsGrace is how long the view waits, once the workflow ended, for the
 // last step's logs to arrive. Its pod has ended by then, so this is short.
@@ -77,7 +77,7 @@ func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
   # In CI: plain appended lines, no escape codes
   kubectl sched workflow watch nightly | tee watch.log`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: get.CompleteNames(flags, workflowKind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, workflowKind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

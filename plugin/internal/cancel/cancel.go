@@ -14,14 +14,14 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
 // Target is what differs between the kinds.
 type Target struct {
-	Kind get.Kind
+	Kind kinds.Kind
 	// Verb is the command's name and Done its past tense: cancel/cancelled.
 	Verb, Done string
 	// New returns an empty object of the kind.
@@ -58,7 +58,7 @@ func NewCommand(t Target, short, long, example string, flags *genericclioptions.
 			}
 			return nil
 		},
-		ValidArgsFunction: get.CompleteNames(flags, t.Kind, 1),
+		ValidArgsFunction: kinds.CompleteNames(flags, t.Kind, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

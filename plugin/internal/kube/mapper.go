@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
 
 // restMapper maps the kinds commands use without asking the server.
@@ -19,11 +20,13 @@ func restMapper() meta.RESTMapper {
 		m.AddSpecific(gv.WithKind(kind), gv.WithResource(plural), gv.WithResource(plural[:len(plural)-1]), scope)
 		m.AddSpecific(gv.WithKind(kind+"List"), gv.WithResource(plural), gv.WithResource(plural[:len(plural)-1]), scope)
 	}
-	g := schedv1.GroupVersion
-	add(g, "UserDeployment", "userdeployments", ns)
-	add(g, "AgentTask", "agenttasks", ns)
-	add(g, "Workflow", "workflows", ns)
-	add(g, "SchedExt", "schedexts", root)
+	for _, k := range kinds.Kinds {
+		scope := root
+		if k.Namespaced {
+			scope = ns
+		}
+		add(schedv1.GroupVersion, k.Kind, k.Plural, scope)
+	}
 	v1 := schema.GroupVersion{Version: "v1"}
 	add(v1, "Pod", "pods", ns)
 	add(v1, "Event", "events", ns)

@@ -1,4 +1,7 @@
-package get
+// Package kinds is the one table of the kinds kubectl sched manages: every
+// name a user may type for each, its resource, and a constructor, which the
+// commands build their lookups, completions and objects from.
+package kinds
 
 import (
 	"context"
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -28,14 +32,16 @@ type Kind struct {
 	// Alias is a name the plugin also accepts, with its plural, as its own
 	// commands say it (`kubectl sched task run`); kubectl does not know it.
 	Alias string
+	// New returns an empty object of the kind.
+	New func() client.Object
 }
 
 // Kinds in the order `get` with no KIND prints them.
 var Kinds = []Kind{
-	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true},
-	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task"},
-	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true},
-	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false},
+	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }},
+	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }},
+	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true, New: func() client.Object { return &schedv1.Workflow{} }},
+	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false, New: func() client.Object { return &schedv1.SchedExt{} }},
 }
 
 // ListNamespace is the namespace a list of this kind covers, as kubectl
@@ -108,7 +114,7 @@ func ResolveKinds(arg string) ([]Kind, error) {
 		if !ok {
 			return nil, unknownKind(part)
 		}
-		if !slices.Contains(out, k) {
+		if !slices.ContainsFunc(out, func(o Kind) bool { return o.Kind == k.Kind }) {
 			out = append(out, k)
 		}
 	}
@@ -149,7 +155,7 @@ func ParseArgs(args []string, allowEmpty bool) ([]Target, error) {
 			if !found {
 				return nil, unknownKind(kindName)
 			}
-			i := slices.IndexFunc(targets, func(t Target) bool { return t.Kind == k })
+			i := slices.IndexFunc(targets, func(t Target) bool { return t.Kind.Kind == k.Kind })
 			if i < 0 {
 				targets = append(targets, Target{Kind: k})
 				i = len(targets) - 1
