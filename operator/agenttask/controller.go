@@ -11,7 +11,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +32,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // podTaskIndex indexes the cached pods by their task label.
@@ -204,14 +204,9 @@ func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
 // passes through, are in its status: each event is an API write, and a
 // task's writes are what it costs the API server beyond a bare Job.
 func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
-	if equality.Semantic.DeepEqual(*before, task.Status) {
-		return nil
-	}
 	old := task.DeepCopy()
 	old.Status = *before
-	// The optimistic lock refuses a write based on a stale cache, which
-	// would repeat the last write; the newer object's event follows.
-	if err := r.Status().Patch(ctx, task, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
 		return err
 	}
 	if before.Phase != task.Status.Phase {

@@ -8,12 +8,12 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // observed is what the controller saw of a task's Job and pods.
@@ -195,10 +195,8 @@ func setExit(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
 	}
 }
 
-func setCond(st *schedv1.AgentTaskStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration,
-	})
+func setCond(st *schedv1.AgentTaskStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, typ, s, reason, msg)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

@@ -61,6 +61,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // Pod Security Admission label that lets the privileged loaders run in the
@@ -319,15 +320,9 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, name string) error {
 // patchStatus writes the status only when it changed, and tells of attach,
 // detach and conflicts with events.
 func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, before *schedv1.SchedExtStatus) error {
-	if equality.Semantic.DeepEqual(*before, scx.Status) {
-		return nil
-	}
 	old := scx.DeepCopy()
 	old.Status = *before
-	// The lock, as for the other kinds: a status computed from a stale
-	// SchedExt must not overwrite a newer one. A conflict retries with the
-	// workqueue's backoff.
-	if err := r.Status().Patch(ctx, scx, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if wrote, err := status.Patch(ctx, r.Client, scx, old); err != nil || !wrote {
 		return err
 	}
 	lg := log.FromContext(ctx)

@@ -20,7 +20,6 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,6 +43,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // fieldOwner is the server-side apply field manager of every object written.
@@ -433,14 +433,9 @@ func (r *Reconciler) observePods(ctx context.Context, ud *schedv1.UserDeployment
 // patchStatus writes the status only when it changed, with an event when
 // the app reaches Running, Stopped or Degraded.
 func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment, before *schedv1.UserDeploymentStatus) error {
-	if equality.Semantic.DeepEqual(*before, ud.Status) {
-		return nil
-	}
 	old := ud.DeepCopy()
 	old.Status = *before
-	// The optimistic lock refuses a write based on a stale cache, which
-	// would repeat the last write (and its event).
-	if err := r.Status().Patch(ctx, ud, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if wrote, err := status.Patch(ctx, r.Client, ud, old); err != nil || !wrote {
 		return err
 	}
 	if before.Phase == ud.Status.Phase {

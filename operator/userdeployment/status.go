@@ -13,6 +13,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // maxConditionMessage keeps a condition well under the API's 32 KiB limit
@@ -98,10 +99,8 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	}
 	st.Ready = fmt.Sprintf("%d/%d", ready, len(ud.Spec.Services))
 
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: ud.Generation,
-		})
+	set := func(typ string, s metav1.ConditionStatus, reason, msg string) {
+		status.SetCondition(&st.Conditions, ud.Generation, typ, s, reason, msg)
 	}
 	degraded := func() {
 		msgs := make([]string, 0, len(causes))

@@ -9,7 +9,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -23,6 +22,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // Reconciler reconciles Workflows.
@@ -201,14 +201,9 @@ func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[i
 // patchStatus writes the status when it changed and emits an event for each
 // workflow and step phase change.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
-	if equality.Semantic.DeepEqual(wf.Status, st) {
-		return nil
-	}
 	before := wf.DeepCopy()
 	wf.Status = st
-	// The optimistic lock refuses a write based on a stale cache, which
-	// would repeat the last write; the newer object's event follows.
-	if err := r.Status().Patch(ctx, wf, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+	if wrote, err := status.Patch(ctx, r.Client, wf, before); err != nil || !wrote {
 		return err
 	}
 	old := map[string]schedv1.StepPhase{}

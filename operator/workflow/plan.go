@@ -7,12 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // plan is what one reconcile decides: the new status and the actions. It
@@ -476,10 +476,8 @@ func setProgress(st *schedv1.WorkflowStatus) {
 	st.Progress = fmt.Sprintf("%d/%d", done, len(st.Steps))
 }
 
-func setCond(st *schedv1.WorkflowStatus, typ string, status metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: st.ObservedGeneration,
-	})
+func setCond(st *schedv1.WorkflowStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, typ, s, reason, msg)
 }
 
 func phaseWord(p schedv1.StepPhase) string {

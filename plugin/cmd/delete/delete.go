@@ -13,15 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
+
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/metadata"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
 const examples = `  # Delete a task (its Job and pods go with it)
@@ -68,15 +70,7 @@ operator created for them (Jobs, pods, Deployments, step tasks, DaemonSets) are
 deleted with them by the garbage collector.`,
 		Example:           examples,
 		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.All, "all", false, "Delete every object of the kind in the namespace.")
@@ -92,7 +86,7 @@ deleted with them by the garbage collector.`,
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err
@@ -266,43 +260,25 @@ func (o *Options) delete(ctx context.Context, v victim) (types.UID, error) {
 	return "", nil
 }
 
-// waitGone waits until v's object (by UID) no longer exists.
+// waitGone waits until v's object (by UID) no longer exists, from watch
+// events as the other waits do.
 func (o *Options) waitGone(ctx context.Context, v victim) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	res := o.meta.Resource(v.kind.GVR()).Namespace(v.namespace)
-	for {
-		m, err := res.Get(ctx, v.name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case ctx.Err() != nil:
-			return o.timedOut(v)
-		case err != nil:
-			return cmdutil.API(err, "get", v.kind.What(v.namespace, v.name))
-		case v.uid != "" && m.UID != v.uid:
-			return nil
-		}
-		w, err := res.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + v.name, ResourceVersion: m.ResourceVersion})
-		if err != nil {
-			if ctx.Err() != nil {
-				return o.timedOut(v)
-			}
-			return cmdutil.API(err, "watch", v.kind.What(v.namespace, v.name))
-		}
-		gone := false
-		for ev := range w.ResultChan() {
-			if ev.Type == watch.Deleted {
-				gone = true
-				break
-			}
-		}
-		w.Stop()
-		if gone {
-			return nil
-		}
-		// The watch closed or ctx ended: the Get above decides.
+	obj := v.kind.New()
+	obj.SetNamespace(v.namespace)
+	obj.SetName(v.name)
+	err := watch.Until(ctx, o.clients.Client, obj, v.kind.NewList(), func(cur client.Object) (bool, error) {
+		// Another object of the same name: ours is gone.
+		return v.uid != "" && cur.GetUID() != v.uid, nil
+	})
+	switch {
+	case err == nil, errors.Is(err, watch.ErrDeleted), apierrors.IsNotFound(err):
+		return nil
+	case ctx.Err() != nil:
+		return o.timedOut(v)
 	}
+	return cmdutil.API(err, "watch", v.kind.What(v.namespace, v.name))
 }
 
 func (o *Options) timedOut(v victim) error {

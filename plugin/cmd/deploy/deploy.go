@@ -87,16 +87,7 @@ With --wait it follows the UserDeployment until it is Running (exit 0), or
 Degraded (exit 10), or --timeout passes (exit 12), and prints its URL.`,
 		Example: examples,
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := o.Complete(cmd); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Template, "template", "", "Template to render: a name, or a path to a file or folder (see 'kubectl sched template list').")
@@ -114,7 +105,8 @@ Degraded (exit 10), or --timeout passes (exit 12), and prints its URL.`,
 }
 
 // Complete parses the values and builds the clients.
-func (o *Options) Complete(cmd *cobra.Command) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
 	var err error
 	if o.params, o.secrets, err = o.Values.Values(); err != nil {
 		return err

@@ -62,15 +62,7 @@ every object of the kind (matching -l) is described. Secrets are shown as
 references, never values.`,
 		Example:           examples,
 		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.Selector, "selector", "l", "", "Describe the objects with these labels, e.g. -l key=value.")
@@ -81,7 +73,7 @@ references, never values.`,
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err

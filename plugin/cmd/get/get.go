@@ -81,15 +81,7 @@ several separated by commas, or "all". With no KIND every kind is listed, each
 name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
 		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List across all namespaces.")
@@ -106,7 +98,7 @@ name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not appl
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, true); err != nil {
 		return err

@@ -94,15 +94,7 @@ that placement.priority maps to, except for levels mapped elsewhere with
   # Another namespace and a pinned image
   kubectl sched install -n platform --image registry.example.com/kubectl-sched/operator:v0.3.0`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", "", "Operator image (default "+DefaultImage(version.ClientVersion())+").")
@@ -127,7 +119,7 @@ func operatorNamespace(flags *genericclioptions.ConfigFlags) string {
 }
 
 // Complete reads the manifests and, unless nothing is sent, builds the client.
-func (o *Options) Complete() error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	image := o.Image
 	if image == "" {

@@ -63,15 +63,7 @@ reconciled).`,
   # See what would be removed
   kubectl sched uninstall --dry-run=server`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.KeepCRDs, "keep-crds", false, "Keep the CRDs and so every kubectl-sched object.")
@@ -84,7 +76,7 @@ reconciled).`,
 }
 
 // Complete reads the manifests and builds the client.
-func (o *UninstallOptions) Complete() error {
+func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	var err error
 	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {

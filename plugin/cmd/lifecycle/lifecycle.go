@@ -118,15 +118,7 @@ func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericioo
 			return nil
 		},
 		ValidArgsFunction: kinds.CompleteNames(flags, udKind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the app.`)
@@ -144,7 +136,7 @@ func target(v verb) string {
 }
 
 // Complete reads the arguments and builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	if len(args) > 1 {
 		o.Service = args[1]

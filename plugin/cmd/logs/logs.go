@@ -94,15 +94,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
   kubectl sched logs workflow/release`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: kinds.CompleteNames(flags, kinds.Kinds[0], 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs: pick up new pods, drop pods that go away.")
@@ -114,7 +106,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
 }
 
 // Complete parses the target and builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	o.Target = args[0]
 	if len(args) > 1 {
 		o.Service = args[1]

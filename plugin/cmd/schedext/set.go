@@ -70,15 +70,7 @@ out are removed from an existing one.`,
   kubectl sched schedext set lavd --sched scx_lavd --dry-run=client -o yaml`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Sched, "sched", "", "Scheduler: a well-known name (scx_lavd, scx_rusty, ...) or an image.")
@@ -95,7 +87,7 @@ out are removed from an existing one.`,
 }
 
 // Complete builds the SchedExt from the flags.
-func (o *SetOptions) Complete(args []string) error {
+func (o *SetOptions) Complete(_ *cobra.Command, args []string) error {
 	obj := &schedv1.SchedExt{
 		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "SchedExt"},
 		ObjectMeta: metav1.ObjectMeta{Name: args[0]},

@@ -90,15 +90,7 @@ scheduler pod. A summary line per SchedExt follows.`,
   kubectl sched schedext status lavd -o json`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace of the scheduler DaemonSets (the operator's --scheduler-namespace).")
@@ -108,7 +100,7 @@ scheduler pod. A summary line per SchedExt follows.`,
 }
 
 // Complete builds the clients.
-func (o *StatusOptions) Complete(args []string) error {
+func (o *StatusOptions) Complete(_ *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.name = args[0]
 	}

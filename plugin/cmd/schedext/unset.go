@@ -38,15 +38,7 @@ func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
   kubectl sched schedext unset lavd --dry-run=server`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: kinds.CompleteNames(flags, kind, 0),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" only checks it exists; "server" has the API server check the deletion.`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
@@ -54,7 +46,7 @@ func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 }
 
 // Complete builds the clients.
-func (o *UnsetOptions) Complete(args []string) error {
+func (o *UnsetOptions) Complete(_ *cobra.Command, args []string) error {
 	o.names = args
 	var err error
 	o.clients, err = o.NewClients(o.Flags)

@@ -50,15 +50,7 @@ in turn, and ends when the task does.`,
   kubectl sched task logs hello -f --tail 20`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: kinds.CompleteNames(flags, agentTaskKind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs until the task finishes, waiting for its pod if needed.")
 	cmd.Flags().Int64Var(&o.Tail, "tail", -1, "Lines of recent log to show; -1 shows all.")
@@ -66,7 +58,7 @@ in turn, and ends when the task does.`,
 }
 
 // Complete builds the clients.
-func (o *LogsOptions) Complete(args []string) error {
+func (o *LogsOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	var err error
 	o.clients, err = o.NewClients(o.Flags)

@@ -90,15 +90,7 @@ on). Progress goes to stderr, so stdout holds only the logs and outputs.
 A task that already exists is not changed: pick another NAME, or delete it.`,
 		Example: runExamples,
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(cmd, args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", "", "The container image to run (required).")

@@ -70,16 +70,7 @@ func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
 		Short: "Create a tenant namespace of a tier",
 		Args:  nameArg,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:  cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Tier, "tier", "", "The tier: a key of the ConfigMap kubectl-sched-tiers (free, team, enterprise as installed).")
@@ -99,7 +90,8 @@ func nameArg(cmd *cobra.Command, args []string) error {
 }
 
 // Complete builds the clients.
-func (o *CreateOptions) Complete() error {
+func (o *CreateOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Name = args[0]
 	var err error
 	o.clients, err = o.NewClients(o.Flags)
 	return err

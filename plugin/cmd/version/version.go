@@ -53,15 +53,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Example: `  kubectl sched version
   kubectl sched version --client -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.ClientOnly, "client", false, "Print only the plugin version; do not contact the cluster.")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
@@ -69,7 +61,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 }
 
 // Complete builds the clients.
-func (o *Options) Complete() error {
+func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if o.ClientOnly {
 		return nil
 	}

@@ -103,15 +103,7 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 		Long:    runLong,
 		Example: runExamples,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd.Context()); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.File, "filename", "f", "", "The Workflow's YAML or JSON file; - reads stdin.")
@@ -134,7 +126,8 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 }
 
 // Complete reads the workflow and builds the clients.
-func (o *RunOptions) Complete(ctx context.Context) error {
+func (o *RunOptions) Complete(cmd *cobra.Command, _ []string) error {
+	ctx := cmd.Context()
 	if o.DryRun == "none" {
 		o.DryRun = ""
 	}

@@ -78,15 +78,7 @@ func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
   kubectl sched workflow watch nightly | tee watch.log`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: kinds.CompleteNames(flags, workflowKind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.Logs, "logs", false, "Stream the running step's pod logs, each line prefixed with the step name.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Stop watching after this long and exit 12 (0: until the workflow ends).")
@@ -94,7 +86,7 @@ func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 }
 
 // Complete builds the clients.
-func (o *WatchOptions) Complete(args []string) error {
+func (o *WatchOptions) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	var err error
 	o.clients, err = o.NewClients(o.Flags)

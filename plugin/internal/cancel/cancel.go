@@ -59,15 +59,7 @@ func NewCommand(t Target, short, long, example string, flags *genericclioptions.
 			return nil
 		},
 		ValidArgsFunction: kinds.CompleteNames(flags, t.Kind, 1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the object.`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
@@ -75,7 +67,7 @@ func NewCommand(t Target, short, long, example string, flags *genericclioptions.
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(args []string) error {
+func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	o.Name = args[0]
 	var err error
 	o.clients, err = o.NewClients(o.Flags)

@@ -32,16 +32,17 @@ type Kind struct {
 	// Alias is a name the plugin also accepts, with its plural, as its own
 	// commands say it (`kubectl sched task run`); kubectl does not know it.
 	Alias string
-	// New returns an empty object of the kind.
-	New func() client.Object
+	// New returns an empty object of the kind; NewList its list.
+	New     func() client.Object
+	NewList func() client.ObjectList
 }
 
 // Kinds in the order `get` with no KIND prints them.
 var Kinds = []Kind{
-	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }},
-	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }},
-	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true, New: func() client.Object { return &schedv1.Workflow{} }},
-	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false, New: func() client.Object { return &schedv1.SchedExt{} }},
+	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }},
+	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }},
+	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true, New: func() client.Object { return &schedv1.Workflow{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowList{} }},
+	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false, New: func() client.Object { return &schedv1.SchedExt{} }, NewList: func() client.ObjectList { return &schedv1.SchedExtList{} }},
 }
 
 // ListNamespace is the namespace a list of this kind covers, as kubectl
