@@ -58,20 +58,7 @@ func TestMain(m *testing.M) {
 
 const pollTimeout = 60 * time.Second
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := sim.Client.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
-	return name
-}
+func namespace(t *testing.T) string { return testenv.Namespace(t, sim.Client) }
 
 // task starts a task whose simulated pod exits with code and message.
 func task(name, ns string, code int, msg string) *AgentTaskWrapper {

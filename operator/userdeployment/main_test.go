@@ -181,16 +181,8 @@ func optionalCRDs() []*apiextensionsv1.CustomResourceDefinition {
 // ServiceAccount, without which no pod can be created.
 func namespace(t testing.TB) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
-	if len(name) > 30 {
-		name = name[:30]
-	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if err := sim.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
+	name := testenv.Namespace(t, sim.Client)
+	// Pods need the namespace's default ServiceAccount.
 	eventually(t, "the default ServiceAccount", func(ctx context.Context) error {
 		return sim.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
 	})

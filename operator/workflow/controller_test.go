@@ -67,21 +67,7 @@ func TestMain(m *testing.M) {
 
 const pollTimeout = 90 * time.Second
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", "'", "").Replace(t.Name()))
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	name = strings.Trim(name, "-") + fmt.Sprintf("-%d", time.Now().UnixNano()%100000)
-	if err := sim.Client.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = sim.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	})
-	return name
-}
+func namespace(t *testing.T) string { return testenv.Namespace(t, sim.Client) }
 
 // step is a step whose simulated pod prints msg as its termination message
 // and exits with code after runSeconds.
