@@ -4,9 +4,10 @@
 // public services and a NetworkPolicy, all owned by the UserDeployment so
 // the garbage collector removes them with it.
 //
-// Every reconcile builds the desired objects from the spec (resources.go),
-// compares them with the cached ones and writes only what differs, with
-// server-side apply; the status comes from a pure function (status.go).
+// Every reconcile (controller.go) builds the desired objects from the spec
+// (resources.go), compares them with the cached ones and writes only what
+// differs, with server-side apply (apply.go); the status comes from a pure
+// function (status.go). What wakes it up is in watches.go.
 package userdeployment
 
 import (
@@ -17,32 +18,21 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
-	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
@@ -229,172 +219,6 @@ func (r *Reconciler) optionalKinds() []schema.GroupVersionKind {
 	return out
 }
 
-// applyObjects writes every planned object that is missing or differs from
-// the cluster's copy, and nothing else.
-func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {
-	for _, desired := range p.objects {
-		form, err := applyForm(desired)
-		if err != nil {
-			s.errs = append(s.errs, err)
-			continue
-		}
-		key := objectKey{form.GetKind(), form.GetName()}
-		current, err := r.ensure(ctx, s, key, form)
-		var c *conflictError
-		switch {
-		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-			s.terminating = true
-			return
-		case errors.As(err, &c):
-			s.conflict = true
-			s.problems = append(s.problems, err.Error())
-			continue
-		case err != nil:
-			s.errs = append(s.errs, fmt.Errorf("apply %s: %w", key, err))
-			s.problems = append(s.problems, err.Error())
-			continue
-		}
-		if key.kind == "Deployment" || key.kind == "StatefulSet" {
-			dep, err := asDeployment(current)
-			if err != nil {
-				s.errs = append(s.errs, err)
-				continue
-			}
-			s.deployments[dep.Labels[schedv1.LabelService]] = dep
-		}
-	}
-}
-
-// conflictError: the name is taken by an object the app does not control.
-type conflictError struct{ key objectKey }
-
-func (e *conflictError) Error() string {
-	return fmt.Sprintf("%s already exists and is not controlled by this UserDeployment; delete or rename it", e.key)
-}
-
-// ensure returns the object as it is after writing it if needed.
-func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, form *unstructured.Unstructured) (client.Object, error) {
-	current := s.owned[key]
-	if current == nil {
-		// Not in the cache: new, deleted out of band, or someone else's
-		// (the cache holds only labelled objects). Ask the API server; its
-		// watch cache (resourceVersion 0) is recent enough to tell.
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(form.GroupVersionKind())
-		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, err
-		case !metav1.IsControlledBy(live, s.ud):
-			return nil, &conflictError{key}
-		default:
-			current = live // ours; the cache is behind or lost our labels
-		}
-	}
-	if current != nil {
-		ok, err := inSync(form, current)
-		if err != nil || ok {
-			return current, err
-		}
-		if err := r.handOverReplicas(ctx, form, current); err != nil {
-			return nil, err
-		}
-	}
-	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-		return nil, err
-	}
-	switch {
-	case current == nil && s.ud.Status.ObservedGeneration == s.ud.Generation:
-		// This spec was already in place, so the object was deleted.
-		s.repaired = append(s.repaired, key.String()+" (deleted)")
-	case current == nil:
-		s.created = append(s.created, key.String())
-	case current.GetAnnotations()[annotationApplied] == form.GetAnnotations()[annotationApplied]:
-		// Same plan as last applied, different object: edited out of band.
-		s.repaired = append(s.repaired, key.String()+" (edited)")
-	default:
-		log.FromContext(ctx).Info("Updated object to the spec", "kind", key.kind, "name", key.name)
-	}
-	return form, nil
-}
-
-// fieldOwnerHandover co-owns the replicas of a workload an autoscaler took
-// over, so that applying it without spec.replicas does not remove the field
-// (and reset the workload to one replica): server-side apply's documented
-// way to hand a field to another controller.
-const fieldOwnerHandover = fieldOwner + "-handover"
-
-// handOverReplicas runs before a workload is applied without spec.replicas.
-func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Unstructured, current client.Object) error {
-	if form.GetKind() != "Deployment" && form.GetKind() != "StatefulSet" {
-		return nil
-	}
-	if _, planned, _ := unstructured.NestedFieldNoCopy(form.Object, "spec", "replicas"); planned {
-		return nil
-	}
-	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
-	if err != nil {
-		return err
-	}
-	replicas, found, err := unstructured.NestedInt64(live, "spec", "replicas")
-	if err != nil || !found {
-		return err
-	}
-	handover := &unstructured.Unstructured{}
-	handover.SetGroupVersionKind(form.GroupVersionKind())
-	handover.SetNamespace(form.GetNamespace())
-	handover.SetName(form.GetName())
-	// Only the value we saw: from a stale cache, forcing it would undo the
-	// autoscaler's latest scale. A conflict retries with fresh data.
-	handover.SetResourceVersion(current.GetResourceVersion())
-	if err := unstructured.SetNestedField(handover.Object, replicas, "spec", "replicas"); err != nil {
-		return err
-	}
-	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(handover), client.FieldOwner(fieldOwnerHandover), client.ForceOwnership)
-}
-
-// autoscaled returns the names of the workloads in ns that a
-// HorizontalPodAutoscaler scales.
-func (r *Reconciler) autoscaled(ctx context.Context, ns string) (map[string]bool, error) {
-	var hpas autoscalingv2.HorizontalPodAutoscalerList
-	if err := r.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
-	}
-	targets := map[string]bool{}
-	for _, h := range hpas.Items {
-		ref := h.Spec.ScaleTargetRef
-		if gv, _ := schema.ParseGroupVersion(ref.APIVersion); gv.Group == appsv1.GroupName && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet") {
-			targets[ref.Name] = true
-		}
-	}
-	return targets, nil
-}
-
-// deleteUnwanted removes owned objects the plan no longer has: a removed
-// service, an exposure turned to None, config emptied, isolation opened.
-func (r *Reconciler) deleteUnwanted(ctx context.Context, s *syncState, p plan) {
-	wanted := map[objectKey]bool{}
-	for _, o := range p.objects {
-		gvk := o.GetObjectKind().GroupVersionKind()
-		wanted[objectKey{gvk.Kind, o.GetName()}] = true
-	}
-	for key, obj := range s.owned {
-		if wanted[key] {
-			continue
-		}
-		uid := obj.GetUID()
-		err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			s.errs = append(s.errs, fmt.Errorf("delete %s: %w", key, err))
-		default:
-			s.deleted = append(s.deleted, key.String())
-		}
-	}
-}
-
 // recordChanges logs and reports what this reconcile changed, one event per
 // kind of change.
 func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
@@ -476,153 +300,4 @@ func asDeployment(obj client.Object) (*appsv1.Deployment, error) {
 		return dep, nil
 	}
 	return nil, fmt.Errorf("unexpected %T for a Deployment", obj)
-}
-
-// SetupWithManager watches UserDeployments, everything they own and their
-// pods (whose states explain a service that does not become ready). The
-// optional APIs are looked up once, here: the operator must be restarted to
-// use External Secrets or Traefik installed after it started.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	lg := mgr.GetLogger().WithName("userdeployment")
-	var err error
-	if r.apis.externalSecrets, err = served(mgr.GetRESTMapper(), externalSecretGVK); err != nil {
-		return err
-	}
-	if r.apis.ingressRoutes, err = served(mgr.GetRESTMapper(), ingressRouteGVK); err != nil {
-		return err
-	}
-	if r.apis.certificates, err = served(mgr.GetRESTMapper(), certificateGVK); err != nil {
-		return err
-	}
-	if r.Settings.ClusterIssuer != "" && !r.apis.certificates {
-		lg.Info("cert-manager Certificates are not served; public apps get no certificates", "api", certificateGVK.GroupVersion().String(), "clusterIssuer", r.Settings.ClusterIssuer)
-	}
-	if r.Settings.IngressProvider == "traefik" && !r.apis.ingressRoutes {
-		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
-	}
-
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexHost, r.hostIndex); err != nil {
-		return fmt.Errorf("index apps by host: %w", err)
-	}
-	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
-	})
-	b := ctrl.NewControllerManagedBy(mgr).
-		// Our own status writes change nothing to do.
-		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
-		Owns(&appsv1.Deployment{}).
-		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&networkingv1.Ingress{}).
-		Owns(&networkingv1.NetworkPolicy{}).
-		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
-		// An autoscaler added or removed changes who sets replicas.
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget)).
-		// A host's holder letting go (deleted, or routing another host)
-		// hands it to the next claimant. Both the old and the new object
-		// are mapped on an update.
-		Watches(&schedv1.UserDeployment{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
-
-	if kinds := r.optionalKinds(); len(kinds) > 0 {
-		// The manager's cache cannot be told about these kinds before it
-		// knows they exist, so they get their own, selected the same way.
-		r.optional, err = cache.New(mgr.GetConfig(), cache.Options{
-			HTTPClient:           mgr.GetHTTPClient(),
-			Scheme:               mgr.GetScheme(),
-			Mapper:               mgr.GetRESTMapper(),
-			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue}),
-			DefaultTransform:     cache.TransformStripManagedFields(),
-		})
-		if err != nil {
-			return fmt.Errorf("cache for optional APIs: %w", err)
-		}
-		if err := mgr.Add(r.optional); err != nil {
-			return err
-		}
-		for _, gvk := range kinds {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			b = b.WatchesRawSource(source.Kind(r.optional, u,
-				handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), &schedv1.UserDeployment{}, handler.OnlyControllerOwner())))
-		}
-		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes, "certificates", r.apis.certificates)
-	}
-	return b.
-		WithOptions(controlleropts.New(maxConcurrent)).
-		Named("userdeployment").
-		Complete(r)
-}
-
-// podCauseChanged passes the pod events that can change an app's status:
-// the status reads pods only for why they do not run (podstatus.Cause), and
-// takes replica counts from the Deployments. A pod starting normally is
-// several updates that change neither.
-var podCauseChanged = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool {
-		return isAppPod(e.Object) && podCause(e.Object) != ""
-	},
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if !isAppPod(e.ObjectNew) {
-			return false
-		}
-		wasDeleting, deleting := e.ObjectOld.GetDeletionTimestamp() != nil, e.ObjectNew.GetDeletionTimestamp() != nil
-		return wasDeleting != deleting || podCause(e.ObjectOld) != podCause(e.ObjectNew)
-	},
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isAppPod(e.Object) },
-	GenericFunc: func(e event.GenericEvent) bool { return isAppPod(e.Object) },
-}
-
-func isAppPod(o client.Object) bool {
-	_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
-	return ok
-}
-
-func podCause(o client.Object) string {
-	pod, ok := o.(*corev1.Pod)
-	if !ok {
-		return ""
-	}
-	if reason, msg := podstatus.Cause(pod); reason != "" {
-		return reason + ": " + msg
-	}
-	return ""
-}
-
-// served reports whether the API server serves gvk.
-func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
-	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("look up %s: %w", gvk, err)
-	}
-	return true, nil
-}
-
-// appOfScaleTarget maps an autoscaler to the app whose workload it scales.
-func (r *Reconciler) appOfScaleTarget(ctx context.Context, o client.Object) []reconcile.Request {
-	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
-	if !ok {
-		return nil
-	}
-	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Spec.ScaleTargetRef.Name}
-	var target client.Object
-	switch hpa.Spec.ScaleTargetRef.Kind {
-	case "Deployment":
-		target = &appsv1.Deployment{}
-	case "StatefulSet":
-		target = &appsv1.StatefulSet{}
-	default:
-		return nil
-	}
-	if err := r.Get(ctx, key, target); err != nil {
-		return nil // not one of ours: the cache holds only labelled workloads
-	}
-	if app := target.GetLabels()[schedv1.LabelUserDeployment]; app != "" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: hpa.Namespace, Name: app}}}
-	}
-	return nil
 }

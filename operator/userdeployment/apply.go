@@ -1,0 +1,186 @@
+package userdeployment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// applyObjects writes every planned object that is missing or differs from
+// the cluster's copy, and nothing else.
+func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {
+	for _, desired := range p.objects {
+		form, err := applyForm(desired)
+		if err != nil {
+			s.errs = append(s.errs, err)
+			continue
+		}
+		key := objectKey{form.GetKind(), form.GetName()}
+		current, err := r.ensure(ctx, s, key, form)
+		var c *conflictError
+		switch {
+		case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			s.terminating = true
+			return
+		case errors.As(err, &c):
+			s.conflict = true
+			s.problems = append(s.problems, err.Error())
+			continue
+		case err != nil:
+			s.errs = append(s.errs, fmt.Errorf("apply %s: %w", key, err))
+			s.problems = append(s.problems, err.Error())
+			continue
+		}
+		if key.kind == "Deployment" || key.kind == "StatefulSet" {
+			dep, err := asDeployment(current)
+			if err != nil {
+				s.errs = append(s.errs, err)
+				continue
+			}
+			s.deployments[dep.Labels[schedv1.LabelService]] = dep
+		}
+	}
+}
+
+// conflictError: the name is taken by an object the app does not control.
+type conflictError struct{ key objectKey }
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("%s already exists and is not controlled by this UserDeployment; delete or rename it", e.key)
+}
+
+// ensure returns the object as it is after writing it if needed.
+func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, form *unstructured.Unstructured) (client.Object, error) {
+	current := s.owned[key]
+	if current == nil {
+		// Not in the cache: new, deleted out of band, or someone else's
+		// (the cache holds only labelled objects). Ask the API server; its
+		// watch cache (resourceVersion 0) is recent enough to tell.
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(form.GroupVersionKind())
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, err
+		case !metav1.IsControlledBy(live, s.ud):
+			return nil, &conflictError{key}
+		default:
+			current = live // ours; the cache is behind or lost our labels
+		}
+	}
+	if current != nil {
+		ok, err := inSync(form, current)
+		if err != nil || ok {
+			return current, err
+		}
+		if err := r.handOverReplicas(ctx, form, current); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return nil, err
+	}
+	switch {
+	case current == nil && s.ud.Status.ObservedGeneration == s.ud.Generation:
+		// This spec was already in place, so the object was deleted.
+		s.repaired = append(s.repaired, key.String()+" (deleted)")
+	case current == nil:
+		s.created = append(s.created, key.String())
+	case current.GetAnnotations()[annotationApplied] == form.GetAnnotations()[annotationApplied]:
+		// Same plan as last applied, different object: edited out of band.
+		s.repaired = append(s.repaired, key.String()+" (edited)")
+	default:
+		log.FromContext(ctx).Info("Updated object to the spec", "kind", key.kind, "name", key.name)
+	}
+	return form, nil
+}
+
+// fieldOwnerHandover co-owns the replicas of a workload an autoscaler took
+// over, so that applying it without spec.replicas does not remove the field
+// (and reset the workload to one replica): server-side apply's documented
+// way to hand a field to another controller.
+const fieldOwnerHandover = fieldOwner + "-handover"
+
+// handOverReplicas runs before a workload is applied without spec.replicas.
+func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Unstructured, current client.Object) error {
+	if form.GetKind() != "Deployment" && form.GetKind() != "StatefulSet" {
+		return nil
+	}
+	if _, planned, _ := unstructured.NestedFieldNoCopy(form.Object, "spec", "replicas"); planned {
+		return nil
+	}
+	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
+	if err != nil {
+		return err
+	}
+	replicas, found, err := unstructured.NestedInt64(live, "spec", "replicas")
+	if err != nil || !found {
+		return err
+	}
+	handover := &unstructured.Unstructured{}
+	handover.SetGroupVersionKind(form.GroupVersionKind())
+	handover.SetNamespace(form.GetNamespace())
+	handover.SetName(form.GetName())
+	// Only the value we saw: from a stale cache, forcing it would undo the
+	// autoscaler's latest scale. A conflict retries with fresh data.
+	handover.SetResourceVersion(current.GetResourceVersion())
+	if err := unstructured.SetNestedField(handover.Object, replicas, "spec", "replicas"); err != nil {
+		return err
+	}
+	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(handover), client.FieldOwner(fieldOwnerHandover), client.ForceOwnership)
+}
+
+// autoscaled returns the names of the workloads in ns that a
+// HorizontalPodAutoscaler scales.
+func (r *Reconciler) autoscaled(ctx context.Context, ns string) (map[string]bool, error) {
+	var hpas autoscalingv2.HorizontalPodAutoscalerList
+	if err := r.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
+		return nil, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
+	}
+	targets := map[string]bool{}
+	for _, h := range hpas.Items {
+		ref := h.Spec.ScaleTargetRef
+		if gv, _ := schema.ParseGroupVersion(ref.APIVersion); gv.Group == appsv1.GroupName && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet") {
+			targets[ref.Name] = true
+		}
+	}
+	return targets, nil
+}
+
+// deleteUnwanted removes owned objects the plan no longer has: a removed
+// service, an exposure turned to None, config emptied, isolation opened.
+func (r *Reconciler) deleteUnwanted(ctx context.Context, s *syncState, p plan) {
+	wanted := map[objectKey]bool{}
+	for _, o := range p.objects {
+		gvk := o.GetObjectKind().GroupVersionKind()
+		wanted[objectKey{gvk.Kind, o.GetName()}] = true
+	}
+	for key, obj := range s.owned {
+		if wanted[key] {
+			continue
+		}
+		uid := obj.GetUID()
+		err := r.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			s.errs = append(s.errs, fmt.Errorf("delete %s: %w", key, err))
+		default:
+			s.deleted = append(s.deleted, key.String())
+		}
+	}
+}

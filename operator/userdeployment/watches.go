@@ -1,0 +1,178 @@
+package userdeployment
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+)
+
+// SetupWithManager watches UserDeployments, everything they own and their
+// pods (whose states explain a service that does not become ready). The
+// optional APIs are looked up once, here: the operator must be restarted to
+// use External Secrets or Traefik installed after it started.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	lg := mgr.GetLogger().WithName("userdeployment")
+	var err error
+	if r.apis.externalSecrets, err = served(mgr.GetRESTMapper(), externalSecretGVK); err != nil {
+		return err
+	}
+	if r.apis.ingressRoutes, err = served(mgr.GetRESTMapper(), ingressRouteGVK); err != nil {
+		return err
+	}
+	if r.apis.certificates, err = served(mgr.GetRESTMapper(), certificateGVK); err != nil {
+		return err
+	}
+	if r.Settings.ClusterIssuer != "" && !r.apis.certificates {
+		lg.Info("cert-manager Certificates are not served; public apps get no certificates", "api", certificateGVK.GroupVersion().String(), "clusterIssuer", r.Settings.ClusterIssuer)
+	}
+	if r.Settings.IngressProvider == "traefik" && !r.apis.ingressRoutes {
+		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
+	}
+
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexHost, r.hostIndex); err != nil {
+		return fmt.Errorf("index apps by host: %w", err)
+	}
+	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
+	})
+	b := ctrl.NewControllerManagedBy(mgr).
+		// Our own status writes change nothing to do.
+		For(&schedv1.UserDeployment{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&appsv1.Deployment{}).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&networkingv1.Ingress{}).
+		Owns(&networkingv1.NetworkPolicy{}).
+		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
+		// An autoscaler added or removed changes who sets replicas.
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget)).
+		// A host's holder letting go (deleted, or routing another host)
+		// hands it to the next claimant. Both the old and the new object
+		// are mapped on an update.
+		Watches(&schedv1.UserDeployment{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+
+	if kinds := r.optionalKinds(); len(kinds) > 0 {
+		// The manager's cache cannot be told about these kinds before it
+		// knows they exist, so they get their own, selected the same way.
+		r.optional, err = cache.New(mgr.GetConfig(), cache.Options{
+			HTTPClient:           mgr.GetHTTPClient(),
+			Scheme:               mgr.GetScheme(),
+			Mapper:               mgr.GetRESTMapper(),
+			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue}),
+			DefaultTransform:     cache.TransformStripManagedFields(),
+		})
+		if err != nil {
+			return fmt.Errorf("cache for optional APIs: %w", err)
+		}
+		if err := mgr.Add(r.optional); err != nil {
+			return err
+		}
+		for _, gvk := range kinds {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(gvk)
+			b = b.WatchesRawSource(source.Kind(r.optional, u,
+				handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), &schedv1.UserDeployment{}, handler.OnlyControllerOwner())))
+		}
+		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes, "certificates", r.apis.certificates)
+	}
+	return b.
+		WithOptions(controlleropts.New(maxConcurrent)).
+		Named("userdeployment").
+		Complete(r)
+}
+
+// podCauseChanged passes the pod events that can change an app's status:
+// the status reads pods only for why they do not run (podstatus.Cause), and
+// takes replica counts from the Deployments. A pod starting normally is
+// several updates that change neither.
+var podCauseChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool {
+		return isAppPod(e.Object) && podCause(e.Object) != ""
+	},
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if !isAppPod(e.ObjectNew) {
+			return false
+		}
+		wasDeleting, deleting := e.ObjectOld.GetDeletionTimestamp() != nil, e.ObjectNew.GetDeletionTimestamp() != nil
+		return wasDeleting != deleting || podCause(e.ObjectOld) != podCause(e.ObjectNew)
+	},
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isAppPod(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return isAppPod(e.Object) },
+}
+
+func isAppPod(o client.Object) bool {
+	_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
+	return ok
+}
+
+func podCause(o client.Object) string {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return ""
+	}
+	if reason, msg := podstatus.Cause(pod); reason != "" {
+		return reason + ": " + msg
+	}
+	return ""
+}
+
+// served reports whether the API server serves gvk.
+func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
+	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("look up %s: %w", gvk, err)
+	}
+	return true, nil
+}
+
+// appOfScaleTarget maps an autoscaler to the app whose workload it scales.
+func (r *Reconciler) appOfScaleTarget(ctx context.Context, o client.Object) []reconcile.Request {
+	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	key := types.NamespacedName{Namespace: hpa.Namespace, Name: hpa.Spec.ScaleTargetRef.Name}
+	var target client.Object
+	switch hpa.Spec.ScaleTargetRef.Kind {
+	case "Deployment":
+		target = &appsv1.Deployment{}
+	case "StatefulSet":
+		target = &appsv1.StatefulSet{}
+	default:
+		return nil
+	}
+	if err := r.Get(ctx, key, target); err != nil {
+		return nil // not one of ours: the cache holds only labelled workloads
+	}
+	if app := target.GetLabels()[schedv1.LabelUserDeployment]; app != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: hpa.Namespace, Name: app}}}
+	}
+	return nil
+}
