@@ -14,16 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
-
-// tableAccept asks the API server for a metav1.Table, as kubectl get does.
-const tableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
 // fetchTable gets the server-built table of k in ns (all namespaces when
 // ns is empty), one object when name is set, and decodes each row's object
@@ -69,17 +65,11 @@ func watchTables(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, 
 	// A watch lasts as long as the user wants; --request-timeout bounds it
 	// through timeoutSeconds and ctx instead of cutting the stream as an error.
 	c.Timeout = 0
-	c.GroupVersion = &schedv1.GroupVersion
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientFor(c)
+	rc, err := printing.TableClient(c, schedv1.GroupVersion)
 	if err != nil {
 		return err
 	}
-	req := rc.Get().SetHeader("Accept", tableAccept).Resource(k.Plural).
+	req := rc.Get().SetHeader("Accept", printing.TableAccept).Resource(k.Plural).
 		Param("watch", "true").Param("includeObject", "Object").Param("resourceVersion", rv)
 	if k.Namespaced && ns != "" {
 		req = req.Namespace(ns)

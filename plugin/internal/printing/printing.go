@@ -65,11 +65,11 @@ func (f *Flags) TablePrinter(withNamespace, withKind bool) printers.ResourcePrin
 // does, so the columns are the CRD's printer columns. name may be empty to
 // list; namespace empty means all namespaces (or a cluster-scoped kind).
 func Table(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResource, namespace, name, selector string) (*metav1.Table, error) {
-	c, err := restClient(cfg, gvr.GroupVersion())
+	c, err := TableClient(cfg, gvr.GroupVersion())
 	if err != nil {
 		return nil, err
 	}
-	req := c.Get().SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").Resource(gvr.Resource)
+	req := c.Get().SetHeader("Accept", TableAccept).Resource(gvr.Resource)
 	if namespace != "" {
 		req = req.Namespace(namespace)
 	}
@@ -87,7 +87,12 @@ func Table(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResourc
 	return table, nil
 }
 
-func restClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
+// TableAccept asks the API server for a metav1.Table, as kubectl get does.
+const TableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+
+// TableClient is the REST client for server-built tables of gv's
+// resources, for both Table and get's watch.
+func TableClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = "/apis"
