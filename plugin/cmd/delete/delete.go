@@ -94,8 +94,8 @@ func (o *Options) Complete(_ *cobra.Command, args []string) error {
 	if o.clients, err = o.NewClients(o.Flags); err != nil {
 		return err
 	}
-	o.meta, err = metadata.NewForConfig(o.clients.Config)
-	return err
+	o.meta = o.clients.Metadata
+	return nil
 }
 
 // Validate checks that the objects are named one way only.

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -149,11 +148,7 @@ func (o *Options) keys(ctx context.Context, t kinds.Target) ([]client.ObjectKey,
 	if o.AllNamespaces {
 		ns = ""
 	}
-	mc, err := metadata.NewForConfig(o.clients.Config)
-	if err != nil {
-		return nil, err
-	}
-	list, err := mc.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	list, err := o.clients.Metadata.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
 		return nil, cmdutil.API(err, "list", t.Kind.What(ns, ""))
 	}

@@ -46,6 +46,9 @@ type Options struct {
 	// its settings.
 	WithoutOperator bool
 
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
+
 	settingFlags *settingFlags
 	// Settings are the operator's settings as installed: the manifest's
 	// defaults, then what the cluster has, then the flags given.
@@ -58,7 +61,7 @@ type Options struct {
 
 // NewCommand returns `kubectl sched install`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute}
+	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute, NewClients: kube.New}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install the CRDs, RBAC and operator in the cluster (server-side apply)",
@@ -143,8 +146,12 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if o.DryRun == "client" {
 		return nil
 	}
-	o.dynamic, err = dynamicClient(o.Flags)
-	return err
+	c, err := o.NewClients(o.Flags)
+	if err != nil {
+		return err
+	}
+	o.dynamic = c.Dynamic
+	return nil
 }
 
 // placeOnPool selects the pool's nodes for the operator's pods and tolerates
@@ -163,14 +170,6 @@ func placeOnPool(objs []*unstructured.Unstructured, pool string) error {
 		}
 	}
 	return nil
-}
-
-func dynamicClient(flags *genericclioptions.ConfigFlags) (dynamic.Interface, error) {
-	cfg, err := flags.ToRESTConfig()
-	if err != nil {
-		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
-	}
-	return dynamic.NewForConfig(cfg)
 }
 
 // Validate checks the flags.

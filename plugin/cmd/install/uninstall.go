@@ -36,6 +36,8 @@ type UninstallOptions struct {
 	DryRun             string
 	Timeout            time.Duration
 	SchedulerNamespace string
+	// NewClients builds the clients; tests may swap it.
+	NewClients kube.Getter
 
 	namespace string
 	objects   []*unstructured.Unstructured
@@ -44,7 +46,7 @@ type UninstallOptions struct {
 
 // NewUninstallCommand returns `kubectl sched uninstall`.
 func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
+	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace, NewClients: kube.New}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
@@ -85,8 +87,12 @@ func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.KeepCRDs {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
 	}
-	o.dynamic, err = dynamicClient(o.Flags)
-	return err
+	c, err := o.NewClients(o.Flags)
+	if err != nil {
+		return err
+	}
+	o.dynamic = c.Dynamic
+	return nil
 }
 
 // Validate checks the flags.

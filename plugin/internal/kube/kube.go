@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,9 +34,13 @@ var Scheme = func() *runtime.Scheme {
 
 // Clients are what commands talk to the cluster with.
 type Clients struct {
-	Config    *rest.Config
-	Client    client.WithWatch
-	Kube      kubernetes.Interface
+	Config *rest.Config
+	Client client.WithWatch
+	Kube   kubernetes.Interface
+	// Dynamic and Metadata reach any resource, for install's manifests and
+	// the lists that need only names and labels.
+	Dynamic   dynamic.Interface
+	Metadata  metadata.Interface
 	Namespace string
 	// ExplicitNamespace is true when -n was given (or the context sets one).
 	ExplicitNamespace bool
@@ -63,7 +69,15 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Clients{Config: cfg, Client: c, Kube: kc, Namespace: ns, ExplicitNamespace: explicit}, nil
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Clients{Config: cfg, Client: c, Kube: kc, Dynamic: dc, Metadata: mc, Namespace: ns, ExplicitNamespace: explicit}, nil
 }
 
 // Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
