@@ -399,102 +399,80 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := []string{"deploy", "shop", "--template", "web-app", "--set", "apiImage=api:1"}
-	cases := map[string]struct {
-		args []string
-		// noKubeconfig runs without the test server's kubeconfig.
-		noKubeconfig bool
-		wantCode     int
-		wantErr      []string
-	}{
+	cases := map[string]plugintest.ErrorCase{
 		"unknown template": {
-			args: []string{"deploy", "shop", "--template", "web-ap"}, wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`unknown template "web-ap"`, "Available templates: agent-task, api-postgres, release-workflow, scx-lavd, web-app, worker."},
+			Args: []string{"deploy", "shop", "--template", "web-ap"}, Code: cmdutil.ExitUsage,
+			Stderr: []string{`unknown template "web-ap"`, "Available templates: agent-task, api-postgres, release-workflow, scx-lavd, web-app, worker."},
 		},
 		"missing required parameter lists the expected ones": {
-			args: []string{"deploy", "shop", "--template", "web-app"}, wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`template web-app: missing required parameter "apiImage"`,
+			Args: []string{"deploy", "shop", "--template", "web-app"}, Code: cmdutil.ExitUsage,
+			Stderr: []string{`template web-app: missing required parameter "apiImage"`,
 				`Template web-app expects: --set webImage (default "nginx:1.27"), webPort (integer, default "80"), apiImage (required), apiPort (integer, default "8080"), replicas (integer, default "2"), host (default "")`},
 		},
 		"unknown parameter": {
-			args: append(base, "--set", "replica=3"), wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`unknown parameter "replica" (did you mean "replicas"?)`, "Template web-app expects:"},
+			Args: append(base, "--set", "replica=3"), Code: cmdutil.ExitUsage,
+			Stderr: []string{`unknown parameter "replica" (did you mean "replicas"?)`, "Template web-app expects:"},
 		},
 		"bad --set without '='": {
-			args: append(base, "--set", "novalue"), wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`bad --set "novalue": want NAME=VALUE`, "Write --set NAME=VALUE"},
+			Args: append(base, "--set", "novalue"), Code: cmdutil.ExitUsage,
+			Stderr: []string{`bad --set "novalue": want NAME=VALUE`, "Write --set NAME=VALUE"},
 		},
 		"bad --set without a name": {
-			args: append(base, "--set", "=x"), wantCode: cmdutil.ExitUsage,
-			wantErr: []string{"bad --set item: the name before '=' is empty", "Write --set NAME=VALUE"},
+			Args: append(base, "--set", "=x"), Code: cmdutil.ExitUsage,
+			Stderr: []string{"bad --set item: the name before '=' is empty", "Write --set NAME=VALUE"},
 		},
 		"bad --secret does not echo it": {
-			args: append(base, "--secret", "s3cr3t-value"), wantCode: cmdutil.ExitUsage,
-			wantErr: []string{"bad --secret item #1: want NAME=VALUE"},
+			Args: append(base, "--secret", "s3cr3t-value"), Code: cmdutil.ExitUsage,
+			Stderr: []string{"bad --secret item #1: want NAME=VALUE"},
 		},
 		"a template of another kind": {
-			args: []string{"deploy", "nightly", "--template", "release-workflow", "--set", "repo=x"}, wantCode: cmdutil.ExitUsage,
-			wantErr: []string{"template release-workflow makes a Workflow; deploy applies UserDeployment templates", "kubectl sched workflow run --template release-workflow"},
+			Args: []string{"deploy", "nightly", "--template", "release-workflow", "--set", "repo=x"}, Code: cmdutil.ExitUsage,
+			Stderr: []string{"template release-workflow makes a Workflow; deploy applies UserDeployment templates", "kubectl sched workflow run --template release-workflow"},
 		},
 		"invalid template file": {
-			args: []string{"deploy", "x", "--template", "testdata/invalid.yaml"}, wantCode: cmdutil.ExitInvalid,
-			wantErr: []string{`invalid template file:testdata/invalid.yaml: parameter "image" is declared but the object never uses ${{ image }}`, "template show NAME -o yaml"},
+			Args: []string{"deploy", "x", "--template", "testdata/invalid.yaml"}, Code: cmdutil.ExitInvalid,
+			Stderr: []string{`invalid template file:testdata/invalid.yaml: parameter "image" is declared but the object never uses ${{ image }}`, "template show NAME -o yaml"},
 		},
 		"a value the kind cannot hold": {
-			args: []string{"deploy", "x", "--template", "testdata/cache.yaml", "--set", "memory=lots"}, wantCode: cmdutil.ExitInvalid,
-			wantErr: []string{"the object does not decode into a UserDeployment", "quantities must match"},
+			Args: []string{"deploy", "x", "--template", "testdata/cache.yaml", "--set", "memory=lots"}, Code: cmdutil.ExitInvalid,
+			Stderr: []string{"the object does not decode into a UserDeployment", "quantities must match"},
 		},
 		"no --template": {
-			args: []string{"deploy", "shop"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"--template is required", "kubectl sched template list"},
+			Args: []string{"deploy", "shop"}, Code: cmdutil.ExitUsage, Stderr: []string{"--template is required", "kubectl sched template list"},
 		},
 		"invalid name": {
-			args: []string{"deploy", "Shop_1", "--template", "web-app"}, wantCode: cmdutil.ExitUsage, wantErr: []string{`invalid name "Shop_1"`},
+			Args: []string{"deploy", "Shop_1", "--template", "web-app"}, Code: cmdutil.ExitUsage, Stderr: []string{`invalid name "Shop_1"`},
 		},
 		"bad --dry-run": {
-			args: append(base, "--dry-run=maybe"), wantCode: cmdutil.ExitUsage, wantErr: []string{`--dry-run must be client, server or none, got "maybe"`},
+			Args: append(base, "--dry-run=maybe"), Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client, server or none, got "maybe"`},
 		},
 		"--wait with --dry-run": {
-			args: append(base, "--dry-run=server", "--wait"), wantCode: cmdutil.ExitUsage, wantErr: []string{"--wait cannot follow a dry run"},
+			Args: append(base, "--dry-run=server", "--wait"), Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a dry run"},
 		},
 		"bad output": {
-			args: append(base, "-o", "table"), wantCode: cmdutil.ExitUsage, wantErr: []string{`unable to match a printer suitable for the output format "table"`},
+			Args: append(base, "-o", "table"), Code: cmdutil.ExitUsage, Stderr: []string{`unable to match a printer suitable for the output format "table"`},
 		},
 		"namespace missing": {
-			args: append(base, "-n", "no-such-namespace"), wantCode: cmdutil.ExitNotFound,
-			wantErr: []string{`namespace "no-such-namespace" not found`, "Add --create-namespace"},
+			Args: append(base, "-n", "no-such-namespace"), Code: cmdutil.ExitNotFound,
+			Stderr: []string{`namespace "no-such-namespace" not found`, "Add --create-namespace"},
 		},
 		"cluster unreachable": {
-			args: append(base, "--server", "https://127.0.0.1:1", "--request-timeout", "2s"), noKubeconfig: true, wantCode: cmdutil.ExitUnreachable,
-			wantErr: []string{"cannot reach the cluster", "Check the cluster is running"},
+			Args: append(base, "--server", "https://127.0.0.1:1", "--request-timeout", "2s"), NoKubeconfig: true, Code: cmdutil.ExitUnreachable,
+			Stderr: []string{"cannot reach the cluster", "Check the cluster is running"},
 		},
 		"forbidden": {
-			args: append(base, "--kubeconfig", nobody), noKubeconfig: true, wantCode: cmdutil.ExitForbidden,
-			wantErr: []string{`forbidden: you may not patch userdeployments.sched.kubectl-sched.dev "shop"`, "kubectl auth can-i patch userdeployments.sched.kubectl-sched.dev"},
+			Args: append(base, "--kubeconfig", nobody), NoKubeconfig: true, Code: cmdutil.ExitForbidden,
+			Stderr: []string{`forbidden: you may not patch userdeployments.sched.kubectl-sched.dev "shop"`, "kubectl auth can-i patch userdeployments.sched.kubectl-sched.dev"},
 		},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var r plugintest.Result
-			if tc.noKubeconfig {
-				r = plugintest.RunWithInput("", tc.args...)
-			} else {
-				r = env.Run(tc.args...)
-			}
-			if r.Code != tc.wantCode {
-				t.Errorf("exit %d, want %d\nstderr: %s", r.Code, tc.wantCode, r.Stderr)
-			}
-			for _, want := range tc.wantErr {
-				if !strings.Contains(r.Stderr, want) {
-					t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
-				}
-			}
-			if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n > 1 {
-				t.Errorf("want one line and a hint, got:\n%s", r.Stderr)
-			}
-			if strings.Contains(r.Stderr, "s3cr3t-value") {
-				t.Errorf("stderr echoes a secret:\n%s", r.Stderr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, func(t *testing.T, r plugintest.Result) {
+		if n := strings.Count(strings.TrimSpace(r.Stderr), "\n"); n > 1 {
+			t.Errorf("want one line and a hint, got:\n%s", r.Stderr)
+		}
+		if strings.Contains(r.Stderr, "s3cr3t-value") {
+			t.Errorf("stderr echoes a secret:\n%s", r.Stderr)
+		}
+	})
 }
 
 // Against an API server without the kubectl-sched CRDs, deploy says to

@@ -150,33 +150,16 @@ func TestErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]struct {
-		args         []string
-		noKubeconfig bool
-		wantCode     int
-		wantErr      string
-	}{
-		"no name":           {args: []string{"stop"}, wantCode: cmdutil.ExitUsage, wantErr: "takes NAME, got 0 arguments"},
-		"too many":          {args: []string{"restart", "shop", "api", "web"}, wantCode: cmdutil.ExitUsage, wantErr: "takes NAME [SERVICE], got 3 arguments"},
-		"not found":         {args: []string{"stop", "nope", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: `userdeployments.sched.kubectl-sched.dev "nope" not found`},
-		"bad dry run":       {args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, wantCode: cmdutil.ExitUsage, wantErr: `--dry-run must be client or server, got "maybe"`},
-		"wait with dry run": {args: []string{"start", "shop", "-n", ns, "--dry-run", "--wait"}, wantCode: cmdutil.ExitUsage, wantErr: "--wait cannot follow a --dry-run"},
-		"forbidden":         {args: []string{"stop", "shop", "-n", ns, "--kubeconfig", nobody}, noKubeconfig: true, wantCode: cmdutil.ExitForbidden, wantErr: "forbidden"},
-		"no cluster":        {args: []string{"stop", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, noKubeconfig: true, wantCode: cmdutil.ExitUnreachable, wantErr: "cannot reach the cluster"},
+	cases := map[string]plugintest.ErrorCase{
+		"no name":           {Args: []string{"stop"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME, got 0 arguments"}},
+		"too many":          {Args: []string{"restart", "shop", "api", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME [SERVICE], got 3 arguments"}},
+		"not found":         {Args: []string{"stop", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployments.sched.kubectl-sched.dev "nope" not found`}},
+		"bad dry run":       {Args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client or server, got "maybe"`}},
+		"wait with dry run": {Args: []string{"start", "shop", "-n", ns, "--dry-run", "--wait"}, Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a --dry-run"}},
+		"forbidden":         {Args: []string{"stop", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
+		"no cluster":        {Args: []string{"stop", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var r plugintest.Result
-			if tc.noKubeconfig {
-				r = plugintest.RunWithInput("", tc.args...)
-			} else {
-				r = env.Run(tc.args...)
-			}
-			if r.Code != tc.wantCode || !strings.Contains(r.Stderr, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, tc.wantCode, tc.wantErr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 	if getUD(t, ns).Spec.State != schedv1.StateRunning {
 		t.Errorf("a failed command changed the app")
 	}

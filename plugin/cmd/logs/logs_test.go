@@ -69,46 +69,24 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cases := map[string]struct {
-		args         []string
-		noKubeconfig bool
-		wantCode     int
-		wantErr      []string
-	}{
-		"no name":             {args: []string{"logs"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"accepts between 1 and 2 arg(s), received 0"}},
-		"a kind without pods": {args: []string{"logs", "schedext/lavd"}, wantCode: cmdutil.ExitUsage, wantErr: []string{`logs cannot show "schedext"`, "ud/shop"}},
-		"an unknown kind":     {args: []string{"logs", "pods/x"}, wantCode: cmdutil.ExitUsage, wantErr: []string{`logs cannot show "pods"`}},
-		"bad tail":            {args: []string{"logs", "shop", "--tail", "-2"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"--tail must be -1 or more"}},
-		"bad since":           {args: []string{"logs", "shop", "--since", "-1m"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"--since must not be negative"}},
-		"service of a task":   {args: []string{"logs", "at/dup", "web"}, wantCode: cmdutil.ExitUsage, wantErr: []string{"agenttask/dup has no services"}},
-		"not found":           {args: []string{"logs", "nope", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: []string{`no app, task or workflow named "nope" in namespace "logs-errors"`}},
-		"not found by kind":   {args: []string{"logs", "wf/nope", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: []string{`workflows.sched.kubectl-sched.dev "nope" not found`}},
-		"no such service":     {args: []string{"logs", "shop", "db", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: []string{`userdeployment shop has no service "db"`, "Its services: web."}},
-		"two kinds":           {args: []string{"logs", "dup", "-n", ns}, wantCode: cmdutil.ExitUsage, wantErr: []string{`"dup" names more than one kind`, "userdeployment/dup, agenttask/dup"}},
-		"no pods":             {args: []string{"logs", "empty", "-n", ns}, wantCode: cmdutil.ExitError, wantErr: []string{"userdeployment empty has no pods", "-f waits for them"}},
-		"a simulated pod": {args: []string{"logs", "shop", "-n", ns}, wantCode: cmdutil.ExitNoLogs,
-			wantErr: []string{"pod shop-web-1 runs on simulated node kwok-logs (kwok): simulated pods have no logs", "no pod of userdeployment shop has logs to show"}},
-		"forbidden":  {args: []string{"logs", "shop", "-n", ns, "--kubeconfig", nobody}, noKubeconfig: true, wantCode: cmdutil.ExitForbidden, wantErr: []string{"forbidden"}},
-		"no cluster": {args: []string{"logs", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, noKubeconfig: true, wantCode: cmdutil.ExitUnreachable, wantErr: []string{"cannot reach the cluster"}},
+	cases := map[string]plugintest.ErrorCase{
+		"no name":             {Args: []string{"logs"}, Code: cmdutil.ExitUsage, Stderr: []string{"accepts between 1 and 2 arg(s), received 0"}},
+		"a kind without pods": {Args: []string{"logs", "schedext/lavd"}, Code: cmdutil.ExitUsage, Stderr: []string{`logs cannot show "schedext"`, "ud/shop"}},
+		"an unknown kind":     {Args: []string{"logs", "pods/x"}, Code: cmdutil.ExitUsage, Stderr: []string{`logs cannot show "pods"`}},
+		"bad tail":            {Args: []string{"logs", "shop", "--tail", "-2"}, Code: cmdutil.ExitUsage, Stderr: []string{"--tail must be -1 or more"}},
+		"bad since":           {Args: []string{"logs", "shop", "--since", "-1m"}, Code: cmdutil.ExitUsage, Stderr: []string{"--since must not be negative"}},
+		"service of a task":   {Args: []string{"logs", "at/dup", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"agenttask/dup has no services"}},
+		"not found":           {Args: []string{"logs", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`no app, task or workflow named "nope" in namespace "logs-errors"`}},
+		"not found by kind":   {Args: []string{"logs", "wf/nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`workflows.sched.kubectl-sched.dev "nope" not found`}},
+		"no such service":     {Args: []string{"logs", "shop", "db", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployment shop has no service "db"`, "Its services: web."}},
+		"two kinds":           {Args: []string{"logs", "dup", "-n", ns}, Code: cmdutil.ExitUsage, Stderr: []string{`"dup" names more than one kind`, "userdeployment/dup, agenttask/dup"}},
+		"no pods":             {Args: []string{"logs", "empty", "-n", ns}, Code: cmdutil.ExitError, Stderr: []string{"userdeployment empty has no pods", "-f waits for them"}},
+		"a simulated pod": {Args: []string{"logs", "shop", "-n", ns}, Code: cmdutil.ExitNoLogs,
+			Stderr: []string{"pod shop-web-1 runs on simulated node kwok-logs (kwok): simulated pods have no logs", "no pod of userdeployment shop has logs to show"}},
+		"forbidden":  {Args: []string{"logs", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
+		"no cluster": {Args: []string{"logs", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var r plugintest.Result
-			if tc.noKubeconfig {
-				r = plugintest.RunWithInput("", tc.args...)
-			} else {
-				r = env.Run(tc.args...)
-			}
-			if r.Code != tc.wantCode {
-				t.Errorf("exit %d, want %d; stderr %q", r.Code, tc.wantCode, r.Stderr)
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(r.Stderr, w) {
-					t.Errorf("stderr lacks %q:\n%s", w, r.Stderr)
-				}
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 
 	t.Run("no CRDs", func(t *testing.T) {
 		env.RemoveCRD(t, "userdeployments.sched.kubectl-sched.dev", &schedv1.UserDeploymentList{})

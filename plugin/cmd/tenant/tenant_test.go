@@ -85,33 +85,16 @@ func TestCreateErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]struct {
-		args         []string
-		noKubeconfig bool
-		wantCode     int
-		wantErr      string
-	}{
-		"no name":        {args: []string{"tenant", "create", "--tier", "team"}, wantCode: cmdutil.ExitUsage, wantErr: "takes one tenant name, got 0 arguments"},
-		"no tier":        {args: []string{"tenant", "create", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "--tier is required"},
-		"bad name":       {args: []string{"tenant", "create", "Team_A", "--tier", "team"}, wantCode: cmdutil.ExitUsage, wantErr: `tenant name "Team_A" is not a namespace name`},
-		"unknown tier":   {args: []string{"tenant", "create", "x", "--tier", "platinum"}, wantCode: cmdutil.ExitUsage, wantErr: "Tiers: enterprise, free, team."},
-		"not installed":  {args: []string{"tenant", "create", "x", "--tier", "team", "--operator-namespace", "elsewhere"}, wantCode: cmdutil.ExitNotInstalled, wantErr: "no tiers are defined"},
-		"forbidden":      {args: []string{"tenant", "create", "x", "--tier", "team", "--kubeconfig", nobody}, noKubeconfig: true, wantCode: cmdutil.ExitForbidden, wantErr: "forbidden"},
-		"delete unknown": {args: []string{"tenant", "delete", "nope"}, wantCode: cmdutil.ExitNotFound, wantErr: `"nope" not found`},
+	cases := map[string]plugintest.ErrorCase{
+		"no name":        {Args: []string{"tenant", "create", "--tier", "team"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes one tenant name, got 0 arguments"}},
+		"no tier":        {Args: []string{"tenant", "create", "x"}, Code: cmdutil.ExitUsage, Stderr: []string{"--tier is required"}},
+		"bad name":       {Args: []string{"tenant", "create", "Team_A", "--tier", "team"}, Code: cmdutil.ExitUsage, Stderr: []string{`tenant name "Team_A" is not a namespace name`}},
+		"unknown tier":   {Args: []string{"tenant", "create", "x", "--tier", "platinum"}, Code: cmdutil.ExitUsage, Stderr: []string{"Tiers: enterprise, free, team."}},
+		"not installed":  {Args: []string{"tenant", "create", "x", "--tier", "team", "--operator-namespace", "elsewhere"}, Code: cmdutil.ExitNotInstalled, Stderr: []string{"no tiers are defined"}},
+		"forbidden":      {Args: []string{"tenant", "create", "x", "--tier", "team", "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
+		"delete unknown": {Args: []string{"tenant", "delete", "nope"}, Code: cmdutil.ExitNotFound, Stderr: []string{`"nope" not found`}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var r plugintest.Result
-			if tc.noKubeconfig {
-				r = plugintest.RunWithInput("", tc.args...)
-			} else {
-				r = env.Run(tc.args...)
-			}
-			if r.Code != tc.wantCode || !strings.Contains(r.Stderr, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.Code, r.Stderr, tc.wantCode, tc.wantErr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "x"}, &corev1.Namespace{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a failed create made the namespace: %v", err)
 	}
