@@ -36,32 +36,66 @@ type observed struct {
 // cause is why an app is Degraded.
 type cause struct{ reason, message string }
 
+// summary is what the conditions are computed from: each service's state
+// and the causes that make the app Degraded.
+type summary struct {
+	stopped bool
+	causes  []cause
+	// ready services have rolled out; missing ones have no Deployment yet.
+	ready, missing, services int
+	// remaining pods while stopping; waiting services while rolling out.
+	remaining int32
+	waiting   []string
+}
+
 // computeStatus derives the status from the plan and what was observed. It
 // is pure: a reconcile that sees nothing new computes the same status and
 // writes nothing. The phase follows from the state (see
 // UserDeploymentPhase): Stopped when asked; Degraded when a cause is found;
 // Pending while a Deployment is missing; Running when every service has
-// rolled out; Progressing otherwise.
+// rolled out; Progressing otherwise. Each condition has its function.
 func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserDeploymentStatus {
 	st := schedv1.UserDeploymentStatus{
 		ObservedGeneration: ud.Generation,
 		URLs:               p.urls,
 		Conditions:         append([]metav1.Condition(nil), ud.Status.Conditions...),
 	}
-	stopped := ud.Spec.State == schedv1.StateStopped
-	var causes []cause
+	sum := summarize(ud, p, o, &st)
+	st.Ready = fmt.Sprintf("%d/%d", sum.ready, sum.services)
+	st.Phase = phaseOf(sum)
+	set := func(c metav1.Condition) {
+		status.SetCondition(&st.Conditions, ud.Generation, c.Type, c.Status, c.Reason, c.Message)
+	}
+	degraded := degradedCondition(sum)
+	set(readyCondition(st.Phase, sum, degraded))
+	set(progressingCondition(st.Phase, sum, degraded))
+	set(degraded)
+	if c := p.priority; c.Type != "" {
+		set(c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
+	}
+	if s, reason, msg := certificateState(p, o.certificate); reason != "" {
+		set(metav1.Condition{Type: schedv1.ConditionCertificateReady, Status: s, Reason: reason, Message: msg})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
+	}
+	return st
+}
+
+// summarize reads each service's Deployment and pods into st.Services and
+// the summary.
+func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserDeploymentStatus) summary {
+	sum := summary{stopped: ud.Spec.State == schedv1.StateStopped, services: len(ud.Spec.Services)}
 	if p.hostConflict != "" {
-		causes = append(causes, cause{schedv1.ReasonHostConflict, p.hostConflict})
+		sum.causes = append(sum.causes, cause{schedv1.ReasonHostConflict, p.hostConflict})
 	}
 	if len(p.invalid) > 0 {
-		causes = append(causes, cause{schedv1.ReasonInvalidSpec, strings.Join(p.invalid, "; ")})
+		sum.causes = append(sum.causes, cause{schedv1.ReasonInvalidSpec, strings.Join(p.invalid, "; ")})
 	}
 	if len(o.problems) > 0 {
-		causes = append(causes, cause{schedv1.ReasonCreateFailed, strings.Join(o.problems, "; ")})
+		sum.causes = append(sum.causes, cause{schedv1.ReasonCreateFailed, strings.Join(o.problems, "; ")})
 	}
-	var ready, missing int
-	var remaining int32 // pods not yet gone while stopping
-	var waiting []string
 	for _, svc := range ud.Spec.Services {
 		want := int32(0)
 		dep := o.deployments[svc.Name]
@@ -73,99 +107,110 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 		}
 		ss := schedv1.ServiceStatus{Name: svc.Name, DesiredReplicas: want}
 		if dep == nil {
-			missing++
+			sum.missing++
 			ss.Message = "the Deployment is not created yet"
 			st.Services = append(st.Services, ss)
 			continue
 		}
 		ss.ReadyReplicas = dep.Status.ReadyReplicas
-		remaining += dep.Status.Replicas
+		sum.remaining += dep.Status.Replicas
 		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name])
 		switch {
-		case stopped:
+		case sum.stopped:
 			if dep.Status.Replicas > 0 {
 				ss.Message = fmt.Sprintf("stopping: %d pod(s) left", dep.Status.Replicas)
 			}
 		case reason != "":
 			ss.Message = msg
-			causes = append(causes, cause{reason, fmt.Sprintf("service %s: %s", svc.Name, msg)})
+			sum.causes = append(sum.causes, cause{reason, fmt.Sprintf("service %s: %s", svc.Name, msg)})
 		case rolledOut(dep, want):
-			ready++
+			sum.ready++
 		default:
 			ss.Message = fmt.Sprintf("%d/%d replicas ready", dep.Status.ReadyReplicas, want)
-			waiting = append(waiting, fmt.Sprintf("%s %d/%d", svc.Name, dep.Status.ReadyReplicas, want))
+			sum.waiting = append(sum.waiting, fmt.Sprintf("%s %d/%d", svc.Name, dep.Status.ReadyReplicas, want))
 		}
 		st.Services = append(st.Services, ss)
 	}
-	st.Ready = fmt.Sprintf("%d/%d", ready, len(ud.Spec.Services))
+	return sum
+}
 
-	set := func(typ string, s metav1.ConditionStatus, reason, msg string) {
-		status.SetCondition(&st.Conditions, ud.Generation, typ, s, reason, msg)
-	}
-	degraded := func() {
-		msgs := make([]string, 0, len(causes))
-		for _, c := range causes {
-			msgs = append(msgs, c.message)
-		}
-		msg := strings.Join(msgs, "; ")
-		if len(msg) > maxConditionMessage {
-			msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + "…"
-		}
-		set(schedv1.ConditionDegraded, metav1.ConditionTrue, causes[0].reason, msg)
-	}
-	notDegraded := func() {
-		set(schedv1.ConditionDegraded, metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found")
-	}
-
+// phaseOf is the app's phase; see computeStatus.
+func phaseOf(sum summary) schedv1.UserDeploymentPhase {
 	switch {
-	case stopped:
-		st.Phase = schedv1.UserDeploymentStopped
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonStopped, "stopped (spec.state: Stopped): every service is scaled to zero")
-		if remaining > 0 {
-			set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, fmt.Sprintf("scaling to zero: %d pod(s) left", remaining))
-		} else {
-			set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonStopped, "every service is scaled to zero")
-		}
-		if len(causes) > 0 {
-			degraded()
-		} else {
-			notDegraded()
-		}
-	case len(causes) > 0:
-		st.Phase = schedv1.UserDeploymentDegraded
-		degraded()
-		c := meta.FindStatusCondition(st.Conditions, schedv1.ConditionDegraded)
-		set(schedv1.ConditionReady, metav1.ConditionFalse, c.Reason, c.Message)
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, c.Reason, "stuck: "+c.Message)
-	case missing > 0:
-		st.Phase = schedv1.UserDeploymentPending
-		msg := fmt.Sprintf("creating the app's objects: %d Deployment(s) not created yet", missing)
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonPending, msg)
-		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, msg)
-		notDegraded()
-	case ready == len(ud.Spec.Services):
-		st.Phase = schedv1.UserDeploymentRunning
-		set(schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAvailable, fmt.Sprintf("all %d service(s) are ready", ready))
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut, "every service runs its desired replicas")
-		notDegraded()
+	case sum.stopped:
+		return schedv1.UserDeploymentStopped
+	case len(sum.causes) > 0:
+		return schedv1.UserDeploymentDegraded
+	case sum.missing > 0:
+		return schedv1.UserDeploymentPending
+	case sum.ready == sum.services:
+		return schedv1.UserDeploymentRunning
+	}
+	return schedv1.UserDeploymentProgressing
+}
+
+// degradedCondition names every cause, the first one's reason first.
+func degradedCondition(sum summary) metav1.Condition {
+	if len(sum.causes) == 0 {
+		return metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"}
+	}
+	msgs := make([]string, 0, len(sum.causes))
+	for _, c := range sum.causes {
+		msgs = append(msgs, c.message)
+	}
+	msg := strings.Join(msgs, "; ")
+	if len(msg) > maxConditionMessage {
+		msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + "…"
+	}
+	return metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: sum.causes[0].reason, Message: msg}
+}
+
+// readyCondition says whether the app serves, and if not why.
+func readyCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded metav1.Condition) metav1.Condition {
+	c := metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse}
+	switch phase {
+	case schedv1.UserDeploymentStopped:
+		c.Reason, c.Message = schedv1.ReasonStopped, "stopped (spec.state: Stopped): every service is scaled to zero"
+	case schedv1.UserDeploymentDegraded:
+		c.Reason, c.Message = degraded.Reason, degraded.Message
+	case schedv1.UserDeploymentPending:
+		c.Reason, c.Message = schedv1.ReasonPending, pendingMessage(sum)
+	case schedv1.UserDeploymentRunning:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, schedv1.ReasonAvailable, fmt.Sprintf("all %d service(s) are ready", sum.ready)
 	default:
-		st.Phase = schedv1.UserDeploymentProgressing
-		msg := "rolling out: " + strings.Join(waiting, ", ") + " replicas ready"
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonReconciling, msg)
-		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, msg)
-		notDegraded()
+		c.Reason, c.Message = schedv1.ReasonReconciling, rollingMessage(sum)
 	}
-	if c := p.priority; c.Type != "" {
-		set(c.Type, c.Status, c.Reason, c.Message)
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
+	return c
+}
+
+// progressingCondition says whether the app is still changing.
+func progressingCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded metav1.Condition) metav1.Condition {
+	c := metav1.Condition{Type: schedv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling}
+	switch phase {
+	case schedv1.UserDeploymentStopped:
+		if sum.remaining > 0 {
+			c.Message = fmt.Sprintf("scaling to zero: %d pod(s) left", sum.remaining)
+		} else {
+			c.Status, c.Reason, c.Message = metav1.ConditionFalse, schedv1.ReasonStopped, "every service is scaled to zero"
+		}
+	case schedv1.UserDeploymentDegraded:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, degraded.Reason, "stuck: "+degraded.Message
+	case schedv1.UserDeploymentPending:
+		c.Message = pendingMessage(sum)
+	case schedv1.UserDeploymentRunning:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, schedv1.ReasonRolledOut, "every service runs its desired replicas"
+	default:
+		c.Message = rollingMessage(sum)
 	}
-	if status, reason, msg := certificateState(p, o.certificate); reason != "" {
-		set(schedv1.ConditionCertificateReady, status, reason, msg)
-	} else {
-		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
-	}
-	return st
+	return c
+}
+
+func pendingMessage(sum summary) string {
+	return fmt.Sprintf("creating the app's objects: %d Deployment(s) not created yet", sum.missing)
+}
+
+func rollingMessage(sum summary) string {
+	return "rolling out: " + strings.Join(sum.waiting, ", ") + " replicas ready"
 }
 
 // certificateState is the CertificateReady condition, from cert-manager's

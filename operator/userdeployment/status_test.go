@@ -434,3 +434,71 @@ func TestHolderFirst(t *testing.T) {
 		t.Errorf("holderFirst(newer, older) = %d, want the older first", got)
 	}
 }
+
+// One table per condition, from a summary (computeStatus's tests cover
+// how a summary is read from the objects).
+func TestConditionsFromASummary(t *testing.T) {
+	broken := summary{services: 2, ready: 1, causes: []cause{
+		{schedv1.ReasonCrashLoop, "service api: crash-looping"}, {schedv1.ReasonHostConflict, "host taken"},
+	}}
+	cases := map[string]struct {
+		sum                         summary
+		phase                       schedv1.UserDeploymentPhase
+		ready, progressing, degrade metav1.Condition
+	}{
+		"running": {
+			sum: summary{services: 2, ready: 2}, phase: schedv1.UserDeploymentRunning,
+			ready:       metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonAvailable, Message: "all 2 service(s) are ready"},
+			progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonRolledOut, Message: "every service runs its desired replicas"},
+			degrade:     metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"},
+		},
+		"rolling out": {
+			sum: summary{services: 2, ready: 1, waiting: []string{"api 0/2"}}, phase: schedv1.UserDeploymentProgressing,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonReconciling, Message: "rolling out: api 0/2 replicas ready"},
+			progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "rolling out: api 0/2 replicas ready"},
+			degrade:     metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"},
+		},
+		"pending": {
+			sum: summary{services: 2, missing: 2}, phase: schedv1.UserDeploymentPending,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonPending, Message: "creating the app's objects: 2 Deployment(s) not created yet"},
+			progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "creating the app's objects: 2 Deployment(s) not created yet"},
+			degrade:     metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"},
+		},
+		"degraded: every cause named, the first one's reason": {
+			sum: broken, phase: schedv1.UserDeploymentDegraded,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping; host taken"},
+			progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "stuck: service api: crash-looping; host taken"},
+			degrade:     metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping; host taken"},
+		},
+		"stopping wins over causes, which still show": {
+			sum: summary{stopped: true, services: 1, remaining: 2, causes: broken.causes[1:]}, phase: schedv1.UserDeploymentStopped,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonStopped, Message: "stopped (spec.state: Stopped): every service is scaled to zero"},
+			progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "scaling to zero: 2 pod(s) left"},
+			degrade:     metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonHostConflict, Message: "host taken"},
+		},
+		"stopped": {
+			sum: summary{stopped: true, services: 1}, phase: schedv1.UserDeploymentStopped,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonStopped, Message: "stopped (spec.state: Stopped): every service is scaled to zero"},
+			progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonStopped, Message: "every service is scaled to zero"},
+			degrade:     metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := phaseOf(tc.sum); got != tc.phase {
+				t.Fatalf("phase %s, want %s", got, tc.phase)
+			}
+			tc.ready.Type, tc.progressing.Type, tc.degrade.Type = schedv1.ConditionReady, schedv1.ConditionProgressing, schedv1.ConditionDegraded
+			degraded := degradedCondition(tc.sum)
+			for _, c := range []struct{ got, want metav1.Condition }{
+				{degraded, tc.degrade},
+				{readyCondition(tc.phase, tc.sum, degraded), tc.ready},
+				{progressingCondition(tc.phase, tc.sum, degraded), tc.progressing},
+			} {
+				if diff := cmp.Diff(c.want, c.got); diff != "" {
+					t.Errorf("%s (-want +got):\n%s", c.want.Type, diff)
+				}
+			}
+		})
+	}
+}
