@@ -121,14 +121,14 @@ func TestAppsOnTheRealNode(t *testing.T) {
 	}
 }
 
-// This kernel has no sched_ext: the preflight finds /sys/kernel/sched_ext
-// absent on the real node, and the status says unsupported, not attached.
-func TestSchedExtOnAKernelWithoutSchedExt(t *testing.T) {
+// A SchedExt on the real node reports what this host's kernel can do. The
+// machines here have no sched_ext, so the preflight finds
+// /sys/kernel/sched_ext absent and the node is unsupported, not attached.
+// On a kernel with sched_ext and BTF the preflight passes instead; busybox
+// is no scheduler, so the node is then neither unsupported nor attached.
+func TestSchedExtReportsTheKernel(t *testing.T) {
 	e := need(t)
 	e.operator(t)
-	if _, err := os.Stat("/sys/kernel/sched_ext"); err == nil {
-		t.Skip("this kernel has sched_ext; the test is about one without it")
-	}
 	scx := &schedv1.SchedExt{
 		ObjectMeta: metav1.ObjectMeta{Name: "real-node-scx"},
 		Spec: schedv1.SchedExtSpec{
@@ -138,15 +138,50 @@ func TestSchedExtOnAKernelWithoutSchedExt(t *testing.T) {
 		},
 	}
 	e.create(t, scx)
-	scx = eventually(t, e, scx, 2*time.Minute, func(s *schedv1.SchedExt) bool { return len(s.Status.UnsupportedNodes) > 0 })
-	if diff := cmp.Diff([]string{cluster.RealNodeName}, scx.Status.UnsupportedNodes); diff != "" {
-		t.Errorf("unsupported nodes (-want +got):\n%s", diff)
+
+	_, noSchedExt := os.Stat("/sys/kernel/sched_ext")
+	_, noBTF := os.Stat("/sys/kernel/btf/vmlinux")
+	if noSchedExt != nil || noBTF != nil {
+		scx = eventually(t, e, scx, 2*time.Minute, func(s *schedv1.SchedExt) bool { return len(s.Status.UnsupportedNodes) > 0 })
+		if diff := cmp.Diff([]string{cluster.RealNodeName}, scx.Status.UnsupportedNodes); diff != "" {
+			t.Errorf("unsupported nodes (-want +got):\n%s", diff)
+		}
+		why := "/sys/kernel/sched_ext is absent"
+		if noSchedExt == nil {
+			why = "/sys/kernel/btf/vmlinux is absent"
+		}
+		out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "schedext", "status", scx.Name)
+		if !strings.Contains(out+errOut, why) {
+			t.Errorf("schedext status (exit %d) does not say %q:\n%s%s", code, why, out, errOut)
+		}
+	} else {
+		// The preflight ran and passed on the node.
+		deadline := time.Now().Add(2 * time.Minute)
+		for !preflightPassed(t, e, scx.Name) {
+			if time.Now().After(deadline) {
+				t.Fatal("the preflight never passed on a kernel with sched_ext and BTF")
+			}
+			time.Sleep(time.Second)
+		}
+		scx = eventually(t, e, scx, time.Minute, func(s *schedv1.SchedExt) bool { return s.Status.DesiredNodes == 1 })
+		if len(scx.Status.UnsupportedNodes) != 0 {
+			t.Errorf("unsupported nodes %v on a kernel with sched_ext", scx.Status.UnsupportedNodes)
+		}
 	}
 	if scx.Status.DesiredNodes != 1 || scx.Status.AvailableNodes != 0 {
 		t.Errorf("desired %d, available %d; want 1 and 0 (nothing attached)", scx.Status.DesiredNodes, scx.Status.AvailableNodes)
 	}
-	out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "schedext", "status", scx.Name)
-	if !strings.Contains(out+errOut, "/sys/kernel/sched_ext is absent") {
-		t.Errorf("schedext status (exit %d) does not say why the node is unsupported:\n%s%s", code, out, errOut)
+}
+
+// preflightPassed: the SchedExt's pod on the real node ran its preflight
+// init container to exit code 0.
+func preflightPassed(t *testing.T, e *env, name string) bool {
+	for _, p := range e.podsOf(t, schedv1.DefaultSchedulerNamespace, map[string]string{schedv1.LabelSchedExt: name}) {
+		for _, cs := range p.Status.InitContainerStatuses {
+			if term := cs.State.Terminated; term != nil && term.ExitCode == 0 {
+				return true
+			}
+		}
 	}
+	return false
 }
