@@ -43,7 +43,7 @@ type Image struct {
 
 // busyboxImage is /bin/busybox with a link per applet, /tmp, and passwd
 // entries for root and the non-root user.
-func busyboxImage(busybox string, tags []string, entrypoint []string) (v1.Image, error) {
+func busyboxImage(busybox string, entrypoint []string) (v1.Image, error) {
 	out, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --list: %w", busybox, err)

@@ -19,11 +19,11 @@ func TestBusyboxArchive(t *testing.T) {
 	if _, err := os.Stat(busybox); err != nil {
 		t.Skipf("no %s (Debian's busybox-static; hack/install-node-packages.sh): %v", busybox, err)
 	}
-	img, err := busyboxImage(busybox, BusyboxImages, nil)
+	img, err := busyboxImage(busybox, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pause, err := busyboxImage(busybox, nil, []string{"/bin/sleep", "2147483647"})
+	pause, err := busyboxImage(busybox, []string{"/bin/sleep", "2147483647"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -167,15 +167,10 @@ func Stop(dir string) error {
 		return err
 	}
 	var errs []error
-	// The real node's pods go after its kubelet and before its containerd;
-	// its mounts, NAT rule and cgroups after containerd.
+	// The real node's pods, mounts, NAT rule and cgroups go once its
+	// kubelet and containerd have stopped.
 	stages := [][]string{{"kubelet", "kwok", "kube-scheduler", "kube-controller-manager"}, {"containerd"}, {"kube-apiserver"}, {"etcd"}}
 	for _, stage := range stages {
-		if stage[0] == "containerd" {
-			if n := loadRealNode(dir); n != nil {
-				killPods(n)
-			}
-		}
 		var pids []int
 		for _, name := range stage {
 			pid := readPID(dir, name)

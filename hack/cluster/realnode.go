@@ -221,7 +221,7 @@ func (c *Cluster) startRealNode(ctx context.Context, binDir string, apiPort int,
 // importBaseImages imports busybox (under BusyboxImages) and the pause image.
 func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 	images := map[string]v1.Image{}
-	bb, err := busyboxImage(busybox, BusyboxImages, nil)
+	bb, err := busyboxImage(busybox, nil)
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,7 @@ func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 		images[tag] = bb
 	}
 	// The pause image only has to wait; busybox sleep does.
-	pause, err := busyboxImage(busybox, nil, []string{"/bin/sleep", "2147483647"})
+	pause, err := busyboxImage(busybox, []string{"/bin/sleep", "2147483647"})
 	if err != nil {
 		return err
 	}
@@ -253,24 +253,6 @@ func (c *Cluster) ImportImage(ctx context.Context, img Image) error {
 		images[tag] = built
 	}
 	return c.importArchive(ctx, n.Socket, "image", images)
-}
-
-// ImportBusybox loads the busybox image under more names, e.g. an image a
-// template names that the tests want to run for real.
-func (c *Cluster) ImportBusybox(ctx context.Context, tags ...string) error {
-	n := loadRealNode(c.Dir)
-	if n == nil || c.RealNode == "" {
-		return errors.New("cluster: no real node")
-	}
-	bb, err := busyboxImage(busybox, tags, nil)
-	if err != nil {
-		return err
-	}
-	images := map[string]v1.Image{}
-	for _, tag := range tags {
-		images[tag] = bb
-	}
-	return c.importArchive(ctx, n.Socket, "busybox-extra", images)
 }
 
 func (c *Cluster) importArchive(ctx context.Context, socket, name string, images map[string]v1.Image) error {

@@ -19,10 +19,14 @@ type Step struct {
 // whether the cluster has the real node, where the workflow's containers
 // really run (otherwise kwok simulates them).
 func Steps(root string, realNode bool) []Step {
+	file, say := "workflow.yaml", "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how."
+	if !realNode {
+		file, say = "workflow-kwok.yaml", "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."
+	}
 	workflow := Step{
 		Title: "Run a three-step workflow that passes outputs, watched live",
-		Say:   "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how.",
-		Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch"},
+		Say:   say,
+		Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", file), "--watch"},
 		Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:0a8beffc2418"},
 	}
 	var logs []Step
@@ -33,9 +37,6 @@ func Steps(root string, realNode bool) []Step {
 			Args:  []string{"sched", "logs", "workflow/release"},
 			Want:  []string{"[fetch release-0-fetch-", "[build release-1-build-", "] building shop at 0a8beffc2418", "summary=released registry.example.com/shop:0a8beffc2418"},
 		})
-	} else {
-		workflow.Say = "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."
-		workflow.Args[4] = filepath.Join(root, "hack", "tour", "workflow-kwok.yaml")
 	}
 	steps := []Step{
 		{

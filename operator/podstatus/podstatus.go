@@ -25,10 +25,12 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 		}
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	for _, cs := range statuses {
+	for i, cs := range statuses {
 		w := cs.State.Waiting
 		if w == nil {
-			if t := cs.State.Terminated; t != nil && restartsAlways(pod) && cs.RestartCount > 0 && isMain(pod, cs.Name) {
+			// An init container that ended is normal; only app containers loop.
+			main := i >= len(pod.Status.InitContainerStatuses)
+			if t := cs.State.Terminated; t != nil && main && restartsAlways(pod) && cs.RestartCount > 0 {
 				// The kubelet may keep a crashed container's terminated
 				// state through the back-off instead of waiting with
 				// CrashLoopBackOff (1.36 does): it has ended, and ended
@@ -68,17 +70,6 @@ func crashMessage(cs corev1.ContainerStatus, last *corev1.ContainerStateTerminat
 // Always, so an empty one is too).
 func restartsAlways(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
-}
-
-// isMain tells an app container from an init container, whose ended state
-// is normal.
-func isMain(pod *corev1.Pod, name string) bool {
-	for _, cs := range pod.Status.InitContainerStatuses {
-		if cs.Name == name {
-			return false
-		}
-	}
-	return true
 }
 
 // Clip shortens s to MaxMessage bytes, on a rune boundary so the status

@@ -178,8 +178,11 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 	} else if o.Service != "" {
 		candidates = logKinds[:1]
 	}
-	var found []client.Object
-	var foundKinds []kinds.Kind
+	type hit struct {
+		kind kinds.Kind
+		obj  client.Object
+	}
+	var found []hit
 	for _, k := range candidates {
 		obj := k.New()
 		err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, obj)
@@ -189,8 +192,7 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 		if err != nil {
 			return nil, cmdutil.API(err, "get", k.What(ns, o.name))
 		}
-		found = append(found, obj)
-		foundKinds = append(foundKinds, k)
+		found = append(found, hit{k, obj})
 	}
 	switch len(found) {
 	case 0:
@@ -202,12 +204,12 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 	case 1:
 	default:
 		var choices []string
-		for _, k := range foundKinds {
-			choices = append(choices, k.Singular+"/"+o.name)
+		for _, h := range found {
+			choices = append(choices, h.kind.Singular+"/"+o.name)
 		}
 		return nil, cmdutil.Usage("Choose one: "+strings.Join(choices, ", ")+".", "%q names more than one kind of object in namespace %q", o.name, ns)
 	}
-	return o.sourceFor(foundKinds[0], found[0])
+	return o.sourceFor(found[0].kind, found[0].obj)
 }
 
 func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
@@ -246,8 +248,7 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
 		src.containers, src.prefix = taskContainer, podName
 		src.order = func(*corev1.Pod) string { return "" }
-		src.finished = o.finishedWhen(&schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}, &schedv1.AgentTaskList{},
-			func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
+		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
 	case *schedv1.Workflow:
 		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: t.Name})
 		stepName := func(p *corev1.Pod) string {
@@ -263,8 +264,7 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 			i, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowStep])
 			return fmt.Sprintf("%06d", i)
 		}
-		src.finished = o.finishedWhen(&schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: t.Namespace, Name: t.Name}}, &schedv1.WorkflowList{},
-			func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
+		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
 	}
 	return src, nil
 }
@@ -276,14 +276,17 @@ func (o *Options) containerOr(def string) string {
 	return def
 }
 
-// finishedWhen watches obj; the channel closes once done says so (or the
-// watch ends).
-func (o *Options) finishedWhen(obj client.Object, list client.ObjectList, done func(client.Object) bool) func(context.Context) <-chan struct{} {
+// finishedWhen watches of, an object of kind k; the channel closes once
+// done says so (or the watch ends).
+func (o *Options) finishedWhen(k kinds.Kind, of client.Object, done func(client.Object) bool) func(context.Context) <-chan struct{} {
 	return func(ctx context.Context) <-chan struct{} {
 		ch := make(chan struct{})
 		go func() {
 			defer close(ch)
-			_ = watch.Until(ctx, o.clients.Client, obj, list, func(obj client.Object) (bool, error) { return done(obj), nil })
+			obj := k.New()
+			obj.SetNamespace(of.GetNamespace())
+			obj.SetName(of.GetName())
+			_ = watch.Until(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
 		}()
 		return ch
 	}
