@@ -41,6 +41,10 @@ const podTaskIndex = "agenttask.pods.byTask"
 // Reconciler reconciles AgentTasks.
 type Reconciler struct {
 	client.Client
+	// APIReader reads pods past the cache when a finished Job's pod is not
+	// in it yet (the pod and Job informers resync separately, for example
+	// after an API server restart).
+	APIReader       client.Reader
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
 	Clock           clock.PassiveClock
@@ -139,11 +143,18 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 	// the namespace can label one like the task's and forge its termination
 	// message.
 	if o.job != nil {
-		for _, pod := range pods.Items {
-			if metav1.IsControlledBy(&pod, o.job) {
-				o.pods = append(o.pods, pod)
-			}
+		o.pods = controlledPods(pods.Items, o.job)
+	}
+	if o.job != nil && len(o.pods) == 0 && jobHadPods(o.job) && r.APIReader != nil {
+		// The Job has run a pod that our pod cache has not seen yet. The
+		// pod is held by the outputs finalizer, so it exists unless removed
+		// by hand: read it from the API server rather than conclude, from a
+		// lagging cache, that its outputs are lost.
+		var live corev1.PodList
+		if err := r.APIReader.List(ctx, &live, client.InNamespace(task.Namespace), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task.Name)}); err != nil {
+			return o, err
 		}
+		o.pods = controlledPods(live.Items, o.job)
 	}
 	if o.job != nil && len(o.pods) == 0 {
 		var evs corev1.EventList
@@ -161,6 +172,24 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		}
 	}
 	return o, nil
+}
+
+// controlledPods keeps the pods that job controls.
+func controlledPods(pods []corev1.Pod, job *batchv1.Job) []corev1.Pod {
+	var out []corev1.Pod
+	for _, pod := range pods {
+		if metav1.IsControlledBy(&pod, job) {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// jobHadPods reports whether the Job has counted a finished pod or finished
+// itself: then a task with no pod in the cache is behind, not podless.
+func jobHadPods(job *batchv1.Job) bool {
+	return job.Status.Succeeded > 0 || job.Status.Failed > 0 || jobCondition(job, batchv1.JobComplete) != nil ||
+		jobCondition(job, batchv1.JobSuccessCriteriaMet) != nil || jobFailed(job) != nil
 }
 
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {

@@ -53,6 +53,7 @@ var controllers = map[string]Controller{
 	"agenttask": func(mgr ctrl.Manager, o Options) error {
 		return (&agenttask.Reconciler{
 			Client:          mgr.GetClient(),
+			APIReader:       mgr.GetAPIReader(),
 			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
 			PriorityClasses: o.Settings.PriorityClasses,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
