@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -67,46 +70,70 @@ func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, fo
 	current := s.owned[key]
 	if current == nil {
 		// Not in the cache: new, deleted out of band, or someone else's
-		// (the cache holds only labelled objects). Ask the API server; its
-		// watch cache (resourceVersion 0) is recent enough to tell.
+		// (the cache holds only labelled objects). Creating it settles the
+		// common case, a new object, in one request; only a name that is
+		// taken costs a read, to tell ours from someone else's.
+		err := r.Create(ctx, form.DeepCopy(), client.FieldOwner(fieldOwner))
+		if err == nil {
+			if s.ud.Status.ObservedGeneration == s.ud.Generation {
+				// This spec was already in place, so the object was deleted.
+				s.repaired = append(s.repaired, key.String()+" (deleted)")
+			} else {
+				s.created = append(s.created, key.String())
+			}
+			return form, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, err
+		}
 		live := &unstructured.Unstructured{}
 		live.SetGroupVersionKind(form.GroupVersionKind())
-		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live, &client.GetOptions{Raw: &metav1.GetOptions{ResourceVersion: "0"}})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live); err != nil {
 			return nil, err
-		case !metav1.IsControlledBy(live, s.ud):
+		}
+		if !metav1.IsControlledBy(live, s.ud) {
 			return nil, &conflictError{key}
-		default:
-			current = live // ours; the cache is behind or lost our labels
 		}
+		current = live // ours; the cache is behind or lost our labels
 	}
-	if current != nil {
-		ok, err := inSync(form, current)
-		if err != nil || ok {
-			return current, err
-		}
-		if err := r.handOverReplicas(ctx, form, current); err != nil {
-			return nil, err
-		}
+	ok, err := inSync(form, current)
+	if err != nil || ok {
+		return current, err
+	}
+	if err := r.upgradeCreatedFields(ctx, form); err != nil {
+		return nil, err
+	}
+	if err := r.handOverReplicas(ctx, form, current); err != nil {
+		return nil, err
 	}
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return nil, err
 	}
-	switch {
-	case current == nil && s.ud.Status.ObservedGeneration == s.ud.Generation:
-		// This spec was already in place, so the object was deleted.
-		s.repaired = append(s.repaired, key.String()+" (deleted)")
-	case current == nil:
-		s.created = append(s.created, key.String())
-	case current.GetAnnotations()[annotationApplied] == form.GetAnnotations()[annotationApplied]:
+	if current.GetAnnotations()[annotationApplied] == form.GetAnnotations()[annotationApplied] {
 		// Same plan as last applied, different object: edited out of band.
 		s.repaired = append(s.repaired, key.String()+" (edited)")
-	default:
+	} else {
 		log.FromContext(ctx).Info("Updated object to the spec", "kind", key.kind, "name", key.name)
 	}
 	return form, nil
+}
+
+// upgradeCreatedFields moves the fields an object got from our create (an
+// Update entry in its managed fields) to our server-side apply entry, before
+// the first apply that changes it. Without it a field dropped from the spec
+// would stay, still owned by the create. The cache strips managed fields,
+// so this reads the object; it runs only when an object must change.
+func (r *Reconciler) upgradeCreatedFields(ctx context.Context, form *unstructured.Unstructured) error {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(form.GroupVersionKind())
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live); err != nil {
+		return err
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(fieldOwner), fieldOwner)
+	if err != nil || patch == nil {
+		return err
+	}
+	return r.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // fieldOwnerHandover co-owns the replicas of a workload an autoscaler took

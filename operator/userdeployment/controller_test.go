@@ -1423,3 +1423,47 @@ func TestConvergesUnderAConflictingWriter(t *testing.T) {
 		t.Errorf("services %+v", ud.Status.Services)
 	}
 }
+
+// TestDroppedFieldIsRemoved: the operator creates a new object with a plain
+// create (one request) and applies later changes with server-side apply.
+// A field the spec drops must go from the object, which needs the create's
+// managed fields moved to the apply's owner first.
+func TestDroppedFieldIsRemoved(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeUserDeployment("app", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		EditService("api", func(s *schedv1.ServiceSpec) {
+			s.Env = []schedv1.EnvVar{{Name: "KEEP", Value: "1"}, {Name: "DROP", Value: "2"}}
+			s.Args = []string{"--verbose"}
+		}).Obj())
+	waitUD(t, ns, "app", "Running", phase(schedv1.UserDeploymentRunning))
+
+	update(t, ns, "app", func(s *schedv1.UserDeploymentSpec) {
+		s.Services[0].Env = s.Services[0].Env[:1]
+		s.Services[0].Args = nil
+	})
+	key := types.NamespacedName{Namespace: ns, Name: "app-api"}
+	eventually(t, "DROP and the args removed from Deployment app-api", func(ctx context.Context) error {
+		dep := &appsv1.Deployment{}
+		if err := sim.Client.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		c := dep.Spec.Template.Spec.Containers[0]
+		var env []string
+		for _, e := range c.Env {
+			env = append(env, e.Name)
+		}
+		if slices.Contains(env, "DROP") || len(c.Args) > 0 {
+			return fmt.Errorf("env %v, args %v", env, c.Args)
+		}
+		if !slices.Contains(env, "KEEP") {
+			return fmt.Errorf("env %v lost KEEP", env)
+		}
+		for _, m := range dep.ManagedFields {
+			if m.Manager == "kubectl-sched-operator" && m.Operation != metav1.ManagedFieldsOperationApply {
+				return fmt.Errorf("managed fields still hold the create's entry: %+v", m)
+			}
+		}
+		return nil
+	})
+}
