@@ -49,6 +49,10 @@ test: control-plane ## Run every test against a real API server and the simulate
 	go vet ./...
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
+.PHONY: chaos
+chaos: control-plane ## Run the fault tests in full (figures in RELIABILITY.md).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/chaos -count=1 -v -timeout 40m
+
 .PHONY: bench
 bench: control-plane ## Run the benchmarks and print their figures.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -run '^$$' -bench . -benchtime 1x -timeout 60m

@@ -3,5 +3,6 @@
 // then checked for duplicates and lost outputs. `go test ./hack/chaos`
 // runs the short form (part of `make test`: 2 workflows of 5 steps, 20
 // tasks, 6 kills); CHAOS_KILLS, CHAOS_SCALE (workflows and tasks times N)
-// and CHAOS_STEPS run longer ones (see RELIABILITY.md).
+// and CHAOS_STEPS run longer ones (make chaos; see RELIABILITY.md).
+// TestKillsBetweenWrites aims its kills with operator/crashpoint.
 package chaos

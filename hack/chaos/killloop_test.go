@@ -53,6 +53,29 @@ func TestKillLoop(t *testing.T) {
 	cl, ctx := s.client, context.Background()
 	const ns = "default"
 
+	createLoad(t, cl, ns, workflows, steps, tasks)
+
+	// The kill loop.
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for k := range kills {
+		time.Sleep(time.Duration(200+r.IntN(1300)) * time.Millisecond)
+		if err := e.KillOperator(); err != nil {
+			t.Fatalf("kill %d: %v", k, err)
+		}
+		if err := e.StartOperator(ctx, false); err != nil {
+			t.Fatalf("restart %d: %v", k, err)
+		}
+	}
+
+	checkRanOnce(t, cl, ns, workflows, steps, tasks)
+	t.Logf("%d kills: %d workflows of %d steps and %d tasks finished, each step and task once", kills, workflows, steps, tasks)
+}
+
+// createLoad creates workflows chain-0.. of steps steps, each passing its
+// output to the next, and tasks task-0.., all in ns.
+func createLoad(t *testing.T, cl client.Client, ns string, workflows, steps, tasks int) {
+	t.Helper()
+	ctx := context.Background()
 	// Workflows whose steps each pass their output on.
 	for w := range workflows {
 		wf := MakeWorkflow(fmt.Sprintf("chain-%d", w), ns)
@@ -75,19 +98,15 @@ func TestKillLoop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
 
-	// The kill loop.
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	for k := range kills {
-		time.Sleep(time.Duration(200+r.IntN(1300)) * time.Millisecond)
-		if err := e.KillOperator(); err != nil {
-			t.Fatalf("kill %d: %v", k, err)
-		}
-		if err := e.StartOperator(ctx, false); err != nil {
-			t.Fatalf("restart %d: %v", k, err)
-		}
-	}
-
+// checkRanOnce waits for the load of createLoad to finish, then checks that
+// every step and task ran once (one AgentTask, one Job and one pod each),
+// every output is what its pod wrote, and no pod waits on the outputs
+// finalizer.
+func checkRanOnce(t *testing.T, cl client.Client, ns string, workflows, steps, tasks int) {
+	t.Helper()
+	ctx := context.Background()
 	// Everything finishes.
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var wfs schedv1.WorkflowList
@@ -111,7 +130,7 @@ func TestKillLoop(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("not everything finished after %d kills: %v", kills, err)
+		t.Fatalf("not everything finished: %v", err)
 	}
 
 	var jobs batchv1.JobList
@@ -198,7 +217,6 @@ func TestKillLoop(t *testing.T) {
 		return true, nil
 	})
 	if err != nil {
-		t.Errorf("pods still hold the outputs finalizer after %d kills", kills)
+		t.Errorf("pods still hold the outputs finalizer")
 	}
-	t.Logf("%d kills: %d workflows of %d steps and %d tasks finished, each step and task once", kills, workflows, steps, tasks)
 }

@@ -49,6 +49,8 @@ type Env struct {
 	// OperatorArgs are added to the operator's command line (a later flag
 	// wins: --leader-elect=false).
 	OperatorArgs []string
+	// OperatorEnv is added to the operator's environment (KEY=VALUE).
+	OperatorEnv []string
 
 	operator *exec.Cmd
 }
@@ -144,6 +146,7 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 		"--ingress-domain=" + IngressDomain}
 	e.operator = exec.Command(filepath.Join(e.BinDir, "operator"), append(args, e.OperatorArgs...)...)
 	e.operator.Stdout, e.operator.Stderr = logf, logf
+	e.operator.Env = append(os.Environ(), e.OperatorEnv...)
 	if detach {
 		e.operator.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	}
@@ -186,6 +189,24 @@ func (e *Env) KillOperator() error {
 	}
 	_ = e.operator.Wait()
 	return nil
+}
+
+// WaitOperatorExit waits up to timeout for the operator to end by itself (a
+// fault test's crash point) and returns how it ended.
+func (e *Env) WaitOperatorExit(timeout time.Duration) (*os.ProcessState, error) {
+	if e.operator == nil || e.operator.Process == nil {
+		return nil, fmt.Errorf("no operator running")
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.operator.Wait() }()
+	select {
+	case <-done:
+		st := e.operator.ProcessState
+		e.operator = nil
+		return st, nil
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("the operator (pid %d) still runs after %v", e.operator.Process.Pid, timeout)
+	}
 }
 
 // StopOperator stops the operator process.

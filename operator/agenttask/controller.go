@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
@@ -208,6 +209,7 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 		}
 		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
 	}
+	crashpoint.Hit(crashpoint.JobCreated)
 	// No event: the Job is in the task's status (jobName), and the Job
 	// controller tells of its pod; one event per task, when it ends.
 	log.FromContext(ctx).Info("Created Job", "job", job.Name)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -75,6 +76,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var quotaErr error
 	errs, err := r.createStepTasks(ctx, wf, p.creates)
+	if len(p.creates) > 0 {
+		crashpoint.Hit(crashpoint.StepTasksCreated)
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
