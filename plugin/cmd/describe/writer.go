@@ -65,7 +65,9 @@ func (w *writer) mapField(level int, key string, m map[string]string, sep string
 }
 
 // table writes a section: "Title:" then a header, a dashed rule and the
-// rows, or "Title:\t<none>" when there are no rows.
+// rows, indented one level further, or "Title:\t<none>" when there are no
+// rows. The table is laid out on its own: its lines have no tabs, so the
+// fields around it do not change its columns.
 func (w *writer) table(level int, title string, header []string, rows [][]string) {
 	if len(rows) == 0 {
 		w.line(level, "%s:\t<none>", title)
@@ -76,11 +78,13 @@ func (w *writer) table(level int, title string, header []string, rows [][]string
 	for i, h := range header {
 		rule[i] = strings.Repeat("-", len(h))
 	}
-	w.line(level+1, "%s", strings.Join(header, "\t"))
-	w.line(level+1, "%s", strings.Join(rule, "\t"))
+	t := printing.NewTableWriter(w.tw, printing.TableStyle{Gap: 2, Indent: 2 * (level + 1)})
+	t.Header(header...)
+	t.Row(rule...)
 	for _, r := range rows {
-		w.line(level+1, "%s", strings.Join(r, "\t"))
+		t.Row(r...)
 	}
+	_ = t.Render() // as in line, a write error is not reported here
 }
 
 // header writes what every kind starts with.

@@ -235,6 +235,7 @@ func TestStatus(t *testing.T) {
 		"every schedext": {args: []string{"schedext", "status"}, golden: "status"},
 		"one, wide":      {args: []string{"scx", "status", "lavd", "-o", "wide"}, golden: "status-lavd-wide"},
 		"json":           {args: []string{"schedext", "status", "rusty", "-o", "json"}, golden: "status-rusty-json"},
+		"no headers":     {args: []string{"schedext", "status", "rusty", "--no-headers"}, golden: "status-rusty-no-headers"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -307,28 +306,30 @@ func notReadyReason(p corev1.Pod) string {
 }
 
 func (o *StatusOptions) printTable(reports []Report) error {
-	cols := []metav1.TableColumnDefinition{
-		{Name: "Node", Type: "string"}, {Name: "SchedExt", Type: "string"},
-		{Name: "State", Type: "string"}, {Name: "Pod", Type: "string"},
-		{Name: "Reason", Type: "string", Priority: 1},
-	}
-	table := &metav1.Table{ColumnDefinitions: cols}
 	var rows []NodeStatus
 	for _, r := range reports {
 		rows = append(rows, r.Nodes...)
 	}
 	// By node, so a node two SchedExts want reads as one block.
 	slices.SortStableFunc(rows, func(a, b NodeStatus) int { return strings.Compare(a.Node, b.Node) })
-	for _, n := range rows {
-		pod := n.Pod
-		if pod == "" {
-			pod = "<none>"
-		}
-		table.Rows = append(table.Rows, metav1.TableRow{Cells: []any{n.Node, n.SchedExt, n.State, pod, printing.OrNone(n.Reason)}})
-	}
 	if len(rows) > 0 {
-		p := printers.NewTablePrinter(printers.PrintOptions{Wide: o.Output == "wide", NoHeaders: o.NoHeaders})
-		if err := p.PrintObj(table, o.Out); err != nil {
+		wide := o.Output == "wide"
+		t := printing.NewTableWriter(o.Out, printing.GetStyle)
+		if !o.NoHeaders {
+			header := []string{"NODE", "SCHEDEXT", "STATE", "POD"}
+			if wide {
+				header = append(header, "REASON")
+			}
+			t.Header(header...)
+		}
+		for _, n := range rows {
+			row := []string{n.Node, n.SchedExt, n.State, printing.OrNone(n.Pod)}
+			if wide {
+				row = append(row, printing.OrNone(n.Reason))
+			}
+			t.Row(row...)
+		}
+		if err := t.Render(); err != nil {
 			return err
 		}
 		fmt.Fprintln(o.Out)

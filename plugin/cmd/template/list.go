@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -67,7 +66,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Print.IsTable() {
-		return o.Print.TablePrinter(false, false).PrintObj(table(ts), o.Out)
+		return o.printTable(ts)
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	for _, t := range ts {
@@ -96,25 +95,35 @@ func asObject(t *templates.Template) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-func table(ts []*templates.Template) *metav1.Table {
-	tbl := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string"},
-		{Name: "Kind", Type: "string"},
-		{Name: "Source", Type: "string"},
-		{Name: "Description", Type: "string"},
-		{Name: "Parameters", Type: "string", Priority: 1, Description: "Required parameters are marked with *."},
-	}}
-	for _, t := range ts {
-		var params []string
-		for _, p := range t.Parameters {
-			if p.Required {
-				params = append(params, p.Name+"*")
-			} else {
-				params = append(params, p.Name)
-			}
-		}
-		// The printer drops the priority-1 column unless -o wide.
-		tbl.Rows = append(tbl.Rows, metav1.TableRow{Cells: []any{t.Name(), t.ObjectKind(), t.Source, t.Description, strings.Join(params, ",")}})
+// printTable prints the templates as kubectl get would; -o wide adds the
+// parameters, the required ones marked with *.
+func (o *ListOptions) printTable(ts []*templates.Template) error {
+	if len(ts) == 0 {
+		return nil
 	}
-	return tbl
+	wide := o.Print.IsWide()
+	t := printing.NewTableWriter(o.Out, printing.GetStyle)
+	if !o.Print.NoHeaders {
+		header := []string{"NAME", "KIND", "SOURCE", "DESCRIPTION"}
+		if wide {
+			header = append(header, "PARAMETERS")
+		}
+		t.Header(header...)
+	}
+	for _, tmpl := range ts {
+		row := []string{tmpl.Name(), tmpl.ObjectKind(), tmpl.Source, tmpl.Description}
+		if wide {
+			var params []string
+			for _, p := range tmpl.Parameters {
+				if p.Required {
+					params = append(params, p.Name+"*")
+				} else {
+					params = append(params, p.Name)
+				}
+			}
+			row = append(row, strings.Join(params, ","))
+		}
+		t.Row(row...)
+	}
+	return t.Render()
 }

@@ -100,6 +100,11 @@ func TestList(t *testing.T) {
 	r = mustRun(t, "template", "list", "-n", "team-a", "-o", "wide")
 	plugintest.Golden(t, "list-wide", r.Stdout)
 
+	r = mustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates", "--no-headers")
+	if lines := strings.Split(r.Stdout, "\n"); len(lines) != 10 || !strings.HasPrefix(lines[0], "agent-task         AgentTask ") {
+		t.Errorf("--no-headers: want the 9 rows of the list golden, got:\n%s", r.Stdout)
+	}
+
 	r = mustRun(t, "template", "list", "-o", "name", "--no-headers")
 	plugintest.Golden(t, "list-name", r.Stdout)
 

@@ -1,6 +1,7 @@
 // Package printing prints objects the way kubectl does: tables built by the
 // API server from the CRDs' printer columns, or -o json|yaml|name|jsonpath|
-// go-template through cli-runtime's printers.
+// go-template through cli-runtime's printers. Tables the plugin draws itself
+// go through TableWriter, which lays them out as kubectl would.
 package printing
 
 import (
@@ -54,12 +55,8 @@ func (f *Flags) Printer() (printers.ResourcePrinter, error) {
 	return f.ToPrinter()
 }
 
-// TablePrinter prints server-built tables like kubectl get.
-func (f *Flags) TablePrinter(withNamespace, withKind bool) printers.ResourcePrinter {
-	return printers.NewTablePrinter(printers.PrintOptions{
-		Wide: ptr.Deref(f.OutputFormat, "") == "wide", WithNamespace: withNamespace, WithKind: withKind, NoHeaders: f.NoHeaders,
-	})
-}
+// IsWide reports whether the output is -o wide.
+func (f *Flags) IsWide() bool { return ptr.Deref(f.OutputFormat, "") == "wide" }
 
 // Table asks the API server for a table of the resource, as kubectl get
 // does, so the columns are the CRD's printer columns. name may be empty to

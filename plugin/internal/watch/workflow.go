@@ -13,6 +13,7 @@ import (
 	"github.com/mattn/go-runewidth"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // ValueWidth is the longest output value the view shows; longer ones are
@@ -299,12 +300,23 @@ func (v *View) render(s State) string {
 
 	// A DAG gets an AFTER column; a plain sequence reads top to bottom.
 	dag := slices.ContainsFunc(s.Steps, func(st Step) bool { return len(st.After) > 0 })
-	header2 := []string{"#", "STEP", "PHASE", "DURATION"}
+	columns := []string{"#", "STEP", "PHASE", "DURATION", "DETAILS"}
 	if dag {
-		header2 = []string{"#", "STEP", "AFTER", "PHASE", "DURATION"}
+		columns = []string{"#", "STEP", "AFTER", "PHASE", "DURATION", "DETAILS"}
 	}
-	phaseCol := len(header2) - 2
-	rows := [][]string{header2}
+	phaseCol := len(columns) - 3
+	style := printing.TableStyle{Gap: 2, Indent: 2, Paint: func(col int, cell string) string {
+		if col == phaseCol {
+			return paint(cell, cell)
+		}
+		return cell
+	}}
+	if v.width > 0 {
+		// A line that wraps breaks the redraw.
+		style.MaxWidth = v.width - 1
+	}
+	t := printing.NewTableWriter(&b, style)
+	t.Header(columns...)
 	for i, st := range s.Steps {
 		d := ""
 		if !st.Start.IsZero() && st.Phase != schedv1.StepSkipped {
@@ -314,35 +326,9 @@ func (v *View) render(s State) string {
 		if dag {
 			row = append(row, strings.Join(st.After, ","))
 		}
-		rows = append(rows, append(row, string(st.Phase), d))
+		t.Row(append(row, string(st.Phase), d, detail(st))...)
 	}
-	w := make([]int, len(header2))
-	for _, r := range rows {
-		for c := range r {
-			w[c] = max(w[c], displayWidth(r[c]))
-		}
-	}
-	for i, r := range rows {
-		left := " "
-		for c := range phaseCol {
-			left += " " + pad(r[c], w[c]) + " "
-		}
-		left += " "
-		phase := pad(r[phaseCol], w[phaseCol])
-		right := "  " + pad(r[phaseCol+1], w[phaseCol+1]) + "  "
-		details := "DETAILS"
-		if i > 0 {
-			details = detail(s.Steps[i-1])
-		}
-		if v.width > 0 {
-			details = cut(details, v.width-1-displayWidth(left+phase+right))
-		}
-		if i > 0 {
-			// Colour the word, not its padding, so trailing blanks trim.
-			phase = paint(r[phaseCol], r[phaseCol]) + phase[len(r[phaseCol]):]
-		}
-		b.WriteString(strings.TrimRight(left+phase+right+details, " ") + "\n")
-	}
+	_ = t.Render() // a strings.Builder does not fail
 	return b.String()
 }
 
@@ -411,10 +397,6 @@ func FormatDuration(d time.Duration) string {
 // characters (CJK, most emoji), none for combining marks. Counting runes
 // instead let such text overflow the row and break the in-place redraw.
 func displayWidth(s string) int { return runewidth.StringWidth(s) }
-
-func pad(s string, n int) string {
-	return s + strings.Repeat(" ", max(0, n-displayWidth(s)))
-}
 
 // cut shortens s to one line of at most n columns, marking a cut with "…".
 func cut(s string, n int) string {
