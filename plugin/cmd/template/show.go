@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -98,8 +98,8 @@ func Describe(w io.Writer, t *templates.Template, ref string) error {
 		fmt.Fprintln(w, "Parameters:   <none>")
 	} else {
 		fmt.Fprintln(w, "Parameters:")
-		tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tTYPE\tREQUIRED\tDEFAULT\tSECRET\tDESCRIPTION")
+		tw := printing.NewTableWriter(w, printing.TableStyle{Gap: 2, Indent: 2})
+		tw.Header("NAME", "TYPE", "REQUIRED", "DEFAULT", "SECRET", "DESCRIPTION")
 		for _, p := range t.Parameters {
 			def := "-"
 			if p.Default != nil {
@@ -108,9 +108,9 @@ func Describe(w io.Writer, t *templates.Template, ref string) error {
 					def = `""`
 				}
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.TypeName(), yesNo(p.Required), def, yesNo(p.Secret), p.Description)
+			tw.Row(p.Name, p.TypeName(), yesNo(p.Required), def, yesNo(p.Secret), p.Description)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := tw.Render(); err != nil {
 			return err
 		}
 	}

@@ -21,12 +21,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // NewCommand returns `kubectl sched tenant`.
@@ -201,8 +201,8 @@ func (o *ListOptions) Run(ctx context.Context, c *kube.Clients) error {
 		fmt.Fprintln(o.ErrOut, "No tenants found.")
 		return nil
 	}
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "NAME\tTIER\tPODS\tCPU REQUESTS\tMEMORY REQUESTS\tAGE")
+	w := printing.NewTableWriter(o.Out, printing.GetStyle)
+	w.Header("NAME", "TIER", "PODS", "CPU REQUESTS", "MEMORY REQUESTS", "AGE")
 	for _, ns := range list.Items {
 		q := &corev1.ResourceQuota{}
 		pods, cpu, mem := "-", "-", "-"
@@ -210,9 +210,9 @@ func (o *ListOptions) Run(ctx context.Context, c *kube.Clients) error {
 			pods, cpu, mem = usage(q, corev1.ResourcePods), usage(q, corev1.ResourceRequestsCPU), usage(q, corev1.ResourceRequestsMemory)
 		}
 		age := duration.HumanDuration(o.Now().Sub(ns.CreationTimestamp.Time))
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", ns.Name, ns.Labels[schedv1.LabelTier], pods, cpu, mem, age)
+		w.Row(ns.Name, ns.Labels[schedv1.LabelTier], pods, cpu, mem, age)
 	}
-	return w.Flush()
+	return w.Render()
 }
 
 // usage is "used/hard" of one resource of a quota, "-" when it has none.
