@@ -33,9 +33,52 @@ type observed struct {
 	assignment Assignment
 }
 
+// cause is a condition's reason and the message that explains it.
+type cause struct{ reason, message string }
+
+// summary is what the conditions are computed from.
+type summary struct {
+	// blocked is what keeps the scheduler from being rolled out at all (no
+	// image for its name, no scheduler namespace, a refused image); zero
+	// when nothing does.
+	blocked cause
+	// rollingOut is set while the DaemonSet does not yet run the current
+	// template on every node it should; rollout says how far it is.
+	rollingOut bool
+	rollout    string
+	// desired and ready count the nodes the DaemonSet should run on and
+	// those where its pod is Ready. The pods' readiness probe is the attach
+	// check, so ready counts attaches.
+	desired, ready int32
+	// conflicts names the nodes older SchedExts keep; "" when none.
+	conflicts string
+	// troubles are the nodes whose pod is not Ready, by why.
+	troubles troubles
+}
+
+// phase is where a SchedExt stands; its Ready and Progressing conditions
+// follow from it. It is not in the API: the conditions say it.
+type phase string
+
+const (
+	// phaseBlocked: nothing can be rolled out; summary.blocked says why.
+	phaseBlocked phase = "Blocked"
+	// phaseRollingOut: the DaemonSet is putting the current template on
+	// its nodes.
+	phaseRollingOut phase = "RollingOut"
+	// phaseNoNodes: rolled out, on no node: none matches, or older
+	// SchedExts keep them all.
+	phaseNoNodes phase = "NoNodes"
+	// phaseAttached: attached on every node it should run on.
+	phaseAttached phase = "Attached"
+	// phaseNotAttached: rolled out, but not attached on every node.
+	phaseNotAttached phase = "NotAttached"
+)
+
 // computeStatus derives the status from what was observed. It is pure (now
 // only stamps condition transitions), so a reconcile that sees nothing new
-// writes nothing.
+// writes nothing. The counts come from the DaemonSet and the assignment;
+// the conditions from a summary (summarize), each by its function.
 func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.SchedExtStatus {
 	st := *scx.Status.DeepCopy()
 	st.ObservedGeneration = scx.Generation
@@ -53,100 +96,158 @@ func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.S
 	for _, c := range o.assignment.Conflicts {
 		st.ConflictingNodes = append(st.ConflictingNodes, c.Node)
 	}
-	troubles := podTroubles(o.pods)
-	st.UnsupportedNodes = troubles.nodes(schedv1.ReasonUnsupportedKernel)
+	sum := summarize(scx, o)
+	st.UnsupportedNodes = sum.troubles.nodes(schedv1.ReasonUnsupportedKernel)
 
-	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: typ, Status: status, Reason: reason, Message: msg,
-			ObservedGeneration: scx.Generation, LastTransitionTime: now,
-		})
+	ph := phaseOf(sum)
+	ready, progressing, degraded := readyCondition(ph, sum), progressingCondition(ph, sum), degradedCondition(sum)
+	// A condition new to the list goes at its end: a blocked SchedExt
+	// lists Ready first, any other Progressing first.
+	order := []metav1.Condition{progressing, ready, degraded}
+	if ph == phaseBlocked {
+		order = []metav1.Condition{ready, progressing, degraded}
 	}
+	for _, c := range order {
+		c.ObservedGeneration, c.LastTransitionTime = scx.Generation, now
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	return st
+}
 
-	if o.image == "" {
-		msg := fmt.Sprintf("the operator has no image for scheduler %q (its --scheduler-image setting); use another name or set spec.scheduler.image", scx.Spec.Scheduler.Name)
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, msg)
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler, "nothing to roll out: "+msg)
-		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonUnknownScheduler, msg)
-		return st
+// summarize reads the observation into what the conditions need.
+func summarize(scx *schedv1.SchedExt, o observed) summary {
+	sum := summary{
+		blocked:   blockedBy(scx, o),
+		conflicts: conflictMessage(o.assignment.Conflicts),
+		troubles:  podTroubles(o.pods),
 	}
-	if o.noNamespace != "" {
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, o.noNamespace)
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonSchedulerNamespaceMissing, "nothing to roll out: "+o.noNamespace)
-		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerNamespaceMissing, o.noNamespace)
-		return st
+	sum.rollingOut, sum.rollout = rolloutOf(o.ds)
+	if o.ds != nil {
+		sum.desired, sum.ready = o.ds.Status.DesiredNumberScheduled, o.ds.Status.NumberReady
 	}
-	if o.refused != "" {
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonImageNotAllowed, o.refused)
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonImageNotAllowed, "nothing to roll out: "+o.refused)
-		set(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonImageNotAllowed, o.refused)
-		return st
-	}
+	return sum
+}
 
-	// Progressing: the DaemonSet has not yet put the current template on
-	// every node it should.
-	rollingOut := true
-	switch ds := o.ds; {
-	case ds == nil:
-		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, "creating the DaemonSet")
-	case ds.Status.ObservedGeneration < ds.Generation:
-		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling, fmt.Sprintf("DaemonSet %s has not seen its latest spec yet", ds.Name))
-	case ds.Status.UpdatedNumberScheduled < ds.Status.DesiredNumberScheduled:
-		set(schedv1.ConditionProgressing, metav1.ConditionTrue, schedv1.ReasonReconciling,
-			fmt.Sprintf("rolling out: %d of %d nodes run the current template", ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled))
-	default:
-		rollingOut = false
-		set(schedv1.ConditionProgressing, metav1.ConditionFalse, schedv1.ReasonRolledOut,
-			fmt.Sprintf("DaemonSet %s runs the current template on all %d nodes", ds.Name, ds.Status.DesiredNumberScheduled))
-	}
-
-	conflictMsg := conflictMessage(o.assignment.Conflicts)
-
-	// Ready: attached on every node the SchedExt should run on. The pods'
-	// readiness probe is the attach check, so NumberReady counts attaches.
-	desired, ready := st.DesiredNodes, st.ReadyNodes
+// blockedBy says what keeps the scheduler from being rolled out at all:
+// no image for its name, then a missing scheduler namespace, then a
+// refused image; zero when nothing does.
+func blockedBy(scx *schedv1.SchedExt, o observed) cause {
 	switch {
-	case !rollingOut && desired == 0 && len(o.assignment.Conflicts) > 0:
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSchedulerConflict, "no nodes left: "+conflictMsg)
-	case !rollingOut && desired == 0:
-		set(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonNoNodes, "no node matches the nodeSelector (a tainted node counts only when tolerated)")
-	case !rollingOut && ready >= desired:
-		set(schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAttached, fmt.Sprintf("the kernel reports the scheduler attached on all %d nodes", desired))
+	case o.image == "":
+		return cause{schedv1.ReasonUnknownScheduler, fmt.Sprintf("the operator has no image for scheduler %q (its --scheduler-image setting); use another name or set spec.scheduler.image", scx.Spec.Scheduler.Name)}
+	case o.noNamespace != "":
+		return cause{schedv1.ReasonSchedulerNamespaceMissing, o.noNamespace}
+	case o.refused != "":
+		return cause{schedv1.ReasonImageNotAllowed, o.refused}
+	}
+	return cause{}
+}
+
+// rolloutOf says whether the DaemonSet (nil: not created yet) has yet to
+// put its current template on every node it should, and how far it is.
+func rolloutOf(ds *appsv1.DaemonSet) (rollingOut bool, msg string) {
+	switch {
+	case ds == nil:
+		return true, "creating the DaemonSet"
+	case ds.Status.ObservedGeneration < ds.Generation:
+		return true, fmt.Sprintf("DaemonSet %s has not seen its latest spec yet", ds.Name)
+	case ds.Status.UpdatedNumberScheduled < ds.Status.DesiredNumberScheduled:
+		return true, fmt.Sprintf("rolling out: %d of %d nodes run the current template", ds.Status.UpdatedNumberScheduled, ds.Status.DesiredNumberScheduled)
+	}
+	return false, fmt.Sprintf("DaemonSet %s runs the current template on all %d nodes", ds.Name, ds.Status.DesiredNumberScheduled)
+}
+
+// phaseOf is where the SchedExt stands; see phase.
+func phaseOf(sum summary) phase {
+	switch {
+	case sum.blocked.reason != "":
+		return phaseBlocked
+	case sum.rollingOut:
+		return phaseRollingOut
+	case sum.desired == 0:
+		return phaseNoNodes
+	case sum.ready >= sum.desired:
+		return phaseAttached
+	}
+	return phaseNotAttached
+}
+
+// readyCondition says whether the scheduler is attached on every node the
+// SchedExt should run on, and if not why: what blocks it, then the most
+// telling pod trouble, then the rollout.
+func readyCondition(ph phase, sum summary) metav1.Condition {
+	c := metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse}
+	switch ph {
+	case phaseBlocked:
+		c.Reason, c.Message = sum.blocked.reason, sum.blocked.message
+	case phaseNoNodes:
+		if sum.conflicts != "" {
+			c.Reason, c.Message = schedv1.ReasonSchedulerConflict, "no nodes left: "+sum.conflicts
+		} else {
+			c.Reason, c.Message = schedv1.ReasonNoNodes, "no node matches the nodeSelector (a tainted node counts only when tolerated)"
+		}
+	case phaseAttached:
+		c.Status, c.Reason = metav1.ConditionTrue, schedv1.ReasonAttached
+		c.Message = fmt.Sprintf("the kernel reports the scheduler attached on all %d nodes", sum.desired)
 	default:
-		reason, detail := troubles.worst()
+		reason, detail := sum.troubles.worst()
 		switch {
 		case reason != "":
-		case rollingOut:
+		case ph == phaseRollingOut:
 			reason, detail = schedv1.ReasonReconciling, "rolling out"
 		default:
 			reason = schedv1.ReasonNotAttached
-			detail = "the kernel does not report the scheduler attached on " + nodeList(troubles.nodes(schedv1.ReasonNotAttached))
+			detail = "the kernel does not report the scheduler attached on " + nodeList(sum.troubles.nodes(schedv1.ReasonNotAttached))
 		}
-		set(schedv1.ConditionReady, metav1.ConditionFalse, reason, fmt.Sprintf("attached on %d of %d nodes; %s", ready, desired, detail))
+		c.Reason, c.Message = reason, fmt.Sprintf("attached on %d of %d nodes; %s", sum.ready, sum.desired, detail)
 	}
+	return c
+}
 
-	// Degraded: what will not fix itself without a person.
+// progressingCondition says whether the DaemonSet has yet to put the
+// current template on every node it should.
+func progressingCondition(ph phase, sum summary) metav1.Condition {
+	c := metav1.Condition{Type: schedv1.ConditionProgressing, Status: metav1.ConditionFalse}
+	switch ph {
+	case phaseBlocked:
+		c.Reason, c.Message = sum.blocked.reason, "nothing to roll out: "+sum.blocked.message
+	case phaseRollingOut:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, schedv1.ReasonReconciling, sum.rollout
+	default:
+		c.Reason, c.Message = schedv1.ReasonRolledOut, sum.rollout
+	}
+	return c
+}
+
+// degradedCondition says what will not fix itself without a person: what
+// blocks the rollout; otherwise every conflict and degrading pod trouble,
+// the first one's reason first.
+func degradedCondition(sum summary) metav1.Condition {
+	c := metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionTrue}
+	if sum.blocked.reason != "" {
+		c.Reason, c.Message = sum.blocked.reason, sum.blocked.message
+		return c
+	}
 	var problems []string
-	reason := ""
-	add := func(r, msg string) {
+	add := func(reason, msg string) {
 		if msg == "" {
 			return
 		}
-		if reason == "" {
-			reason = r
+		if c.Reason == "" {
+			c.Reason = reason
 		}
 		problems = append(problems, msg)
 	}
-	add(schedv1.ReasonSchedulerConflict, conflictMsg)
+	add(schedv1.ReasonSchedulerConflict, sum.conflicts)
 	for _, r := range degradingReasons {
-		add(r, troubles.message(r))
+		add(r, sum.troubles.message(r))
 	}
-	if reason == "" {
-		set(schedv1.ConditionDegraded, metav1.ConditionFalse, schedv1.ReasonAsExpected, "no conflicting or failing nodes")
-	} else {
-		set(schedv1.ConditionDegraded, metav1.ConditionTrue, reason, strings.Join(problems, "; "))
+	if c.Reason == "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, schedv1.ReasonAsExpected, "no conflicting or failing nodes"
+		return c
 	}
-	return st
+	c.Message = strings.Join(problems, "; ")
+	return c
 }
 
 // degradingReasons are the pod troubles that make a SchedExt Degraded, most

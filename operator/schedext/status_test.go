@@ -315,3 +315,205 @@ func TestConflictMessageNamesAFewNodes(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// The tables below test computeStatus's parts one by one, from an
+// observation or a summary (TestComputeStatus covers how they fit).
+
+func TestBlockedBy(t *testing.T) {
+	scx := MakeSchedExt("s").Scheduler("scx_lavd").Obj()
+	unknown := cause{schedv1.ReasonUnknownScheduler,
+		`the operator has no image for scheduler "scx_lavd" (its --scheduler-image setting); use another name or set spec.scheduler.image`}
+	cases := map[string]struct {
+		o    observed
+		want cause
+	}{
+		"nothing blocks":         {o: observed{image: "reg/scx:1"}},
+		"no image for the name":  {o: observed{}, want: unknown},
+		"no scheduler namespace": {o: observed{image: "reg/scx:1", noNamespace: "no namespace"}, want: cause{schedv1.ReasonSchedulerNamespaceMissing, "no namespace"}},
+		"a refused image":        {o: observed{image: "evil/scx:1", refused: "not allowed"}, want: cause{schedv1.ReasonImageNotAllowed, "not allowed"}},
+		"no image comes first":   {o: observed{noNamespace: "no namespace", refused: "not allowed"}, want: unknown},
+		"then the namespace":     {o: observed{image: "evil/scx:1", noNamespace: "no namespace", refused: "not allowed"}, want: cause{schedv1.ReasonSchedulerNamespaceMissing, "no namespace"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, blockedBy(scx, tc.o), cmp.AllowUnexported(cause{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRolloutOf(t *testing.T) {
+	type rollout struct {
+		RollingOut bool
+		Msg        string
+	}
+	unseen := dsStatus(3, 3, 3)
+	unseen.Generation = 3
+	cases := map[string]struct {
+		ds   *appsv1.DaemonSet
+		want rollout
+	}{
+		"not created":          {want: rollout{true, "creating the DaemonSet"}},
+		"spec not seen":        {ds: unseen, want: rollout{true, "DaemonSet scx-s has not seen its latest spec yet"}},
+		"template not applied": {ds: dsStatus(3, 3, 1), want: rollout{true, "rolling out: 1 of 3 nodes run the current template"}},
+		"rolled out":           {ds: dsStatus(3, 1, 3), want: rollout{false, "DaemonSet scx-s runs the current template on all 3 nodes"}},
+		"rolled out on none":   {ds: dsStatus(0, 0, 0), want: rollout{false, "DaemonSet scx-s runs the current template on all 0 nodes"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got rollout
+			got.RollingOut, got.Msg = rolloutOf(tc.ds)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Summaries the condition tables share.
+var (
+	refused    = cause{schedv1.ReasonImageNotAllowed, "image evil/scx:1 is not allowed"}
+	conflicted = "node n2 kept by the older SchedExt a (one scheduler per node)"
+	crashing   = troubles{schedv1.ReasonCrashLoop: {"n1": "last exit code 1: boom"}}
+	unattached = troubles{schedv1.ReasonNotAttached: {"n3": "", "n2": ""}}
+	// unsupported and failing to pull: the kernel is the more telling.
+	twoTroubles = troubles{schedv1.ReasonImagePull: {"n2": ""}, schedv1.ReasonUnsupportedKernel: {"n1": "no sched_ext"}}
+)
+
+func TestPhaseOf(t *testing.T) {
+	cases := map[string]struct {
+		sum  summary
+		want phase
+	}{
+		"blocked, whatever the DaemonSet":  {sum: summary{blocked: refused, rollingOut: true, desired: 3, ready: 3}, want: phaseBlocked},
+		"rolling out, even when all ready": {sum: summary{rollingOut: true, desired: 3, ready: 3}, want: phaseRollingOut},
+		"no nodes":                         {sum: summary{}, want: phaseNoNodes},
+		"no nodes left by conflicts":       {sum: summary{conflicts: conflicted}, want: phaseNoNodes},
+		"attached":                         {sum: summary{desired: 3, ready: 3}, want: phaseAttached},
+		"not attached everywhere":          {sum: summary{desired: 3, ready: 2, troubles: unattached}, want: phaseNotAttached},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, phaseOf(tc.sum)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestReadyCondition(t *testing.T) {
+	cases := map[string]struct {
+		phase phase
+		sum   summary
+		want  metav1.Condition
+	}{
+		"blocked": {
+			phase: phaseBlocked, sum: summary{blocked: refused},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonImageNotAllowed, Message: "image evil/scx:1 is not allowed"},
+		},
+		"no nodes": {
+			phase: phaseNoNodes,
+			want:  metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonNoNodes, Message: "no node matches the nodeSelector (a tainted node counts only when tolerated)"},
+		},
+		"no nodes left by conflicts": {
+			phase: phaseNoNodes, sum: summary{conflicts: conflicted},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonSchedulerConflict, Message: "no nodes left: " + conflicted},
+		},
+		"attached": {
+			phase: phaseAttached, sum: summary{desired: 3, ready: 3, conflicts: conflicted},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonAttached, Message: "the kernel reports the scheduler attached on all 3 nodes"},
+		},
+		"rolling out": {
+			phase: phaseRollingOut, sum: summary{rollingOut: true, desired: 3, ready: 1, troubles: unattached},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonReconciling, Message: "attached on 1 of 3 nodes; rolling out"},
+		},
+		"rolling out, a pod in trouble": {
+			phase: phaseRollingOut, sum: summary{rollingOut: true, desired: 3, ready: 1, troubles: crashing},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "attached on 1 of 3 nodes; the loader keeps exiting on n1 (n1: last exit code 1: boom)"},
+		},
+		"not attached": {
+			phase: phaseNotAttached, sum: summary{desired: 3, ready: 1, troubles: unattached},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonNotAttached, Message: "attached on 1 of 3 nodes; the kernel does not report the scheduler attached on n2, n3"},
+		},
+		"not attached: the most telling trouble": {
+			phase: phaseNotAttached, sum: summary{desired: 2, ready: 0, troubles: twoTroubles},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonUnsupportedKernel, Message: "attached on 0 of 2 nodes; kernel without sched_ext on n1 (n1: no sched_ext)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.want.Type = schedv1.ConditionReady
+			if diff := cmp.Diff(tc.want, readyCondition(tc.phase, tc.sum)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestProgressingCondition(t *testing.T) {
+	done := "DaemonSet scx-s runs the current template on all 3 nodes"
+	rolledOut := metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonRolledOut, Message: done}
+	cases := map[string]struct {
+		phase phase
+		sum   summary
+		want  metav1.Condition
+	}{
+		"blocked: nothing to roll out": {
+			phase: phaseBlocked, sum: summary{blocked: refused, rollingOut: true, rollout: "creating the DaemonSet"},
+			want: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonImageNotAllowed, Message: "nothing to roll out: image evil/scx:1 is not allowed"},
+		},
+		"rolling out": {
+			phase: phaseRollingOut, sum: summary{rollingOut: true, rollout: "rolling out: 1 of 3 nodes run the current template"},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "rolling out: 1 of 3 nodes run the current template"},
+		},
+		"rolled out, attached":     {phase: phaseAttached, sum: summary{rollout: done}, want: rolledOut},
+		"rolled out, not attached": {phase: phaseNotAttached, sum: summary{rollout: done, troubles: crashing}, want: rolledOut},
+		"rolled out on no node":    {phase: phaseNoNodes, sum: summary{rollout: done}, want: rolledOut},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.want.Type = schedv1.ConditionProgressing
+			if diff := cmp.Diff(tc.want, progressingCondition(tc.phase, tc.sum)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDegradedCondition(t *testing.T) {
+	fine := metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no conflicting or failing nodes"}
+	cases := map[string]struct {
+		sum  summary
+		want metav1.Condition
+	}{
+		"fine":                         {sum: summary{desired: 3, ready: 3}, want: fine},
+		"not attached is not degraded": {sum: summary{desired: 3, ready: 1, troubles: unattached}, want: fine},
+		"blocked, and nothing else said": {
+			sum:  summary{blocked: refused, conflicts: conflicted, troubles: crashing},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonImageNotAllowed, Message: "image evil/scx:1 is not allowed"},
+		},
+		"a pod in trouble": {
+			sum:  summary{desired: 1, troubles: crashing},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonCrashLoop, Message: "the loader keeps exiting on n1 (n1: last exit code 1: boom)"},
+		},
+		"every trouble, the most telling first": {
+			sum: summary{desired: 2, troubles: twoTroubles},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonUnsupportedKernel,
+				Message: "kernel without sched_ext on n1 (n1: no sched_ext); cannot pull the image on n2"},
+		},
+		"a conflict before any trouble": {
+			sum: summary{desired: 2, conflicts: conflicted, troubles: twoTroubles},
+			want: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonSchedulerConflict,
+				Message: conflicted + "; kernel without sched_ext on n1 (n1: no sched_ext); cannot pull the image on n2"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.want.Type = schedv1.ConditionDegraded
+			if diff := cmp.Diff(tc.want, degradedCondition(tc.sum)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
