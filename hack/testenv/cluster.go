@@ -24,7 +24,8 @@ type Sim struct {
 }
 
 // StartSim starts a simulated cluster in a temporary folder and installs
-// the CRDs. Call it once per package, from TestMain, and Stop the result.
+// the CRDs. Call it once per package, from TestMain (Main does), and Stop
+// the result.
 // extraKCMArgs go to kube-controller-manager (benchmarks raise its QPS).
 func StartSim(extraKCMArgs ...string) (*Sim, error) {
 	return StartSimWith(cluster.Options{ExtraControllerManagerArgs: extraKCMArgs})

@@ -29,7 +29,7 @@ type Env struct {
 
 // Start runs etcd and kube-apiserver with the CRDs from config/crd/bases
 // and the admission policies from config/policy.
-// Call it once per package, from TestMain, and Stop the result.
+// Call it once per package, from TestMain (Main does), and Stop the result.
 func Start() (*Env, error) {
 	bin, err := cluster.BinDir(context.Background(), os.Stderr)
 	if err != nil {

@@ -3,7 +3,6 @@ package agenttask_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +24,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 var sim *testenv.Sim
@@ -33,27 +31,7 @@ var sim *testenv.Sim
 // One simulated cluster and one operator (with only its generated RBAC)
 // for the package.
 func TestMain(m *testing.M) {
-	var err error
-	sim, err = testenv.StartSim()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stop, _, err := testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
-		o.Controllers = []string{"agenttask"}
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = sim.Stop(false)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "operator:", err)
-		code = 1
-	}
-	_ = sim.Stop(code != 0)
-	os.Exit(code)
+	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask"}})
 }
 
 const pollTimeout = 60 * time.Second

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,9 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
@@ -36,52 +33,26 @@ import (
 )
 
 var (
-	sim  *testenv.Sim
-	opts app.Options
+	sim *testenv.Sim
+	op  *testenv.Operator
 )
 
 // One simulated cluster and one operator (with only its generated RBAC)
-// for the package. The tests run one after another: arbitration spans
-// every SchedExt in the cluster, so each test removes its own before the
-// next starts.
+// for the package; the operator logs to a file, kept and named when a test
+// fails. The tests run one after another: arbitration spans every SchedExt
+// in the cluster, so each test removes its own before the next starts.
 func TestMain(m *testing.M) {
-	// The operator logs to a file, kept and named when a test fails.
-	logFile, err := os.CreateTemp("", "schedext-operator-*.log")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logFile)))
-	sim, err = testenv.StartSim()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	var stop func() error
-	stop, opts, err = testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
-		o.Controllers = []string{"schedext"}
-		o.Settings.SchedulerImages["scx_lavd"] = "registry.example/scx:lavd"
-		o.Settings.SchedulerImages["scx_rusty"] = "registry.example/scx:rusty"
-		o.Settings.AllowedSchedulerRegistries = []string{"registry.example"}
+	testenv.Main(m, testenv.MainOptions{
+		Sim:         &sim,
+		Controllers: []string{"schedext"},
+		Options: func(o *app.Options) {
+			o.Settings.SchedulerImages["scx_lavd"] = "registry.example/scx:lavd"
+			o.Settings.SchedulerImages["scx_rusty"] = "registry.example/scx:rusty"
+			o.Settings.AllowedSchedulerRegistries = []string{"registry.example"}
+		},
+		Operator:    &op,
+		OperatorLog: "schedext-operator-*.log",
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = sim.Stop(false)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "operator:", err)
-		code = 1
-	}
-	_ = sim.Stop(code != 0)
-	_ = logFile.Close()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "operator log kept in %s\n", logFile.Name())
-	} else {
-		_ = os.Remove(logFile.Name())
-	}
-	os.Exit(code)
 }
 
 const pollTimeout = 60 * time.Second
@@ -127,7 +98,7 @@ func TestSchedulerOnANodePool(t *testing.T) {
 		len(sched.Env) != 1 || sched.Env[0].Value != "info" || sched.SecurityContext == nil || !*sched.SecurityContext.Privileged {
 		t.Errorf("scheduler container %+v", sched)
 	}
-	if pod.Containers[1].ReadinessProbe == nil || pod.InitContainers[0].Image != opts.Settings.HelperImage {
+	if pod.Containers[1].ReadinessProbe == nil || pod.InitContainers[0].Image != op.Options().Settings.HelperImage {
 		t.Errorf("attach check or preflight missing: %+v / %+v", pod.Containers[1], pod.InitContainers)
 	}
 
@@ -144,7 +115,7 @@ func TestSchedulerOnANodePool(t *testing.T) {
 // does, with its Role there). Without it a SchedExt says what to do; once
 // it is back, with the Role, the SchedExt proceeds without a nudge.
 func TestSchedulerNamespaceMissing(t *testing.T) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.Settings.SchedulerNamespace}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: op.Options().Settings.SchedulerNamespace}}
 	if err := sim.Client.Delete(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +325,7 @@ func TestUnknownScheduler(t *testing.T) {
 	if got.Status.DaemonSetName != "" || got.Status.ResolvedImage != "" || !condIs(got, schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnknownScheduler) {
 		t.Errorf("status %+v", got.Status)
 	}
-	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet("unknown")}, &appsv1.DaemonSet{})
+	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: op.Options().Settings.SchedulerNamespace, Name: names.DaemonSet("unknown")}, &appsv1.DaemonSet{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("DaemonSet for an unknown scheduler: %v", err)
 	}
@@ -392,12 +363,12 @@ func remove(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	poll(t, "SchedExt "+name+"'s DaemonSet and pods to be gone", func(ctx context.Context) (bool, error) {
-		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, &appsv1.DaemonSet{})
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: op.Options().Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, &appsv1.DaemonSet{})
 		if !apierrors.IsNotFound(err) {
 			return false, client.IgnoreNotFound(err)
 		}
 		var pods corev1.PodList
-		if err := sim.Client.List(ctx, &pods, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
+		if err := sim.Client.List(ctx, &pods, client.InNamespace(op.Options().Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
 			return false, err
 		}
 		return len(pods.Items) == 0, nil
@@ -426,7 +397,7 @@ func update(t *testing.T, name string, f func(*schedv1.SchedExt)) {
 func daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
 	t.Helper()
 	ds := &appsv1.DaemonSet{}
-	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, ds); err != nil {
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: op.Options().Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, ds); err != nil {
 		t.Fatal(err)
 	}
 	return ds
@@ -469,7 +440,7 @@ func waitSchedExt(t *testing.T, name, what string, cond func(*schedv1.SchedExt) 
 func podNodes(t *testing.T, name string) []string {
 	t.Helper()
 	var pods corev1.PodList
-	if err := sim.Client.List(t.Context(), &pods, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
+	if err := sim.Client.List(t.Context(), &pods, client.InNamespace(op.Options().Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: name}); err != nil {
 		t.Fatal(err)
 	}
 	var nodes []string
@@ -535,7 +506,7 @@ func eventSeen(t *testing.T, name, reason string) bool {
 // from its metrics endpoint.
 func reconcileCount(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get("http://" + opts.MetricsAddr + "/metrics")
+	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -604,7 +575,7 @@ func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
 	})
 	pods := func() map[string]corev1.Pod {
 		var list corev1.PodList
-		if err := sim.Client.List(t.Context(), &list, client.InNamespace(opts.Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: "switch"}); err != nil {
+		if err := sim.Client.List(t.Context(), &list, client.InNamespace(op.Options().Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: "switch"}); err != nil {
 			t.Fatal(err)
 		}
 		out := map[string]corev1.Pod{}
@@ -660,7 +631,7 @@ func TestImageFromARegistryNotAllowed(t *testing.T) {
 	if c := meta.FindStatusCondition(got.Status.Conditions, schedv1.ConditionReady); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "evil.example.com/scx:1") || !strings.Contains(c.Message, "(registry.example)") {
 		t.Errorf("Ready %+v", c)
 	}
-	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: opts.Settings.SchedulerNamespace, Name: names.DaemonSet("outsider")}, &appsv1.DaemonSet{})
+	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: op.Options().Settings.SchedulerNamespace, Name: names.DaemonSet("outsider")}, &appsv1.DaemonSet{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("a DaemonSet for a refused image: %v", err)
 	}

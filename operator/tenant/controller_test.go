@@ -3,7 +3,6 @@ package tenant_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,11 +14,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 var env *testenv.Env
@@ -27,28 +26,19 @@ var env *testenv.Env
 // A real API server with the shipped tiers, and the operator running only
 // the tenant controller with its generated RBAC.
 func TestMain(m *testing.M) {
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	stop, _, err := testenv.StartOperator(context.Background(), env.Config, func(o *app.Options) { o.Controllers = []string{"tenant"} })
-	if err == nil {
-		var root string
-		if root, err = testenv.RepoRoot(); err == nil {
-			err = testenv.ApplyFile(context.Background(), env.Client, filepath.Join(root, "config", "manager", "tiers.yaml"))
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = stop()
-	_ = env.Stop()
-	os.Exit(code)
+	testenv.Main(m, testenv.MainOptions{
+		Env:         &env,
+		Controllers: []string{"tenant"},
+		// The tiers ConfigMap lives in the operator's namespace, which
+		// starting the operator creates.
+		AfterOperator: func(ctx context.Context, _ *rest.Config, c client.Client) error {
+			root, err := testenv.RepoRoot()
+			if err != nil {
+				return err
+			}
+			return testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", "tiers.yaml"))
+		},
+	})
 }
 
 func tenantNamespace(t *testing.T, name, tier string) {

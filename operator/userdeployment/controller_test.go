@@ -226,7 +226,7 @@ func TestIngressAndNetworkPolicyContents(t *testing.T) {
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{From: []networkingv1.NetworkPolicyPeer{
 			{PodSelector: self},
-			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: op.opts.Settings.IngressNamespace}}},
+			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: op.Options().Settings.IngressNamespace}}},
 		}}},
 	}
 	if diff := cmp.Diff(wantPolicy, np.Spec); diff != "" {
@@ -612,8 +612,8 @@ func TestDeletionCleansUp(t *testing.T) {
 
 func TestExternalSecretsUnavailableHoldsTheService(t *testing.T) {
 	t.Parallel()
-	if op.opts.Settings.ClusterSecretStore != "" {
-		t.Fatalf("the shared operator has a ClusterSecretStore (%q); this test needs none", op.opts.Settings.ClusterSecretStore)
+	if op.Options().Settings.ClusterSecretStore != "" {
+		t.Fatalf("the shared operator has a ClusterSecretStore (%q); this test needs none", op.Options().Settings.ClusterSecretStore)
 	}
 	ns := namespace(t)
 	create(t, MakeUserDeployment("app", ns).

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
@@ -31,12 +31,9 @@ import (
 var (
 	sim *testenv.Sim
 	// op is the running operator; tests that need other settings restart it.
-	op struct {
-		stop func() error
-		opts app.Options
-		// custom is set while the operator runs with a test's settings.
-		custom bool
-	}
+	op *testenv.Operator
+	// customOperator is set while op runs with a test's settings.
+	customOperator bool
 )
 
 const (
@@ -52,47 +49,21 @@ const (
 // kube-controller-manager gets more QPS so the benchmark measures the
 // operator rather than the controller manager's rate limit.
 func TestMain(m *testing.M) {
-	var err error
-	sim, err = testenv.StartSim("--kube-api-qps=300", "--kube-api-burst=600")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if _, err = envtest.InstallCRDs(sim.Config, envtest.CRDInstallOptions{CRDs: optionalCRDs()}); err == nil {
-		err = startOperator(nil)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = sim.Stop(true)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := op.stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "operator:", err)
-		code = 1
-	}
-	_ = sim.Stop(code != 0)
-	os.Exit(code)
-}
-
-// startOperator runs the userdeployment controller with the test settings,
-// changed by mutate.
-func startOperator(mutate func(*app.Options)) error {
-	cfg := rest.CopyConfig(sim.Config)
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return writeRecorder{rt} })
-	stop, opts, err := testenv.StartOperator(context.Background(), cfg, func(o *app.Options) {
-		o.Controllers = []string{"userdeployment"}
-		o.Settings.IngressDomain = "apps.test"
-		o.Settings.PriorityClasses = map[string]string{"High": testPriorityClass}
-		if mutate != nil {
-			mutate(o)
-		}
+	testenv.Main(m, testenv.MainOptions{
+		Sim:        &sim,
+		SimOptions: cluster.Options{ExtraControllerManagerArgs: []string{"--kube-api-qps=300", "--kube-api-burst=600"}},
+		BeforeOperator: func(_ context.Context, cfg *rest.Config, _ client.Client) error {
+			_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: optionalCRDs()})
+			return err
+		},
+		Controllers: []string{"userdeployment"},
+		Options: func(o *app.Options) {
+			o.Settings.IngressDomain = "apps.test"
+			o.Settings.PriorityClasses = map[string]string{"High": testPriorityClass}
+		},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return writeRecorder{rt} },
+		Operator:      &op,
 	})
-	if err != nil {
-		return err
-	}
-	op.stop, op.opts, op.custom = stop, opts, mutate != nil
-	return nil
 }
 
 // restartOperator restarts the operator with the test settings changed by
@@ -100,22 +71,24 @@ func startOperator(mutate func(*app.Options)) error {
 // Only tests that do not run in parallel may call it.
 func restartOperator(t testing.TB, mutate func(*app.Options)) {
 	t.Helper()
-	if err := op.stop(); err != nil {
+	if err := op.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := startOperator(mutate); err != nil {
+	if err := op.Start(mutate); err != nil {
 		t.Fatal(err)
 	}
+	customOperator = mutate != nil
 	t.Cleanup(func() {
-		if !op.custom {
+		if !customOperator {
 			return
 		}
-		if err := op.stop(); err != nil {
+		if err := op.Stop(); err != nil {
 			t.Error(err)
 		}
-		if err := startOperator(nil); err != nil {
+		if err := op.Start(nil); err != nil {
 			t.Fatal(err)
 		}
+		customOperator = false
 	})
 }
 
@@ -278,7 +251,7 @@ func condition(ud *schedv1.UserDeployment, typ string) metav1.Condition {
 // reconciles from its metrics endpoint.
 func reconciles(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get("http://" + op.opts.MetricsAddr + "/metrics")
+	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

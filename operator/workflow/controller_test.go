@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,43 +25,17 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
 
 var (
-	sim          *testenv.Sim
-	stopOperator func() error
+	sim *testenv.Sim
+	// operator is stopped and started again by TestOperatorRestartMidWorkflow.
+	operator *testenv.Operator
 )
 
-func startOperator() error {
-	stop, _, err := testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
-		o.Controllers = []string{"agenttask", "workflow"}
-	})
-	stopOperator = stop
-	return err
-}
-
 func TestMain(m *testing.M) {
-	var err error
-	if sim, err = testenv.StartSim(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := startOperator(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = sim.Stop(false)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if stopOperator == nil {
-		code = 1
-	} else if err := stopOperator(); err != nil {
-		fmt.Fprintln(os.Stderr, "operator:", err)
-		code = 1
-	}
-	_ = sim.Stop(code != 0)
-	os.Exit(code)
+	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask", "workflow"}, Operator: &operator})
 }
 
 const pollTimeout = 90 * time.Second
@@ -307,7 +280,7 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 	waitWorkflow(t, ns, "restart", "running step two", func(w *schedv1.Workflow) bool {
 		return len(w.Status.Steps) == 3 && w.Status.Steps[1].Phase == schedv1.StepRunning
 	})
-	if err := stopOperator(); err != nil {
+	if err := operator.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	// Step two finishes while no operator runs.
@@ -318,7 +291,7 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 		}
 		return len(pods.Items) == 1 && pods.Items[0].Status.Phase == corev1.PodSucceeded, nil
 	})
-	if err := startOperator(); err != nil {
+	if err := operator.Start(nil); err != nil {
 		t.Fatal(err)
 	}
 	got := waitWorkflow(t, ns, "restart", "finished", finished)
