@@ -220,16 +220,26 @@ func (r *Reconciler) optionalKinds() []schema.GroupVersionKind {
 }
 
 // recordChanges logs and reports what this reconcile changed, one event per
-// kind of change.
+// kind of change. A new app's first objects get no event: its status says
+// it is being created, and the Running event says when it is up; each event
+// is an API write, and a new app's writes are its cost beside applying the
+// same objects directly.
 func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
 	lg := log.FromContext(ctx)
+	created := s.created
+	if s.ud.Status.ObservedGeneration == 0 {
+		if len(created) > 0 {
+			lg.Info("Created the app's objects", "objects", created)
+		}
+		created = nil
+	}
 	for _, c := range []struct {
 		names          []string
 		reason, action string
 		note           string
 		typ            string
 	}{
-		{s.created, schedv1.ReasonCreated, "Create", "created %s", corev1.EventTypeNormal},
+		{created, schedv1.ReasonCreated, "Create", "created %s", corev1.EventTypeNormal},
 		{s.repaired, schedv1.ReasonRepaired, "Repair", "restored %s, changed out of band", corev1.EventTypeWarning},
 		{s.deleted, schedv1.ReasonDeleted, "Delete", "deleted %s, no longer in the spec", corev1.EventTypeNormal},
 	} {

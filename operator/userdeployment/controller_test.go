@@ -173,7 +173,8 @@ func TestThreeServiceAppRuns(t *testing.T) {
 			t.Errorf("pod %s labels %v", p.Name, p.Labels)
 		}
 	}
-	waitEvent(t, ns, "shop", schedv1.ReasonCreated)
+	// One event for a new app, when it runs (the status told the rest).
+	waitEvent(t, ns, "shop", schedv1.ReasonAvailable)
 	// Secret values never reach the status.
 	if strings.Contains(fmt.Sprintf("%+v", ud.Status), "s3cret") {
 		t.Errorf("the status shows a secret value: %+v", ud.Status)
