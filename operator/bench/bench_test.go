@@ -79,11 +79,15 @@ type handoffs struct {
 	mu       sync.Mutex
 	podDone  map[string]time.Time
 	jobAdded map[string]time.Time
-	stop     func()
+	// taskAdded and taskDone are when each AgentTask appeared and was first
+	// seen Succeeded, for where a hand-off's time goes.
+	taskAdded map[string]time.Time
+	taskDone  map[string]time.Time
+	stop      func()
 }
 
 func watchHandoffs(b *testing.B, ctx context.Context, ns string) *handoffs {
-	h := &handoffs{podDone: map[string]time.Time{}, jobAdded: map[string]time.Time{}}
+	h := &handoffs{podDone: map[string]time.Time{}, jobAdded: map[string]time.Time{}, taskAdded: map[string]time.Time{}, taskDone: map[string]time.Time{}}
 	h.stop = watchAll(b, ctx, ns, func(ev watch.Event, at time.Time) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -96,6 +100,13 @@ func watchHandoffs(b *testing.B, ctx context.Context, ns string) *handoffs {
 		case *batchv1.Job:
 			if _, seen := h.jobAdded[o.Name]; !seen && ev.Type == watch.Added {
 				h.jobAdded[o.Name] = at
+			}
+		case *schedv1.AgentTask:
+			if _, seen := h.taskAdded[o.Name]; !seen && ev.Type == watch.Added {
+				h.taskAdded[o.Name] = at
+			}
+			if _, seen := h.taskDone[o.Name]; !seen && o.Status.Phase == schedv1.TaskSucceeded {
+				h.taskDone[o.Name] = at
 			}
 		}
 	})
@@ -199,7 +210,29 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 				lastPod = podDone[task]
 			}
 		}
-		join := jobAdded[names.StepTask("fan", width+1, "join")]
+		joinTask := names.StepTask("fan", width+1, "join")
+		join := jobAdded[joinTask]
+		// Where the time goes: the root's status, the branches' tasks, their
+		// Jobs; the last branch's status, the join's task, its Job.
+		rootTask := names.StepTask("fan", 0, "root")
+		var firstTask, lastTask, lastDone time.Time
+		for i, name := range branches {
+			at := h.taskAdded[names.StepTask("fan", i+1, name)]
+			if firstTask.IsZero() || at.Before(firstTask) {
+				firstTask = at
+			}
+			if at.After(lastTask) {
+				lastTask = at
+			}
+			if d := h.taskDone[names.StepTask("fan", i+1, name)]; d.After(lastDone) {
+				lastDone = d
+			}
+		}
+		ms := func(from, to time.Time) time.Duration { return to.Sub(from).Round(time.Millisecond) }
+		fmt.Printf("  fan-out: root Succeeded +%v, first branch task +%v, last branch task +%v, last Job +%v\n",
+			ms(root, h.taskDone[rootTask]), ms(root, firstTask), ms(root, lastTask), ms(root, allJobs))
+		fmt.Printf("  fan-in: last branch Succeeded +%v, join task +%v, join Job +%v\n",
+			ms(lastPod, lastDone), ms(lastPod, h.taskAdded[joinTask]), ms(lastPod, join))
 		h.mu.Unlock()
 		if root.IsZero() || join.IsZero() {
 			b.Fatalf("missing observation: root pod %v join job %v", root, join)
