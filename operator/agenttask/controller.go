@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptrTrue(o.job.Spec.Suspend) {
+	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptr.Deref(o.job.Spec.Suspend, false) {
 		if err := r.suspendJob(ctx, o.job); err != nil {
 			return ctrl.Result{}, err
 		}

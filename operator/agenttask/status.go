@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
@@ -85,11 +86,11 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 			return st
 		}
 		succeeded(&st, pod, now)
-	case failedAttempts(pods) > ptrInt(task.Spec.Retries):
+	case failedAttempts(pods) > int(ptr.Deref(task.Spec.Retries, 0)):
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
-	case task.Spec.Cancel && ptrTrue(o.job.Spec.Suspend):
+	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
 		setExit(&st, latestTerminated(pods))
 	case latest != nil && podRunning(latest):
@@ -291,15 +292,6 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 		}
 	}
 	return nil
-}
-
-func ptrTrue(b *bool) bool { return b != nil && *b }
-
-func ptrInt(i *int32) int {
-	if i == nil {
-		return 0
-	}
-	return int(*i)
 }
 
 // failedAttempts counts pods that ran and failed on their own; pods the
