@@ -147,11 +147,12 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 	if o.job != nil {
 		o.pods = controlledPods(pods.Items, o.job)
 	}
-	if o.job != nil && len(o.pods) == 0 && jobHadPods(o.job) && r.APIReader != nil {
+	if o.job != nil && len(o.pods) == 0 && jobHadPods(o.job) && !task.Status.Phase.Finished() && r.APIReader != nil {
 		// The Job has run a pod that our pod cache has not seen yet. The
 		// pod is held by the outputs finalizer, so it exists unless removed
 		// by hand: read it from the API server rather than conclude, from a
-		// lagging cache, that its outputs are lost.
+		// lagging cache, that its outputs are lost. A finished task's status
+		// no longer changes, so it needs no such read.
 		var live corev1.PodList
 		if err := r.APIReader.List(ctx, &live, client.InNamespace(task.Namespace), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task.Name)}); err != nil {
 			return o, err
