@@ -183,7 +183,7 @@ func elapsed(start, end *metav1.Time) string {
 	if start == nil || end == nil {
 		return ""
 	}
-	return end.Sub(start.Time).Round(time.Second).String()
+	return printing.FormatDuration(end.Sub(start.Time))
 }
 
 // quoteArgs shows a command line with arguments that hold spaces quoted.

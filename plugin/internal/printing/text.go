@@ -1,6 +1,10 @@
 package printing
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // OrNone is s, or "<none>" when empty, as kubectl describe shows it.
 func OrNone(s string) string {
@@ -20,3 +24,16 @@ func OrDash(s string) string {
 
 // OneLine keeps a multi-line message in its table row.
 func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// FormatDuration writes a duration the short way, in the live workflow
+// view and in describe alike: 45s, 3m05s, 2h07m.
+func FormatDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}

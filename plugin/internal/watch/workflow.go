@@ -111,7 +111,7 @@ func (s State) Elapsed(now time.Time) time.Duration {
 // Summary is the line printed when the workflow ends: the outcome and, on
 // failure, the failing step's message.
 func Summary(s State) string {
-	took := FormatDuration(s.Elapsed(s.End))
+	took := printing.FormatDuration(s.Elapsed(s.End))
 	progress := fmt.Sprintf("%d/%d steps", s.Done(), len(s.Steps))
 	switch s.Phase {
 	case schedv1.WorkflowSucceeded:
@@ -272,7 +272,7 @@ func (v *View) appendChanges(s State) {
 			}
 			line := fmt.Sprintf("%s step %d %s %s", stamp, i, name, st.Phase)
 			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
-				line += " in " + FormatDuration(st.End.Sub(st.Start))
+				line += " in " + printing.FormatDuration(st.End.Sub(st.Start))
 			}
 			if st.Message != "" {
 				line += ": " + st.Message
@@ -291,7 +291,7 @@ func (v *View) appendChanges(s State) {
 func (v *View) render(s State) string {
 	now := v.now()
 	var b strings.Builder
-	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
+	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, printing.FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
 	if v.width > 0 && displayWidth(header) >= v.width {
 		b.WriteString(cut(header, v.width-1) + "\n")
 	} else {
@@ -320,7 +320,7 @@ func (v *View) render(s State) string {
 	for i, st := range s.Steps {
 		d := ""
 		if !st.Start.IsZero() && st.Phase != schedv1.StepSkipped {
-			d = FormatDuration(span(st.Start, st.End, now))
+			d = printing.FormatDuration(span(st.Start, st.End, now))
 		}
 		row := []string{strconv.Itoa(i), st.Name}
 		if dag {
@@ -379,18 +379,6 @@ func span(start, end, now time.Time) time.Duration {
 		return 0
 	}
 	return end.Sub(start)
-}
-
-// FormatDuration writes d the short way: 45s, 3m05s, 2h07m.
-func FormatDuration(d time.Duration) string {
-	d = d.Round(time.Second)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
-	}
-	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
 // displayWidth is how many terminal columns s takes: two for wide
