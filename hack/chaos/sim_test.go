@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
@@ -27,6 +29,9 @@ type simEnv struct {
 // startSim starts the cluster for one test; it stops with the test.
 func startSim(t *testing.T) *simEnv {
 	t.Helper()
+	// The admin client logs through controller-runtime, which otherwise
+	// prints a stack trace saying no logger was set.
+	ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Fatalf("this test needs kubectl on PATH: %v", err)
