@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -68,6 +67,7 @@ func (e *conflictError) Error() string {
 // ensure returns the object as it is after writing it if needed.
 func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, form *unstructured.Unstructured) (client.Object, error) {
 	current := s.owned[key]
+	var fresh *unstructured.Unstructured // read from the API server, managed fields and all
 	if current == nil {
 		// Not in the cache: new, deleted out of band, or someone else's
 		// (the cache holds only labelled objects). Creating it settles the
@@ -94,16 +94,17 @@ func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, fo
 		if !metav1.IsControlledBy(live, s.ud) {
 			return nil, &conflictError{key}
 		}
-		current = live // ours; the cache is behind or lost our labels
+		current, fresh = live, live // ours; the cache is behind or lost our labels
 	}
 	ok, err := inSync(form, current)
 	if err != nil || ok {
 		return current, err
 	}
-	if err := r.upgradeCreatedFields(ctx, form); err != nil {
+	fresh, err = r.upgradeCreatedFields(ctx, form, fresh)
+	if err != nil {
 		return nil, err
 	}
-	if err := r.handOverReplicas(ctx, form, current); err != nil {
+	if err := r.handOverReplicas(ctx, form, fresh); err != nil {
 		return nil, err
 	}
 	if err := r.Apply(ctx, client.ApplyConfigurationFromUnstructured(form), client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
@@ -121,19 +122,24 @@ func (r *Reconciler) ensure(ctx context.Context, s *syncState, key objectKey, fo
 // upgradeCreatedFields moves the fields an object got from our create (an
 // Update entry in its managed fields) to our server-side apply entry, before
 // the first apply that changes it. Without it a field dropped from the spec
-// would stay, still owned by the create. The cache strips managed fields,
-// so this reads the object; it runs only when an object must change.
-func (r *Reconciler) upgradeCreatedFields(ctx context.Context, form *unstructured.Unstructured) error {
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(form.GroupVersionKind())
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live); err != nil {
-		return err
+// would stay, still owned by the create. The cache strips managed fields, so
+// it reads the object unless the caller already has (live); it runs only
+// when an object must change. It returns the object as the API server now
+// has it, for the replicas hand-over's optimistic lock.
+func (r *Reconciler) upgradeCreatedFields(ctx context.Context, form, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if live == nil {
+		live = &unstructured.Unstructured{}
+		live.SetGroupVersionKind(form.GroupVersionKind())
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(form), live); err != nil {
+			return nil, err
+		}
 	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(fieldOwner), fieldOwner)
 	if err != nil || patch == nil {
-		return err
+		return live, err
 	}
-	return r.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
+	// Patch leaves the patched object, with its new resourceVersion, in live.
+	return live, r.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch))
 }
 
 // fieldOwnerHandover co-owns the replicas of a workload an autoscaler took
@@ -142,19 +148,16 @@ func (r *Reconciler) upgradeCreatedFields(ctx context.Context, form *unstructure
 // way to hand a field to another controller.
 const fieldOwnerHandover = fieldOwner + "-handover"
 
-// handOverReplicas runs before a workload is applied without spec.replicas.
-func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Unstructured, current client.Object) error {
+// handOverReplicas runs before a workload is applied without spec.replicas;
+// current is the workload as just read from the API server.
+func (r *Reconciler) handOverReplicas(ctx context.Context, form, current *unstructured.Unstructured) error {
 	if form.GetKind() != "Deployment" && form.GetKind() != "StatefulSet" {
 		return nil
 	}
 	if _, planned, _ := unstructured.NestedFieldNoCopy(form.Object, "spec", "replicas"); planned {
 		return nil
 	}
-	live, err := runtime.DefaultUnstructuredConverter.ToUnstructured(current)
-	if err != nil {
-		return err
-	}
-	replicas, found, err := unstructured.NestedInt64(live, "spec", "replicas")
+	replicas, found, err := unstructured.NestedInt64(current.Object, "spec", "replicas")
 	if err != nil || !found {
 		return err
 	}
@@ -162,8 +165,8 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, form *unstructured.Un
 	handover.SetGroupVersionKind(form.GroupVersionKind())
 	handover.SetNamespace(form.GetNamespace())
 	handover.SetName(form.GetName())
-	// Only the value we saw: from a stale cache, forcing it would undo the
-	// autoscaler's latest scale. A conflict retries with fresh data.
+	// Only the value we read: should the autoscaler scale in between,
+	// forcing it would undo that. A conflict retries with fresh data.
 	handover.SetResourceVersion(current.GetResourceVersion())
 	if err := unstructured.SetNestedField(handover.Object, replicas, "spec", "replicas"); err != nil {
 		return err
