@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/pkg/twwidth"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -136,20 +135,13 @@ func (t *TableWriter) fit(rows [][]string, cols int) {
 	for c := range cols - 1 {
 		w := 0
 		for _, r := range rows {
-			w = max(w, twwidth.Width(r[c]))
+			w = max(w, Width(r[c]))
 		}
 		used += w + t.gap()
 	}
 	room := t.style.MaxWidth - used
 	for _, r := range rows {
-		last := &r[cols-1]
-		switch {
-		case twwidth.Width(*last) <= room:
-		case room <= 0:
-			*last = ""
-		default:
-			*last = twwidth.Truncate(*last, room, "…")
-		}
+		r[cols-1] = Truncate(r[cols-1], room)
 	}
 }
 

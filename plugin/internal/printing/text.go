@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/olekukonko/tablewriter/pkg/twwidth"
 )
 
 // OrNone is s, or "<none>" when empty, as kubectl describe shows it.
@@ -36,4 +38,21 @@ func FormatDuration(d time.Duration) string {
 		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// Width is how many terminal cells s takes: two for a wide character (CJK,
+// most emoji), none for a combining mark or a colour escape. TableWriter
+// lays out with the same measure, so a line cut with Truncate and a table
+// row agree on what fits.
+func Width(s string) int { return twwidth.Width(s) }
+
+// Truncate shortens s to at most n cells, marking a cut with "…".
+func Truncate(s string, n int) string {
+	if Width(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	return twwidth.Truncate(s, n, "…")
 }

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mattn/go-runewidth"
-
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -292,7 +290,7 @@ func (v *View) render(s State) string {
 	now := v.now()
 	var b strings.Builder
 	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, printing.FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
-	if v.width > 0 && displayWidth(header) >= v.width {
+	if v.width > 0 && printing.Width(header) >= v.width {
 		b.WriteString(cut(header, v.width-1) + "\n")
 	} else {
 		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
@@ -381,21 +379,9 @@ func span(start, end, now time.Time) time.Duration {
 	return end.Sub(start)
 }
 
-// displayWidth is how many terminal columns s takes: two for wide
-// characters (CJK, most emoji), none for combining marks. Counting runes
-// instead let such text overflow the row and break the in-place redraw.
-func displayWidth(s string) int { return runewidth.StringWidth(s) }
-
 // cut shortens s to one line of at most n columns, marking a cut with "…".
 func cut(s string, n int) string {
-	s = oneLine(s)
-	if displayWidth(s) <= n {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	return runewidth.Truncate(s, n, "…")
+	return printing.Truncate(oneLine(s), n)
 }
 
 // oneLine keeps a message on its line: a view row or an appended line must
