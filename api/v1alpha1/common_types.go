@@ -61,6 +61,13 @@ const AnnotationPreviousStepFinished = GroupName + "/previous-step-finished-at"
 // who may read the app but not the Secret.
 const AnnotationSecretHash = GroupName + "/secret-hash"
 
+// AnnotationAllowedHosts on a Namespace lists, comma-separated, the hosts
+// outside the ingress domain that its apps may route: exact hosts
+// (shop.example.org) or *.suffix patterns (*.example.org: any host under
+// example.org, not example.org itself). Only whoever may update Namespaces
+// (cluster admins, not edit or admin) can set it.
+const AnnotationAllowedHosts = GroupName + "/allowed-hosts"
+
 // Namespaces the manifests in config/ install into, and the operator's
 // defaults; an install may choose others.
 const (

@@ -32,8 +32,17 @@ const (
 	ReasonForbidden     = "Forbidden"
 	ReasonCreateFailed  = "CreateFailed"
 	// ReasonHostConflict: an app in another namespace claimed the ingress
-	// host first, so this app gets no route for it.
+	// host first, or an Ingress or IngressRoute of another namespace serves
+	// it, so this app gets no route for it.
 	ReasonHostConflict = "HostConflict"
+	// ReasonHostNotAllowed: the app's ingress host is not one its namespace
+	// may route (another namespace's part of the ingress domain, the bare
+	// domain, a wildcard, or a host outside the domain that the namespace's
+	// allow-list lacks), so it gets no route.
+	ReasonHostNotAllowed = "HostNotAllowed"
+	// ReasonIngressClassNotAllowed: spec.ingress.className is neither the
+	// operator's class nor one the admin allowed, so the app gets no route.
+	ReasonIngressClassNotAllowed = "IngressClassNotAllowed"
 	// ReasonRejected: the API server refused an object the operator
 	// creates (invalid, too large, or denied by admission); only a new
 	// spec can fix it, so the owner fails instead of retrying.

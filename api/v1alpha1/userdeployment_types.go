@@ -312,11 +312,17 @@ type ExternalSecretSource struct {
 
 // IngressSpec routes public services.
 type IngressSpec struct {
-	// Host name. Defaults to <name>.<namespace>.<domain>. A host that an
-	// app in another namespace claimed first is not routed (HostConflict).
+	// Host name. Defaults to <name>.<namespace>.<domain>. Under the
+	// operator's ingress domain an app may route only
+	// <label>.<its namespace>.<domain>; a host outside it only when the
+	// namespace's allow-list (annotation sched.kubectl-sched.dev/allowed-hosts,
+	// set by a cluster admin) has it. No wildcard, no single-label name, no
+	// IP address. A host that a route of another namespace serves is not
+	// routed (HostConflict).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
-	// +kubebuilder:validation:Pattern=`^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9.]+$')",message="an ingress host is a DNS name, not an IP address"
 	Host string `json:"host,omitempty"`
 
 	// Path prefix routed to the public service. Defaults to /. It starts
@@ -327,9 +333,12 @@ type IngressSpec struct {
 	// +kubebuilder:validation:Pattern=`^/[A-Za-z0-9._~%/+:@=-]*$`
 	Path string `json:"path,omitempty"`
 
-	// ClassName of the ingress controller; the cluster default when empty.
+	// ClassName of the ingress controller: the operator's --ingress-class
+	// (the cluster default when that is empty) when omitted; otherwise that
+	// class or one in --allowed-ingress-classes (IngressClassNotAllowed).
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	ClassName string `json:"className,omitempty"`
 
 	// TLS terminates HTTPS with the certificate in this Secret.
