@@ -96,6 +96,14 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			args:    []string{"--leader-elect-renew-deadline=20s"},
 			wantErr: "leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got 2s, 20s, 15s",
 		},
+		"allowed ingress classes": {
+			env:  map[string]string{"ALLOWED_INGRESS_CLASSES": "internal, nginx-public"},
+			want: func(o *app.Options) { o.Settings.AllowedIngressClasses = []string{"internal", "nginx-public"} },
+		},
+		"bad allowed ingress class": {
+			args:    []string{"--allowed-ingress-classes=nginx,Bad_Class"},
+			wantErr: `--allowed-ingress-classes: "Bad_Class" is not an IngressClass name (a lower-case DNS name)`,
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,

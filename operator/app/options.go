@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -59,6 +61,9 @@ type Settings struct {
 	IngressProvider string
 	// IngressClass is the default ingressClassName.
 	IngressClass string
+	// AllowedIngressClasses are the classes besides IngressClass that an
+	// app may name in spec.ingress.className; none when empty.
+	AllowedIngressClasses []string
 	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
 	IngressNamespace string
 	// NetworkPolicies switches NetworkPolicy isolation on (off for development clusters).
@@ -165,6 +170,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>.<namespace>.<domain>. (env INGRESS_DOMAIN)")
 	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")
 	fs.StringVar(&s.IngressClass, "ingress-class", s.IngressClass, "Default ingressClassName. (env INGRESS_CLASS)")
+	fs.Func("allowed-ingress-classes", "Comma-separated ingress classes an app may name in spec.ingress.className besides --ingress-class; none when empty. (env ALLOWED_INGRESS_CLASSES)", func(v string) error {
+		s.AllowedIngressClasses = splitList(v)
+		return nil
+	})
 	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")
 	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
 	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
@@ -203,6 +212,9 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)
 	if v, ok := lookup("ALLOWED_SCHEDULER_REGISTRIES"); ok && !given["allowed-scheduler-registries"] {
 		s.AllowedSchedulerRegistries = splitList(v)
+	}
+	if v, ok := lookup("ALLOWED_INGRESS_CLASSES"); ok && !given["allowed-ingress-classes"] {
+		s.AllowedIngressClasses = splitList(v)
 	}
 	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
 		n, err := strconv.Atoi(v)
@@ -248,6 +260,11 @@ func (o *Options) Validate() error {
 	case "ingress", "traefik":
 	default:
 		return fmt.Errorf("--ingress-provider must be ingress or traefik, got %q", o.Settings.IngressProvider)
+	}
+	for _, c := range o.Settings.AllowedIngressClasses {
+		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
+			return fmt.Errorf("--allowed-ingress-classes: %q is not an IngressClass name (a lower-case DNS name)", c)
+		}
 	}
 	if o.Settings.SchedulerNamespace == "" {
 		return fmt.Errorf("--scheduler-namespace must not be empty")
