@@ -30,6 +30,7 @@ var controllers = map[string]Controller{
 				IngressDomain:             s.IngressDomain,
 				IngressProvider:           s.IngressProvider,
 				IngressClass:              s.IngressClass,
+				AllowedIngressClasses:     s.AllowedIngressClasses,
 				IngressNamespace:          s.IngressNamespace,
 				NetworkPolicies:           s.NetworkPolicies,
 				ClusterSecretStore:        s.ClusterSecretStore,

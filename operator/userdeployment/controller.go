@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,8 +40,10 @@ import (
 // fieldOwner is the server-side apply field manager of every object written.
 const fieldOwner = "kubectl-sched-operator"
 
-// conflictRetry is how often an object name taken by someone else is
-// checked again: that object is not labelled, so no event announces its end.
+// conflictRetry is how often an object name taken by someone else, or a
+// host that another namespace's route serves, is checked again: no event
+// need announce their end (a name's holder is not labelled, and a host
+// regular expression is not indexed).
 const conflictRetry = time.Minute
 
 // Reconciler reconciles UserDeployments.
@@ -56,6 +59,11 @@ type Reconciler struct {
 	// optional caches ExternalSecrets and IngressRoutes, selected by label
 	// like every owned kind; nil when the cluster serves neither API.
 	optional cache.Cache
+	// routes caches every Ingress and IngressRoute of the cluster, trimmed
+	// to their hosts, and routeIndexes are its informers' host indexes
+	// (routecache.go).
+	routes       cache.Cache
+	routeIndexes []toolscache.Indexer
 }
 
 // The operator writes only objects it owns, in the app's namespace. It never
@@ -73,6 +81,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=external-secrets.io,resources=externalsecrets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=traefik.io,resources=ingressroutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
+// Namespaces carry the hosts outside the ingress domain that their apps may
+// route (schedv1.AnnotationAllowedHosts).
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile brings one app's objects to the plan and reports on them.
 // Deletion needs nothing: every object carries an owner reference.
@@ -86,22 +97,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	p := buildPlan(ud, r.Settings, r.apis)
-	holder, err := r.hostHolder(ctx, ud, p.host)
+	owned, err := r.observeOwned(ctx, ud)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if holder != "" {
-		p.yieldHost(holder)
+	heldByRoute := false
+	if p.host != "" && p.routeWithheld.reason == "" {
+		reason, msg, foreign, err := r.routeProblem(ctx, ud, p.host, owned)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if reason != "" {
+			p.withholdRoute(reason, msg)
+		}
+		heldByRoute = foreign
 	}
 	targets, err := r.autoscaled(ctx, ud.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	p.leaveReplicasTo(targets)
-	owned, err := r.observeOwned(ctx, ud)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	s := &syncState{ud: ud, owned: owned, deployments: map[string]*appsv1.Deployment{}}
 	r.applyObjects(ctx, s, p)
 	if s.terminating {
@@ -133,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.conflict {
+	if s.conflict || heldByRoute {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, nil

@@ -184,6 +184,7 @@ func TestThreeServiceAppRuns(t *testing.T) {
 func TestIngressAndNetworkPolicyContents(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
+	allowHosts(t, ns, "site.example.com")
 	create(t, MakeUserDeployment("site", ns).
 		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
 		Service("api", "site-api:1", 8080, schedv1.ExposurePublic).
@@ -1111,7 +1112,9 @@ func TestCertificates(t *testing.T) {
 		t.Errorf("Ingress TLS %+v, want the given Secret", ing.Spec.TLS)
 	}
 
-	// A host outside the platform's domain gets no certificate, and says why.
+	// A host outside the platform's domain, which the namespace's
+	// allow-list has, gets no certificate, and says why.
+	allowHosts(t, ns, "*.example.com")
 	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} })
 	ud = waitUD(t, ns, "shop", "CertificateNotRequested", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Reason == schedv1.ReasonCertificateNotRequested

@@ -59,6 +59,7 @@ func TestMain(m *testing.M) {
 		Controllers: []string{"userdeployment"},
 		Options: func(o *app.Options) {
 			o.Settings.IngressDomain = "apps.test"
+			o.Settings.AllowedIngressClasses = []string{"nginx", "internal"}
 			o.Settings.PriorityClasses = map[string]string{"High": testPriorityClass}
 		},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return writeRecorder{rt} },

@@ -33,6 +33,8 @@ type Settings struct {
 	IngressProvider string
 	// IngressClass is the ingressClassName when the spec names none.
 	IngressClass string
+	// AllowedIngressClasses are the other classes an app may name.
+	AllowedIngressClasses []string
 	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
 	IngressNamespace string
 	// NetworkPolicies switches isolation on.
@@ -98,8 +100,9 @@ type plan struct {
 	certificateProblem string
 	// host is the ingress host the app claims; empty when nothing is public.
 	host string
-	// hostConflict says who holds the host instead; set by yieldHost.
-	hostConflict string
+	// routeWithheld says why the app gets no route for its host; set by
+	// withholdRoute.
+	routeWithheld cause
 	// invalid says why part of the spec could not be built.
 	invalid []string
 }
@@ -189,6 +192,13 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			}
 		} else {
 			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass, tlsSecret))
+		}
+		// The rules that need no lookup; the Reconciler checks the
+		// namespace's allow-list and who holds the host.
+		if problem := classProblem(ingressClassOf(ud), s); problem != "" {
+			p.withholdRoute(schedv1.ReasonIngressClassNotAllowed, problem)
+		} else if problem, _ := domainProblem(host, ud.Namespace, s.IngressDomain); problem != "" {
+			p.withholdRoute(schedv1.ReasonHostNotAllowed, problem)
 		}
 	}
 	if s.NetworkPolicies && ud.Spec.NetworkIsolation != schedv1.IsolationOpen {
@@ -368,9 +378,11 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 	}
 }
 
-// yieldHost drops what routes the host (Ingress, IngressRoute, Certificate)
-// because holder, an app in another namespace, claimed it first.
-func (p *plan) yieldHost(holder string) {
+// withholdRoute drops what routes the host (Ingress, IngressRoute,
+// Certificate): the app may not route it (reason HostNotAllowed,
+// IngressClassNotAllowed) or someone else holds it (HostConflict). msg says
+// what is wrong and what to do.
+func (p *plan) withholdRoute(reason, msg string) {
 	kept := p.objects[:0]
 	for _, obj := range p.objects {
 		switch obj.GetObjectKind().GroupVersionKind().Kind {
@@ -381,7 +393,19 @@ func (p *plan) yieldHost(holder string) {
 	}
 	p.objects = kept
 	p.urls, p.certificate, p.certificateProblem = nil, "", ""
-	p.hostConflict = fmt.Sprintf("host %s is held by %s, which claimed it first; pick another spec.ingress.host (or leave it empty for this app's own default)", p.host, holder)
+	p.routeWithheld = cause{reason, msg}
+}
+
+// yieldHost withholds the route because holder, an app in another
+// namespace, claimed the host first.
+func (p *plan) yieldHost(holder string) {
+	p.withholdRoute(schedv1.ReasonHostConflict, heldBy(p.host, holder))
+}
+
+// heldBy says that holder, an app or route of another namespace, holds
+// host, and what to do.
+func heldBy(host, holder string) string {
+	return fmt.Sprintf("host %s is held by %s of another namespace, which claimed it first; pick another spec.ingress.host (or leave it empty for this app's own default)", host, holder)
 }
 
 // leaveReplicasTo drops spec.replicas from the planned workloads that a
@@ -532,17 +556,20 @@ func publicRoutes(ud *schedv1.UserDeployment) []route {
 	return routes
 }
 
+// ingressClassOf is the class the spec names, "" for the default.
+func ingressClassOf(ud *schedv1.UserDeployment) string {
+	if ud.Spec.Ingress == nil {
+		return ""
+	}
+	return ud.Spec.Ingress.ClassName
+}
+
 // ingressHost is the spec's host or <name>.<namespace>.<domain>.
 func ingressHost(ud *schedv1.UserDeployment, s Settings) string {
 	if ud.Spec.Ingress != nil && ud.Spec.Ingress.Host != "" {
 		return ud.Spec.Ingress.Host
 	}
-	return names.HostPrefix(ud.Name, ud.Namespace) + "." + s.IngressDomain
-}
-
-// underDomain reports whether host is the domain or below it.
-func underDomain(host, domain string) bool {
-	return domain != "" && (host == domain || strings.HasSuffix(host, "."+domain))
+	return names.HostPrefix(ud.Name, ud.Namespace) + "." + normalDomain(s.IngressDomain)
 }
 
 // buildCertificate asks cert-manager for a certificate of host, signed by

@@ -297,9 +297,10 @@ func TestBuildIngress(t *testing.T) {
 		return networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: name, Port: networkingv1.ServiceBackendPort{Number: port}}}
 	}
 	cases := map[string]struct {
-		ud           *schedv1.UserDeployment
-		defaultClass string
-		want         networkingv1.IngressSpec
+		ud             *schedv1.UserDeployment
+		defaultClass   string
+		allowedClasses []string
+		want           networkingv1.IngressSpec
 	}{
 		"one public service at the ingress path": {
 			ud: app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposureInternal).
@@ -317,7 +318,8 @@ func TestBuildIngress(t *testing.T) {
 				EditService("web", func(s *schedv1.ServiceSpec) { s.IngressPath = "/" }).
 				Ingress("shop.example.com").TLS("shop-tls").
 				Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress.ClassName = "traefik" }).Obj(),
-			defaultClass: "nginx",
+			defaultClass:   "nginx",
+			allowedClasses: []string{"traefik"},
 			want: networkingv1.IngressSpec{
 				IngressClassName: ptr.To("traefik"),
 				TLS:              []networkingv1.IngressTLS{{Hosts: []string{"shop.example.com"}, SecretName: "shop-tls"}},
@@ -333,7 +335,7 @@ func TestBuildIngress(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := testSettings
-			s.IngressClass = tc.defaultClass
+			s.IngressClass, s.AllowedIngressClasses = tc.defaultClass, tc.allowedClasses
 			p := buildPlan(tc.ud, s, apis{})
 			var got *networkingv1.Ingress
 			for _, o := range p.objects {
@@ -512,10 +514,13 @@ func TestCertificatePlan(t *testing.T) {
 		"issued by the ClusterIssuer": {ud: public().Obj(), s: withIssuer, a: apis{certificates: true},
 			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
 			tls:  "shop.tls", url: "https://shop.ns.apps.test/"},
-		"a custom host under the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "shop.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true},
-			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
-			tls:  "shop.tls", url: "https://shop.apps.test/"},
-		"a given secret wins": {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop.ns.apps.test/"},
+		"a custom host in the namespace's part of the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "www.ns.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"www.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			tls:  "shop.tls", url: "https://www.ns.apps.test/"},
+		// No certificate (and no route) for what the app may not route.
+		"the bare domain":          {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true}},
+		"another namespace's host": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "shop.victim.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true}},
+		"a given secret wins":      {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop.ns.apps.test/"},
 		"host outside the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} }).Obj(), s: withIssuer, a: apis{certificates: true},
 			url: "http://bank.example.com/", problem: true},
 		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop.ns.apps.test/"},

@@ -87,8 +87,8 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 // the summary.
 func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserDeploymentStatus) summary {
 	sum := summary{stopped: ud.Spec.State == schedv1.StateStopped, services: len(ud.Spec.Services)}
-	if p.hostConflict != "" {
-		sum.causes = append(sum.causes, cause{schedv1.ReasonHostConflict, p.hostConflict})
+	if p.routeWithheld.reason != "" {
+		sum.causes = append(sum.causes, p.routeWithheld)
 	}
 	if len(p.invalid) > 0 {
 		sum.causes = append(sum.causes, cause{schedv1.ReasonInvalidSpec, strings.Join(p.invalid, "; ")})

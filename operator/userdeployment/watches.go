@@ -73,7 +73,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// hands it to the next claimant. Both the old and the new object
 		// are mapped on an update.
 		Watches(&schedv1.UserDeployment{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A namespace's allow-list decides which hosts outside the ingress
+		// domain its apps may route.
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.appsOfNamespace),
+			builder.WithPredicates(allowedHostsChanged))
+
+	// Routes of every namespace: one appearing or going may hold or free
+	// an app's host.
+	if r.routes, err = r.newRouteCache(mgr); err != nil {
+		return err
+	}
+	b = b.WatchesRawSource(source.Kind(r.routes, client.Object(&networkingv1.Ingress{}), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged))
+	if r.apis.ingressRoutes {
+		b = b.WatchesRawSource(source.Kind(r.routes, client.Object(newIngressRoute()), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged))
+	}
 
 	if kinds := r.optionalKinds(); len(kinds) > 0 {
 		// The manager's cache cannot be told about these kinds before it
@@ -103,6 +117,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("userdeployment").
 		Complete(r)
+}
+
+// allowedHostsChanged passes a namespace whose allow-list annotation
+// changed; a new namespace has no apps yet.
+var allowedHostsChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[schedv1.AnnotationAllowedHosts] != e.ObjectNew.GetAnnotations()[schedv1.AnnotationAllowedHosts]
+	},
 }
 
 // podCauseChanged passes the pod events that can change an app's status:

@@ -1,0 +1,87 @@
+package userdeployment
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// BenchmarkRouteCacheMemory prints what the cache of every Ingress costs
+// per object: a typical Ingress of another team (labels, annotations, two
+// hosts with paths, TLS, a load balancer status), stored as the informer
+// stores it with the host index, trimmed by trimRoute and, for comparison,
+// whole.
+func BenchmarkRouteCacheMemory(b *testing.B) {
+	const n = 5000
+	for _, tc := range []struct {
+		name      string
+		transform func(any) (any, error)
+	}{
+		{"trimmed", trimRoute},
+		{"whole", func(o any) (any, error) { return o, nil }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perObject float64
+			for b.Loop() {
+				before := heapInUse()
+				store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{indexRouteHost: routeIndexFunc})
+				for i := range n {
+					obj, err := tc.transform(typicalIngress(i))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := store.Add(obj); err != nil {
+						b.Fatal(err)
+					}
+				}
+				perObject = float64(heapInUse()-before) / n
+				runtime.KeepAlive(store)
+			}
+			fmt.Printf("route cache, %s: %.2f KiB per cached Ingress (%d objects, host index included)\n", tc.name, perObject/1024, n)
+			b.ReportMetric(perObject/1024, "KiB/object")
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func typicalIngress(i int) *networkingv1.Ingress {
+	ns := fmt.Sprintf("team-%d", i%50)
+	host := fmt.Sprintf("svc-%d.example.com", i)
+	path := func(p string) networkingv1.HTTPIngressPath {
+		return networkingv1.HTTPIngressPath{Path: p, PathType: ptr.To(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{
+			Service: &networkingv1.IngressServiceBackend{Name: fmt.Sprintf("svc-%d", i), Port: networkingv1.ServiceBackendPort{Number: 8080}}}}
+	}
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("svc-%d", i), Namespace: ns, UID: types.UID(fmt.Sprintf("0000-%032d", i)), ResourceVersion: fmt.Sprint(100000 + i),
+			Labels: map[string]string{"app.kubernetes.io/name": "svc", "app.kubernetes.io/instance": fmt.Sprintf("svc-%d", i), "team": ns},
+			Annotations: map[string]string{
+				"nginx.ingress.kubernetes.io/proxy-body-size":      "10m",
+				"cert-manager.io/cluster-issuer":                   "letsencrypt",
+				"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 900),
+			},
+		},
+		Spec: networkingv1.IngressSpec{
+			IngressClassName: ptr.To("nginx"),
+			TLS:              []networkingv1.IngressTLS{{Hosts: []string{host, "www." + host}, SecretName: fmt.Sprintf("svc-%d-tls", i)}},
+			Rules: []networkingv1.IngressRule{
+				{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{path("/"), path("/api")}}}},
+				{Host: "www." + host, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{path("/")}}}},
+			},
+		},
+		Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.10"}}}},
+	}
+}
