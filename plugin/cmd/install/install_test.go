@@ -131,9 +131,13 @@ func TestInstallDryRunClient(t *testing.T) {
 		"CustomResourceDefinition /schedexts.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /userdeployments.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
+		"ValidatingAdmissionPolicy /kubectl-sched-app-hosts",
+		"ValidatingAdmissionPolicy /kubectl-sched-ingress-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicy /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicy /kubectl-sched-workflow-references",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-app-hosts",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-ingress-hosts",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-workflow-references",
@@ -178,6 +182,11 @@ func TestInstallDryRunClient(t *testing.T) {
 			}
 			if v := dep.Labels["app.kubernetes.io/version"]; v != "v1.2.3" {
 				t.Errorf("version label %q", v)
+			}
+		case "ValidatingAdmissionPolicyBinding":
+			// The policies reading the operator's settings follow its ConfigMap.
+			if ns, found, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "namespace"); found && ns != "ops" {
+				t.Errorf("binding %s reads its params from namespace %q", o.GetName(), ns)
 			}
 		case "ClusterRoleBinding", "RoleBinding":
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")

@@ -143,6 +143,14 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 				return err
 			}
 		}
+	case "ValidatingAdmissionPolicyBinding":
+		// Policies that read the operator's settings take its ConfigMap
+		// as params, wherever the operator runs.
+		if ns, found, _ := unstructured.NestedString(o.Object, "spec", "paramRef", "namespace"); found && ns == ManifestNamespace {
+			if err := unstructured.SetNestedField(o.Object, namespace, "spec", "paramRef", "namespace"); err != nil {
+				return err
+			}
+		}
 	case "Deployment":
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {

@@ -43,6 +43,8 @@ var Settings = []Setting{
 	{Flag: "ingress-domain", Env: "INGRESS_DOMAIN", Usage: "Domain of public apps' hosts: <app>.<namespace>.<domain>.", check: dnsName},
 	{Flag: "ingress-provider", Env: "INGRESS_PROVIDER", Usage: "ingress (networking.k8s.io/v1 Ingress) or traefik (Traefik IngressRoute, when the cluster serves traefik.io/v1alpha1).", check: oneOf("ingress", "traefik")},
 	{Flag: "ingress-class", Env: "INGRESS_CLASS", Usage: "ingressClassName of apps that name none; the cluster's default class when empty."},
+	{Flag: "allowed-ingress-classes", Env: "ALLOWED_INGRESS_CLASSES", check: ingressClasses,
+		Usage: "Comma-separated ingress classes an app may name in spec.ingress.className besides --ingress-class; none when empty."},
 	{Flag: "ingress-namespace", Env: "INGRESS_NAMESPACE", Usage: "Namespace of the ingress controller, which apps' NetworkPolicies admit.", check: optionalLabel},
 	{Flag: "network-policies", Env: "NETWORK_POLICIES", Usage: "true isolates apps with NetworkPolicies; false on clusters that do not enforce them.", check: oneOf("true", "false")},
 	{Flag: "cluster-secret-store", Env: "CLUSTER_SECRET_STORE", Usage: "External Secrets ClusterSecretStore that apps' external secret references read from; none when empty."},
@@ -64,6 +66,15 @@ func registries(_, v string) string {
 	for _, r := range strings.Split(v, ",") {
 		if r = strings.TrimSpace(r); strings.Contains(r, "://") || strings.ContainsAny(r, " @") {
 			return fmt.Sprintf("holds %q: give registry hosts or repositories (ghcr.io/sched-ext), comma-separated", r)
+		}
+	}
+	return ""
+}
+
+func ingressClasses(_, v string) string {
+	for _, c := range strings.Split(v, ",") {
+		if c = strings.TrimSpace(c); c != "" && len(validation.IsDNS1123Subdomain(c)) > 0 {
+			return fmt.Sprintf("holds %q: give IngressClass names (lower-case DNS names), comma-separated", c)
 		}
 	}
 	return ""

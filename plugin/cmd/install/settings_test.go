@@ -112,7 +112,8 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--priority-class", "High=business-critical", "--priority-class", "Low=",
 		"--scheduler-image", "scx_lavd=registry.example.org/scx:v1.0.14",
 		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37",
-		"--allowed-scheduler-registries", "ghcr.io/sched-ext,registry.example.org")
+		"--allowed-scheduler-registries", "ghcr.io/sched-ext,registry.example.org",
+		"--allowed-ingress-classes", "internal, nginx-public")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -126,6 +127,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"SCHEDULER_IMAGES":             "scx_lavd=registry.example.org/scx:v1.0.14",
 		"SCHEDULER_NAMESPACE":          "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
 		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
+		"ALLOWED_INGRESS_CLASSES":      "internal, nginx-public",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
@@ -152,6 +154,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	if !slices.Equal(s.AllowedSchedulerRegistries, []string{"ghcr.io/sched-ext", "registry.example.org"}) {
 		t.Errorf("allowed registries %v", s.AllowedSchedulerRegistries)
 	}
+	if !slices.Equal(s.AllowedIngressClasses, []string{"internal", "nginx-public"}) {
+		t.Errorf("allowed ingress classes %v", s.AllowedIngressClasses)
+	}
 	if _, ok := s.PriorityClasses["Low"]; ok {
 		t.Errorf("Low is mapped: %v", s.PriorityClasses)
 	}
@@ -167,6 +172,7 @@ func TestInstallSettingsRefused(t *testing.T) {
 		"network bool":    {"--network-policies", "maybe"},
 		"empty namespace": {"--scheduler-namespace", ""},
 		"registry URL":    {"--allowed-scheduler-registries", "https://ghcr.io"},
+		"ingress class":   {"--allowed-ingress-classes", "nginx,Public_LB"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := plugintest.RunWithInput("", append([]string{"install", "--dry-run=client"}, args...)...)
