@@ -8,24 +8,28 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
-// BenchmarkRouteCacheMemory prints what the cache of every Ingress costs
-// per object: a typical Ingress of another team (labels, annotations, two
-// hosts with paths, TLS, a load balancer status), stored as the informer
-// stores it with the host index, trimmed by trimRoute and, for comparison,
-// whole.
+// BenchmarkRouteCacheMemory prints what the cache of every Ingress and
+// IngressRoute costs per object: a typical one of another team (labels,
+// annotations, two hosts with paths, TLS), stored as the informer stores it
+// with the host index, trimmed by trimRoute and, for comparison, whole.
 func BenchmarkRouteCacheMemory(b *testing.B) {
 	const n = 5000
+	whole := func(o any) (any, error) { return o, nil }
 	for _, tc := range []struct {
 		name      string
+		object    func(int) any
 		transform func(any) (any, error)
 	}{
-		{"trimmed", trimRoute},
-		{"whole", func(o any) (any, error) { return o, nil }},
+		{"Ingress trimmed", func(i int) any { return typicalIngress(i) }, trimRoute},
+		{"Ingress whole", func(i int) any { return typicalIngress(i) }, whole},
+		{"IngressRoute trimmed", func(i int) any { return typicalIngressRoute(i) }, trimRoute},
+		{"IngressRoute whole", func(i int) any { return typicalIngressRoute(i) }, whole},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perObject float64
@@ -33,7 +37,7 @@ func BenchmarkRouteCacheMemory(b *testing.B) {
 				before := heapInUse()
 				store := toolscache.NewIndexer(toolscache.MetaNamespaceKeyFunc, toolscache.Indexers{indexRouteHost: routeIndexFunc})
 				for i := range n {
-					obj, err := tc.transform(typicalIngress(i))
+					obj, err := tc.transform(tc.object(i))
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -44,7 +48,7 @@ func BenchmarkRouteCacheMemory(b *testing.B) {
 				perObject = float64(heapInUse()-before) / n
 				runtime.KeepAlive(store)
 			}
-			fmt.Printf("route cache, %s: %.2f KiB per cached Ingress (%d objects, host index included)\n", tc.name, perObject/1024, n)
+			fmt.Printf("route cache, %s: %.2f KiB per cached object (%d objects, host index included)\n", tc.name, perObject/1024, n)
 			b.ReportMetric(perObject/1024, "KiB/object")
 		})
 	}
@@ -84,4 +88,27 @@ func typicalIngress(i int) *networkingv1.Ingress {
 		},
 		Status: networkingv1.IngressStatus{LoadBalancer: networkingv1.IngressLoadBalancerStatus{Ingress: []networkingv1.IngressLoadBalancerIngress{{IP: "203.0.113.10"}}}},
 	}
+}
+
+func typicalIngressRoute(i int) *unstructured.Unstructured {
+	host := fmt.Sprintf("svc-%d.example.com", i)
+	route := func(h, path string) any {
+		return map[string]any{"kind": "Rule", "match": "Host(`" + h + "`) && PathPrefix(`" + path + "`)",
+			"middlewares": []any{map[string]any{"name": "strip"}},
+			"services":    []any{map[string]any{"name": fmt.Sprintf("svc-%d", i), "port": int64(8080)}}}
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "traefik.io/v1alpha1", "kind": "IngressRoute",
+		"metadata": map[string]any{
+			"name": fmt.Sprintf("svc-%d", i), "namespace": fmt.Sprintf("team-%d", i%50), "uid": fmt.Sprintf("0000-%032d", i), "resourceVersion": fmt.Sprint(100000 + i),
+			"labels":      map[string]any{"app.kubernetes.io/name": "svc", "team": fmt.Sprintf("team-%d", i%50)},
+			"annotations": map[string]any{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 900)},
+		},
+		"spec": map[string]any{
+			"entryPoints": []any{"websecure"},
+			"routes":      []any{route(host, "/"), route(host, "/api"), route("www."+host, "/")},
+			"tls":         map[string]any{"secretName": fmt.Sprintf("svc-%d-tls", i)},
+		},
+	}}
+	return u
 }
