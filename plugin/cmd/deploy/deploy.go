@@ -30,6 +30,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -386,6 +387,7 @@ func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret)
 	if err != nil {
 		return err
 	}
+	p = printing.SafePrinter(p)
 	if secret != nil {
 		if o.Output == "name" {
 			if err := p.PrintObj(secret, o.Out); err != nil {

@@ -339,7 +339,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 			switch {
 			case errors.As(err, &nl):
 				noLogs++
-				fmt.Fprintln(o.ErrOut, "warning: "+nl.Error())
+				fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(nl.Error()))
 			case apierrors.IsNotFound(err):
 				fmt.Fprintf(o.ErrOut, "warning: pod %s is gone\n", p.Name)
 			case err != nil:
@@ -440,7 +440,7 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			go func(p *corev1.Pod, c string) {
 				defer wg.Done()
 				if err := o.stream(sctx, w, p, c, src.prefix(p), true); err != nil && sctx.Err() == nil {
-					fmt.Fprintln(o.ErrOut, "warning: "+err.Error())
+					fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(err.Error()))
 				}
 			}(p.DeepCopy(), c)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -108,7 +109,7 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 		Logs:   true,
 		Tail:   opts.TailLines,
 		Out:    o.Out,
-		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
 	}
 	said := ""
 	f.OnChange = func(t *schedv1.AgentTask) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -83,6 +84,7 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 	if o.Output == "json" {
 		p = &printers.JSONPrinter{}
 	}
+	p = printing.SafePrinter(p)
 	// Status is the operator's to write: leave it out of what may be applied.
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

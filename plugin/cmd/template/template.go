@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -75,7 +76,7 @@ func (o *common) complete() {
 }
 
 func (o *common) warn(msg string) {
-	fmt.Fprintf(o.ErrOut, "warning: %s\n", msg)
+	fmt.Fprintf(o.ErrOut, "warning: %s\n", printing.Line(msg))
 }
 
 func (o *common) get(ctx context.Context, ref string) (*templates.Template, error) {
