@@ -91,6 +91,12 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 		return err
 	}
 	delete(m, "status")
+	// Where the template came from, on stderr and, in YAML, in what may be
+	// saved or piped to kubectl apply.
+	templates.Announce(o.ErrOut, t)
+	if o.Output == "yaml" {
+		fmt.Fprintf(o.Out, "# Source: %s (template %s)\n", t.Origin(), t.Name())
+	}
 	if err := p.PrintObj(&unstructured.Unstructured{Object: m}, o.Out); err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func (o *ShowOptions) Run(ctx context.Context) error {
 func Describe(w io.Writer, t *templates.Template, ref string) error {
 	fmt.Fprintf(w, "Name:         %s\n", t.Name())
 	fmt.Fprintf(w, "Kind:         %s\n", t.ObjectKind())
-	fmt.Fprintf(w, "Source:       %s\n", t.Source)
+	fmt.Fprintf(w, "Source:       %s\n", t.Origin())
 	fmt.Fprintf(w, "Description:  %s\n", t.Description)
 	fmt.Fprintln(w)
 	if len(t.Parameters) == 0 {

@@ -305,6 +305,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	if err != nil {
 		return nil, templateError(err)
 	}
+	templates.Announce(o.ErrOut, t)
 	o.secret = secret
 	return obj.(*schedv1.Workflow), nil
 }
