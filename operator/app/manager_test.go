@@ -96,6 +96,10 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			args:    []string{"--leader-elect-renew-deadline=20s"},
 			wantErr: "leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got 2s, 20s, 15s",
 		},
+		"no graceful shutdown": {
+			args:    []string{"--graceful-shutdown-timeout=0s"},
+			wantErr: "--graceful-shutdown-timeout must be positive, got 0s",
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,
