@@ -74,7 +74,9 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 every attempt of an AgentTask, or of every step of a Workflow in order.
 Each line starts with where it came from: [SERVICE POD] for an app,
 [POD] for a task, [STEP POD] for a workflow (coloured on a terminal unless
-NO_COLOR is set).
+NO_COLOR is set). Control characters in a line (escape sequences, carriage
+returns) are shown escaped, never sent to the terminal: 'kubectl logs POD'
+gives a container's raw bytes.
 
 NAME is looked up as an app, then a task, then a workflow; write
 userdeployment/NAME, agenttask/NAME or workflow/NAME (or ud/, at/, wf/) to

@@ -43,7 +43,8 @@ func newLogsCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Long: `Print the logs of the pod that runs the task's latest attempt (its "task"
 container). A task has no pod while it waits to be scheduled or for its image;
 the command then says why. With -f it waits for the pod, follows each attempt
-in turn, and ends when the task does.`,
+in turn, and ends when the task does. Control characters in the log are shown
+escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 		Example: `  # The logs of task hello
   kubectl sched task logs hello
 
