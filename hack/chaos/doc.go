@@ -4,5 +4,7 @@
 // runs the short form (part of `make test`: 2 workflows of 5 steps, 20
 // tasks, 6 kills); CHAOS_KILLS, CHAOS_SCALE (workflows and tasks times N)
 // and CHAOS_STEPS run longer ones (make chaos; see RELIABILITY.md).
-// TestKillsBetweenWrites aims its kills with operator/crashpoint.
+// TestKillsBetweenWrites aims its kills with operator/crashpoint, whose
+// points exist only in an operator built with -tags crashpoint, as these
+// tests build it.
 package chaos

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 )
 
 // simEnv is a simulated cluster with kubectl-sched's API installed, the
@@ -69,7 +70,10 @@ func (s *simEnv) env(t *testing.T, name string, args []string) *tour.Env {
 		t.Fatal(err)
 	}
 	return &tour.Env{Root: s.root, Dir: d, BinDir: filepath.Join(s.dir, "bin"), Kubeconfig: s.cluster.Kubeconfig,
-		Kubectl: s.kubectl, Cluster: s.cluster, Log: os.Stderr, OperatorArgs: args}
+		Kubectl: s.kubectl, Cluster: s.cluster, Log: os.Stderr, OperatorArgs: args,
+		// The crash points TestKillsBetweenWrites aims at exist only in
+		// this build.
+		OperatorTags: []string{crashpoint.Tag}}
 }
 
 // operator starts an operator process with args added to its command line;

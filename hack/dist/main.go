@@ -1,7 +1,10 @@
 // Command dist cross-builds kubectl-sched, packs each binary with LICENSE
 // into the archives krew installs (.tar.gz, .zip on Windows), and writes
 // the krew manifest with their sha256. Archives are byte-for-byte
-// reproducible: fixed times, owners and order.
+// reproducible: fixed times, owners and order. With -update-manifest it
+// also pins config/manager's operator image and version label to the
+// release, so `kubectl apply -k config/default` installs the release's
+// operator, never :latest.
 //
 //	go run ./hack/dist -version v0.1.0 -out dist [-platforms linux/amd64,...] [-update-manifest]
 package main
@@ -19,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -39,7 +43,7 @@ func main() {
 	version := flag.String("version", "v0.1.0", "release version (a v-prefixed semver)")
 	out := flag.String("out", "dist", "output folder")
 	platforms := flag.String("platforms", allPlatforms, "comma-separated GOOS/GOARCH list")
-	update := flag.Bool("update-manifest", false, "also write the sha256s and version into "+manifest)
+	update := flag.Bool("update-manifest", false, "also write the sha256s and version into "+manifest+" and the operator image tag into config/manager")
 	flag.Parse()
 	if err := run(*version, *out, strings.Split(*platforms, ","), *update); err != nil {
 		fmt.Fprintln(os.Stderr, "dist:", err)
@@ -101,7 +105,41 @@ func run(version, out string, platforms []string, update bool) error {
 		return err
 	}
 	if update {
-		return os.WriteFile(manifest, m, 0o644)
+		if err := os.WriteFile(manifest, m, 0o644); err != nil {
+			return err
+		}
+		return pinOperator(".", version)
+	}
+	return nil
+}
+
+// The lines of config/manager that name the operator's version.
+var (
+	newTagLine       = regexp.MustCompile(`(?m)^(\s*-\s*name:\s*operator\s*\n(?:\s+new\w+:.*\n)*?\s+newTag:\s*).*$`)
+	versionLabelLine = regexp.MustCompile(`(?m)^(\s+app\.kubernetes\.io/version:\s*).*$`)
+)
+
+// pinOperator writes version as the operator image's tag in
+// config/manager/kustomization.yaml and as the Deployment's version label
+// in config/manager/manager.yaml, keeping every other byte (comments
+// included). config's tests check both match krew/sched.yaml.
+func pinOperator(root, version string) error {
+	for file, re := range map[string]*regexp.Regexp{
+		"config/manager/kustomization.yaml": newTagLine,
+		"config/manager/manager.yaml":       versionLabelLine,
+	} {
+		p := filepath.Join(root, file)
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if n := len(re.FindAllIndex(data, -1)); n != 1 {
+			return fmt.Errorf("%s: want one line to pin the operator version on, found %d", file, n)
+		}
+		out := re.ReplaceAll(data, []byte("${1}"+version))
+		if err := os.WriteFile(p, out, 0o644); err != nil {
+			return err
+		}
 	}
 	return nil
 }

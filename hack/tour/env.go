@@ -51,6 +51,9 @@ type Env struct {
 	OperatorArgs []string
 	// OperatorEnv is added to the operator's environment (KEY=VALUE).
 	OperatorEnv []string
+	// OperatorTags are build tags for the operator: hack/chaos builds it
+	// with operator/crashpoint's tag, which no release binary has.
+	OperatorTags []string
 
 	operator *exec.Cmd
 }
@@ -59,8 +62,12 @@ type Env struct {
 func (e *Env) Build(ctx context.Context) error {
 	for name, pkg := range map[string]string{"kubectl-sched": "./plugin", "operator": "./operator"} {
 		fmt.Fprintf(e.Log, "building %s\n", name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(e.BinDir, name),
-			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=v0.1.0-tour -X main.version=v0.1.0-tour", pkg)
+		args := []string{"build", "-o", filepath.Join(e.BinDir, name),
+			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=v0.1.0-tour -X main.version=v0.1.0-tour"}
+		if name == "operator" && len(e.OperatorTags) > 0 {
+			args = append(args, "-tags", strings.Join(e.OperatorTags, ","))
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
 		cmd.Dir = e.Root
 		cmd.Stdout, cmd.Stderr = e.Log, e.Log
 		if err := cmd.Run(); err != nil {

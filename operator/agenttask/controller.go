@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -58,6 +59,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch
 
 // Reconcile moves one AgentTask along: create its Job, follow the Job and
 // pod, record outputs, release the pod, apply the TTL.
@@ -215,13 +217,54 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 	// No event: the Job is in the task's status (jobName), and the Job
 	// controller tells of its pod; one event per task, when it ends.
 	log.FromContext(ctx).Info("Created Job", "job", job.Name)
-	if at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]; ok {
-		if finished, err := time.Parse(time.RFC3339Nano, at); err == nil {
-			metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
-		}
+	if finished, ok := r.handoffStart(ctx, task); ok {
+		metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
 	}
 	return job, nil
 }
+
+// handoffStart is when the previous step of a workflow finished, from the
+// annotation the Workflow controller sets on a step's task. Anyone who may
+// create a task can write the annotation too, and skew the hand-off
+// histogram the cluster's admins read; it counts only on a step task as
+// the Workflow controller makes one: controlled by a Workflow the cache
+// holds with that UID, named and labelled as that workflow's step (labels
+// only the operator's account may set), and stamped just before the task
+// was created.
+func (r *Reconciler) handoffStart(ctx context.Context, task *schedv1.AgentTask) (time.Time, bool) {
+	at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]
+	if !ok {
+		return time.Time{}, false
+	}
+	finished, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}, false
+	}
+	ref := metav1.GetControllerOf(task)
+	if ref == nil || ref.Kind != "Workflow" || ref.APIVersion != schedv1.GroupVersion.String() {
+		return time.Time{}, false
+	}
+	wf := &schedv1.Workflow{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf); err != nil || wf.UID != ref.UID {
+		return time.Time{}, false
+	}
+	isStep := false
+	for i, s := range wf.Spec.Steps {
+		isStep = isStep || task.Name == names.StepTask(wf.Name, i, s.Name) &&
+			task.Labels[schedv1.LabelWorkflow] == names.Join(wf.Name) && task.Labels[schedv1.LabelWorkflowStep] == strconv.Itoa(i)
+	}
+	// The controller stamps the time just before it creates the task, whose
+	// creation timestamp has whole seconds.
+	created := task.CreationTimestamp.Time
+	if !isStep || finished.Before(wf.CreationTimestamp.Time) || finished.Before(created.Add(-handoffStampSlack)) || finished.After(created.Add(time.Second)) {
+		return time.Time{}, false
+	}
+	return finished, true
+}
+
+// handoffStampSlack bounds how long before a step task's creation the
+// Workflow controller's stamp may be: the creates of one pass, throttled.
+const handoffStampSlack = 10 * time.Second
 
 // suspendJob stops a cancelled task: the Job controller deletes its pod and
 // keeps the Job, so the task's record stays complete.

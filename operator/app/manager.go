@@ -63,6 +63,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaseDuration:                 &o.LeaseDuration,
 		RenewDeadline:                 &o.RenewDeadline,
 		RetryPeriod:                   &o.RetryPeriod,
+		// Explicit, not controller-runtime's 30s default: the pod's grace
+		// period (config/manager) is set to outlast it and the release.
+		GracefulShutdownTimeout: &o.GracefulShutdownTimeout,
 		// The name check guards against two controllers in one manager
 		// sharing metrics; tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

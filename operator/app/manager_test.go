@@ -104,6 +104,10 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			args:    []string{"--allowed-ingress-classes=nginx,Bad_Class"},
 			wantErr: `--allowed-ingress-classes: "Bad_Class" is not an IngressClass name (a lower-case DNS name)`,
 		},
+		"no graceful shutdown": {
+			args:    []string{"--graceful-shutdown-timeout=0s"},
+			wantErr: "--graceful-shutdown-timeout must be positive, got 0s",
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,

@@ -45,6 +45,12 @@ type Options struct {
 	// A killed leader cannot release its Lease, so a standby takes over
 	// after LeaseDuration plus up to RetryPeriod.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// GracefulShutdownTimeout is how long the manager waits, once asked to
+	// stop, for reconciles in flight; then it releases the Lease, which
+	// takes up to RenewDeadline more. The pod's terminationGracePeriodSeconds
+	// (config/manager) must outlast both, or the kubelet kills the process
+	// first and a standby waits out LeaseDuration.
+	GracefulShutdownTimeout time.Duration
 	// Controllers to run, by name; all when empty.
 	Controllers []string
 
@@ -106,6 +112,9 @@ func DefaultOptions() Options {
 		LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second,
 		RetryPeriod:   2 * time.Second,
+		// Reconciles are a few API calls each; 15s leaves the Lease's
+		// release (up to RenewDeadline) inside the pod's 30s grace period.
+		GracefulShutdownTimeout: 15 * time.Second,
 		Settings: Settings{
 			IngressDomain:    "apps.example.com",
 			IngressProvider:  "ingress",
@@ -151,6 +160,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits before taking the Lease of a leader that stopped renewing it (a crashed leader): the bound on failover.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to take or renew the Lease.")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long a stopping operator waits for reconciles in flight before it releases the Lease; the pod's terminationGracePeriodSeconds must exceed it plus --leader-elect-renew-deadline.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
 	fs.Func("kube-api-qps", "Requests per second to the API server. (default 50)", func(v string) error {
 		f, err := strconv.ParseFloat(v, 32)
@@ -255,6 +265,9 @@ func (o *Options) Validate() error {
 	}
 	if !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got %v, %v, %v", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.GracefulShutdownTimeout <= 0 {
+		return fmt.Errorf("--graceful-shutdown-timeout must be positive, got %v", o.GracefulShutdownTimeout)
 	}
 	switch o.Settings.IngressProvider {
 	case "ingress", "traefik":

@@ -3,17 +3,18 @@
 // Job is created and before the task's status says so, and after a step's
 // AgentTask is created and before the Workflow's status says so.
 //
-// It is inert unless the process starts with KUBECTL_SCHED_CRASHPOINT set to
-// "NAME" (the first time the point is reached) or "NAME:N" (the Nth time);
-// then the process sends itself SIGKILL there, as an OOM kill would.
+// The points exist only in a binary built with -tags crashpoint, as
+// hack/chaos builds the operator. Everywhere else, the release binary
+// included, Hit is an empty function and the environment is never read.
+// In a crashpoint build the process starts inert unless
+// KUBECTL_SCHED_CRASHPOINT is set to "NAME" (the first time the point is
+// reached) or "NAME:N" (the Nth time); then it sends itself SIGKILL there,
+// as an OOM kill would.
 package crashpoint
 
 import (
-	"os"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"syscall"
 )
 
 // EnvVar names the crash point, for the fault tests only.
@@ -28,13 +29,8 @@ const (
 	StepTasksCreated = "workflow-step-tasks-created"
 )
 
-var (
-	target string
-	nth    int64
-	hits   atomic.Int64
-)
-
-func init() { target, nth = parse(os.Getenv(EnvVar)) }
+// Tag is the build tag that arms the points.
+const Tag = "crashpoint"
 
 func parse(v string) (string, int64) {
 	name, count, found := strings.Cut(v, ":")
@@ -46,16 +42,4 @@ func parse(v string) (string, int64) {
 		return name, 1
 	}
 	return name, n
-}
-
-// Hit kills the process if name is the configured point and this is the
-// configured hit.
-func Hit(name string) {
-	if target == "" || name != target {
-		return
-	}
-	if hits.Add(1) == nth {
-		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // the signal is on its way: write nothing more
-	}
 }

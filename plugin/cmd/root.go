@@ -5,11 +5,13 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
 	deletecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/delete"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/deploy"
@@ -25,6 +27,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/workflow"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 const rootExamples = `  # Show the plugin and operator versions
@@ -51,6 +54,9 @@ see 'kubectl sched install'.`,
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sched"},
 	}
 	flags.AddFlags(root.PersistentFlags())
+	// The API server's warnings (an admission policy's, say) may quote the
+	// object: print them as kubectl does, made safe for the terminal.
+	rest.SetDefaultWarningHandler(rest.NewWarningWriter(safeWriter{streams.ErrOut}, rest.WarningWriterOptions{Deduplicate: true}))
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	root.SetIn(streams.In)
@@ -79,8 +85,20 @@ func Execute(root *cobra.Command, streams genericiooptions.IOStreams) int {
 	if strings.HasPrefix(err.Error(), "unknown command") {
 		err = cmdutil.Usage("See 'kubectl sched --help'.", "%v", strings.SplitN(err.Error(), "\n", 2)[0])
 	}
-	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	// Errors quote the cluster (a task's message, the server's refusal).
+	fmt.Fprintf(streams.ErrOut, "error: %s\n", printing.Text(err.Error()))
 	return cmdutil.ExitCode(err)
+}
+
+// safeWriter passes what is written through printing.Text. Each write
+// must be whole lines, as the warning writer's are.
+type safeWriter struct{ out io.Writer }
+
+func (w safeWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(w.out, printing.Text(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // usageArgs makes a wrong number of arguments a usage error (exit 2), as a

@@ -30,6 +30,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -163,7 +164,8 @@ func (o *Options) msgOut() io.Writer {
 // Run renders, applies and, with --wait, follows the UserDeployment.
 func (o *Options) Run(ctx context.Context) error {
 	c, ns := o.clients, o.clients.Namespace
-	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns}
+	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
+		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
 	t, err := src.Get(ctx, o.Template)
 	if err != nil {
 		return templates.CommandError(err)
@@ -181,6 +183,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return templates.CommandError(err)
 	}
 	ud := obj.(*schedv1.UserDeployment)
+	templates.Announce(o.ErrOut, t)
 
 	nsCreated := false
 	if o.CreateNamespace {
@@ -386,6 +389,7 @@ func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret)
 	if err != nil {
 		return err
 	}
+	p = printing.SafePrinter(p)
 	if secret != nil {
 		if o.Output == "name" {
 			if err := p.PrintObj(secret, o.Out); err != nil {

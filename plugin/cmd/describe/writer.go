@@ -28,8 +28,12 @@ func newWriter(out io.Writer) *writer {
 	return &writer{tw: tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)}
 }
 
+// line writes one line. The format is the plugin's; every argument comes
+// from the cluster (annotations, messages, outputs, env values) and is made
+// safe for the terminal and for the tabwriter: no control, tab or newline
+// (printing.Safe).
 func (w *writer) line(level int, format string, args ...any) {
-	fmt.Fprintf(w.tw, strings.Repeat("  ", level)+format+"\n", args...)
+	fmt.Fprintf(w.tw, strings.Repeat("  ", level)+format+"\n", printing.Safe(args...)...)
 }
 
 func (w *writer) Flush() error { return w.tw.Flush() }
@@ -50,17 +54,19 @@ func (w *writer) optional(level int, key, value string) {
 }
 
 // mapField writes a map one pair per line, sorted, like kubectl's Labels.
+// sep is part of the format (it may hold a tab); keys and values are data.
 func (w *writer) mapField(level int, key string, m map[string]string, sep string) {
 	if len(m) == 0 {
 		w.field(level, key, "")
 		return
 	}
+	sep = strings.ReplaceAll(sep, "%", "%%")
 	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i == 0 {
-			w.line(level, "%s:\t%s%s%s", key, k, sep, m[k])
+			w.line(level, "%s:\t%s"+sep+"%s", key, k, m[k])
 			continue
 		}
-		w.line(level, "\t%s%s%s", k, sep, m[k])
+		w.line(level, "\t%s"+sep+"%s", k, m[k])
 	}
 }
 

@@ -168,7 +168,7 @@ func (o *Options) Run(ctx context.Context) error {
 		if err != nil && o.everyKind && cmdutil.ExitCode(err) == cmdutil.ExitForbidden {
 			// A user with rights in one namespace may not list the
 			// cluster-scoped SchedExts: show what they may see.
-			fmt.Fprintf(o.ErrOut, "Warning: %s; skipped.\n", strings.SplitN(err.Error(), "\n", 2)[0])
+			fmt.Fprintf(o.ErrOut, "Warning: %s; skipped.\n", printing.Line(strings.SplitN(err.Error(), "\n", 2)[0]))
 			if skipped == nil {
 				skipped = err
 			}

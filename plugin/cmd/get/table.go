@@ -35,10 +35,19 @@ func fetchTable(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, s
 	return t, decodeRows(t)
 }
 
-// decodeRows turns each row's raw object into an Unstructured.
+// decodeRows turns each row's raw object into an Unstructured, and makes
+// each text cell safe for the terminal (printing.Cell): the CRDs' printer
+// columns show messages the tasks' containers wrote, and cli-runtime's
+// table printer escapes only ESC and CR. Every table get prints, listed or
+// watched, passes here.
 func decodeRows(t *metav1.Table) error {
 	for i := range t.Rows {
 		row := &t.Rows[i]
+		for c, cell := range row.Cells {
+			if s, ok := cell.(string); ok {
+				row.Cells[c] = printing.Cell(s)
+			}
+		}
 		if row.Object.Raw == nil || row.Object.Object != nil {
 			continue
 		}

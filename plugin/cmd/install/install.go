@@ -68,8 +68,9 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Long: `Apply the kubectl-sched CRDs, the operator's RBAC and its Deployment: the same
 manifests as config/ in the repository, embedded in the plugin. The operator goes
 in namespace kubectl-sched-system unless -n says otherwise, with the operator image
-of this plugin's version unless --image says otherwise. Running it again updates
-the installation. Needs cluster-admin.
+of this plugin's version (a development build: the release config/ pins, never
+:latest) unless --image says otherwise. Running it again updates the
+installation. Needs cluster-admin.
 
 The operator's cluster settings (ingress domain and class, Traefik, External
 Secrets store, cert-manager ClusterIssuer, priority classes, scheduler images)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/config"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
@@ -218,7 +219,7 @@ func TestInstallDryRunClient(t *testing.T) {
 	plugintest.Golden(t, "install-dry-run", res.Stdout)
 
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "json")
-	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "ghcr.io/kubectl-sched/operator:latest"`) {
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "`+install.DefaultImage("devel")+`"`) {
 		t.Errorf("exit %d, want a List with the default image:\n%.2000s", res.Code, res.Stdout)
 	}
 }
@@ -463,8 +464,12 @@ func TestObjectsAreWellFormed(t *testing.T) {
 	if got := install.DefaultImage("v0.3.0"); got != "ghcr.io/kubectl-sched/operator:v0.3.0" {
 		t.Errorf("DefaultImage = %q", got)
 	}
-	if got := install.DefaultImage("devel"); got != "ghcr.io/kubectl-sched/operator:latest" {
-		t.Errorf("DefaultImage(devel) = %q", got)
+	pinned, err := config.OperatorImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := install.DefaultImage("devel"); got != pinned || strings.HasSuffix(got, ":latest") {
+		t.Errorf("DefaultImage(devel) = %q, want the release config/manager pins, %q", got, pinned)
 	}
 }
 

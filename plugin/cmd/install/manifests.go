@@ -189,13 +189,18 @@ func Qualified(o *unstructured.Unstructured) string {
 }
 
 // DefaultImage is the released operator image matching this plugin's
-// version, or :latest for a development build.
+// version. A development build, which has no release version, installs
+// the release config/manager pins (config.OperatorImage), never :latest:
+// a tag anyone can move is not a version anyone chose.
 func DefaultImage(pluginVersion string) string {
-	tag := "latest"
 	if strings.HasPrefix(pluginVersion, "v") && len(validation.IsValidLabelValue(pluginVersion)) == 0 {
-		tag = pluginVersion
+		return ImageRepository + ":" + pluginVersion
 	}
-	return ImageRepository + ":" + tag
+	img, err := config.OperatorImage()
+	if err != nil {
+		panic(err) // the embedded manifests are checked by config's tests
+	}
+	return img
 }
 
 // VersionOf is the version label for image: its tag, else the plugin's

@@ -74,7 +74,9 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 every attempt of an AgentTask, or of every step of a Workflow in order.
 Each line starts with where it came from: [SERVICE POD] for an app,
 [POD] for a task, [STEP POD] for a workflow (coloured on a terminal unless
-NO_COLOR is set).
+NO_COLOR is set). Control characters in a line (escape sequences, carriage
+returns) are shown escaped, never sent to the terminal: 'kubectl logs POD'
+gives a container's raw bytes.
 
 NAME is looked up as an app, then a task, then a workflow; write
 userdeployment/NAME, agenttask/NAME or workflow/NAME (or ud/, at/, wf/) to
@@ -339,7 +341,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 			switch {
 			case errors.As(err, &nl):
 				noLogs++
-				fmt.Fprintln(o.ErrOut, "warning: "+nl.Error())
+				fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(nl.Error()))
 			case apierrors.IsNotFound(err):
 				fmt.Fprintf(o.ErrOut, "warning: pod %s is gone\n", p.Name)
 			case err != nil:
@@ -440,7 +442,7 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			go func(p *corev1.Pod, c string) {
 				defer wg.Done()
 				if err := o.stream(sctx, w, p, c, src.prefix(p), true); err != nil && sctx.Err() == nil {
-					fmt.Fprintln(o.ErrOut, "warning: "+err.Error())
+					fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(err.Error()))
 				}
 			}(p.DeepCopy(), c)
 		}

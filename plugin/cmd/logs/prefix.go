@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -33,7 +34,11 @@ func (w *prefixWriter) For(prefix string) *watch.LineWriter {
 	return watch.Lines(func(line string) { w.line(prefix, line) })
 }
 
+// line writes one line behind its prefix. The line is the container's
+// (watch.StreamPodLogs made it safe already; Text again costs nothing on
+// clean text), the prefix names its pod: neither may carry a control.
 func (w *prefixWriter) line(prefix, line string) {
+	prefix, line = printing.Line(prefix), printing.Text(line)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !w.color {

@@ -56,3 +56,18 @@ func TestPrefixWriter(t *testing.T) {
 		})
 	}
 }
+
+// A log line and a prefix reach the terminal with no control in them: a
+// carriage return would let one pod's line rewrite its prefix as another's.
+func TestPrefixWriterEscapes(t *testing.T) {
+	var out bytes.Buffer
+	w := newPrefixWriter(&out, false)
+	lw := w.For("web pod\x1b[2J")
+	if _, err := lw.Write([]byte("ok\r[api other-pod] forged\x1b]52;c;eA==\x07\tend\n")); err != nil {
+		t.Fatal(err)
+	}
+	want := "[web pod^[[2J] ok^M[api other-pod] forged^[]52;c;eA==^G\tend\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("output (-want +got):\n%s", diff)
+	}
+}

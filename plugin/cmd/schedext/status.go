@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -150,7 +151,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 			}
 			// Still useful from the status alone: conflicts and unsupported nodes.
 			if !warned {
-				fmt.Fprintf(o.ErrOut, "Warning: %v; pod states are unknown.\n", firstLine(cmdutil.API(err, "list", "pods in namespace "+o.SchedulerNamespace)))
+				fmt.Fprintf(o.ErrOut, "Warning: %s; pod states are unknown.\n", printing.Line(firstLine(cmdutil.API(err, "list", "pods in namespace "+o.SchedulerNamespace))))
 				warned = true
 			}
 		}
@@ -335,7 +336,7 @@ func (o *StatusOptions) printTable(reports []Report) error {
 		fmt.Fprintln(o.Out)
 	}
 	for _, r := range reports {
-		fmt.Fprintln(o.Out, summary(r))
+		fmt.Fprintln(o.Out, printing.Line(summary(r)))
 	}
 	return nil
 }
@@ -379,7 +380,9 @@ func (o *StatusOptions) printStructured(reports []Report) error {
 	if err != nil {
 		return err
 	}
-	_, err = o.Out.Write(b)
+	// JSON and YAML let C1 and bidirectional controls through; in JSON
+	// the escape Text writes for them is JSON's own.
+	_, err = io.WriteString(o.Out, printing.Text(string(b)))
 	return err
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -42,7 +43,8 @@ func newLogsCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 		Long: `Print the logs of the pod that runs the task's latest attempt (its "task"
 container). A task has no pod while it waits to be scheduled or for its image;
 the command then says why. With -f it waits for the pod, follows each attempt
-in turn, and ends when the task does.`,
+in turn, and ends when the task does. Control characters in the log are shown
+escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 		Example: `  # The logs of task hello
   kubectl sched task logs hello
 
@@ -108,7 +110,7 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 		Logs:   true,
 		Tail:   opts.TailLines,
 		Out:    o.Out,
-		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
 	}
 	said := ""
 	f.OnChange = func(t *schedv1.AgentTask) {

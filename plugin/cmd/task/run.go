@@ -271,7 +271,7 @@ func (o *RunOptions) follow(ctx context.Context) error {
 		Kube:   o.clients.Kube,
 		Logs:   o.Follow,
 		Out:    o.Out,
-		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
 		OnChange: func(t *schedv1.AgentTask) {
 			last = t
 			if t.Status.Phase.Finished() {

@@ -71,12 +71,14 @@ func what(name string) string {
 
 // outcome turns a finished task into the command's result: its outputs as
 // KEY=VALUE lines on success, else an error with the documented exit code.
+// The container wrote the outputs and the message: both are made safe.
 func outcome(t *schedv1.AgentTask, print func(string)) error {
 	st := t.Status
+	st.Reason, st.Message = printing.Line(st.Reason), printing.OneLine(st.Message)
 	switch st.Phase {
 	case schedv1.TaskSucceeded:
 		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
-			print(k + "=" + st.Outputs[k])
+			print(printing.Line(k) + "=" + printing.Line(st.Outputs[k]))
 		}
 		return nil
 	case schedv1.TaskTimeout:

@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -83,12 +84,19 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 	if o.Output == "json" {
 		p = &printers.JSONPrinter{}
 	}
+	p = printing.SafePrinter(p)
 	// Status is the operator's to write: leave it out of what may be applied.
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return err
 	}
 	delete(m, "status")
+	// Where the template came from, on stderr and, in YAML, in what may be
+	// saved or piped to kubectl apply.
+	templates.Announce(o.ErrOut, t)
+	if o.Output == "yaml" {
+		fmt.Fprintf(o.Out, "# Source: %s (template %s)\n", t.Origin(), t.Name())
+	}
 	if err := p.PrintObj(&unstructured.Unstructured{Object: m}, o.Out); err != nil {
 		return err
 	}

@@ -60,30 +60,33 @@ func (o *ShowOptions) Validate() error {
 	return cmdutil.Usage("Use -o yaml or -o json.", "--output must be yaml or json, got %q", o.Output)
 }
 
-// Run prints the template.
+// Run prints the template. A template shared in a namespace is anyone's
+// text: what is printed is made safe for the terminal (printing.Text).
 func (o *ShowOptions) Run(ctx context.Context) error {
 	t, err := o.get(ctx, o.Ref)
 	if err != nil {
 		return err
 	}
+	var b bytes.Buffer
 	switch o.Output {
 	case "yaml":
-		_, err := o.Out.Write(t.Raw)
-		return err
+		b.Write(t.Raw)
 	case "json":
 		j, err := yaml.YAMLToJSON(t.Raw)
 		if err != nil {
 			return err
 		}
-		var b bytes.Buffer
 		if err := json.Indent(&b, j, "", "    "); err != nil {
 			return err
 		}
 		b.WriteByte('\n')
-		_, err = b.WriteTo(o.Out)
-		return err
+	default:
+		if err := Describe(&b, t, o.Ref); err != nil {
+			return err
+		}
 	}
-	return Describe(o.Out, t, o.Ref)
+	_, err = io.WriteString(o.Out, printing.Text(b.String()))
+	return err
 }
 
 // Describe writes a template the way kubectl describe writes objects. ref
@@ -91,7 +94,7 @@ func (o *ShowOptions) Run(ctx context.Context) error {
 func Describe(w io.Writer, t *templates.Template, ref string) error {
 	fmt.Fprintf(w, "Name:         %s\n", t.Name())
 	fmt.Fprintf(w, "Kind:         %s\n", t.ObjectKind())
-	fmt.Fprintf(w, "Source:       %s\n", t.Source)
+	fmt.Fprintf(w, "Source:       %s\n", t.Origin())
 	fmt.Fprintf(w, "Description:  %s\n", t.Description)
 	fmt.Fprintln(w)
 	if len(t.Parameters) == 0 {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -21,11 +22,13 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Use:     "template",
 		Aliases: []string{"templates", "tpl"},
 		Short:   "List, show and render the templates deploy and workflow run use",
-		Long: `Templates are parameterised kubectl-sched objects. They come from folders
-given with --template-dir, from ConfigMaps labelled
-sched.kubectl-sched.dev/template=true in the current namespace and in
-kubectl-sched-system, and from the catalog built into the plugin; a name is
-looked up in that order.`,
+		Long: `Templates are parameterised kubectl-sched objects. A name is looked up in
+folders given with --template-dir, then in ConfigMaps labelled
+sched.kubectl-sched.dev/template=true in kubectl-sched-system (the cluster's
+shared templates), then in the catalog built into the plugin, and last in
+such ConfigMaps in the current namespace. A namespace's template never takes
+a name the cluster or the catalog has: it is ignored with a warning. Every
+render, deploy and workflow run says on stderr where its template came from.`,
 		Example: `  # What templates are there?
   kubectl sched template list
 
@@ -75,7 +78,7 @@ func (o *common) complete() {
 }
 
 func (o *common) warn(msg string) {
-	fmt.Fprintf(o.ErrOut, "warning: %s\n", msg)
+	fmt.Fprintf(o.ErrOut, "warning: %s\n", printing.Line(msg))
 }
 
 func (o *common) get(ctx context.Context, ref string) (*templates.Template, error) {

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
@@ -190,10 +192,10 @@ func TestShow(t *testing.T) {
 		plugintest.Golden(t, "show-file", r.Stdout)
 	})
 
-	t.Run("a cluster template shadows the catalog", func(t *testing.T) {
+	t.Run("the cluster's shared template replaces the catalog's", func(t *testing.T) {
 		shareTemplate(t, templates.SystemNamespace, "worker", workerOverride)
 		r := mustRun(t, "template", "show", "worker")
-		if !strings.Contains(r.Stdout, "Source:       configmap:kubectl-sched-system/worker") {
+		if !strings.Contains(r.Stdout, "Source:       ConfigMap kubectl-sched-system/worker (the cluster's shared templates)") {
 			t.Errorf("want the cluster's worker:\n%s", r.Stdout)
 		}
 	})
@@ -300,5 +302,151 @@ func TestErrors(t *testing.T) {
 				t.Errorf("want one line and a hint, got:\n%s", r.Stderr)
 			}
 		})
+	}
+}
+
+// evilLavd is what a namespace user shares as "scx-lavd": the catalog's
+// name, their own image, in a privileged DaemonSet once applied.
+const evilLavd = `apiVersion: templates.kubectl-sched.dev/v1
+kind: Template
+metadata:
+  name: scx-lavd
+description: Looks like the catalog's.
+parameters:
+  - name: nodes
+    type: labels
+    default: ""
+object:
+  kind: SchedExt
+  spec:
+    scheduler:
+      image: evil.example/steal:1
+    nodeSelector: ${{ nodes }}
+`
+
+// evilTemplate is a template named name making kind with a marker the
+// catalog's never holds.
+func evilTemplate(name, kind string) string {
+	spec := map[string]string{
+		"UserDeployment": "services:\n      - name: app\n        image: evil.example/steal:1\n        exposure: None\n",
+		"Workflow":       "steps:\n      - name: steal\n        task:\n          image: evil.example/steal:1\n",
+	}[kind]
+	return "apiVersion: templates.kubectl-sched.dev/v1\nkind: Template\nmetadata:\n  name: " + name +
+		"\ndescription: Looks like the real one.\nparameters: []\nobject:\n  kind: " + kind + "\n  spec:\n    " + spec
+}
+
+// TestNamespaceTemplatesNeverShadow is the attack: a namespace user (only
+// edit in their namespace) shares templates named like the catalog's and
+// like the cluster's shared ones. Whoever works in that namespace, they
+// included, still gets the real ones, and every command says where its
+// template came from.
+func TestNamespaceTemplatesNeverShadow(t *testing.T) {
+	const ns, user = "evil-team", "mallory"
+	ctx := context.Background()
+	createNamespace(t, ns)
+	// edit's own rules: the aggregation controller that fills edit and
+	// view does not run beside envtest's API server.
+	if _, err := testenv.BindUser(ctx, env.Client, env.Config, ns, user, "system:aggregate-to-view",
+		authorizationv1.ResourceAttributes{Verb: "list", Resource: "configmaps"}); err != nil {
+		t.Fatal(err)
+	}
+	mallory, err := testenv.BindUser(ctx, env.Client, env.Config, ns, user, "system:aggregate-to-edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shareAs := func(c client.Client, ns, cmName, text string) {
+		t.Helper()
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: ns, Labels: map[string]string{templates.LabelTemplate: "true"}},
+			Data:       map[string]string{templates.ConfigMapKey: text},
+		}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
+	}
+	// The cluster's own shared template, which the admin wrote.
+	shareTemplate(t, templates.SystemNamespace, "team-standard", strings.Replace(teamTemplate, "name: team-app", "name: team-standard", 1))
+	// The attack, as mallory.
+	shareAs(mallory, ns, "scx-lavd", evilLavd)
+	shareAs(mallory, ns, "innocent-name", evilTemplate("web-app", "UserDeployment"))
+	shareAs(mallory, ns, "release-workflow", evilTemplate("release-workflow", "Workflow"))
+	shareAs(mallory, ns, "team-standard", evilTemplate("team-standard", "UserDeployment"))
+	shareAs(mallory, ns, "api-postgres", "apiVersion: templates.kubectl-sched.dev/v1\nkind: Template\n") // broken
+	shareAs(mallory, ns, "team-app", teamTemplate)                                                       // a new name: allowed
+
+	notEvil := func(t *testing.T, r plugintest.Result) {
+		t.Helper()
+		if strings.Contains(r.Stdout, "evil.example") {
+			t.Errorf("the namespace's template was used:\n%s", r.Stdout)
+		}
+	}
+	for _, who := range []struct{ name, as string }{{"a colleague (admin)", ""}, {"mallory herself", user}} {
+		t.Run(who.name, func(t *testing.T) {
+			run := func(args ...string) plugintest.Result {
+				t.Helper()
+				args = append(args, "-n", ns)
+				if who.as != "" {
+					args = append(args, "--as", who.as)
+				}
+				return mustRun(t, args...)
+			}
+			r := run("template", "render", "scx-lavd", "lavd", "--set", "nodes=node.kubectl-sched.dev/pool=batch")
+			notEvil(t, r)
+			if !strings.HasPrefix(r.Stdout, "# Source: built-in catalog (template scx-lavd)\n") || !strings.Contains(r.Stdout, "name: scx_lavd") {
+				t.Errorf("want the catalog's scx-lavd, saying so:\n%s", r.Stdout)
+			}
+			for _, want := range []string{"template scx-lavd: built-in catalog\n", "warning: ignored template scx-lavd from ConfigMap evil-team/scx-lavd (shared in namespace evil-team): the name is taken by the built-in catalog"} {
+				if !strings.Contains(r.Stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
+				}
+			}
+
+			r = run("deploy", "shop", "--template", "web-app", "--set", "apiImage=registry.example.com/api:1", "--dry-run=client", "-o", "yaml")
+			notEvil(t, r)
+			if !strings.Contains(r.Stderr, "template web-app: built-in catalog\n") || !strings.Contains(r.Stderr, "ignored template web-app from ConfigMap evil-team/innocent-name") {
+				t.Errorf("deploy: stderr:\n%s", r.Stderr)
+			}
+
+			r = run("workflow", "run", "--template", "release-workflow", "--set", "repo=https://example.com/r.git", "--dry-run=client", "-o", "yaml")
+			notEvil(t, r)
+			if !strings.Contains(r.Stderr, "template release-workflow: built-in catalog\n") {
+				t.Errorf("workflow run: stderr:\n%s", r.Stderr)
+			}
+
+			// A broken ConfigMap named like a catalog template breaks nothing.
+			r = run("template", "render", "api-postgres", "orders", "--set", "image=orders:2", "--secret", "POSTGRES_PASSWORD=x")
+			if !strings.Contains(r.Stderr, "template api-postgres: built-in catalog\n") {
+				t.Errorf("api-postgres: stderr:\n%s", r.Stderr)
+			}
+
+			// A name nobody else has is the namespace's to use.
+			r = run("template", "render", "team-app", "a", "--set", "image=team:1")
+			if !strings.HasPrefix(r.Stdout, "# Source: ConfigMap evil-team/team-app (shared in namespace evil-team) (template team-app)\n") {
+				t.Errorf("team-app:\n%s\n%s", r.Stdout, r.Stderr)
+			}
+		})
+	}
+
+	// The cluster's shared template wins over the namespace's, for whoever
+	// can read the cluster's. The list names every winner's source and
+	// warns of each namespace template it ignored.
+	r := mustRun(t, "template", "render", "team-standard", "a", "--set", "image=team:1", "-n", ns)
+	notEvil(t, r)
+	if !strings.Contains(r.Stderr, "template team-standard: ConfigMap kubectl-sched-system/team-standard (the cluster's shared templates)\n") ||
+		!strings.Contains(r.Stderr, "ignored template team-standard from ConfigMap evil-team/team-standard") {
+		t.Errorf("team-standard: stderr:\n%s", r.Stderr)
+	}
+	r = mustRun(t, "template", "list", "-n", ns)
+	for _, want := range []string{"\nscx-lavd           SchedExt         catalog ", "\nteam-standard      UserDeployment   configmap:kubectl-sched-system/team-standard ", "\nteam-app           UserDeployment   configmap:evil-team/team-app "} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("list lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+	for _, name := range []string{"scx-lavd", "web-app", "release-workflow", "team-standard"} {
+		if !strings.Contains(r.Stderr, "warning: ignored template "+name+" from ConfigMap evil-team/") {
+			t.Errorf("list does not warn of %s:\n%s", name, r.Stderr)
+		}
 	}
 }

@@ -279,7 +279,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 		Dirs: o.TemplateDirs, Client: o.clients.Client, Namespace: o.clients.Namespace,
 		// Printing a rendered workflow should not need the cluster.
 		TolerateUnreachable: o.DryRun == "client",
-		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+s) },
+		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
 	}
 	t, err := src.Get(ctx, o.Template)
 	if err != nil {
@@ -305,6 +305,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	if err != nil {
 		return nil, templateError(err)
 	}
+	templates.Announce(o.ErrOut, t)
 	o.secret = secret
 	return obj.(*schedv1.Workflow), nil
 }

@@ -22,6 +22,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // Wait follows ud with a watch until it is Running (Stopped when its spec
@@ -107,6 +108,7 @@ func (f *follower) condition(ev watch.Event) (bool, error) {
 	}
 	st := ud.Status
 	f.status = st
+	st.Phase, st.Ready = schedv1.UserDeploymentPhase(printing.Line(string(st.Phase))), printing.Line(st.Ready)
 	line := string(st.Phase)
 	if st.Ready != "" {
 		line += fmt.Sprintf(" (%s services ready)", st.Ready)
@@ -117,7 +119,7 @@ func (f *follower) condition(ev watch.Event) (bool, error) {
 	}
 	if len(st.URLs) > 0 && !f.urlSeen {
 		f.urlSeen = true
-		fmt.Fprintf(f.out, "URL: %s\n", strings.Join(st.URLs, " "))
+		fmt.Fprintf(f.out, "URL: %s\n", printing.Line(strings.Join(st.URLs, " ")))
 	}
 	switch {
 	case string(st.Phase) == f.target():
@@ -125,7 +127,7 @@ func (f *follower) condition(ev watch.Event) (bool, error) {
 	case st.Phase == schedv1.UserDeploymentDegraded:
 		msg := "no reason given"
 		if c := apimeta.FindStatusCondition(st.Conditions, schedv1.ConditionReady); c != nil && c.Message != "" {
-			msg = c.Message
+			msg = printing.OneLine(c.Message)
 		}
 		return false, cmdutil.Errorf(cmdutil.ExitFailed,
 			fmt.Sprintf("'kubectl sched describe ud %s%s' shows the failing service and recent events.", f.name, f.nsFlag),

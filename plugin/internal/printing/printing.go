@@ -5,6 +5,7 @@
 package printing
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -50,9 +51,30 @@ func (f *Flags) IsTable() bool {
 	return o == "" || o == "wide"
 }
 
-// Printer prints objects for non-table output.
+// Printer prints objects for non-table output, made safe for a terminal
+// (SafePrinter).
 func (f *Flags) Printer() (printers.ResourcePrinter, error) {
-	return f.ToPrinter()
+	p, err := f.ToPrinter()
+	if err != nil {
+		return nil, err
+	}
+	return SafePrinter(p), nil
+}
+
+// SafePrinter wraps a printer of -o json|yaml|name|jsonpath|go-template so
+// that what it writes goes through Text: jsonpath and go-template print
+// values raw, and JSON and YAML let C1 and bidirectional controls through.
+// In JSON the escape Text writes for those (\u009b) is JSON's own, so the
+// output still decodes to the same object.
+func SafePrinter(p printers.ResourcePrinter) printers.ResourcePrinter {
+	return printers.ResourcePrinterFunc(func(obj runtime.Object, w io.Writer) error {
+		var buf bytes.Buffer
+		if err := p.PrintObj(obj, &buf); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, Text(buf.String()))
+		return err
+	})
 }
 
 // IsWide reports whether the output is -o wide.

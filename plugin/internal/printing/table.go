@@ -9,7 +9,6 @@ import (
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
-	"k8s.io/cli-runtime/pkg/printers"
 )
 
 // TableStyle is how a TableWriter lays out its columns.
@@ -145,16 +144,13 @@ func (t *TableWriter) fit(rows [][]string, cols int) {
 	}
 }
 
-// cleanCells makes cells safe to print as kubectl's table printer does: a
-// value of several lines shows its first and "...", terminal escapes show
-// as ^[ and tabs as spaces.
+// cleanCells makes cells safe to print as kubectl's table printer does (a
+// value of several lines shows its first and "...") and more: every
+// control is shown escaped (Cell), tabs become spaces.
 func cleanCells(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, s := range cells {
-		if n := strings.IndexAny(s, "\f\n\r"); n >= 0 {
-			s = s[:n] + "..."
-		}
-		out[i] = strings.ReplaceAll(printers.EscapeTerminal(s), "\t", " ")
+		out[i] = Cell(s)
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package printing
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/olekukonko/tablewriter/pkg/twwidth"
@@ -23,9 +22,6 @@ func OrDash(s string) string {
 	}
 	return s
 }
-
-// OneLine keeps a multi-line message in its table row.
-func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // FormatDuration writes a duration the short way, in the live workflow
 // view and in describe alike: 45s, 3m05s, 2h07m.

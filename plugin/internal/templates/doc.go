@@ -79,13 +79,19 @@
 //
 //  1. the folders given with --template-dir, in order;
 //  2. ConfigMaps labelled sched.kubectl-sched.dev/template=true, key
-//     template.yaml, in the current namespace;
-//  3. the same in the kubectl-sched-system namespace;
-//  4. the catalog built into the plugin (catalog/*.yaml).
+//     template.yaml, in the kubectl-sched-system namespace: the cluster's
+//     shared templates, which its admins write;
+//  3. the catalog built into the plugin (catalog/*.yaml);
+//  4. the same ConfigMaps in the current namespace.
 //
 // Local folders come first because the user named them on this command
-// line; the cluster comes before the catalog so a team can replace a
-// built-in template for everyone in a namespace or the whole cluster.
+// line. The cluster's shared templates may replace a built-in one for
+// everyone. A namespace's templates come last and never take a name the
+// cluster or the catalog has: anyone who may create ConfigMaps in a
+// namespace could otherwise make "scx-lavd" mean their own privileged
+// DaemonSet for everyone working there. Such a template is ignored with a
+// warning naming it; rename it to use it. Every command that renders a
+// template says where it came from (Template.Origin, Announce).
 // A bare name never reads the working directory: write ./name for that,
 // as with `go run`.
 package templates

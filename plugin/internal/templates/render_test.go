@@ -162,9 +162,9 @@ func TestRender(t *testing.T) {
 				if got := wf.Spec.Params[0].Value; got != "https://x/${steps.0.output.sha}" {
 					t.Errorf("param value = %q", got)
 				}
-				want := `echo "image=r.io/$${steps.fetch.output.sha}/shop:${steps.0.output.sha}" > /dev/termination-log`
-				if got := wf.Spec.Steps[1].Task.Args[0]; got != want {
-					t.Errorf("build args = %q, want %q", got, want)
+				want := []schedv1.EnvVar{{Name: "REGISTRY", Value: "r.io/$${steps.fetch.output.sha}"}, {Name: "NAME", Value: "shop"}, {Name: "SHA", Value: "${steps.0.output.sha}"}}
+				if diff := cmp.Diff(want, wf.Spec.Steps[1].Task.Env); diff != "" {
+					t.Errorf("build env (-want +got):\n%s", diff)
 				}
 				if wf.Spec.Timeout.Duration.String() != "30m0s" {
 					t.Errorf("timeout = %v", wf.Spec.Timeout)

@@ -65,20 +65,34 @@ type Source struct {
 	Dirs []string
 	// Client reads shared templates from ConfigMaps; nil skips the cluster.
 	Client client.Reader
-	// Namespace is the current namespace; SystemNamespace is searched after
-	// it unless NoSystemNamespace is set.
-	Namespace         string
-	NoSystemNamespace bool
+	// Namespace is the current namespace. Its templates come last, after
+	// SystemNamespace's and the catalog's, and never take a name those have.
+	Namespace string
 	// TolerateUnreachable uses the other sources, with a warning, when the
 	// cluster cannot be reached. Commands that need the cluster anyway
 	// leave it false, so they fail at once with the right exit code.
 	TolerateUnreachable bool
-	// Warn receives notes about sources that were skipped; may be nil.
+	// Warn receives notes about sources that were skipped and templates
+	// that were ignored; may be nil.
 	Warn func(string)
 }
 
+// The places templates come from, in resolution order.
+type place int
+
+const (
+	placeDir place = iota
+	placeSystem
+	placeCatalog
+	// placeNamespace is last: a namespace's ConfigMaps are written by its
+	// users, and a name they choose must not replace, for anyone who reads
+	// the namespace, a template the admin or the plugin provides.
+	placeNamespace
+)
+
 // origin is one place templates come from, in resolution order.
 type origin struct {
+	place     place
 	templates []*Template
 	// broken are templates that failed to load, by the name a user would
 	// look them up with (file base name or ConfigMap name).
@@ -91,6 +105,7 @@ func (s *Source) Get(ctx context.Context, ref string) (*Template, error) {
 		return s.getPath(ref)
 	}
 	var names, skipped []string
+	systemRead := s.Client == nil || s.Namespace == SystemNamespace
 	for o, err := range s.origins(ctx) {
 		if err != nil {
 			var se *skippedError
@@ -100,11 +115,21 @@ func (s *Source) Get(ctx context.Context, ref string) (*Template, error) {
 			}
 			return nil, err
 		}
+		if o.place == placeSystem {
+			systemRead = true
+		}
 		for _, t := range o.templates {
-			if t.Name() == ref {
-				return t, nil
+			if t.Name() != ref {
+				names = append(names, t.Name())
+				continue
 			}
-			names = append(names, t.Name())
+			switch {
+			case o.place == placeSystem || o.place == placeCatalog:
+				s.warnShadow(ctx, t)
+			case o.place == placeNamespace && !systemRead:
+				s.warn(fmt.Sprintf("template %s comes from %s; the cluster's shared templates (namespace %s) could not be read, so one of that name there would not be seen", ref, t.Origin(), SystemNamespace))
+			}
+			return t, nil
 		}
 		if err := o.broken[ref]; err != nil {
 			return nil, err
@@ -119,9 +144,35 @@ func (s *Source) Get(ctx context.Context, ref string) (*Template, error) {
 	return nil, cmdutil.Usage(hint, "unknown template %q", ref)
 }
 
+// warnShadow warns when the current namespace holds a template named like
+// t, the cluster's or the catalog's, which Get returned instead: whoever
+// shared it there may expect it to be used. A failure to read the
+// namespace only means no warning.
+func (s *Source) warnShadow(ctx context.Context, t *Template) {
+	if s.Client == nil || s.Namespace == "" || s.Namespace == SystemNamespace {
+		return
+	}
+	o, err := s.fromCluster(ctx, s.Namespace, placeNamespace)
+	if err != nil {
+		return
+	}
+	for _, nt := range o.templates {
+		if nt.Name() == t.Name() {
+			s.warn(ignored(nt, t))
+		}
+	}
+}
+
+// ignored says that namespace template nt was not used because t, the
+// cluster's or the catalog's, has its name.
+func ignored(nt, t *Template) string {
+	return fmt.Sprintf("ignored template %s from %s: the name is taken by the %s; rename it to use it", nt.Name(), nt.Origin(), t.Origin())
+}
+
 // List returns the template each name resolves to, sorted by name.
 func (s *Source) List(ctx context.Context) ([]*Template, error) {
 	byName := map[string]*Template{}
+	place := map[string]place{}
 	for o, err := range s.origins(ctx) {
 		if err != nil {
 			var se *skippedError
@@ -135,8 +186,12 @@ func (s *Source) List(ctx context.Context) ([]*Template, error) {
 			s.warn(fmt.Sprintf("skipped %s: %v", name, err))
 		}
 		for _, t := range o.templates {
-			if _, shadowed := byName[t.Name()]; !shadowed {
-				byName[t.Name()] = t
+			winner, taken := byName[t.Name()]
+			switch {
+			case !taken:
+				byName[t.Name()], place[t.Name()] = t, o.place
+			case o.place == placeNamespace && (place[t.Name()] == placeSystem || place[t.Name()] == placeCatalog):
+				s.warn(ignored(t, winner))
 			}
 		}
 	}
@@ -164,41 +219,43 @@ type skippedError struct {
 
 func (e *skippedError) Error() string { return e.what + ": " + e.why }
 
-// origins yields the sources in resolution order, reading each lazily so a
-// name found in a folder costs no request to the cluster.
+// origins yields the sources in resolution order (local folders, the
+// cluster's shared templates, the catalog, the current namespace), reading
+// each lazily so a name found in a folder costs no request to the cluster.
 func (s *Source) origins(ctx context.Context) func(yield func(origin, error) bool) {
 	return func(yield func(origin, error) bool) {
 		for _, dir := range s.Dirs {
 			ts, broken, err := loadDir(dir)
-			if !yield(origin{templates: ts, broken: broken}, err) || err != nil {
+			if !yield(origin{place: placeDir, templates: ts, broken: broken}, err) || err != nil {
 				return
 			}
 		}
-		if s.Client != nil {
-			namespaces := []string{s.Namespace}
-			if !s.NoSystemNamespace && s.Namespace != SystemNamespace {
-				namespaces = append(namespaces, SystemNamespace)
+		clusterDown := false
+		fromCluster := func(ns string, p place) bool {
+			if s.Client == nil || clusterDown {
+				return true
 			}
-			for _, ns := range namespaces {
-				o, err := s.fromCluster(ctx, ns)
-				if !yield(o, err) {
-					return
-				}
-				var se *skippedError
-				if errors.As(err, &se) && se.cluster {
-					break
-				}
-				if err != nil && se == nil {
-					return
-				}
+			o, err := s.fromCluster(ctx, ns, p)
+			var se *skippedError
+			if errors.As(err, &se) && se.cluster {
+				clusterDown = true
 			}
+			return yield(o, err) && (err == nil || se != nil)
+		}
+		if !fromCluster(SystemNamespace, placeSystem) {
+			return
 		}
 		ts, err := Catalog()
-		yield(origin{templates: ts}, err)
+		if !yield(origin{place: placeCatalog, templates: ts}, err) || err != nil {
+			return
+		}
+		if s.Namespace != "" && s.Namespace != SystemNamespace {
+			fromCluster(s.Namespace, placeNamespace)
+		}
 	}
 }
 
-func (s *Source) fromCluster(ctx context.Context, ns string) (origin, error) {
+func (s *Source) fromCluster(ctx context.Context, ns string, p place) (origin, error) {
 	list := &corev1.ConfigMapList{}
 	err := s.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{LabelTemplate: "true"})
 	switch {
@@ -212,7 +269,7 @@ func (s *Source) fromCluster(ctx context.Context, ns string) (origin, error) {
 	default:
 		return origin{}, cmdutil.API(err, "list", fmt.Sprintf("configmaps in namespace %s", ns))
 	}
-	o := origin{broken: map[string]error{}}
+	o := origin{place: p, broken: map[string]error{}}
 	for _, cm := range list.Items {
 		src := fmt.Sprintf("configmap:%s/%s", cm.Namespace, cm.Name)
 		data, ok := cm.Data[ConfigMapKey]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -126,6 +127,32 @@ func (t *Template) ObjectKind() string {
 
 // Name is the template's name.
 func (t *Template) Name() string { return t.Metadata.Name }
+
+// Origin says where the template came from, for a person: "built-in
+// catalog", "file ./x.yaml", "ConfigMap team-a/x (shared in namespace
+// team-a)". Commands print it with every template they use, as Announce
+// does, so nobody runs a template without knowing whose it is.
+func (t *Template) Origin() string {
+	switch kind, where, _ := strings.Cut(t.Source, ":"); kind {
+	case SourceCatalog:
+		return "built-in catalog"
+	case "file":
+		return "file " + where
+	case "configmap":
+		ns, _, _ := strings.Cut(where, "/")
+		if ns == SystemNamespace {
+			return "ConfigMap " + where + " (the cluster's shared templates)"
+		}
+		return "ConfigMap " + where + " (shared in namespace " + ns + ")"
+	}
+	return t.Source
+}
+
+// Announce writes the line every command that renders a template prints
+// on stderr: "template scx-lavd: built-in catalog".
+func Announce(w io.Writer, t *Template) {
+	fmt.Fprintf(w, "template %s: %s\n", t.Name(), t.Origin())
+}
 
 // Param returns the parameter called name.
 func (t *Template) Param(name string) (Parameter, bool) {

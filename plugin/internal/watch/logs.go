@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // ContainerName is the container the operator runs a task in; it is
@@ -34,8 +35,13 @@ func StreamLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, op
 	return StreamPodLogs(ctx, kc, ns, pod, opts, w)
 }
 
-// StreamPodLogs copies the logs of opts.Container of pod to w. A node
-// that serves no logs gives a *NoLogsError.
+// StreamPodLogs copies the logs of opts.Container of pod to w, line by
+// line, each made safe for a terminal (printing.SafeLines): kubectl logs
+// passes a container's bytes raw, but here lines of many pods meet behind
+// prefixes and in the live view, where one line's escape codes or carriage
+// return could clear the screen, set the clipboard or rewrite another
+// pod's line. 'kubectl logs' gives the raw bytes. A node that serves no
+// logs gives a *NoLogsError.
 func StreamPodLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, opts corev1.PodLogOptions, w io.Writer) error {
 	rc, err := kc.CoreV1().Pods(ns).GetLogs(pod, &opts).Stream(ctx)
 	if err != nil {
@@ -45,7 +51,11 @@ func StreamPodLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string,
 		return err
 	}
 	defer rc.Close()
-	_, err = io.Copy(w, rc)
+	safe := printing.NewSafeLines(w)
+	_, err = io.Copy(safe, rc)
+	if cerr := safe.Close(); err == nil {
+		err = cerr
+	}
 	if ctx.Err() != nil {
 		return nil // cut short on purpose
 	}
@@ -199,6 +209,7 @@ func Explain(t *schedv1.AgentTask) string {
 	if st.Reason == phase {
 		st.Reason = ""
 	}
+	phase, st.Reason, st.Message = printing.Line(phase), printing.Line(st.Reason), printing.OneLine(st.Message)
 	switch {
 	case st.Reason != "" && st.Message != "":
 		return fmt.Sprintf("%s, %s: %s", phase, st.Reason, st.Message)

@@ -44,10 +44,12 @@ type Step struct {
 }
 
 // StateOf reads a workflow. Rows come from the spec, so steps the operator
-// has not reported yet show as Waiting.
+// has not reported yet show as Waiting. Every text is made safe for the
+// terminal here (printing.Line), as the steps' containers wrote much of it:
+// what the view prints of a State needs no more care.
 func StateOf(wf *schedv1.Workflow) State {
 	st := wf.Status
-	s := State{Name: wf.Name, Phase: st.Phase, Created: wf.CreationTimestamp.Time, Message: oneLine(st.Message)}
+	s := State{Name: printing.Line(wf.Name), Phase: schedv1.WorkflowPhase(printing.Line(string(st.Phase))), Created: wf.CreationTimestamp.Time, Message: oneLine(st.Message)}
 	if s.Phase == "" {
 		s.Phase = schedv1.WorkflowPending
 	}
@@ -64,12 +66,20 @@ func StateOf(wf *schedv1.Workflow) State {
 	dag := slices.ContainsFunc(wf.Spec.Steps, func(st schedv1.WorkflowStep) bool { return len(st.DependsOn) > 0 })
 	for _, spec := range wf.Spec.Steps {
 		ss, ok := byName[spec.Name]
-		step := Step{Name: spec.Name, Phase: schedv1.StepWaiting}
+		step := Step{Name: printing.Line(spec.Name), Phase: schedv1.StepWaiting}
 		if dag {
-			step.After = slices.Clone(spec.DependsOn)
+			for _, d := range spec.DependsOn {
+				step.After = append(step.After, printing.Line(d))
+			}
 		}
 		if ok {
-			step.TaskName, step.Phase, step.Message, step.Outputs = ss.TaskName, ss.Phase, oneLine(ss.Message), ss.Outputs
+			step.TaskName, step.Phase, step.Message = printing.Line(ss.TaskName), schedv1.StepPhase(printing.Line(string(ss.Phase))), oneLine(ss.Message)
+			if len(ss.Outputs) > 0 {
+				step.Outputs = make(map[string]string, len(ss.Outputs))
+				for k, v := range ss.Outputs {
+					step.Outputs[printing.Line(k)] = printing.Line(v)
+				}
+			}
 			if ss.Phase == schedv1.StepSkipped {
 				// The phase already says it.
 				step.Message = strings.TrimPrefix(step.Message, "skipped: ")
@@ -198,8 +208,10 @@ func (v *View) Tick() {
 	}
 }
 
-// Log writes a line of logs (or a note) without breaking the view.
+// Log writes a line of logs (or a note) without breaking the view: a
+// newline, a carriage return or an escape in it would.
 func (v *View) Log(line string) {
+	line = printing.Line(line)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if !v.tty || v.height == 0 {
@@ -384,11 +396,7 @@ func cut(s string, n int) string {
 	return printing.Truncate(oneLine(s), n)
 }
 
-// oneLine keeps a message on its line: a view row or an appended line must
-// not be broken by a newline from a container's termination message.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n\t") {
-		return s
-	}
-	return strings.Join(strings.Fields(s), " ")
-}
+// oneLine keeps a message on its line, safe: a view row or an appended
+// line must not be broken by a newline or an escape from a container's
+// termination message.
+func oneLine(s string) string { return printing.OneLine(s) }

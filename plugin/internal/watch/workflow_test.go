@@ -322,3 +322,39 @@ func TestBranchesShowWhatTheyWaitFor(t *testing.T) {
 		t.Errorf("the dependencies are said once, where the step starts:\n%s", got)
 	}
 }
+
+// A step's container writes its outputs and message: on a terminal the
+// view draws them with no escape but its own (cursor up, clear, colour),
+// and in a pipe with none at all.
+func TestViewShowsContainerTextEscaped(t *testing.T) {
+	const hostile = "x\x1b]52;c;cHduZWQ=\x07\x1b[2J\rFAKE\x08\u009b31m\u202eevil\nnext"
+	now := metav1.NewTime(t0)
+	wf := &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "demo", CreationTimestamp: now},
+		Spec: schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{{Name: "build"}, {Name: "ship"}}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Message: hostile, StartTime: &now, CompletionTime: &now, Steps: []schedv1.StepStatus{
+			{Name: "build", Phase: schedv1.StepSucceeded, StartTime: &now, CompletionTime: &now, Outputs: map[string]string{"image": hostile}},
+			{Name: "ship", Phase: schedv1.StepFailed, StartTime: &now, CompletionTime: &now, Message: hostile},
+		}}}
+	ours := regexp.MustCompile(`\x1b\[(\d+A\r\x1b\[J|\d+m)`)
+	for _, tty := range []bool{true, false} {
+		var out bytes.Buffer
+		v := NewView(&out, tty, 120, func() time.Time { return t0 })
+		v.Update(StateOf(wf))
+		v.Log("build | " + hostile)
+		v.Finish(StateOf(wf))
+		got := out.String()
+		if !tty && strings.Contains(got, "\x1b") {
+			t.Errorf("pipe: an escape in %q", got)
+		}
+		rest := ours.ReplaceAllString(got, "")
+		for _, r := range rest {
+			if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f || r == '\u202e' {
+				t.Errorf("tty=%v: control %U reaches the terminal:\n%q", tty, r, got)
+				break
+			}
+		}
+		if !strings.Contains(rest, "x^[]52;c;cHduZWQ=^G^[[2J") {
+			t.Errorf("tty=%v: want the text shown escaped:\n%q", tty, got)
+		}
+	}
+}
