@@ -102,6 +102,10 @@ type plan struct {
 	hostConflict string
 	// invalid says why part of the spec could not be built.
 	invalid []string
+	// notAllowed services ask for privilege their namespace does not
+	// allow (any more): they run zero replicas of a restricted template
+	// (withoutPrivilege); the value says why.
+	notAllowed map[string]string
 }
 
 // buildPlan derives the desired objects of ud.
@@ -195,6 +199,55 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		p.objects = append(p.objects, buildNetworkPolicy(ud, s.IngressNamespace))
 	}
 	return p
+}
+
+// privilegeAsked lists, by service, the fields that ask for what Pod
+// Security "restricted" refuses (podsecurity.Violations).
+func privilegeAsked(ud *schedv1.UserDeployment) map[string][]string {
+	out := map[string][]string{}
+	for i := range ud.Spec.Services {
+		svc := &ud.Spec.Services[i]
+		s := podsecurity.Spec{
+			SecurityContext: svc.SecurityContext,
+			Probes:          map[string]*corev1.Probe{"readinessProbe": svc.ReadinessProbe, "livenessProbe": svc.LivenessProbe},
+		}
+		if svc.PodMetadata != nil {
+			s.Annotations = svc.PodMetadata.Annotations
+		}
+		if fields := podsecurity.Violations(fmt.Sprintf("spec.services[%s]", svc.Name), s); len(fields) > 0 {
+			out[svc.Name] = fields
+		}
+	}
+	return out
+}
+
+// withoutPrivilege is ud with the named services at zero replicas and
+// without what asks for privilege: their workloads keep no privileged pod
+// template that anyone could scale up again. Not restricted and running:
+// the owner asked for something else, which might half-work or misbehave
+// in a restricted pod; they fix the spec and the service starts.
+func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) *schedv1.UserDeployment {
+	out := ud.DeepCopy()
+	for i := range out.Spec.Services {
+		svc := &out.Spec.Services[i]
+		if _, ok := services[svc.Name]; !ok {
+			continue
+		}
+		svc.Replicas = ptr.To[int32](0)
+		svc.SecurityContext = nil
+		if svc.PodMetadata != nil {
+			maps.DeleteFunc(svc.PodMetadata.Annotations, podsecurity.LoosensPodSecurity)
+		}
+		for _, probe := range []*corev1.Probe{svc.ReadinessProbe, svc.LivenessProbe} {
+			if probe != nil && probe.HTTPGet != nil {
+				probe.HTTPGet.Host = ""
+			}
+			if probe != nil && probe.TCPSocket != nil {
+				probe.TCPSocket.Host = ""
+			}
+		}
+	}
+	return out
 }
 
 // externalKeyProblem says why an app in ns may not read key from the shared

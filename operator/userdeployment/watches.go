@@ -25,6 +25,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
 
@@ -73,7 +74,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// hands it to the next claimant. Both the old and the new object
 		// are mapped on an update.
 		Watches(&schedv1.UserDeployment{}, handler.EnqueueRequestsFromMapFunc(r.otherClaimants),
-			builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// An admin removing a namespace's opt-out stops its privileged
+		// services; setting it starts them.
+		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
+			func() client.ObjectList { return &schedv1.UserDeploymentList{} },
+			func(o client.Object) bool { return len(privilegeAsked(o.(*schedv1.UserDeployment))) > 0 }),
+			builder.WithPredicates(podsecurity.OptOutChanged))
 
 	if kinds := r.optionalKinds(); len(kinds) > 0 {
 		// The manager's cache cannot be told about these kinds before it
