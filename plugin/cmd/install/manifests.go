@@ -131,6 +131,8 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		if o.GetName() == ManifestNamespace {
 			o.SetName(namespace)
 		}
+	case "ValidatingAdmissionPolicy":
+		renameInExpressions(o, ManifestNamespace, namespace)
 	case "ClusterRoleBinding", "RoleBinding":
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 		for _, s := range subjects {
@@ -161,6 +163,33 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		}
 	}
 	return nil
+}
+
+// renameInExpressions points an admission policy's CEL at namespace where it
+// names the manifests' namespace from: as a quoted literal ('from') and in
+// a service account's user name (system:serviceaccount:from:...).
+// Namespace names are DNS labels, so the replacement needs no escaping.
+func renameInExpressions(o *unstructured.Unstructured, from, to string) {
+	r := strings.NewReplacer("'"+from+"'", "'"+to+"'", "system:serviceaccount:"+from+":", "system:serviceaccount:"+to+":")
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return r.Replace(x)
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	if spec, ok := o.Object["spec"]; ok {
+		o.Object["spec"] = walk(spec)
+	}
 }
 
 // Namespaced reports whether objects of gvk live in a namespace.

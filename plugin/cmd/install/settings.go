@@ -256,6 +256,8 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 			if o.GetName() == ManifestSchedulerNamespace {
 				o.SetName(schedNS)
 			}
+		case "ValidatingAdmissionPolicy":
+			renameInExpressions(o, ManifestSchedulerNamespace, schedNS)
 		case "PriorityClass":
 			if !mapped[o.GetName()] {
 				continue
