@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
@@ -42,6 +43,9 @@ type Settings struct {
 	// ExternalSecretKeyTemplate is the prefix an app's external secret keys
 	// must start with, {{namespace}} replaced; any key when empty.
 	ExternalSecretKeyTemplate string
+	// ExternalSecretReservedPaths are top-level paths of the store that no
+	// namespace's prefix may cover (its mount, shared folders).
+	ExternalSecretReservedPaths []string
 	// PriorityClasses maps placement priorities to PriorityClass names.
 	PriorityClasses map[string]string
 	// ClusterIssuer signs public apps' certificates when cert-manager is
@@ -128,7 +132,7 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			}
 			continue
 		}
-		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate); problem != "" {
+		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate, s.ExternalSecretReservedPaths); problem != "" {
 			// Another tenant's key: no ExternalSecret, and the services that
 			// need it wait.
 			p.invalid = append(p.invalid, fmt.Sprintf("secret %q: %s", ref.Name, problem))
@@ -251,14 +255,19 @@ func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) 
 }
 
 // externalKeyProblem says why an app in ns may not read key from the shared
-// store, or "" when it may: keys start with the namespace's prefix, and no
-// ".." segment climbs out of it.
-func externalKeyProblem(ns, key, template string) string {
+// store, or "" when it may: keys start with the namespace's prefix, no ".."
+// segment climbs out of it, and the prefix covers no reserved path (a
+// namespace named like the store's mount would reach every key, as External
+// Secrets strips the mount from a key that starts with it).
+func externalKeyProblem(ns, key, template string, reserved []string) string {
 	if template == "" {
 		return ""
 	}
-	prefix := strings.ReplaceAll(template, "{{namespace}}", ns)
-	if !strings.HasPrefix(key, prefix) || slices.Contains(strings.Split(key, "/"), "..") {
+	prefix := secretstore.Prefix(template, ns)
+	if r := secretstore.Covered(prefix, reserved); r != "" {
+		return fmt.Sprintf("namespace %s may not read the shared store: its part, %q, would cover %q, which the store keeps for itself or for shared secrets (the operator's --external-secret-reserved-paths); a cluster admin must move the app to another namespace", ns, prefix, r)
+	}
+	if secretstore.Outside(key, prefix) {
 		return fmt.Sprintf("key %q is outside this namespace's part of the secret store: external keys must start with %q (the operator's --external-secret-key-template)", key, prefix)
 	}
 	return ""

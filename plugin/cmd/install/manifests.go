@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -163,6 +164,48 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		}
 	}
 	return nil
+}
+
+// externalSecretsPolicyFile is the admission policy that confines every
+// ExternalSecret and PushSecret to its namespace's part of a shared store;
+// install adds it when External Secrets is served.
+const externalSecretsPolicyFile = "policy/optional/external_secret_keys.yaml"
+
+// ExternalSecretsPolicy reads that policy and its binding with the key
+// template and the reserved paths written into the policy's variables
+// keyTemplate and reservedPaths, as CEL literals.
+func ExternalSecretsPolicy(template string, reserved []string) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeFile(externalSecretsPolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(reserved))
+	for _, r := range reserved {
+		paths = append(paths, strconv.Quote(r))
+	}
+	values := map[string]string{"keyTemplate": strconv.Quote(template), "reservedPaths": "[" + strings.Join(paths, ", ") + "]"}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+		set := 0
+		for _, v := range vars {
+			if m, ok := v.(map[string]any); ok {
+				if e, ok := values[fmt.Sprint(m["name"])]; ok {
+					m["expression"] = e
+					set++
+				}
+			}
+		}
+		if set != len(values) {
+			return nil, fmt.Errorf("config/%s: the policy lacks the variables keyTemplate and reservedPaths", externalSecretsPolicyFile)
+		}
+		if err := unstructured.SetNestedSlice(o.Object, vars, "spec", "variables"); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
 }
 
 // renameInExpressions points an admission policy's CEL at namespace where it
