@@ -66,12 +66,15 @@ func TestExternalSecretsPolicy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = envtest.UninstallCRDs(bare.Config, crds) })
 
-	res := runAs(kubeconfig, "install", "--without-operator", "--cluster-secret-store", "vault", "-o", "name")
+	// Namespaces of their own: an uninstalled namespace stays Terminating
+	// here, where no controller manager finishes it.
+	at := []string{"-n", "es-operator", "--scheduler-namespace", "es-schedulers"}
+	res := runAs(kubeconfig, append([]string{"install", "--without-operator", "--cluster-secret-store", "vault", "-o", "name"}, at...)...)
 	if res.Code != 0 || !strings.Contains(res.Stdout, "validatingadmissionpolicy.admissionregistration.k8s.io/"+esPolicy+"\n") {
 		t.Fatalf("exit %d, want the External Secrets policy installed:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
 	t.Cleanup(func() {
-		if res := runAs(kubeconfig, "uninstall", "--yes"); res.Code != 0 || !strings.Contains(res.Stdout, esPolicy) {
+		if res := runAs(kubeconfig, append([]string{"uninstall", "--yes"}, at...)...); res.Code != 0 || !strings.Contains(res.Stdout, esPolicy) {
 			t.Errorf("uninstall: exit %d, want the policy deleted:\n%s%s", res.Code, res.Stdout, res.Stderr)
 		}
 	})
@@ -187,7 +190,7 @@ func TestExternalSecretsPolicy(t *testing.T) {
 	})
 
 	// The admin's own template reaches the policy on the next install.
-	res = runAs(kubeconfig, "install", "--without-operator", "--external-secret-key-template", "tenants/{{namespace}}/", "-o", "name")
+	res = runAs(kubeconfig, append([]string{"install", "--without-operator", "--external-secret-key-template", "tenants/{{namespace}}/", "-o", "name"}, at...)...)
 	if res.Code != 0 {
 		t.Fatalf("exit %d:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
