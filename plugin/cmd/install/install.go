@@ -86,12 +86,12 @@ creates the PriorityClasses kubectl-sched-critical, -high, -medium and -low
 that placement.priority maps to, except for levels mapped elsewhere with
 --priority-class.
 
-When the cluster serves External Secrets (external-secrets.io), install also
-adds the admission policy kubectl-sched-external-secret-keys: every
-ExternalSecret and PushSecret that reaches a ClusterSecretStore must keep to
-its namespace's keys (--external-secret-key-template), whoever creates it.
---external-secrets-policy=true adds it anyway (before External Secrets is
-installed), false leaves it out.`,
+When the cluster serves External Secrets (external-secrets.io), or a
+--cluster-secret-store is set, install also adds the admission policy
+kubectl-sched-external-secret-keys: every ExternalSecret and PushSecret that
+reaches a ClusterSecretStore must keep to its namespace's keys
+(--external-secret-key-template), whoever creates it.
+--external-secrets-policy=true adds it anyway, false leaves it out.`,
 		Example: `  # Install, and wait until the operator is available
   kubectl sched install --wait
 
@@ -119,7 +119,7 @@ installed), false leaves it out.`,
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
-	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when the cluster serves External Secrets (never with --dry-run=client, which asks nothing); true adds it anyway, false leaves it out.")
+	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
 	o.settingFlags = addSettingFlags(f)
 	o.Print.AddFlags(cmd, false)
@@ -322,12 +322,17 @@ func (o *Options) configure(ctx context.Context) error {
 // settings written in, when --external-secrets-policy asks for it.
 func (o *Options) addExternalSecretsPolicy() error {
 	want := o.ExternalSecretsPolicy == "true"
-	if o.ExternalSecretsPolicy == "auto" && o.DryRun != "client" {
-		served, err := externalSecretsServed(o.discovery)
-		if err != nil {
-			return err
+	if o.ExternalSecretsPolicy == "auto" {
+		// A configured store says External Secrets is meant to be used,
+		// installed yet or not: the policy waits for it.
+		want = o.Settings["CLUSTER_SECRET_STORE"] != ""
+		if !want && o.DryRun != "client" {
+			served, err := externalSecretsServed(o.discovery)
+			if err != nil {
+				return err
+			}
+			want = served
 		}
-		want = served
 	}
 	if !want {
 		return nil

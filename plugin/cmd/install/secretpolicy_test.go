@@ -69,7 +69,8 @@ func TestExternalSecretsPolicy(t *testing.T) {
 	// Namespaces of their own: an uninstalled namespace stays Terminating
 	// here, where no controller manager finishes it.
 	at := []string{"-n", "es-operator", "--scheduler-namespace", "es-schedulers"}
-	res := runAs(kubeconfig, append([]string{"install", "--without-operator", "--cluster-secret-store", "vault", "-o", "name"}, at...)...)
+	// No store configured: the policy comes because the API is served.
+	res := runAs(kubeconfig, append([]string{"install", "--without-operator", "-o", "name"}, at...)...)
 	if res.Code != 0 || !strings.Contains(res.Stdout, "validatingadmissionpolicy.admissionregistration.k8s.io/"+esPolicy+"\n") {
 		t.Fatalf("exit %d, want the External Secrets policy installed:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
@@ -226,10 +227,15 @@ func TestExternalSecretsPolicyFlags(t *testing.T) {
 		t.Errorf("the policy without a template: exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
 
-	// auto never adds it to a client dry run, which asks the cluster nothing.
+	// auto: a client dry run asks the cluster nothing, so only a configured
+	// store brings the policy there.
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name")
 	if res.Code != 0 || strings.Contains(res.Stdout, esPolicy) {
 		t.Errorf("exit %d, want no External Secrets policy:\n%s", res.Code, res.Stdout)
+	}
+	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name", "--cluster-secret-store", "vault")
+	if res.Code != 0 || !strings.Contains(res.Stdout, esPolicy) {
+		t.Errorf("exit %d, want the External Secrets policy with a store configured:\n%s", res.Code, res.Stdout)
 	}
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--external-secrets-policy=true",
 		"--external-secret-key-template", "tenants/{{namespace}}/", "--external-secret-reserved-paths", "kv/tenants,shared")
