@@ -122,9 +122,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false",
 		"CLUSTER_SECRET_STORE": "vault", "CLUSTER_ISSUER": "letsencrypt-prod",
 		"EXTERNAL_SECRET_KEY_TEMPLATE": "teams/{{namespace}}/", "EXTERNAL_SECRET_RESERVED_PATHS": "kv,shared",
-		"PRIORITY_CLASSES":             "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
-		"SCHEDULER_IMAGES":             "scx_lavd=registry.example.org/scx:v1.0.14",
-		"SCHEDULER_NAMESPACE":          "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
+		"PRIORITY_CLASSES":    "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
+		"SCHEDULER_IMAGES":    "scx_lavd=registry.example.org/scx:v1.0.14",
+		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
 		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
