@@ -6,7 +6,8 @@ package config
 
 import "embed"
 
-// Manifests holds crd/bases/*.yaml, policy/*.yaml, rbac/*.yaml and manager/*.yaml.
+// Manifests holds crd/bases/*.yaml, policy/*.yaml, rbac/*.yaml and manager/*.yaml,
+// and policy/optional/*.yaml, which install adds when their API is served.
 //
-//go:embed crd/bases/*.yaml policy/*.yaml rbac/*.yaml manager/*.yaml
+//go:embed crd/bases/*.yaml policy/*.yaml policy/optional/*.yaml rbac/*.yaml manager/*.yaml
 var Manifests embed.FS

@@ -200,6 +200,13 @@ type PodMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
+// LabelAllowPrivilegedPods=true on a Namespace opts it out of the
+// restricted-pods admission policy: its tasks, workflow steps and apps may
+// ask for what Pod Security "restricted" refuses. Only who may update
+// Namespaces (cluster admins) can set it. The operator checks it again on
+// every write, so removing it takes the privilege back from what exists.
+const LabelAllowPrivilegedPods = GroupName + "/allow-privileged-pods"
+
 // Tenancy tiers: `kubectl sched tenant create NAME --tier T` labels the
 // namespace with its tier, and the operator keeps the namespace's
 // ResourceQuota and LimitRange (both named TierObjectName) as the tier in

@@ -50,6 +50,13 @@ const (
 	// ReasonQuotaExceeded: a full ResourceQuota refused an object; the
 	// owner waits, retrying with backoff, until usage drops.
 	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonPrivilegedNotAllowed: the spec asks for what Pod Security
+	// "restricted" refuses (a privileged container, an unconfined profile,
+	// a probe aimed at another host) in a namespace that is not opted out
+	// with LabelAllowPrivilegedPods, typically because an admin removed the
+	// label: a task fails and its Job is deleted, an app's service runs no
+	// pods and a restricted template.
+	ReasonPrivilegedNotAllowed = "PrivilegedNotAllowed"
 
 	// AgentTask and Workflow.
 	ReasonPending          = "Pending"

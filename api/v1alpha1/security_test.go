@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,7 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
-const optOutLabel = "sched.kubectl-sched.dev/allow-privileged-pods"
+const optOutLabel = schedv1.LabelAllowPrivilegedPods
 
 // tenant makes a namespace whose only user is bound to kubectl-sched-edit
 // (as the built-in edit role would carry it by aggregation) and returns a
@@ -105,6 +106,41 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 				}).Obj(),
 			wantField: "spec.services[web].securityContext.allowPrivilegeEscalation", wantMsg: "privilege escalation is not allowed",
 		},
+		"task: AppArmor unconfined by annotation": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").PodAnnotation("container.apparmor.security.beta.kubernetes.io/task", "unconfined").Obj(),
+			wantField: "spec.podMetadata.annotations[container.apparmor.security.beta.kubernetes.io/task]", wantMsg: "AppArmor and seccomp must stay confined",
+		},
+		"workflow: a step's pod seccomp unconfined by annotation": {
+			obj: MakeWorkflow("w", tns).Step("a", "busybox").StepTask("b", schedv1.AgentTaskSpec{
+				Image: "busybox", PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}},
+			}).Obj(),
+			wantField: "spec.steps[b].task.podMetadata.annotations[seccomp.security.alpha.kubernetes.io/pod]", wantMsg: "AppArmor and seccomp must stay confined",
+		},
+		"app: a service's AppArmor unconfined by annotation": {
+			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				ServicePodAnnotation("web", "container.apparmor.security.beta.kubernetes.io/web", "unconfined").Obj(),
+			wantField: "spec.services[web].podMetadata.annotations[container.apparmor.security.beta.kubernetes.io/web]", wantMsg: "AppArmor and seccomp must stay confined",
+		},
+		"task: host devices through a CRI-O annotation": {
+			obj:       MakeAgentTask("p", tns).Image("busybox").PodAnnotation("io.kubernetes.cri-o.Devices", "/dev/mem:/dev/mem:rwm").Obj(),
+			wantField: "spec.podMetadata.annotations[io.kubernetes.cri-o.Devices]", wantMsg: "annotations for the container runtime",
+		},
+		"app: a readiness probe aimed at the metadata service": {
+			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				EditService("web", func(s *schedv1.ServiceSpec) {
+					s.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+						Host: "169.254.169.254", Path: "/latest/meta-data/iam/security-credentials/", Port: intstr.FromInt32(80),
+					}}}
+				}).Obj(),
+			wantField: "spec.services[web].readinessProbe.httpGet.host", wantMsg: "a probe may not name a host",
+		},
+		"app: a liveness probe scanning another host's port": {
+			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				EditService("web", func(s *schedv1.ServiceSpec) {
+					s.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(6443)}}}
+				}).Obj(),
+			wantField: "spec.services[web].livenessProbe.tcpSocket.host", wantMsg: "a probe may not name a host",
+		},
 		"app: a service as root": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {
@@ -153,8 +189,15 @@ func TestTenantMayTightenOrChooseAUser(t *testing.T) {
 		Capabilities:           &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}, Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:         &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
+	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(80)}}}
 	for _, obj := range []client.Object{
 		MakeAgentTask("t", tns).Image("busybox").SecurityContext(ok.DeepCopy()).Obj(),
+		MakeAgentTask("profiles", tns).Image("busybox").
+			PodAnnotation("container.apparmor.security.beta.kubernetes.io/task", "localhost/k8s-apparmor-example").
+			PodAnnotation("seccomp.security.alpha.kubernetes.io/pod", "runtime/default").
+			PodAnnotation("prometheus.io/scrape", "true").Obj(),
+		MakeUserDeployment("probed", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+			EditService("web", func(s *schedv1.ServiceSpec) { s.ReadinessProbe, s.LivenessProbe = probe.DeepCopy(), probe.DeepCopy() }).Obj(),
 		MakeWorkflow("w", tns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox", SecurityContext: ok.DeepCopy()}).Obj(),
 		MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 			EditService("web", func(s *schedv1.ServiceSpec) { s.SecurityContext = ok.DeepCopy() }).Obj(),

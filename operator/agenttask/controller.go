@@ -34,6 +34,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -60,6 +61,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile moves one AgentTask along: create its Job, follow the Job and
 // pod, record outputs, release the pod, apply the TTL.
@@ -80,7 +82,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel {
+	if o.notAllowed, err = r.privilegeRefused(ctx, task); err != nil {
+		return ctrl.Result{}, err
+	}
+	if o.notAllowed != "" && o.job != nil {
+		// A Job's pod template cannot change: it goes, and its pods with it.
+		if err := r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("delete job %s: %w", o.job.Name, err)
+		}
+		log.FromContext(ctx).Info("Deleted the Job of a task that asks for privilege its namespace no longer allows", "job", o.job.Name)
+		o.job = nil
+	}
+	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
 		o.job, err = r.createJob(ctx, task)
 		switch {
 		case err != nil && refusal.Classify(err) != refusal.Transient:
@@ -177,6 +190,25 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		}
 	}
 	return o, nil
+}
+
+// privilegeRefused says why an unfinished task may not run as its spec asks:
+// it asks for privilege (podsecurity.Violations) and its namespace is not,
+// or no longer, opted out. Admission refuses such a spec from the start;
+// this catches what was admitted while an admin's opt-out label was there.
+func (r *Reconciler) privilegeRefused(ctx context.Context, task *schedv1.AgentTask) (string, error) {
+	if task.Status.Phase.Finished() {
+		return "", nil
+	}
+	fields := privilegeAsked(task)
+	if len(fields) == 0 {
+		return "", nil
+	}
+	allowed, err := podsecurity.AllowsPrivileged(ctx, r.Client, r.APIReader, task.Namespace)
+	if err != nil || allowed {
+		return "", err
+	}
+	return podsecurity.NotAllowed(task.Namespace, fields) + "; its Job was deleted, or never created: remove the field(s) and create the task again", nil
 }
 
 // controlledPods keeps the pods that job controls.
@@ -384,6 +416,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.AgentTaskList{} },
 			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		// An admin removing a namespace's opt-out stops its privileged tasks.
+		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
+			func() client.ObjectList { return &schedv1.AgentTaskList{} },
+			func(o client.Object) bool {
+				task := o.(*schedv1.AgentTask)
+				return !task.Status.Phase.Finished() && len(privilegeAsked(task)) > 0
+			}), builder.WithPredicates(podsecurity.OptOutChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("agenttask").
 		Complete(r)

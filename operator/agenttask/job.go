@@ -102,6 +102,16 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 	return job
 }
 
+// privilegeAsked lists the fields of task's spec that ask for what Pod
+// Security "restricted" refuses (podsecurity.Violations).
+func privilegeAsked(task *schedv1.AgentTask) []string {
+	s := podsecurity.Spec{SecurityContext: task.Spec.SecurityContext}
+	if task.Spec.PodMetadata != nil {
+		s.Annotations = task.Spec.PodMetadata.Annotations
+	}
+	return podsecurity.Violations("spec", s)
+}
+
 // EnvVars converts the API's bounded env vars to core ones.
 func EnvVars(in []schedv1.EnvVar) []corev1.EnvVar {
 	if len(in) == 0 {

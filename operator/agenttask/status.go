@@ -27,6 +27,9 @@ type observed struct {
 	// createErr is the API server's refusal of the Job, when it refused it
 	// for good (refusal.Final) or for a full quota (refusal.Quota).
 	createErr error
+	// notAllowed says why the task may not run as its spec asks: it asks
+	// for privilege its namespace does not allow (any more).
+	notAllowed string
 }
 
 // computeStatus derives the task's status from what was observed. It is pure:
@@ -61,6 +64,8 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	switch {
 	case o.job == nil && task.Spec.Cancel:
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
+	case o.notAllowed != "":
+		finish(&st, schedv1.TaskFailed, schedv1.ReasonPrivilegedNotAllowed, o.notAllowed, now)
 	case o.job == nil && o.createErr != nil && refusal.Classify(o.createErr) == refusal.Final:
 		finish(&st, schedv1.TaskFailed, schedv1.ReasonRejected, "the API server refused the task's Job: "+refusal.Message(o.createErr)+"; change the task's spec and create it again", now)
 	case o.job == nil && o.createErr != nil:

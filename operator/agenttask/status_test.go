@@ -105,6 +105,11 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonQuotaExceeded, ReadyStatus: metav1.ConditionFalse,
 				Message: `waiting for quota to create the Job: jobs.batch "t" is forbidden: exceeded quota: q, requested: count/jobs.batch=1`},
 		},
+		"privilege no longer allowed fails it, pod and all": {
+			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns"},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonPrivilegedNotAllowed, Message: "spec.securityContext.privileged: not allowed in namespace ns",
+				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
 		"job without pod": {
 			o:    observed{job: makeJob().obj()},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start", ReadyStatus: metav1.ConditionFalse},

@@ -108,6 +108,22 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			args:    []string{"--graceful-shutdown-timeout=0s"},
 			wantErr: "--graceful-shutdown-timeout must be positive, got 0s",
 		},
+		"reserved paths of the store": {
+			env:  map[string]string{"EXTERNAL_SECRET_RESERVED_PATHS": " kv/ , shared,,"},
+			want: func(o *app.Options) { o.Settings.ExternalSecretReservedPaths = []string{"kv", "shared"} },
+		},
+		"no key template confines nothing": {
+			env:  map[string]string{"EXTERNAL_SECRET_KEY_TEMPLATE": ""},
+			want: func(o *app.Options) { o.Settings.ExternalSecretKeyTemplate = "" },
+		},
+		"a key template without a trailing slash": {
+			args:    []string{"--external-secret-key-template={{namespace}}"},
+			wantErr: `--external-secret-key-template "{{namespace}}" must end in /, so that no namespace's prefix is the start of another namespace's keys (with {{namespace}} alone, namespace team could read team-b's); use "{{namespace}}/"`,
+		},
+		"a key template every namespace shares": {
+			env:     map[string]string{"EXTERNAL_SECRET_KEY_TEMPLATE": "apps/"},
+			wantErr: `--external-secret-key-template "apps/" must hold {{namespace}}, so each namespace gets a part of the store of its own (the default is {{namespace}}/)`,
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,

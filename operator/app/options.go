@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -79,6 +80,11 @@ type Settings struct {
 	// ExternalSecretKeyTemplate confines each namespace's external secret
 	// keys to a prefix of the shared store; {{namespace}} is replaced.
 	ExternalSecretKeyTemplate string
+	// ExternalSecretReservedPaths are top-level paths of the shared store no
+	// namespace's prefix may cover: its mount, which External Secrets
+	// strips from a key that starts with it (so a namespace named like the
+	// mount would reach every key), and folders of shared secrets.
+	ExternalSecretReservedPaths []string
 	// SchedulerNamespace holds the SchedExt DaemonSets.
 	SchedulerNamespace string
 	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
@@ -122,10 +128,12 @@ func DefaultOptions() Options {
 			NetworkPolicies:  true,
 			// One shared store, so each namespace reads only its own keys.
 			ExternalSecretKeyTemplate: "{{namespace}}/",
-			SchedulerNamespace:        schedv1.DefaultSchedulerNamespace,
-			SchedulerImages:           DefaultSchedulerImages(),
-			HelperImage:               "busybox:1.37",
-			PriorityClasses:           map[string]string{},
+			// Vault's default KV mount.
+			ExternalSecretReservedPaths: []string{"secret"},
+			SchedulerNamespace:          schedv1.DefaultSchedulerNamespace,
+			SchedulerImages:             DefaultSchedulerImages(),
+			HelperImage:                 "busybox:1.37",
+			PriorityClasses:             map[string]string{},
 		},
 	}
 }
@@ -188,6 +196,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
 	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
 	fs.StringVar(&s.ExternalSecretKeyTemplate, "external-secret-key-template", s.ExternalSecretKeyTemplate, "Prefix every external secret key of an app must start with; {{namespace}} is the app's namespace; empty allows any key. (env EXTERNAL_SECRET_KEY_TEMPLATE)")
+	fs.Func("external-secret-reserved-paths", "Comma-separated top-level paths of the ClusterSecretStore that no namespace's key prefix may cover: its mount (Vault's path; External Secrets strips it from keys that start with it) and folders of shared secrets. (env EXTERNAL_SECRET_RESERVED_PATHS; default secret)", func(v string) error {
+		s.ExternalSecretReservedPaths = secretstore.ParsePaths(v)
+		return nil
+	})
 	fs.StringVar(&s.SchedulerNamespace, "scheduler-namespace", s.SchedulerNamespace, "Namespace of the SchedExt DaemonSets. (env SCHEDULER_NAMESPACE)")
 	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
 	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
@@ -220,6 +232,9 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
 	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
 	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)
+	if v, ok := lookup("EXTERNAL_SECRET_RESERVED_PATHS"); ok && !given["external-secret-reserved-paths"] {
+		s.ExternalSecretReservedPaths = secretstore.ParsePaths(v)
+	}
 	if v, ok := lookup("ALLOWED_SCHEDULER_REGISTRIES"); ok && !given["allowed-scheduler-registries"] {
 		s.AllowedSchedulerRegistries = splitList(v)
 	}
@@ -278,6 +293,9 @@ func (o *Options) Validate() error {
 		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
 			return fmt.Errorf("--allowed-ingress-classes: %q is not an IngressClass name (a lower-case DNS name)", c)
 		}
+	}
+	if msg := secretstore.TemplateProblem(o.Settings.ExternalSecretKeyTemplate); msg != "" {
+		return fmt.Errorf("--external-secret-key-template %q %s", o.Settings.ExternalSecretKeyTemplate, msg)
 	}
 	if o.Settings.SchedulerNamespace == "" {
 		return fmt.Errorf("--scheduler-namespace must not be empty")

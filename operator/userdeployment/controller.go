@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
@@ -82,7 +83,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=traefik.io,resources=ingressroutes,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;patch;delete
 // Namespaces carry the hosts outside the ingress domain that their apps may
-// route (schedv1.AnnotationAllowedHosts).
+// route (schedv1.AnnotationAllowedHosts), and whether an admin opted one out
+// of the restricted default.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile brings one app's objects to the plan and reports on them.
@@ -96,7 +98,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	p := buildPlan(ud, r.Settings, r.apis)
+	notAllowed, err := r.privilegeRefused(ctx, ud)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var p plan
+	if len(notAllowed) == 0 {
+		p = buildPlan(ud, r.Settings, r.apis)
+	} else {
+		p = buildPlan(withoutPrivilege(ud, notAllowed), r.Settings, r.apis)
+		p.notAllowed = map[string]string{}
+		for svc, fields := range notAllowed {
+			p.notAllowed[svc] = "not started: " + podsecurity.NotAllowed(ud.Namespace, fields) + "; remove the field(s) and the service starts again"
+		}
+	}
 	owned, err := r.observeOwned(ctx, ud)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -152,6 +167,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// privilegeRefused lists, by service, the fields that ask for privilege
+// when the app's namespace is not, or no longer, opted out. Admission
+// refuses such a spec from the start; this catches what was admitted while
+// an admin's opt-out label was there. The cache decides: should it lag
+// behind a new label, the label's event brings the app back.
+func (r *Reconciler) privilegeRefused(ctx context.Context, ud *schedv1.UserDeployment) (map[string][]string, error) {
+	asked := privilegeAsked(ud)
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	allowed, err := podsecurity.AllowsPrivileged(ctx, r.Client, nil, ud.Namespace)
+	if err != nil || allowed {
+		return nil, err
+	}
+	return asked, nil
 }
 
 // syncState collects what one reconcile did and found.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
@@ -44,6 +45,9 @@ type Settings struct {
 	// ExternalSecretKeyTemplate is the prefix an app's external secret keys
 	// must start with, {{namespace}} replaced; any key when empty.
 	ExternalSecretKeyTemplate string
+	// ExternalSecretReservedPaths are top-level paths of the store that no
+	// namespace's prefix may cover (its mount, shared folders).
+	ExternalSecretReservedPaths []string
 	// PriorityClasses maps placement priorities to PriorityClass names.
 	PriorityClasses map[string]string
 	// ClusterIssuer signs public apps' certificates when cert-manager is
@@ -105,6 +109,10 @@ type plan struct {
 	routeWithheld cause
 	// invalid says why part of the spec could not be built.
 	invalid []string
+	// notAllowed services ask for privilege their namespace does not
+	// allow (any more): they run zero replicas of a restricted template
+	// (withoutPrivilege); the value says why.
+	notAllowed map[string]string
 }
 
 // buildPlan derives the desired objects of ud.
@@ -127,7 +135,7 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			}
 			continue
 		}
-		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate); problem != "" {
+		if problem := externalKeyProblem(ud.Namespace, ref.External.Key, s.ExternalSecretKeyTemplate, s.ExternalSecretReservedPaths); problem != "" {
 			// Another tenant's key: no ExternalSecret, and the services that
 			// need it wait.
 			p.invalid = append(p.invalid, fmt.Sprintf("secret %q: %s", ref.Name, problem))
@@ -207,15 +215,69 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 	return p
 }
 
+// privilegeAsked lists, by service, the fields that ask for what Pod
+// Security "restricted" refuses (podsecurity.Violations).
+func privilegeAsked(ud *schedv1.UserDeployment) map[string][]string {
+	out := map[string][]string{}
+	for i := range ud.Spec.Services {
+		svc := &ud.Spec.Services[i]
+		s := podsecurity.Spec{
+			SecurityContext: svc.SecurityContext,
+			Probes:          map[string]*corev1.Probe{"readinessProbe": svc.ReadinessProbe, "livenessProbe": svc.LivenessProbe},
+		}
+		if svc.PodMetadata != nil {
+			s.Annotations = svc.PodMetadata.Annotations
+		}
+		if fields := podsecurity.Violations(fmt.Sprintf("spec.services[%s]", svc.Name), s); len(fields) > 0 {
+			out[svc.Name] = fields
+		}
+	}
+	return out
+}
+
+// withoutPrivilege is ud with the named services at zero replicas and
+// without what asks for privilege: their workloads keep no privileged pod
+// template that anyone could scale up again. Not restricted and running:
+// the owner asked for something else, which might half-work or misbehave
+// in a restricted pod; they fix the spec and the service starts.
+func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) *schedv1.UserDeployment {
+	out := ud.DeepCopy()
+	for i := range out.Spec.Services {
+		svc := &out.Spec.Services[i]
+		if _, ok := services[svc.Name]; !ok {
+			continue
+		}
+		svc.Replicas = ptr.To[int32](0)
+		svc.SecurityContext = nil
+		if svc.PodMetadata != nil {
+			maps.DeleteFunc(svc.PodMetadata.Annotations, podsecurity.LoosensPodSecurity)
+		}
+		for _, probe := range []*corev1.Probe{svc.ReadinessProbe, svc.LivenessProbe} {
+			if probe != nil && probe.HTTPGet != nil {
+				probe.HTTPGet.Host = ""
+			}
+			if probe != nil && probe.TCPSocket != nil {
+				probe.TCPSocket.Host = ""
+			}
+		}
+	}
+	return out
+}
+
 // externalKeyProblem says why an app in ns may not read key from the shared
-// store, or "" when it may: keys start with the namespace's prefix, and no
-// ".." segment climbs out of it.
-func externalKeyProblem(ns, key, template string) string {
+// store, or "" when it may: keys start with the namespace's prefix, no ".."
+// segment climbs out of it, and the prefix covers no reserved path (a
+// namespace named like the store's mount would reach every key, as External
+// Secrets strips the mount from a key that starts with it).
+func externalKeyProblem(ns, key, template string, reserved []string) string {
 	if template == "" {
 		return ""
 	}
-	prefix := strings.ReplaceAll(template, "{{namespace}}", ns)
-	if !strings.HasPrefix(key, prefix) || slices.Contains(strings.Split(key, "/"), "..") {
+	prefix := secretstore.Prefix(template, ns)
+	if r := secretstore.Covered(prefix, reserved); r != "" {
+		return fmt.Sprintf("namespace %s may not read the shared store: its part, %q, would cover %q, which the store keeps for itself or for shared secrets (the operator's --external-secret-reserved-paths); a cluster admin must move the app to another namespace", ns, prefix, r)
+	}
+	if secretstore.Outside(key, prefix) {
 		return fmt.Sprintf("key %q is outside this namespace's part of the secret store: external keys must start with %q (the operator's --external-secret-key-template)", key, prefix)
 	}
 	return ""

@@ -692,6 +692,36 @@ func TestExternalKeysStayInTheirNamespace(t *testing.T) {
 	}
 }
 
+// TestNamespaceNamedLikeTheMountGetsNoKeys: External Secrets strips the
+// store's mount from a key that starts with it, so namespace "secret" of a
+// store mounted at secret would reach every tenant's keys through
+// "secret/<tenant>/...": such a namespace gets no external secret at all.
+func TestNamespaceNamedLikeTheMountGetsNoKeys(t *testing.T) {
+	cases := map[string]struct {
+		ns, template string
+		reserved     []string
+		wantRefused  bool
+	}{
+		"the mount":                        {ns: "secret", template: "{{namespace}}/", reserved: []string{"secret"}, wantRefused: true},
+		"the first part of a deeper mount": {ns: "kv", template: "{{namespace}}/", reserved: []string{"kv/tenants"}, wantRefused: true},
+		"a shared folder":                  {ns: "shared", template: "{{namespace}}/", reserved: []string{"secret", "shared"}, wantRefused: true},
+		"a namespace merely starting so":   {ns: "secrets", template: "{{namespace}}/", reserved: []string{"secret"}},
+		"a template under a folder":        {ns: "secret", template: "tenants/{{namespace}}/", reserved: []string{"secret"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			key := strings.ReplaceAll(tc.template, "{{namespace}}", tc.ns) + "victim/db"
+			problem := externalKeyProblem(tc.ns, key, tc.template, tc.reserved)
+			if (problem != "") != tc.wantRefused {
+				t.Fatalf("problem %q, want refused: %v", problem, tc.wantRefused)
+			}
+			if tc.wantRefused && !strings.Contains(problem, "--external-secret-reserved-paths") {
+				t.Errorf("problem %q does not name the setting", problem)
+			}
+		})
+	}
+}
+
 // TestRestartedAtRollsOnlyItsService: spec.restartedAt reaches the pod
 // template of the service it names, as kubectl rollout restart's annotation.
 func TestRestartedAtRollsOnlyItsService(t *testing.T) {

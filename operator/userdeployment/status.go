@@ -115,6 +115,9 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 		ss.ReadyReplicas = dep.Status.ReadyReplicas
 		sum.remaining += dep.Status.Replicas
 		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name])
+		if why := p.notAllowed[svc.Name]; why != "" {
+			reason, msg = schedv1.ReasonPrivilegedNotAllowed, why
+		}
 		switch {
 		case sum.stopped:
 			if dep.Status.Replicas > 0 {

@@ -25,6 +25,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
 
@@ -77,7 +78,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// A namespace's allow-list decides which hosts outside the ingress
 		// domain its apps may route.
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.appsOfNamespace),
-			builder.WithPredicates(allowedHostsChanged))
+			builder.WithPredicates(allowedHostsChanged)).
+		// An admin removing a namespace's opt-out stops its privileged
+		// services; setting it starts them.
+		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
+			func() client.ObjectList { return &schedv1.UserDeploymentList{} },
+			func(o client.Object) bool { return len(privilegeAsked(o.(*schedv1.UserDeployment))) > 0 }),
+			builder.WithPredicates(podsecurity.OptOutChanged))
 
 	// Routes of every namespace: one appearing or going may hold or free
 	// an app's host.

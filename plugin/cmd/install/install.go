@@ -19,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -45,6 +47,9 @@ type Options struct {
 	// WithoutOperator leaves out the operator Deployment, its Service and
 	// its settings.
 	WithoutOperator bool
+	// ExternalSecretsPolicy is auto (add the External Secrets key policy
+	// when the cluster serves External Secrets), true or false.
+	ExternalSecretsPolicy string
 
 	// NewClients builds the clients; tests may swap it.
 	NewClients kube.Getter
@@ -57,11 +62,12 @@ type Options struct {
 	namespace string
 	objects   []*unstructured.Unstructured
 	dynamic   dynamic.Interface
+	discovery discovery.DiscoveryInterface
 }
 
 // NewCommand returns `kubectl sched install`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute, NewClients: kube.New}
+	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute, NewClients: kube.New, ExternalSecretsPolicy: "auto"}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install the CRDs, RBAC and operator in the cluster (server-side apply)",
@@ -79,7 +85,14 @@ as environment variables. A setting not given keeps its installed value (or
 the default on a first install); a change restarts the operator. install
 creates the PriorityClasses kubectl-sched-critical, -high, -medium and -low
 that placement.priority maps to, except for levels mapped elsewhere with
---priority-class.`,
+--priority-class.
+
+When the cluster serves External Secrets (external-secrets.io), or a
+--cluster-secret-store is set, install also adds the admission policy
+kubectl-sched-external-secret-keys: every ExternalSecret and PushSecret that
+reaches a ClusterSecretStore must keep to its namespace's keys
+(--external-secret-key-template), whoever creates it.
+--external-secrets-policy=true adds it anyway, false leaves it out.`,
 		Example: `  # Install, and wait until the operator is available
   kubectl sched install --wait
 
@@ -107,6 +120,7 @@ that placement.priority maps to, except for levels mapped elsewhere with
 	f.Lookup("dry-run").NoOptDefVal = "client"
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
+	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
 	o.settingFlags = addSettingFlags(f)
 	o.Print.AddFlags(cmd, false)
@@ -152,6 +166,7 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 		return err
 	}
 	o.dynamic = c.Dynamic
+	o.discovery = c.Kube.Discovery()
 	return nil
 }
 
@@ -180,6 +195,9 @@ func (o *Options) Validate() error {
 	}
 	if err := o.settingFlags.validate(); err != nil {
 		return err
+	}
+	if !slices.Contains([]string{"auto", "true", "false"}, o.ExternalSecretsPolicy) {
+		return cmdutil.Usage("See 'kubectl sched install --help'.", "--external-secrets-policy %q must be auto, true or false", o.ExternalSecretsPolicy)
 	}
 	if o.NodePool != "" {
 		if errs := validation.IsDNS1123Label(o.NodePool); len(errs) > 0 {
@@ -295,9 +313,74 @@ func (o *Options) configure(ctx context.Context) error {
 		return cmdutil.Usage("Give the schedulers a namespace of their own with --scheduler-namespace.",
 			"the scheduler namespace %q is the operator's: it admits privileged pods, which the operator's namespace must not", o.namespace)
 	}
-	o.objects, err = configure(o.objects, o.Settings)
-	return err
+	if o.objects, err = configure(o.objects, o.Settings); err != nil {
+		return err
+	}
+	return o.addExternalSecretsPolicy()
 }
+
+// addExternalSecretsPolicy adds the External Secrets key policy, with the
+// settings written in, when --external-secrets-policy asks for it.
+func (o *Options) addExternalSecretsPolicy() error {
+	want := o.ExternalSecretsPolicy == "true"
+	if o.ExternalSecretsPolicy == "auto" {
+		// A configured store says External Secrets is meant to be used,
+		// installed yet or not: the policy waits for it.
+		want = o.Settings["CLUSTER_SECRET_STORE"] != ""
+		if !want && o.DryRun != "client" {
+			served, err := externalSecretsServed(o.discovery)
+			if err != nil {
+				return err
+			}
+			want = served
+		}
+	}
+	if !want {
+		return nil
+	}
+	template := o.Settings["EXTERNAL_SECRET_KEY_TEMPLATE"]
+	if template == "" {
+		if o.ExternalSecretsPolicy == "true" {
+			return cmdutil.Usage("Give --external-secret-key-template, for example {{namespace}}/.",
+				"--external-secrets-policy=true needs a key template, and --external-secret-key-template is empty (any key allowed)")
+		}
+		fmt.Fprintln(o.ErrOut, "Warning: External Secrets is served but --external-secret-key-template is empty: every namespace may read any key of a ClusterSecretStore. Set it (for example {{namespace}}/) to confine them.")
+		return nil
+	}
+	objs, err := ExternalSecretsPolicy(template, secretstore.ParsePaths(o.Settings["EXTERNAL_SECRET_RESERVED_PATHS"]))
+	if err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	o.objects = append(o.objects, objs...)
+	slices.SortStableFunc(o.objects, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	return nil
+}
+
+// externalSecretsServed reports whether the cluster serves External
+// Secrets' ExternalSecrets, in any version.
+func externalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return false, cmdutil.API(err, "list", "the API groups")
+	}
+	for _, g := range groups.Groups {
+		if g.Name != externalSecretsGroup {
+			continue
+		}
+		for _, v := range g.Versions {
+			resources, err := d.ServerResourcesForGroupVersion(v.GroupVersion)
+			if err != nil {
+				return false, cmdutil.API(err, "get", "the resources of "+v.GroupVersion)
+			}
+			if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "externalsecrets" }) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+const externalSecretsGroup = "external-secrets.io"
 
 func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()

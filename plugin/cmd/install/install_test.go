@@ -134,11 +134,13 @@ func TestInstallDryRunClient(t *testing.T) {
 		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
 		"ValidatingAdmissionPolicy /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-ingress-hosts",
+		"ValidatingAdmissionPolicy /kubectl-sched-operator-confinement",
 		"ValidatingAdmissionPolicy /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicy /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicy /kubectl-sched-workflow-references",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-ingress-hosts",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-confinement",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-workflow-references",
@@ -170,6 +172,10 @@ func TestInstallDryRunClient(t *testing.T) {
 		if strings.Contains(res.Stdout, bad) {
 			t.Errorf("output still holds %q", bad)
 		}
+	}
+	// The operator's confinement names it by its namespace.
+	if !strings.Contains(res.Stdout, "request.userInfo.username == 'system:serviceaccount:ops:kubectl-sched-operator'") || !strings.Contains(res.Stdout, `'ops'`) {
+		t.Errorf("the confinement policy does not name the operator in namespace ops")
 	}
 	for _, o := range objs {
 		switch o.GetKind() {
@@ -241,6 +247,10 @@ func TestInstallSchedulerNamespace(t *testing.T) {
 	want := []string{"Namespace /kernel", "Role kernel/kubectl-sched-operator", "RoleBinding kernel/kubectl-sched-operator"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scheduler namespace objects (-want +got):\n%s", diff)
+	}
+	// The operator's confinement names the scheduler namespace in its CEL.
+	if !strings.Contains(res.Stdout, `'kernel'`) || strings.Contains(res.Stdout, "kubectl-sched-schedulers") {
+		t.Errorf("the policies still name kubectl-sched-schedulers, or not kernel:\n%s", res.Stdout)
 	}
 
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-n", "ops", "--scheduler-namespace", "ops")

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -131,6 +132,8 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		if o.GetName() == ManifestNamespace {
 			o.SetName(namespace)
 		}
+	case "ValidatingAdmissionPolicy":
+		renameInExpressions(o, ManifestNamespace, namespace)
 	case "ClusterRoleBinding", "RoleBinding":
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 		for _, s := range subjects {
@@ -169,6 +172,75 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		}
 	}
 	return nil
+}
+
+// externalSecretsPolicyFile is the admission policy that confines every
+// ExternalSecret and PushSecret to its namespace's part of a shared store;
+// install adds it when External Secrets is served.
+const externalSecretsPolicyFile = "policy/optional/external_secret_keys.yaml"
+
+// ExternalSecretsPolicy reads that policy and its binding with the key
+// template and the reserved paths written into the policy's variables
+// keyTemplate and reservedPaths, as CEL literals.
+func ExternalSecretsPolicy(template string, reserved []string) ([]*unstructured.Unstructured, error) {
+	objs, err := decodeFile(externalSecretsPolicyFile)
+	if err != nil {
+		return nil, err
+	}
+	paths := make([]string, 0, len(reserved))
+	for _, r := range reserved {
+		paths = append(paths, strconv.Quote(r))
+	}
+	values := map[string]string{"keyTemplate": strconv.Quote(template), "reservedPaths": "[" + strings.Join(paths, ", ") + "]"}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+		set := 0
+		for _, v := range vars {
+			if m, ok := v.(map[string]any); ok {
+				if e, ok := values[fmt.Sprint(m["name"])]; ok {
+					m["expression"] = e
+					set++
+				}
+			}
+		}
+		if set != len(values) {
+			return nil, fmt.Errorf("config/%s: the policy lacks the variables keyTemplate and reservedPaths", externalSecretsPolicyFile)
+		}
+		if err := unstructured.SetNestedSlice(o.Object, vars, "spec", "variables"); err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
+}
+
+// renameInExpressions points an admission policy's CEL at namespace where it
+// names the manifests' namespace from: as a quoted literal ('from') and in
+// a service account's user name (system:serviceaccount:from:...).
+// Namespace names are DNS labels, so the replacement needs no escaping.
+func renameInExpressions(o *unstructured.Unstructured, from, to string) {
+	r := strings.NewReplacer("'"+from+"'", "'"+to+"'", "system:serviceaccount:"+from+":", "system:serviceaccount:"+to+":")
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return r.Replace(x)
+		case map[string]any:
+			for k, e := range x {
+				x[k] = walk(e)
+			}
+		case []any:
+			for i, e := range x {
+				x[i] = walk(e)
+			}
+		}
+		return v
+	}
+	if spec, ok := o.Object["spec"]; ok {
+		o.Object["spec"] = walk(spec)
+	}
 }
 
 // Namespaced reports whether objects of gvk live in a namespace.

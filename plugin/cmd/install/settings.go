@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
@@ -48,7 +49,10 @@ var Settings = []Setting{
 	{Flag: "ingress-namespace", Env: "INGRESS_NAMESPACE", Usage: "Namespace of the ingress controller, which apps' NetworkPolicies admit.", check: optionalLabel},
 	{Flag: "network-policies", Env: "NETWORK_POLICIES", Usage: "true isolates apps with NetworkPolicies; false on clusters that do not enforce them.", check: oneOf("true", "false")},
 	{Flag: "cluster-secret-store", Env: "CLUSTER_SECRET_STORE", Usage: "External Secrets ClusterSecretStore that apps' external secret references read from; none when empty."},
-	{Flag: "external-secret-key-template", Env: "EXTERNAL_SECRET_KEY_TEMPLATE", Usage: "Prefix every external secret key of an app must start with, {{namespace}} being the app's namespace, so tenants sharing the store read only their own keys; empty allows any key."},
+	{Flag: "external-secret-key-template", Env: "EXTERNAL_SECRET_KEY_TEMPLATE", check: keyTemplate,
+		Usage: "Prefix every external secret key must start with, {{namespace}} being the namespace, ending in /, so tenants sharing the store read only their own keys; empty allows any key. Also enforced on every ExternalSecret and PushSecret (see --external-secrets-policy)."},
+	{Flag: "external-secret-reserved-paths", Env: "EXTERNAL_SECRET_RESERVED_PATHS", check: reservedPaths,
+		Usage: "Comma-separated top-level paths of the ClusterSecretStore no namespace's key prefix may cover: its mount (Vault's path, which External Secrets strips from keys that start with it) and folders of shared secrets."},
 	{Flag: "cluster-issuer", Env: "CLUSTER_ISSUER", Usage: "cert-manager ClusterIssuer that signs public apps' certificates when cert-manager is installed; no certificates when empty."},
 	{Flag: "priority-class", Env: "PRIORITY_CLASSES", Map: true, check: priorityClass,
 		Usage: "PRIORITY=CLASS maps placement.priority (Critical, High, Medium, Low) to an existing PriorityClass instead of the kubectl-sched-<priority> one install creates; PRIORITY= leaves it unmapped. Repeatable."},
@@ -75,6 +79,17 @@ func ingressClasses(_, v string) string {
 	for _, c := range strings.Split(v, ",") {
 		if c = strings.TrimSpace(c); c != "" && len(validation.IsDNS1123Subdomain(c)) > 0 {
 			return fmt.Sprintf("holds %q: give IngressClass names (lower-case DNS names), comma-separated", c)
+		}
+	}
+	return ""
+}
+
+func keyTemplate(_, v string) string { return secretstore.TemplateProblem(v) }
+
+func reservedPaths(_, v string) string {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); strings.ContainsAny(p, " '\"\\") || strings.Contains(p, "{{") {
+			return fmt.Sprintf("holds %q: give paths of the store (secret,shared), comma-separated", p)
 		}
 	}
 	return ""
@@ -267,6 +282,8 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 			if o.GetName() == ManifestSchedulerNamespace {
 				o.SetName(schedNS)
 			}
+		case "ValidatingAdmissionPolicy":
+			renameInExpressions(o, ManifestSchedulerNamespace, schedNS)
 		case "PriorityClass":
 			if !mapped[o.GetName()] {
 				continue

@@ -100,7 +100,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	if err := opts.ApplyEnv(fs, func(k string) (string, bool) { v, ok := defaults[k]; return v, ok }); err != nil {
 		t.Fatalf("the operator refuses the default settings: %v", err)
 	}
-	if len(opts.Settings.PriorityClasses) != 4 || opts.Settings.HelperImage != "busybox:1.37" || opts.Settings.ExternalSecretKeyTemplate != "{{namespace}}/" || !opts.Settings.NetworkPolicies || opts.Settings.SchedulerImages["scx_lavd"] != app.SchedulerImage {
+	if len(opts.Settings.PriorityClasses) != 4 || opts.Settings.HelperImage != "busybox:1.37" || opts.Settings.ExternalSecretKeyTemplate != "{{namespace}}/" || !slices.Equal(opts.Settings.ExternalSecretReservedPaths, []string{"secret"}) || !opts.Settings.NetworkPolicies || opts.Settings.SchedulerImages["scx_lavd"] != app.SchedulerImage {
 		t.Errorf("operator settings from the defaults %+v", opts.Settings)
 	}
 
@@ -108,7 +108,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--ingress-domain", "apps.example.org", "--ingress-class", "nginx", "--ingress-provider", "traefik",
 		"--ingress-namespace", "traefik", "--network-policies", "false",
 		"--cluster-secret-store", "vault", "--cluster-issuer", "letsencrypt-prod",
-		"--external-secret-key-template", "teams/{{namespace}}/",
+		"--external-secret-key-template", "teams/{{namespace}}/", "--external-secret-reserved-paths", "kv,shared",
 		"--priority-class", "High=business-critical", "--priority-class", "Low=",
 		"--scheduler-image", "scx_lavd=registry.example.org/scx:v1.0.14",
 		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37",
@@ -122,10 +122,10 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"INGRESS_DOMAIN": "apps.example.org", "INGRESS_CLASS": "nginx", "INGRESS_PROVIDER": "traefik",
 		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false",
 		"CLUSTER_SECRET_STORE": "vault", "CLUSTER_ISSUER": "letsencrypt-prod",
-		"EXTERNAL_SECRET_KEY_TEMPLATE": "teams/{{namespace}}/",
-		"PRIORITY_CLASSES":             "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
-		"SCHEDULER_IMAGES":             "scx_lavd=registry.example.org/scx:v1.0.14",
-		"SCHEDULER_NAMESPACE":          "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
+		"EXTERNAL_SECRET_KEY_TEMPLATE": "teams/{{namespace}}/", "EXTERNAL_SECRET_RESERVED_PATHS": "kv,shared",
+		"PRIORITY_CLASSES":    "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
+		"SCHEDULER_IMAGES":    "scx_lavd=registry.example.org/scx:v1.0.14",
+		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
 		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
 		"ALLOWED_INGRESS_CLASSES":      "internal, nginx-public",
 	}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -84,6 +85,12 @@ func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
+	// The External Secrets key policy, when install added it.
+	optional, err := ExternalSecretsPolicy(secretstore.Placeholder+"/", nil)
+	if err != nil {
+		return fmt.Errorf("the embedded manifests are broken: %w", err)
+	}
+	o.objects = append(o.objects, optional...)
 	if o.KeepCRDs {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
 	}

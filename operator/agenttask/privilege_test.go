@@ -1,0 +1,115 @@
+package agenttask_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/api/names"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+)
+
+// tenantIn returns a client acting as a user bound to kubectl-sched-edit in
+// ns only: the namespace user whose requests the operator carries out.
+func tenantIn(t *testing.T, ns, user string) client.Client {
+	t.Helper()
+	c, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, "kubectl-sched-edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A tenant's own capabilities.drop list is added to the default drop: ALL;
+// it never takes its place and leaves the runtime's default set in the pod.
+func TestTenantDropListStillDropsAll(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	tenant := tenantIn(t, ns, "drop-tenant")
+	at := task("drops", ns, 0, "").SecurityContext(&corev1.SecurityContext{
+		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}},
+	}).Obj()
+	if err := tenant.Create(t.Context(), at); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, ns, "drops", "given a Job", func(at *schedv1.AgentTask) bool { return at.Status.JobName != "" })
+	job := &batchv1.Job{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: names.Job("drops")}, job); err != nil {
+		t.Fatal(err)
+	}
+	sc := job.Spec.Template.Spec.Containers[0].SecurityContext
+	if sc == nil || sc.Capabilities == nil || !slices.Contains(sc.Capabilities.Drop, "ALL") || !slices.Contains(sc.Capabilities.Drop, "NET_RAW") {
+		t.Errorf("the Job's container drops %v, want ALL and NET_RAW", sc)
+	}
+}
+
+// An admin who removes a namespace's opt-out takes the privilege back from
+// what already runs there: the privileged task's Job goes, and the task
+// fails saying which field and which label.
+func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	setOptOut(t, ns, true)
+	tenant := tenantIn(t, ns, "privileged-tenant")
+	at := task("privileged", ns, 0, "").PodAnnotation(cluster.AnnotationRunSeconds, "600").
+		SecurityContext(&corev1.SecurityContext{Privileged: ptr.To(true)}).Obj()
+	// Admission learns of the label from its namespace informer.
+	var last error
+	poll(t, "a privileged task admitted in the opted-out namespace", func(ctx context.Context) (bool, error) {
+		last = tenant.Create(ctx, at.DeepCopy())
+		if last != nil && strings.Contains(last.Error(), "privileged containers are not allowed") {
+			return false, nil
+		}
+		return true, last
+	})
+	waitTask(t, ns, "privileged", "running", func(at *schedv1.AgentTask) bool { return at.Status.Phase == schedv1.TaskRunning })
+
+	setOptOut(t, ns, false)
+	got := waitTask(t, ns, "privileged", "finished", finished)
+	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonPrivilegedNotAllowed {
+		t.Errorf("phase %s reason %s, want Failed %s", got.Status.Phase, got.Status.Reason, schedv1.ReasonPrivilegedNotAllowed)
+	}
+	for _, want := range []string{"spec.securityContext.privileged", schedv1.LabelAllowPrivilegedPods + "=true", "its Job was deleted"} {
+		if !strings.Contains(got.Status.Message, want) {
+			t.Errorf("message %q does not say %q", got.Status.Message, want)
+		}
+	}
+	poll(t, "the privileged Job to be deleted", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Job("privileged")}, &batchv1.Job{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	// Its pod is released to the garbage collector, not held by our finalizer.
+	waitPods(t, ns, names.Job("privileged"), "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
+}
+
+// setOptOut sets or removes the opt-out label on ns, as a cluster admin.
+func setOptOut(t *testing.T, ns string, on bool) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if on {
+		n.Labels[schedv1.LabelAllowPrivilegedPods] = "true"
+	} else {
+		delete(n.Labels, schedv1.LabelAllowPrivilegedPods)
+	}
+	if err := sim.Client.Patch(t.Context(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}

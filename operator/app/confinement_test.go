@@ -1,0 +1,230 @@
+package app_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+)
+
+// restrictedPod is a pod template as the operator renders one for a task or
+// an app; edit makes it ask for more.
+func restrictedPod(edit func(*corev1.PodTemplateSpec)) corev1.PodTemplateSpec {
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}},
+		Spec: corev1.PodSpec{
+			SecurityContext: podsecurity.Pod(),
+			Containers:      []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: podsecurity.Container(nil)}},
+		},
+	}
+	if edit != nil {
+		edit(&tmpl)
+	}
+	return tmpl
+}
+
+func deploymentIn(ns string, edit func(*corev1.PodTemplateSpec)) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
+			Template: restrictedPod(edit),
+		},
+	}
+}
+
+func jobIn(ns string, edit func(*corev1.PodTemplateSpec)) *batchv1.Job {
+	tmpl := restrictedPod(edit)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns}, Spec: batchv1.JobSpec{Template: tmpl}}
+}
+
+func privileged(t *corev1.PodTemplateSpec) {
+	t.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+}
+
+// TestOperatorAccountIsConfined acts as the operator's service account,
+// with its generated RBAC, and tries what a stolen token would: every write
+// below is one RBAC allows (or, for DaemonSets, one a widened role would)
+// and the confinement policy refuses, naming why. What the operator really
+// writes still passes.
+func TestOperatorAccountIsConfined(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := context.Background()
+	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := client.New(opCfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, labels := range map[string]map[string]string{
+		"tenant-a":    nil,
+		"tenant-free": {schedv1.LabelAllowPrivilegedPods: "true"},
+	} {
+		if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const opNS, schedNS = testenv.OperatorNamespace, schedv1.DefaultSchedulerNamespace
+	// Policies take effect asynchronously. Not fatal: without the policy
+	// every case below says what it got.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		err := op.Create(ctx, deploymentIn("kube-system", nil), client.DryRunAll)
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "writes nothing in kube-system") {
+			break
+		}
+	}
+
+	// A role wider than the generated one, as a stolen token might meet:
+	// DaemonSets in a tenant namespace are then refused by the policy alone.
+	wider := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator-widened", Namespace: "tenant-a"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"}, Verbs: []string{"create"}}},
+	}
+	widened := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "operator-widened", Namespace: "tenant-a"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wider.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: testenv.OperatorServiceAccount, Namespace: opNS}},
+	}
+	for _, obj := range []client.Object{wider, widened} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	user := "system:serviceaccount:" + opNS + ":" + testenv.OperatorServiceAccount
+	for _, ns := range []string{"tenant-a", "kube-system", opNS, schedNS} {
+		if err := testenv.WaitAllowed(ctx, env.Client, user, authorizationAttrs("create", "apps", "deployments", ns)); err != nil {
+			t.Fatalf("the refusals below must be the policy's, not RBAC's: %v", err)
+		}
+	}
+	if err := testenv.WaitAllowed(ctx, env.Client, user, authorizationAttrs("create", "apps", "daemonsets", "tenant-a")); err != nil {
+		t.Fatal(err)
+	}
+
+	daemonSet := func(ns string) *appsv1.DaemonSet {
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: restrictedPod(privileged)}}
+	}
+	refused := map[string]struct {
+		obj  client.Object
+		want string
+	}{
+		"a Deployment in kube-system":             {deploymentIn("kube-system", nil), "writes nothing in kube-system"},
+		"a ConfigMap in kube-public":              {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "kube-public"}}, "writes nothing in kube-public"},
+		"a Service in kube-node-lease":            {&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "kube-node-lease"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, "writes nothing in kube-node-lease"},
+		"a Deployment in its namespace":           {deploymentIn(opNS, func(t *corev1.PodTemplateSpec) { t.Spec.ServiceAccountName = testenv.OperatorServiceAccount }), "writes only its leader Lease and Events"},
+		"a ConfigMap in its namespace":            {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: opNS}}, "writes only its leader Lease and Events"},
+		"a Job in the scheduler namespace":        {jobIn(schedNS, nil), "writes only SchedExt DaemonSets"},
+		"a Deployment in the scheduler namespace": {deploymentIn(schedNS, privileged), "writes only SchedExt DaemonSets"},
+		"a DaemonSet in a tenant namespace":       {daemonSet("tenant-a"), "writes DaemonSets only in the scheduler namespace " + schedNS},
+		"a privileged Deployment":                 {deploymentIn("tenant-a", privileged), "a privileged container"},
+		"a Job with a hostPath volume": {jobIn("tenant-a", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Volumes = []corev1.Volume{{Name: "root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		}), "a hostPath volume"},
+		"a Deployment on the host network": {deploymentIn("tenant-a", func(t *corev1.PodTemplateSpec) { t.Spec.HostNetwork = true; t.Spec.HostPID = true }), "hostNetwork, hostPID"},
+		"a Deployment that keeps capabilities": {deploymentIn("tenant-a", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[0].SecurityContext.Capabilities = &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}}
+		}), "capabilities (drop must hold ALL"},
+		"a Job as root": {jobIn("tenant-a", func(t *corev1.PodTemplateSpec) {
+			t.Spec.SecurityContext.RunAsUser = ptr.To[int64](0)
+			t.Spec.Containers[0].SecurityContext.RunAsNonRoot = nil
+			t.Spec.SecurityContext.RunAsNonRoot = nil
+		}), "running as root"},
+		"a Deployment unconfined by annotation": {deploymentIn("tenant-a", func(t *corev1.PodTemplateSpec) {
+			t.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/c": "unconfined"}
+		}), "an annotation that unconfines"},
+		"a Deployment probing another host": {deploymentIn("tenant-a", func(t *corev1.PodTemplateSpec) {
+			t.Spec.Containers[0].LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(22)}}}
+		}), "a probe or lifecycle handler aimed at another host"},
+	}
+	for name, tc := range refused {
+		t.Run("refused: "+name, func(t *testing.T) {
+			err := op.Create(ctx, tc.obj, client.DryRunAll)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want forbidden saying %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("refused: deleting in kube-system", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "kube-system"}}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Delete(ctx, cm, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "writes nothing in kube-system") {
+			t.Errorf("err = %v, want forbidden", err)
+		}
+	})
+
+	// What the operator writes.
+	allowed := map[string]client.Object{
+		"a restricted Deployment":                           deploymentIn("tenant-a", nil),
+		"a restricted Job":                                  jobIn("tenant-a", nil),
+		"a privileged Deployment where opted out":           deploymentIn("tenant-free", privileged),
+		"a privileged DaemonSet in the scheduler namespace": daemonSet(schedNS),
+		"its leader Lease":                                  &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: opNS}},
+		"an Event in its namespace": &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: opNS},
+			InvolvedObject: corev1.ObjectReference{Kind: "Lease", Namespace: opNS, Name: "l"}},
+	}
+	for name, obj := range allowed {
+		t.Run("allowed: "+name, func(t *testing.T) {
+			if err := op.Create(ctx, obj, client.DryRunAll); err != nil {
+				t.Errorf("refused: %v", err)
+			}
+		})
+	}
+	// A privileged Job made while its namespace was opted out can still be
+	// stopped: an update that keeps the template is not refused.
+	t.Run("allowed: suspending a privileged Job", func(t *testing.T) {
+		job := jobIn("tenant-a", privileged)
+		if err := env.Client.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		suspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":true}}`))
+		if err := op.Patch(ctx, job, suspend); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	})
+	t.Run("allowed: scaling down a privileged Deployment, not changing its template", func(t *testing.T) {
+		dep := deploymentIn("tenant-a", privileged)
+		dep.Name = "old-privileged"
+		if err := env.Client.Create(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+		scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+		if err := op.Patch(ctx, dep.DeepCopy(), scale); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+		annotate := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"restartedAt":"now"}}}}}`))
+		if err := op.Patch(ctx, dep.DeepCopy(), annotate, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "a privileged container") {
+			t.Errorf("changing the privileged template: err = %v, want forbidden", err)
+		}
+	})
+}
+
+func authorizationAttrs(verb, group, resource, ns string) authorizationv1.ResourceAttributes {
+	return authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: ns}
+}
