@@ -41,6 +41,11 @@ const (
 	// ReasonQuotaExceeded: a full ResourceQuota refused an object; the
 	// owner waits, retrying with backoff, until usage drops.
 	ReasonQuotaExceeded = "QuotaExceeded"
+	// ReasonNameTaken: the object the operator would create for a task
+	// or step (its Job, a step's AgentTask) already exists and belongs to
+	// something else (checked by UID); it is never taken over, so the task
+	// or step fails until that object is deleted or renamed.
+	ReasonNameTaken = "NameTaken"
 
 	// AgentTask and Workflow.
 	ReasonPending          = "Pending"
@@ -51,6 +56,10 @@ const (
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	ReasonBackoffLimit     = "BackoffLimitExceeded"
 	ReasonCancelled        = "Cancelled"
+	// ReasonDisrupted: the task's pod was preempted, evicted or drained
+	// (its DisruptionTarget condition); the Job starts another, which does
+	// not count against spec.retries.
+	ReasonDisrupted = "Disrupted"
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"
