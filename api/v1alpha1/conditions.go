@@ -59,7 +59,7 @@ const (
 	// ReasonDisrupted: the task's pod was preempted, evicted or drained
 	// (its DisruptionTarget condition); the Job starts another, which does
 	// not count against spec.retries.
-	ReasonDisrupted = "Disrupted"
+	ReasonDisrupted        = "Disrupted"
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"
