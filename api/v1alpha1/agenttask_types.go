@@ -158,7 +158,9 @@ type AgentTaskStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// Attempts counts pods started for the task.
+	// Attempts counts pods started for the task, except pods that were
+	// disrupted (preempted, evicted, drained): the Job replaces those
+	// without using a retry.
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 

@@ -216,4 +216,16 @@ const (
 	LabelTier      = GroupName + "/tier"
 	TiersConfigMap = "kubectl-sched-tiers"
 	TierObjectName = "kubectl-sched-tier"
+	// TierPriorityQuotaName is the ResourceQuota that allows no pods of a
+	// PriorityClass above the tier's highest priority.
+	TierPriorityQuotaName = "kubectl-sched-tier-priority"
+
+	// The tier's placement limits, as annotations on its ResourceQuota
+	// TierObjectName, where the admission policy
+	// kubectl-sched-tier-placement reads them (namespace users may read
+	// ResourceQuotas, not write them). Lists are comma-separated; "*"
+	// allows any.
+	AnnotationTierMaxPriority = GroupName + "/max-priority"
+	AnnotationTierNodePools   = GroupName + "/node-pools"
+	AnnotationTierTolerations = GroupName + "/tolerations"
 )

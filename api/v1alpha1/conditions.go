@@ -58,6 +58,12 @@ const (
 	// pods and a restricted template.
 	ReasonPrivilegedNotAllowed = "PrivilegedNotAllowed"
 
+	// ReasonNameTaken: the object the operator would create for a task
+	// or step (its Job, a step's AgentTask) already exists and belongs to
+	// something else (checked by UID); it is never taken over, so the task
+	// or step fails until that object is deleted or renamed.
+	ReasonNameTaken = "NameTaken"
+
 	// AgentTask and Workflow.
 	ReasonPending          = "Pending"
 	ReasonRunning          = "Running"
@@ -67,6 +73,10 @@ const (
 	ReasonDeadlineExceeded = "DeadlineExceeded"
 	ReasonBackoffLimit     = "BackoffLimitExceeded"
 	ReasonCancelled        = "Cancelled"
+	// ReasonDisrupted: the task's pod was preempted, evicted or drained
+	// (its DisruptionTarget condition); the Job starts another, which does
+	// not count against spec.retries.
+	ReasonDisrupted        = "Disrupted"
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"

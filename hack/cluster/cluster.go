@@ -263,7 +263,7 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 			return nil, err
 		}
 	}
-	token, err := writeCredentials(dir)
+	token, kcmToken, err := writeCredentials(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -310,13 +310,17 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfig(ctx, dir, c.Server, token); err != nil {
+	if err := writeKubeconfig(ctx, dir, "kubeconfig", c.Server, token); err != nil {
+		return nil, err
+	}
+	const kcmKubeconfig = "kube-controller-manager.kubeconfig"
+	if err := writeKubeconfig(ctx, dir, kcmKubeconfig, c.Server, kcmToken); err != nil {
 		return nil, err
 	}
 
 	lg.printf("starting kube-controller-manager, kube-scheduler and kwok")
 	kcmArgs := append([]string{
-		"--kubeconfig=" + c.Kubeconfig,
+		"--kubeconfig=" + filepath.Join(dir, kcmKubeconfig),
 		"--leader-elect=false",
 		"--secure-port=0",
 		"--use-service-account-credentials=false",

@@ -196,35 +196,47 @@ func httpGet(ctx context.Context, tlsConfig *tls.Config, url, token string) (str
 	return strings.TrimSpace(string(b)), nil
 }
 
-// writeCredentials writes the service-account signing key and a static admin
-// token (group system:masters) for kube-apiserver, and returns the token.
-func writeCredentials(dir string) (string, error) {
+// writeCredentials writes the service-account signing key and static
+// tokens for kube-apiserver, and returns them: the admin's and
+// kube-controller-manager's. Both are in group system:masters (the
+// controller manager runs without --use-service-account-credentials, so
+// every controller uses its rights), but the controller manager has its own
+// user name, system:kube-controller-manager, as on a real cluster: admission
+// policies that let only the built-in controllers through match it.
+func writeCredentials(dir string) (admin, controllerManager string, err error) {
 	pki := filepath.Join(dir, "pki")
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	keyPEM := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
 	if err := os.WriteFile(filepath.Join(pki, "sa.key"), keyPEM, 0o600); err != nil {
-		return "", err
+		return "", "", err
 	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
+	token := func() (string, error) {
+		b := make([]byte, 32)
+		_, err := rand.Read(b)
+		return hex.EncodeToString(b), err
 	}
-	token := hex.EncodeToString(b)
-	line := token + `,admin,admin,"system:masters"` + "\n"
-	if err := os.WriteFile(filepath.Join(pki, "tokens.csv"), []byte(line), 0o600); err != nil {
-		return "", err
+	if admin, err = token(); err != nil {
+		return "", "", err
 	}
-	return token, nil
+	if controllerManager, err = token(); err != nil {
+		return "", "", err
+	}
+	lines := admin + `,admin,admin,"system:masters"` + "\n" +
+		controllerManager + `,system:kube-controller-manager,system:kube-controller-manager,"system:masters"` + "\n"
+	if err := os.WriteFile(filepath.Join(pki, "tokens.csv"), []byte(lines), 0o600); err != nil {
+		return "", "", err
+	}
+	return admin, controllerManager, nil
 }
 
-// writeKubeconfig writes dir/kubeconfig for the admin token. It trusts
+// writeKubeconfig writes dir/<file> for token. It trusts
 // kube-apiserver's self-signed certificate (cert-dir/apiserver.crt, which
 // holds the serving certificate and its CA) when that verifies for
 // 127.0.0.1, and skips TLS verification otherwise.
-func writeKubeconfig(ctx context.Context, dir, server, token string) error {
+func writeKubeconfig(ctx context.Context, dir, file, server, token string) error {
 	const name = "kubectl-sched-sim"
 	cluster := &clientcmdapi.Cluster{Server: server}
 	if ca, err := verifiedCA(ctx, filepath.Join(dir, "pki", "apiserver.crt"), server, token); err == nil {
@@ -237,7 +249,7 @@ func writeKubeconfig(ctx context.Context, dir, server, token string) error {
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: "default"}
 	cfg.CurrentContext = name
-	return clientcmd.WriteToFile(*cfg, filepath.Join(dir, "kubeconfig"))
+	return clientcmd.WriteToFile(*cfg, filepath.Join(dir, file))
 }
 
 func verifiedCA(ctx context.Context, path, server, token string) ([]byte, error) {

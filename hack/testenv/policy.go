@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -53,6 +54,11 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	privileged.Name, privileged.Namespace = "policy-probe", "default"
 	privileged.Spec.Image = "x"
 	privileged.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	// And a pod that claims a Job as its controller.
+	claimant := &corev1.Pod{}
+	claimant.Name, claimant.Namespace = "policy-probe", "default"
+	claimant.Spec.Containers = []corev1.Container{{Name: "c", Image: "x"}}
+	claimant.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "probe", UID: "probe", Controller: ptr.To(true)}}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
@@ -60,7 +66,11 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 			return false, nil
 		}
 		last = c.Create(ctx, privileged.DeepCopy(), client.DryRunAll)
-		return last != nil && strings.Contains(last.Error(), "privileged containers are not allowed"), nil
+		if last == nil || !strings.Contains(last.Error(), "privileged containers are not allowed") {
+			return false, nil
+		}
+		last = c.Create(ctx, claimant.DeepCopy(), client.DryRunAll)
+		return last != nil && strings.Contains(last.Error(), "only the Job controller creates the pods of a Job"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the policies are not enforced (last answer: %v): %w", last, err)

@@ -5,6 +5,7 @@ package agenttask
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -70,12 +71,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, task); err != nil {
 		if apierrors.IsNotFound(err) {
 			// Gone: let its pods go too, or they would wait on our finalizer.
-			return ctrl.Result{}, r.releasePods(ctx, req.Namespace, names.Job(req.Name), nil)
+			return ctrl.Result{}, r.releaseDeleted(ctx, req.Namespace, req.Name, nil)
 		}
 		return ctrl.Result{}, err
 	}
 	if !task.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.releasePods(ctx, task.Namespace, names.Job(task.Name), nil)
+		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
 	}
 
 	o, err := r.observe(ctx, task)
@@ -93,9 +94,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).Info("Deleted the Job of a task that asks for privilege its namespace no longer allows", "job", o.job.Name)
 		o.job = nil
 	}
-	if o.job == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
+	if o.job == nil && o.foreignJob == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
 		o.job, err = r.createJob(ctx, task)
+		var taken *nameTakenError
 		switch {
+		case errors.As(err, &taken):
+			o.foreignJob = taken.job
 		case err != nil && refusal.Classify(err) != refusal.Transient:
 			// Reported in the status: failed for good, or waiting on quota.
 			o.createErr = err
@@ -131,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if task.Status.Phase.Finished() {
 		// The status now holds the outputs, so the pods may go.
-		if err := r.releasePods(ctx, task.Namespace, names.Job(task.Name), o.pods); err != nil {
+		if err := r.releasePods(ctx, o.pods); err != nil {
 			return ctrl.Result{}, err
 		}
 		return r.applyTTL(ctx, task, o.job)
@@ -148,7 +152,8 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 	case err != nil:
 		return o, err
 	case !metav1.IsControlledBy(job, task):
-		return o, reconcile.TerminalError(fmt.Errorf("job %s/%s exists but does not belong to AgentTask %s; delete or rename it", job.Namespace, job.Name, task.Name))
+		// Someone else's Job of our name is never taken as ours.
+		o.foreignJob = job
 	default:
 		o.job = job
 	}
@@ -236,8 +241,7 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 	}
 	if err := r.Create(ctx, job); err != nil {
 		if apierrors.IsAlreadyExists(err) {
-			// Our cache is behind a Job we created; the Job's event brings us back.
-			return nil, nil
+			return nil, r.existingJob(ctx, task, job.Name)
 		}
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.
@@ -298,6 +302,32 @@ func (r *Reconciler) handoffStart(ctx context.Context, task *schedv1.AgentTask) 
 // Workflow controller's stamp may be: the creates of one pass, throttled.
 const handoffStampSlack = 10 * time.Second
 
+// nameTakenError is a Job of the task's Job name that another owner
+// controls (or nobody does).
+type nameTakenError struct{ job *batchv1.Job }
+
+func (e *nameTakenError) Error() string { return "job " + e.job.Name + " belongs to someone else" }
+
+// existingJob tells, past the cache (which keeps only the operator's
+// labelled Jobs), whether the Job that took the task's Job name is the
+// task's own, which the cache has not seen yet (nil: its event brings us
+// back), or someone else's (a nameTakenError).
+func (r *Reconciler) existingJob(ctx context.Context, task *schedv1.AgentTask, name string) error {
+	reader := r.APIReader
+	if reader == nil {
+		reader = r.Client
+	}
+	job := &batchv1.Job{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, job); err != nil {
+		// Deleted since: the retry creates it.
+		return fmt.Errorf("read job %s after it already existed: %w", name, err)
+	}
+	if metav1.IsControlledBy(job, task) {
+		return nil
+	}
+	return &nameTakenError{job: job}
+}
+
 // suspendJob stops a cancelled task: the Job controller deletes its pod and
 // keeps the Job, so the task's record stays complete.
 func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
@@ -332,16 +362,54 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	return nil
 }
 
-// releasePods removes the outputs finalizer from the task's pods. pods is
-// what the caller already listed, or nil to list them.
-func (r *Reconciler) releasePods(ctx context.Context, ns, taskLabel string, pods []corev1.Pod) error {
-	if pods == nil {
-		var list corev1.PodList
-		if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{podTaskIndex: taskLabel}); err != nil {
-			return err
-		}
-		pods = list.Items
+// releaseDeleted releases the pods of a deleted (or deleting) task: those
+// its Job controls, matched by UID, never by name or label alone, which
+// anyone who may create pods could copy. task is nil once it is gone; its
+// Job then is the one of its Job name controlled by an AgentTask of its
+// name (which no longer exists), and once that Job is gone too, its pods
+// are those whose controller is a Job of that name that no longer exists.
+func (r *Reconciler) releaseDeleted(ctx context.Context, ns, name string, task *schedv1.AgentTask) error {
+	var list corev1.PodList
+	if err := r.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{podTaskIndex: names.Job(name)}); err != nil {
+		return err
 	}
+	if len(list.Items) == 0 {
+		return nil
+	}
+	job := &batchv1.Job{}
+	key := types.NamespacedName{Namespace: ns, Name: names.Job(name)}
+	err := r.Get(ctx, key, job)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		// The cache keeps only labelled Jobs and may lag: ask before
+		// concluding the Job is gone.
+		err = r.APIReader.Get(ctx, key, job)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		var orphans []corev1.Pod
+		for _, pod := range list.Items {
+			if ref := metav1.GetControllerOf(&pod); ref != nil && ref.Kind == "Job" && ref.Name == key.Name {
+				orphans = append(orphans, pod)
+			}
+		}
+		return r.releasePods(ctx, orphans)
+	case err != nil:
+		return err
+	}
+	ref := metav1.GetControllerOf(job)
+	ours := ref != nil && ref.Kind == "AgentTask" && ref.Name == name
+	if task != nil {
+		ours = metav1.IsControlledBy(job, task)
+	}
+	if !ours {
+		return nil
+	}
+	return r.releasePods(ctx, controlledPods(list.Items, job))
+}
+
+// releasePods removes the outputs finalizer from pods, which the caller
+// matched to the task's Job by UID.
+func (r *Reconciler) releasePods(ctx context.Context, pods []corev1.Pod) error {
 	for i := range pods {
 		pod := &pods[i]
 		if !slices.Contains(pod.Finalizers, OutputsFinalizer) {

@@ -40,8 +40,8 @@ func jobLabels(task *schedv1.AgentTask) map[string]string {
 }
 
 // buildJob is the Job that runs task: one pod at a time, never restarted in
-// place, retried by the Job up to spec.retries times, ended by the Job at
-// spec.timeout.
+// place, retried by the Job up to spec.retries times (a disrupted pod is
+// replaced without counting), ended by the Job at spec.timeout.
 func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batchv1.Job {
 	spec := task.Spec
 	labels := jobLabels(task)
@@ -86,6 +86,14 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 			BackoffLimit: ptr.To(ptr.Deref(spec.Retries, 0)),
 			// Replace a pod only once it has fully terminated, so two attempts never run at once.
 			PodReplacementPolicy: ptr.To(batchv1.Failed),
+			// A pod preempted, evicted or drained did not fail: the Job
+			// replaces it without using a retry.
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action: batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
+					Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+				}},
+			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,

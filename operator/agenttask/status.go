@@ -21,6 +21,9 @@ import (
 type observed struct {
 	job  *batchv1.Job // nil when not created yet or deleted by the TTL
 	pods []corev1.Pod
+	// foreignJob is a Job of the task's Job name that the task does not
+	// control (by UID): never taken as the task's.
+	foreignJob *batchv1.Job
 	// createFailure is the Job controller's latest FailedCreate message, for
 	// a Job that cannot create its pod (forbidden, quota).
 	createFailure string
@@ -48,7 +51,9 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	pods := sortedPods(o.pods)
 	started := 0
 	for i := range pods {
-		if podStarted(&pods[i]) {
+		// A disrupted pod's attempt is not counted: the Job replaces it
+		// without using a retry.
+		if podStarted(&pods[i]) && disruption(&pods[i]) == nil {
 			started++
 		}
 	}
@@ -66,6 +71,15 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.notAllowed != "":
 		finish(&st, schedv1.TaskFailed, schedv1.ReasonPrivilegedNotAllowed, o.notAllowed, now)
+	case o.job == nil && o.foreignJob != nil:
+		j := o.foreignJob
+		owner := "it has no controller"
+		if ref := metav1.GetControllerOf(j); ref != nil {
+			owner = fmt.Sprintf("its controller is %s %s", ref.Kind, ref.Name)
+		}
+		finish(&st, schedv1.TaskFailed, schedv1.ReasonNameTaken, fmt.Sprintf(
+			"Job %s already exists and is not this task's (%s); the operator never takes it over: delete it (kubectl delete job %s -n %s) and create the task again, or create it under another name",
+			j.Name, owner, j.Name, j.Namespace), now)
 	case o.job == nil && o.createErr != nil && refusal.Classify(o.createErr) == refusal.Final:
 		finish(&st, schedv1.TaskFailed, schedv1.ReasonRejected, "the API server refused the task's Job: "+refusal.Message(o.createErr)+"; change the task's spec and create it again", now)
 	case o.job == nil && o.createErr != nil:
@@ -98,6 +112,10 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
 		setExit(&st, latestTerminated(pods))
+	case latest != nil && disruption(latest) != nil && !podRunning(latest):
+		c := disruption(latest)
+		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against spec.retries",
+			latest.Name, c.Reason, podstatus.Clip(c.Message)))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
 		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
@@ -262,16 +280,32 @@ func podStartTime(p *corev1.Pod) *metav1.Time {
 	return nil
 }
 
+// sortedPods orders pods by creation; in the same second, a disrupted pod
+// comes before the one that replaced it.
 func sortedPods(pods []corev1.Pod) []corev1.Pod {
 	out := append([]corev1.Pod(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
 		if a.Equal(&b) {
+			if di, dj := disruption(&out[i]) != nil, disruption(&out[j]) != nil; di != dj {
+				return di
+			}
 			return out[i].Name < out[j].Name
 		}
 		return a.Before(&b)
 	})
 	return out
+}
+
+// disruption is the pod's DisruptionTarget condition when it was preempted,
+// evicted or drained, which the Job's podFailurePolicy ignores.
+func disruption(p *corev1.Pod) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if c := &p.Status.Conditions[i]; c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return c
+		}
+	}
+	return nil
 }
 
 func latestPod(sorted []corev1.Pod) *corev1.Pod {
@@ -300,11 +334,12 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 }
 
 // failedAttempts counts pods that ran and failed on their own; pods the
-// Job controller deleted (deadline, suspend) are not attempts that failed.
+// Job controller deleted (deadline, suspend) and disrupted pods are not
+// attempts that failed.
 func failedAttempts(pods []corev1.Pod) int {
 	n := 0
 	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && terminatedState(&pods[i]) != nil {
+		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && terminatedState(&pods[i]) != nil && disruption(&pods[i]) == nil {
 			n++
 		}
 	}

@@ -68,6 +68,10 @@ func (p *podWrapper) unschedulable(msg string) *podWrapper {
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: msg}}
 	return p
 }
+func (p *podWrapper) disrupted(reason string) *podWrapper {
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "preempted by a higher-priority pod"})
+	return p
+}
 func (p *podWrapper) obj() corev1.Pod { return p.Pod }
 
 // want is the part of the status a case checks; conditions are checked
@@ -109,6 +113,16 @@ func TestComputeStatus(t *testing.T) {
 			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns"},
 			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonPrivilegedNotAllowed, Message: "spec.securityContext.privileged: not allowed in namespace ns",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+		"job name taken by another owner": {
+			o: observed{foreignJob: func() *batchv1.Job {
+				j := makeJob().obj()
+				j.Name, j.Namespace = "t", "ns"
+				j.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Thing", Name: "squatter", UID: "u", Controller: ptr.To(true)}}
+				return j
+			}()},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNameTaken, CompletionTime: &now, ReadyStatus: metav1.ConditionFalse,
+				Message: "Job t already exists and is not this task's (its controller is Thing squatter); the operator never takes it over: delete it (kubectl delete job t -n ns) and create the task again, or create it under another name"},
 		},
 		"job without pod": {
 			o:    observed{job: makeJob().obj()},
@@ -177,6 +191,17 @@ func TestComputeStatus(t *testing.T) {
 			}()}},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
 				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionFalse},
+		},
+		"a disrupted pod is not a failed attempt": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(137, "killed", t1).disrupted("PreemptionByScheduler").obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonDisrupted, PodName: "t-a", ReadyStatus: metav1.ConditionFalse,
+				Message: "pod t-a was disrupted (PreemptionByScheduler: preempted by a higher-priority pod); the Job starts another, which does not count against spec.retries"},
+		},
+		"the replacement of a disrupted pod is attempt 1, even in the same second": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{
+				makePod("t-b", t0).exited(137, "killed", t1).disrupted("EvictionByEvictionAPI").obj(), makePod("t-a", t0).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonRunning, Message: "pod t-a is running (attempt 1)",
+				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionTrue},
 		},
 		"job complete before its pod update waits": {
 			o:    observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},

@@ -66,10 +66,10 @@ var controllers = map[string]Controller{
 			ns = schedv1.DefaultOperatorNamespace
 		}
 		return (&tenant.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("tenant-controller"),
-			Namespace: ns,
+			Client:          mgr.GetClient(),
+			Recorder:        mgr.GetEventRecorder("tenant-controller"),
+			Namespace:       ns,
+			PriorityClasses: o.Settings.PriorityClasses,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {

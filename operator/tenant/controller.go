@@ -6,17 +6,21 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
@@ -27,19 +31,29 @@ const fieldOwner = "kubectl-sched-operator"
 // Reconciler applies a tenant namespace's tier.
 type Reconciler struct {
 	client.Client
-	// APIReader reads the tiers ConfigMap.
-	APIReader client.Reader
-	Recorder  events.EventRecorder
+	Recorder events.EventRecorder
 	// Namespace holds the tiers ConfigMap (the operator's own).
 	Namespace string
+	// PriorityClasses maps placement priorities to PriorityClass names
+	// (the operator's settings), to find the classes above a tier's
+	// highest priority.
+	PriorityClasses map[string]string
+
+	// tiers caches the tiers ConfigMap and nothing else: the manager's
+	// cache keeps only ConfigMaps labelled as the operator's, a label the
+	// tiers ConfigMap, which an admin edits, does not carry.
+	tiers cache.Cache
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=limitranges,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
-// Reconcile applies the tier of one namespace.
+// Reconcile applies the tier of one namespace. Everything it reads comes
+// from caches, and it writes only what differs from them, so a reconcile
+// that finds the namespace as its tier wants it makes no request.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, req.NamespacedName, ns); err != nil {
@@ -50,7 +64,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedv1.TiersConfigMap}, cm)
+	err := r.tiers.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedv1.TiersConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
 		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "TiersMissing", "ApplyTier", "no ConfigMap %s/%s defines the tiers; install it (kubectl sched install)", r.Namespace, schedv1.TiersConfigMap)
 		return ctrl.Result{}, nil
@@ -69,52 +83,88 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).Info("Tier not applied", "namespace", ns.Name, "reason", why)
 		return ctrl.Result{}, nil
 	}
-	for _, obj := range Objects(ns.Name, tierName, tier) {
-		if err := r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return ctrl.Result{}, fmt.Errorf("apply %T of tier %s: %w", obj, tierName, err)
+	var classes schedulingv1.PriorityClassList
+	if err := r.List(ctx, &classes); err != nil {
+		return ctrl.Result{}, err
+	}
+	desired := Objects(ns.Name, tierName, tier, classes.Items, r.PriorityClasses)
+	for _, obj := range desired.Objects {
+		if err := r.apply(ctx, obj); err != nil {
+			return ctrl.Result{}, fmt.Errorf("apply %T %s of tier %s: %w", obj, obj.GetName(), tierName, err)
+		}
+	}
+	if !desired.PriorityQuota {
+		if err := r.deletePriorityQuota(ctx, ns.Name); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{}, nil
 }
 
-// Objects are the ResourceQuota and LimitRange of a namespace of tier.
-func Objects(ns, tierName string, tier Tier) []client.Object {
-	meta := func() metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: schedv1.TierObjectName, Namespace: ns, Labels: map[string]string{
-			schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelTier: tierName,
-		}}
+// apply writes obj unless the cache already holds it as desired.
+func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
+	cached := obj.DeepCopyObject().(client.Object)
+	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cached)
+	if err == nil && UpToDate(obj, cached) {
+		return nil
 	}
-	objs := []client.Object{&corev1.ResourceQuota{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
-		ObjectMeta: meta(),
-		Spec:       corev1.ResourceQuotaSpec{Hard: tier.Quota},
-	}}
-	if l := tier.Limits; l != nil {
-		objs = append(objs, &corev1.LimitRange{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
-			ObjectMeta: meta(),
-			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
-				Type: corev1.LimitTypeContainer, Default: l.Default, DefaultRequest: l.DefaultRequest, Max: l.Max,
-			}}},
-		})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
-	return objs
+	return r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
 }
 
-// SetupWithManager watches tenant namespaces, the quota and limits made for
-// them (to repair edits), and the tiers ConfigMap (to follow its changes).
+func (r *Reconciler) deletePriorityQuota(ctx context.Context, ns string) error {
+	q := &corev1.ResourceQuota{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierPriorityQuotaName}, q)
+	if apierrors.IsNotFound(err) || (err == nil && q.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return client.IgnoreNotFound(r.Delete(ctx, q, client.Preconditions{UID: &q.UID}))
+}
+
+// tiersCache puts the tiers cache among the manager's caches, which start
+// and sync before the controllers.
+type tiersCache struct{ cache.Cache }
+
+func (c tiersCache) GetCache() cache.Cache { return c.Cache }
+
+// SetupWithManager watches tenant namespaces, the objects made for them
+// (to repair edits, but not on their status changes), the tiers ConfigMap
+// and the PriorityClasses (to follow changes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	tenant := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[schedv1.LabelTier] != "" })
-	ours := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetName() == schedv1.TierObjectName && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
+	tiers, err := cache.New(mgr.GetConfig(), cache.Options{
+		Scheme: mgr.GetScheme(),
+		Mapper: mgr.GetRESTMapper(),
+		ByObject: map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {
+			Namespaces: map[string]cache.Config{r.Namespace: {}},
+			Field:      fields.OneTermEqualSelector("metadata.name", schedv1.TiersConfigMap),
+		}},
 	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(tiersCache{tiers}); err != nil {
+		return err
+	}
+	r.tiers = tiers
+
+	tenant := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[schedv1.LabelTier] != "" })
+	ours := predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isOurs(e.Object) },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return isOurs(e.Object) },
+		GenericFunc: func(e event.GenericEvent) bool { return isOurs(e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return (isOurs(e.ObjectOld) || isOurs(e.ObjectNew)) && specOrMetaChanged(e.ObjectOld, e.ObjectNew)
+		},
+	}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
-	tiersChanged := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		if o.GetNamespace() != r.Namespace || o.GetName() != schedv1.TiersConfigMap {
-			return nil
-		}
+	everyTenant := func(ctx context.Context) []reconcile.Request {
 		var list corev1.NamespaceList
 		if err := r.List(ctx, &list); err != nil {
 			return nil
@@ -126,13 +176,31 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			}
 		}
 		return out
+	}
+	tiersChanged := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.ConfigMap) []reconcile.Request {
+		return everyTenant(ctx)
 	})
+	classesChanged := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		return everyTenant(ctx)
+	})
+	classValueChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*schedulingv1.PriorityClass)
+		n, ok2 := e.ObjectNew.(*schedulingv1.PriorityClass)
+		return !ok1 || !ok2 || o.Value != n.Value
+	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, builder.WithPredicates(tenant, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&corev1.LimitRange{}, toNamespace, builder.WithPredicates(ours)).
-		Watches(&corev1.ConfigMap{}, tiersChanged).
+		Watches(&schedulingv1.PriorityClass{}, classesChanged, builder.WithPredicates(classValueChanged)).
+		WatchesRawSource(source.Kind(tiers, &corev1.ConfigMap{}, tiersChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("tenant").
 		Complete(r)
+}
+
+// isOurs is true for the objects this controller makes.
+func isOurs(o client.Object) bool {
+	n := o.GetName()
+	return (n == schedv1.TierObjectName || n == schedv1.TierPriorityQuotaName) && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
 }

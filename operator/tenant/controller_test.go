@@ -3,8 +3,10 @@ package tenant_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,17 +20,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
-var env *testenv.Env
+var sim *testenv.Sim
 
-// A real API server with the shipped tiers, and the operator running only
-// the tenant controller with its generated RBAC.
+// A simulated cluster (pods run, and the quota controller keeps quota
+// status) with the shipped tiers and PriorityClasses, and the operator
+// running only the tenant controller with its generated RBAC. Its requests
+// are recorded.
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.MainOptions{
-		Env:         &env,
-		Controllers: []string{"tenant"},
+		Sim: &sim,
+		// The quota controller counts the CRDs only from its discovery
+		// resync (30s after they are installed) and then recounts a
+		// quota only on its full resync (5m by default).
+		SimOptions:    cluster.Options{ExtraControllerManagerArgs: []string{"--resource-quota-sync-period=5s"}},
+		Controllers:   []string{"tenant"},
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return recorder{rt} },
 		// The tiers ConfigMap lives in the operator's namespace, which
 		// starting the operator creates.
 		AfterOperator: func(ctx context.Context, _ *rest.Config, c client.Client) error {
@@ -36,23 +46,63 @@ func TestMain(m *testing.M) {
 			if err != nil {
 				return err
 			}
-			return testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", "tiers.yaml"))
+			for _, f := range []string{"tiers.yaml", "priorityclasses.yaml"} {
+				if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", f)); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	})
 }
 
-func tenantNamespace(t *testing.T, name, tier string) {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{schedv1.LabelTier: tier}}}
-	if err := env.Client.Create(t.Context(), ns); err != nil {
-		t.Fatal(err)
-	}
+// requests records the operator's requests other than watches.
+var requests struct {
+	sync.Mutex
+	log []string
 }
 
-func eventually(t *testing.T, what string, cond func(ctx context.Context) error) {
+type recorder struct{ next http.RoundTripper }
+
+func (r recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") != "true" {
+		requests.Lock()
+		requests.log = append(requests.log, req.Method+" "+req.URL.Path)
+		requests.Unlock()
+	}
+	return r.next.RoundTrip(req)
+}
+
+func requestCount() int {
+	requests.Lock()
+	defer requests.Unlock()
+	return len(requests.log)
+}
+
+func requestsSince(n int) []string {
+	requests.Lock()
+	defer requests.Unlock()
+	return append([]string(nil), requests.log[n:]...)
+}
+
+func tenantNamespace(t testing.TB, name, tier string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{schedv1.LabelTier: tier}}}
+	if err := sim.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
+}
+
+func eventually(t testing.TB, what string, cond func(ctx context.Context) error) {
+	t.Helper()
+	eventuallyWithin(t, 30*time.Second, what, cond)
+}
+
+func eventuallyWithin(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) error) {
 	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		last = cond(ctx)
 		return last == nil, nil
 	})
@@ -64,7 +114,7 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) error)
 func quotaIs(ns, resourceName, want string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		q := &corev1.ResourceQuota{}
-		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
 			return err
 		}
 		got := q.Spec.Hard[corev1.ResourceName(resourceName)]
@@ -80,7 +130,7 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 	eventually(t, "the team quota", quotaIs("tier-team", "pods", "100"))
 	lr := &corev1.LimitRange{}
 	eventually(t, "the team limits", func(ctx context.Context) error {
-		return env.Client.Get(ctx, types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, lr)
+		return sim.Client.Get(ctx, types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, lr)
 	})
 	if d := lr.Spec.Limits[0].Default[corev1.ResourceCPU]; lr.Spec.Limits[0].Type != corev1.LimitTypeContainer || d.String() != "500m" {
 		t.Errorf("limits %+v, want the team container defaults", lr.Spec.Limits)
@@ -88,22 +138,22 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 
 	// An edit is repaired.
 	q := &corev1.ResourceQuota{}
-	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, q); err != nil {
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, q); err != nil {
 		t.Fatal(err)
 	}
 	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("100000")
-	if err := env.Client.Update(t.Context(), q); err != nil {
+	if err := sim.Client.Update(t.Context(), q); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the edited quota repaired", quotaIs("tier-team", "pods", "100"))
 
 	// A new tier is followed.
 	ns := &corev1.Namespace{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: "tier-team"}, ns); err != nil {
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: "tier-team"}, ns); err != nil {
 		t.Fatal(err)
 	}
 	ns.Labels[schedv1.LabelTier] = "free"
-	if err := env.Client.Update(t.Context(), ns); err != nil {
+	if err := sim.Client.Update(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the free quota", quotaIs("tier-team", "pods", "10"))
@@ -114,18 +164,18 @@ func TestTiersConfigMapChangesAreFollowed(t *testing.T) {
 	eventually(t, "the enterprise quota", quotaIs("tier-follow", "pods", "1000"))
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: testenv.OperatorNamespace, Name: schedv1.TiersConfigMap}
-	if err := env.Client.Get(t.Context(), key, cm); err != nil {
+	if err := sim.Client.Get(t.Context(), key, cm); err != nil {
 		t.Fatal(err)
 	}
 	old := cm.Data["enterprise"]
 	cm.Data["enterprise"] = strings.Replace(old, `pods: "1000"`, `pods: "1500"`, 1)
-	if err := env.Client.Update(t.Context(), cm); err != nil {
+	if err := sim.Client.Update(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := env.Client.Get(context.Background(), key, cm); err == nil {
+		if err := sim.Client.Get(context.Background(), key, cm); err == nil {
 			cm.Data["enterprise"] = old
-			_ = env.Client.Update(context.Background(), cm)
+			_ = sim.Client.Update(context.Background(), cm)
 		}
 	})
 	eventually(t, "the new enterprise quota", quotaIs("tier-follow", "pods", "1500"))
@@ -135,7 +185,7 @@ func TestUnknownTierIsReported(t *testing.T) {
 	tenantNamespace(t, "tier-unknown", "platinum")
 	eventually(t, "an UnknownTier event", func(ctx context.Context) error {
 		var list eventsv1.EventList
-		if err := env.Client.List(ctx, &list); err != nil {
+		if err := sim.Client.List(ctx, &list); err != nil {
 			return err
 		}
 		for _, e := range list.Items {
@@ -149,7 +199,7 @@ func TestUnknownTierIsReported(t *testing.T) {
 		return fmt.Errorf("no event yet")
 	})
 	q := &corev1.ResourceQuota{}
-	if err := env.Client.Get(t.Context(), types.NamespacedName{Namespace: "tier-unknown", Name: schedv1.TierObjectName}, q); err == nil {
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: "tier-unknown", Name: schedv1.TierObjectName}, q); err == nil {
 		t.Errorf("a quota was made for an unknown tier: %+v", q.Spec)
 	}
 }

@@ -9,7 +9,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
 // Tier is one entry of the tiers ConfigMap: a key per tier whose value is
@@ -19,6 +22,9 @@ type Tier struct {
 	Quota corev1.ResourceList `json:"quota"`
 	// Limits are the per-container defaults and bounds of its LimitRange.
 	Limits *ContainerLimits `json:"limits,omitempty"`
+	// Placement bounds what the tier's workloads may ask for. Left out,
+	// the tier allows the least: priority Low, no pools, no tolerations.
+	Placement PlacementLimits `json:"placement,omitempty"`
 }
 
 // ContainerLimits is the Container item of a LimitRange.
@@ -27,6 +33,32 @@ type ContainerLimits struct {
 	DefaultRequest corev1.ResourceList `json:"defaultRequest,omitempty"`
 	Max            corev1.ResourceList `json:"max,omitempty"`
 }
+
+// PlacementLimits is what a tier's AgentTasks, Workflow steps, apps and
+// pods may ask of the scheduler. Admission enforces them (the policy
+// kubectl-sched-tier-placement reads them from the tier's ResourceQuota).
+type PlacementLimits struct {
+	// MaxPriority is the highest placement.priority: Low (the default),
+	// Medium, High or Critical. Pods of a higher PriorityClass are held by
+	// a ResourceQuota.
+	MaxPriority schedv1.Priority `json:"maxPriority,omitempty"`
+	// NodePools are the pools placement.nodePools may name, which also
+	// tolerates their pool taint; "*" allows any. None by default.
+	NodePools []string `json:"nodePools,omitempty"`
+	// Tolerations are the taint keys a workload may tolerate, by
+	// placement.tolerations, spot (node.kubectl-sched.dev/spot) or
+	// workloadType GPU (nvidia.com/gpu); "*" allows any. None by default.
+	// Kubernetes' own node-condition taints (node.kubernetes.io/...) are
+	// always allowed; a toleration without a key never is, unless "*".
+	Tolerations []string `json:"tolerations,omitempty"`
+}
+
+// Any in NodePools or Tolerations allows every pool or taint.
+const Any = "*"
+
+// maxListed bounds NodePools and Tolerations: they end up in annotations
+// an admission policy splits on every request.
+const maxListed = 32
 
 // ParseTiers reads every tier of the ConfigMap; a tier that does not parse
 // is reported in bad and left out.
@@ -38,13 +70,37 @@ func ParseTiers(cm *corev1.ConfigMap) (tiers map[string]Tier, bad map[string]err
 			bad[name] = err
 			continue
 		}
-		if len(t.Quota) == 0 {
-			bad[name] = fmt.Errorf("no quota")
+		if err := t.validate(); err != nil {
+			bad[name] = err
 			continue
 		}
 		tiers[name] = t
 	}
 	return tiers, bad
+}
+
+func (t Tier) validate() error {
+	if len(t.Quota) == 0 {
+		return fmt.Errorf("no quota")
+	}
+	p := t.Placement
+	if p.MaxPriority != "" && !slices.Contains(schedv1.Priorities, p.MaxPriority) {
+		return fmt.Errorf("placement.maxPriority %q is not one of %v", p.MaxPriority, schedv1.Priorities)
+	}
+	if len(p.NodePools) > maxListed || len(p.Tolerations) > maxListed {
+		return fmt.Errorf("placement lists more than %d node pools or tolerations", maxListed)
+	}
+	for _, pool := range p.NodePools {
+		if errs := validation.IsDNS1123Label(pool); pool != Any && len(errs) > 0 {
+			return fmt.Errorf("placement.nodePools: %q is not a pool name (a label value): %v", pool, errs)
+		}
+	}
+	for _, key := range p.Tolerations {
+		if errs := validation.IsQualifiedName(key); key != Any && len(errs) > 0 {
+			return fmt.Errorf("placement.tolerations: %q is not a taint key: %v", key, errs)
+		}
+	}
+	return nil
 }
 
 // Names lists the tiers, sorted.

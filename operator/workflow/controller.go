@@ -84,10 +84,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for i, c := range p.creates {
 		err := errs[i]
+		if apierrors.IsAlreadyExists(err) {
+			// Ours, which the cache has not seen yet (its event brings us
+			// back), or someone else's, which the step never takes.
+			taken, err := r.takenBy(ctx, wf, c.task.Name)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if taken != nil {
+				nameTaken(wf, &p.status, c.step, taken, now)
+			}
+			continue
+		}
 		switch kind := refusal.Classify(err); {
 		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
-		case apierrors.IsAlreadyExists(err):
 		case kind == refusal.Final:
 			// Substituted outputs can make a task the server refuses;
 			// retrying cannot change them, so the step fails.
@@ -118,6 +129,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil
 	}
 	return ctrl.Result{}, nil
+}
+
+// takenBy reads, past the cache, the AgentTask that holds a step task's
+// name: nil when it is this workflow's own (checked by UID).
+func (r *Reconciler) takenBy(ctx context.Context, wf *schedv1.Workflow, name string) (*schedv1.AgentTask, error) {
+	t := &schedv1.AgentTask{}
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: name}, t); err != nil {
+		// Deleted since: the next reconcile creates it.
+		return nil, fmt.Errorf("read step task %s after it already existed: %w", name, err)
+	}
+	if metav1.IsControlledBy(t, wf) {
+		return nil, nil
+	}
+	return t, nil
 }
 
 // retried is the earlier attempt spec.retryOf names while this one runs,

@@ -392,16 +392,33 @@ func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
 // depend on it are skipped and the next reconcile ends the workflow once
 // the other branches are done.
 func refused(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, msg string, now metav1.Time) {
+	cannotStart(wf, st, i, schedv1.ReasonRejected, "the API server refused its AgentTask: "+msg, now)
+}
+
+// nameTaken records that step i's AgentTask name is held by an AgentTask
+// this workflow does not control (by UID): it is never taken as the
+// step's, so the step fails as a refused one does.
+func nameTaken(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, taken *schedv1.AgentTask, now metav1.Time) {
+	owner := "it has no controller"
+	if ref := metav1.GetControllerOf(taken); ref != nil {
+		owner = fmt.Sprintf("its controller is %s %s", ref.Kind, ref.Name)
+	}
+	cannotStart(wf, st, i, schedv1.ReasonNameTaken, fmt.Sprintf(
+		"AgentTask %s already exists and is not this workflow's (%s); the operator never takes it over: run the workflow again under another name (kubectl sched workflow retry %s), or delete that AgentTask (kubectl delete agenttask %s -n %s) and create the workflow again",
+		taken.Name, owner, wf.Name, taken.Name, taken.Namespace), now)
+}
+
+func cannotStart(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, reason, msg string, now metav1.Time) {
 	s := &st.Steps[i]
 	s.Phase, s.TaskName, s.CompletionTime = schedv1.StepFailed, "", &now
-	s.Message = "the API server refused its AgentTask: " + msg
+	s.Message = msg
 	if !wf.Spec.IsDAG() || wf.Spec.FailFast {
 		name := wf.Spec.Steps[i].Name
-		end(st, schedv1.WorkflowFailed, schedv1.ReasonRejected, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
+		end(st, schedv1.WorkflowFailed, reason, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
 		skipWaiting(st, fmt.Sprintf("step %s did not start", name))
 		return
 	}
-	st.Reason = schedv1.ReasonRejected
+	st.Reason = reason
 	skipBlocked(wf, st)
 }
 

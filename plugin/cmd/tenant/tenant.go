@@ -38,8 +38,9 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 Security "restricted" enforced, and kubectl-sched-edit bound to the team's
 users and groups. The operator gives it the ResourceQuota and LimitRange the
 tier defines in the ConfigMap kubectl-sched-tiers (free, team and enterprise
-as installed) and repairs edits to them. Creating and deleting tenants takes
-a cluster admin.`,
+as installed) and repairs edits to them; admission holds the namespace's
+workloads to the tier's highest priority, node pools and tolerations.
+Creating and deleting tenants takes a cluster admin.`,
 		Example: `  # A namespace for team payments, on the team tier
   kubectl sched tenant create payments --tier team --group payments-devs
 

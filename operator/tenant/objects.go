@@ -1,0 +1,176 @@
+package tenant
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// Desired is what a namespace of a tier should hold.
+type Desired struct {
+	// Objects are applied: the tier's ResourceQuota (carrying the
+	// placement limits), its LimitRange when the tier has limits, and the
+	// ResourceQuota that holds pods of classes above the tier's priority
+	// when there are such classes.
+	Objects []client.Object
+	// PriorityQuota is false when no class is above the tier's priority:
+	// the ResourceQuota TierPriorityQuotaName must not exist then (a
+	// scope selector cannot be empty).
+	PriorityQuota bool
+}
+
+// Objects are the objects of a namespace of tier. classes are the
+// cluster's PriorityClasses and priorityClasses the operator's mapping of
+// placement priorities to them.
+func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClass, priorityClasses map[string]string) Desired {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelTier: tierName,
+		}}
+	}
+	p := tier.Placement
+	quota := &corev1.ResourceQuota{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+		ObjectMeta: meta(schedv1.TierObjectName),
+		Spec:       corev1.ResourceQuotaSpec{Hard: tier.Quota},
+	}
+	quota.Annotations = map[string]string{
+		schedv1.AnnotationTierMaxPriority: string(maxPriority(p)),
+		schedv1.AnnotationTierNodePools:   strings.Join(p.NodePools, ","),
+		schedv1.AnnotationTierTolerations: strings.Join(p.Tolerations, ","),
+	}
+	d := Desired{Objects: []client.Object{quota}}
+	if l := tier.Limits; l != nil {
+		item := corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: l.Default, DefaultRequest: l.DefaultRequest, Max: l.Max}
+		defaultLimitRangeItem(&item)
+		d.Objects = append(d.Objects, &corev1.LimitRange{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "LimitRange"},
+			ObjectMeta: meta(schedv1.TierObjectName),
+			Spec:       corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}},
+		})
+	}
+	if above := ClassesAbove(maxPriority(p), classes, priorityClasses); len(above) > 0 {
+		d.PriorityQuota = true
+		d.Objects = append(d.Objects, &corev1.ResourceQuota{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
+			ObjectMeta: meta(schedv1.TierPriorityQuotaName),
+			Spec: corev1.ResourceQuotaSpec{
+				Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")},
+				ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+					ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: above,
+				}}},
+			},
+		})
+	}
+	return d
+}
+
+func maxPriority(p PlacementLimits) schedv1.Priority {
+	if p.MaxPriority == "" {
+		return schedv1.PriorityLow
+	}
+	return p.MaxPriority
+}
+
+// ClassesAbove names, sorted, the PriorityClasses whose value is above
+// every class the priorities up to max map to (or above 0, the default
+// priority, when none of those classes exists): the classes a pod of the
+// tier may not use, whether the operator or a user creates it.
+func ClassesAbove(max schedv1.Priority, classes []schedulingv1.PriorityClass, priorityClasses map[string]string) []string {
+	from := slices.Index(schedv1.Priorities, max)
+	if from < 0 {
+		from = len(schedv1.Priorities) - 1 // Low
+	}
+	allowed := map[string]bool{}
+	for _, level := range schedv1.Priorities[from:] {
+		if c := priorityClasses[string(level)]; c != "" {
+			allowed[c] = true
+		}
+	}
+	threshold, found := int32(0), false
+	for _, c := range classes {
+		if allowed[c.Name] && (!found || c.Value > threshold) {
+			threshold, found = c.Value, true
+		}
+	}
+	var above []string
+	for _, c := range classes {
+		if c.Value > threshold {
+			above = append(above, c.Name)
+		}
+	}
+	slices.Sort(above)
+	return above
+}
+
+// defaultLimitRangeItem does what the API server's defaulting does to a
+// Container item, so the desired item compares equal to the stored one.
+func defaultLimitRangeItem(item *corev1.LimitRangeItem) {
+	fill := func(dst *corev1.ResourceList, src corev1.ResourceList) {
+		for k, v := range src {
+			if *dst == nil {
+				*dst = corev1.ResourceList{}
+			}
+			if _, ok := (*dst)[k]; !ok {
+				(*dst)[k] = v.DeepCopy()
+			}
+		}
+	}
+	fill(&item.Default, item.Max)
+	fill(&item.DefaultRequest, item.Default)
+}
+
+// UpToDate reports whether actual (from the cache) already is desired:
+// the same spec, and every label and annotation desired with its value.
+// Others' labels and annotations do not matter; server-side apply would
+// leave them too.
+func UpToDate(desired, actual client.Object) bool {
+	if !subset(desired.GetLabels(), actual.GetLabels()) || !subset(desired.GetAnnotations(), actual.GetAnnotations()) {
+		return false
+	}
+	switch d := desired.(type) {
+	case *corev1.ResourceQuota:
+		a, ok := actual.(*corev1.ResourceQuota)
+		return ok && equality.Semantic.DeepEqual(d.Spec, a.Spec)
+	case *corev1.LimitRange:
+		a, ok := actual.(*corev1.LimitRange)
+		return ok && equality.Semantic.DeepEqual(d.Spec, a.Spec)
+	}
+	return false
+}
+
+func subset(want, have map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// specOrMetaChanged is true when an update changed more than the status:
+// a ResourceQuota's status changes with every pod created or deleted in
+// its namespace, which is no reason to look at the tier again.
+func specOrMetaChanged(old, new client.Object) bool {
+	if !maps.Equal(old.GetLabels(), new.GetLabels()) || !maps.Equal(old.GetAnnotations(), new.GetAnnotations()) {
+		return true
+	}
+	switch o := old.(type) {
+	case *corev1.ResourceQuota:
+		n, ok := new.(*corev1.ResourceQuota)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *corev1.LimitRange:
+		n, ok := new.(*corev1.LimitRange)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	}
+	return true
+}

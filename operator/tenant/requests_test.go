@@ -1,0 +1,127 @@
+package tenant_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// quotaChurn creates n pods in a tenant namespace of tier team, which
+// changes its quota's status (the quota controller counts them), then
+// edits the quota's spec so the operator repairs it: the repair comes
+// after every status change in the operator's watch, so once it is done
+// the status changes have all been seen. It returns how many status
+// changes there were and the operator's requests from the first pod to
+// the repair.
+func quotaChurn(t testing.TB, ns string, n int) (statusChanges int, reqs []string) {
+	t.Helper()
+	ctx := context.Background()
+	tenantNamespace(t, ns, "team")
+	eventually(t, "the team quota with its status", func(ctx context.Context) error {
+		q := &corev1.ResourceQuota{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+			return err
+		}
+		if _, ok := q.Status.Used[corev1.ResourcePods]; !ok {
+			return fmt.Errorf("no pods counted yet")
+		}
+		return nil
+	})
+
+	wc, err := client.NewWithWatch(sim.Config, client.Options{Scheme: sim.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(ctx, &corev1.ResourceQuotaList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": schedv1.TierObjectName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var changes atomic.Int64
+	go func() {
+		last := ""
+		for ev := range w.ResultChan() {
+			q, ok := ev.Object.(*corev1.ResourceQuota)
+			if !ok || ev.Type != watch.Modified {
+				continue
+			}
+			if used := q.Status.Used.Pods().String(); used != last {
+				changes.Add(1)
+				last = used
+			}
+		}
+	}()
+	defer w.Stop()
+
+	mark := requestCount()
+	for i := range n {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("p%d", i), Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}}}}},
+		}
+		if err := sim.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, fmt.Sprintf("the quota to count %d pods", n), func(ctx context.Context) error {
+		q := &corev1.ResourceQuota{}
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+			return err
+		}
+		if got := q.Status.Used.Pods().Value(); got != int64(n) {
+			return fmt.Errorf("used pods %d", got)
+		}
+		return nil
+	})
+
+	q := &corev1.ResourceQuota{}
+	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+		t.Fatal(err)
+	}
+	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("100000")
+	if err := sim.Client.Update(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the edited quota repaired", quotaIs(ns, "pods", "100"))
+	return int(changes.Load()), requestsSince(mark)
+}
+
+// TestQuotaStatusChangesCostNothing: pods come and go all day in a tenant
+// namespace, and each changes its quota's status; the tenant controller
+// must not read or write anything for that. Only the repair of a spec edit
+// costs a request: one apply of the edited quota.
+func TestQuotaStatusChangesCostNothing(t *testing.T) {
+	changes, reqs := quotaChurn(t, "tier-churn", 10)
+	if changes == 0 {
+		t.Fatalf("the quota's status never changed: nothing was measured")
+	}
+	want := []string{"PATCH /api/v1/namespaces/tier-churn/resourcequotas/" + schedv1.TierObjectName}
+	if !slices.Equal(reqs, want) {
+		t.Errorf("after %d quota status changes and one spec edit the operator made %d requests %v; want only %v", changes, len(reqs), reqs, want)
+	}
+}
+
+// BenchmarkQuotaStatusChanges prints the tenant controller's requests per
+// quota status change (run with -benchtime 1x: each iteration starts 50
+// pods in a namespace of its own).
+func BenchmarkQuotaStatusChanges(b *testing.B) {
+	const pods = 50
+	for i := range b.N {
+		changes, reqs := quotaChurn(b, fmt.Sprintf("tier-bench-%d", i), pods)
+		b.ReportMetric(float64(len(reqs)), "requests")
+		b.ReportMetric(float64(changes), "status-changes")
+		fmt.Printf("%d pods, %d quota status changes, 1 spec edit: %d operator requests %v\n", pods, changes, len(reqs), reqs)
+	}
+}

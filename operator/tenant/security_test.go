@@ -1,0 +1,281 @@
+package tenant_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+)
+
+// tenantUser binds user in ns to each ClusterRole and returns a client
+// that acts as that user.
+func tenantUser(t *testing.T, ns, user string, roles ...string) client.Client {
+	t.Helper()
+	var c client.Client
+	for _, role := range roles {
+		var err error
+		c, err = testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, role,
+			authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// tierReady waits until the namespace's tier quotas exist and the quota
+// controller counts everything they limit (until then the quota admission
+// refuses what they count; it finds the CRDs' counts on its discovery
+// resync, up to 30s after they are installed).
+func tierReady(t *testing.T, ns string) {
+	t.Helper()
+	eventuallyWithin(t, 90*time.Second, "the tier's quotas in "+ns, func(ctx context.Context) error {
+		for _, name := range []string{schedv1.TierObjectName, schedv1.TierPriorityQuotaName} {
+			q := &corev1.ResourceQuota{}
+			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, q); err != nil {
+				return err
+			}
+			for r := range q.Spec.Hard {
+				if _, ok := q.Status.Used[r]; !ok {
+					return fmt.Errorf("quota %s does not count %s yet", name, r)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// refused polls until creating obj (server dry run) is refused with every
+// one of want, since policies take effect asynchronously.
+func refused(t *testing.T, c client.Client, obj client.Object, want ...string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%T %s refused", obj, obj.GetName()), func(ctx context.Context) error {
+		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
+		if err == nil {
+			return fmt.Errorf("created")
+		}
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+			return fmt.Errorf("err = %v, want forbidden", err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				return fmt.Errorf("err = %q, want it to say %q", err, w)
+			}
+		}
+		return nil
+	})
+}
+
+func allowed(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(t.Context(), obj.DeepCopyObject().(client.Object), client.DryRunAll); err != nil {
+		t.Errorf("%T %s: %v, want it allowed", obj, obj.GetName(), err)
+	}
+}
+
+func toleration(key string, op corev1.TolerationOperator, value string) corev1.Toleration {
+	return corev1.Toleration{Key: key, Operator: op, Value: value, Effect: corev1.TaintEffectNoSchedule}
+}
+
+// TestTierBoundsPlacement tries, as a member of a free-tier tenant (made as
+// `kubectl sched tenant create --user` makes one, plus the built-in edit
+// role for pods), every way of asking for more than the tier allows: a
+// higher priority, a node pool or taint of another tier, and tolerating
+// every taint; through each kind and through a pod made directly.
+func TestTierBoundsPlacement(t *testing.T) {
+	const ns = "tier-bounds"
+	tenantNamespace(t, ns, "free")
+	tierReady(t, ns)
+	mallory := tenantUser(t, ns, "mallory", "kubectl-sched-edit", "edit")
+	task := func(p schedv1.Placement) *schedv1.AgentTask {
+		return MakeAgentTask("t", ns).Image("busybox").Placement(p).Obj()
+	}
+
+	cases := map[string]struct {
+		obj  client.Object
+		want []string
+	}{
+		"task: priority Critical": {
+			obj:  task(schedv1.Placement{Priority: schedv1.PriorityCritical}),
+			want: []string{"spec.placement.priority Critical", "tier free allows placement.priority up to Low"},
+		},
+		"task: priority Medium": {
+			obj:  task(schedv1.Placement{Priority: schedv1.PriorityMedium}),
+			want: []string{"spec.placement.priority Medium", "up to Low"},
+		},
+		"task: the gpu pool": {
+			obj:  task(schedv1.Placement{NodePools: []string{"general", "gpu"}}),
+			want: []string{"spec.placement.nodePools [gpu]", "tier free allows the node pools: general"},
+		},
+		"task: tolerates every taint": {
+			obj:  task(schedv1.Placement{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}),
+			want: []string{"spec.placement.tolerations [no key (every taint)]", "tier free allows tolerating only the taints: none"},
+		},
+		"task: tolerates every pool": {
+			obj:  task(schedv1.Placement{Tolerations: []corev1.Toleration{toleration(schedv1.TaintPool, corev1.TolerationOpExists, "")}}),
+			want: []string{"spec.placement.tolerations [node.kubectl-sched.dev/pool]", "pool taints of its node pools (general)"},
+		},
+		"task: tolerates the gpu pool's taint": {
+			obj:  task(schedv1.Placement{Tolerations: []corev1.Toleration{toleration(schedv1.TaintPool, corev1.TolerationOpEqual, "gpu")}}),
+			want: []string{"spec.placement.tolerations [node.kubectl-sched.dev/pool=gpu]"},
+		},
+		"task: tolerates the GPU taint": {
+			obj:  task(schedv1.Placement{Tolerations: []corev1.Toleration{toleration(schedv1.TaintGPU, corev1.TolerationOpExists, "")}}),
+			want: []string{"spec.placement.tolerations [nvidia.com/gpu]"},
+		},
+		"task: spot": {
+			obj:  task(schedv1.Placement{Spot: schedv1.SpotAllowed}),
+			want: []string{"spec.placement.spot Allowed (taint node.kubectl-sched.dev/spot)", "tier free"},
+		},
+		"task: GPU workload": {
+			obj:  task(schedv1.Placement{WorkloadType: schedv1.WorkloadGPU}),
+			want: []string{"spec.placement.workloadType GPU (taint nvidia.com/gpu)"},
+		},
+		"workflow: a later step at High": {
+			obj: MakeWorkflow("w", ns).Step("a", "busybox").StepTask("b", schedv1.AgentTaskSpec{
+				Image: "busybox", Placement: &schedv1.Placement{Priority: schedv1.PriorityHigh},
+			}).Obj(),
+			want: []string{"spec.steps[b].task.placement.priority High", "tier free"},
+		},
+		"workflow: a step tolerating everything": {
+			obj: MakeWorkflow("w", ns).StepTask("a", schedv1.AgentTaskSpec{
+				Image: "busybox", Placement: &schedv1.Placement{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+			}).Obj(),
+			want: []string{"spec.steps[a].task.placement.tolerations [no key (every taint)]"},
+		},
+		"app: priority High": {
+			obj: MakeUserDeployment("u", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				Placement(schedv1.Placement{Priority: schedv1.PriorityHigh}).Obj(),
+			want: []string{"spec.placement.priority High", "tier free"},
+		},
+		"app: the highmem pool": {
+			obj: MakeUserDeployment("u", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				Placement(schedv1.Placement{NodePools: []string{"highmem"}}).Obj(),
+			want: []string{"spec.placement.nodePools [highmem]"},
+		},
+		"pod: tolerates every taint": {
+			obj: &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+				Spec: corev1.PodSpec{
+					Containers:  []corev1.Container{{Name: "c", Image: "busybox"}},
+					Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+				},
+			},
+			want: []string{"spec.tolerations [no key (every taint)]", "tier free"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { refused(t, mallory, tc.obj, tc.want...) })
+	}
+
+	// What the tier allows still goes through.
+	t.Run("allowed", func(t *testing.T) {
+		allowed(t, mallory, task(schedv1.Placement{
+			Priority: schedv1.PriorityLow, NodePools: []string{"general"},
+			Tolerations: []corev1.Toleration{
+				toleration(schedv1.TaintPool, corev1.TolerationOpEqual, "general"),
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+			},
+		}))
+		allowed(t, mallory, MakeWorkflow("w", ns).Step("a", "busybox").Obj())
+	})
+
+	// Nor may an update raise it.
+	t.Run("app: priority raised by update", func(t *testing.T) {
+		app := MakeUserDeployment("raised", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).Obj()
+		if err := mallory.Create(t.Context(), app); err != nil {
+			t.Fatal(err)
+		}
+		app.Spec.Placement = &schedv1.Placement{Priority: schedv1.PriorityCritical}
+		err := mallory.Update(t.Context(), app)
+		if err == nil || !strings.Contains(err.Error(), "tier free allows placement.priority up to Low") {
+			t.Errorf("update err = %v, want the priority refused", err)
+		}
+	})
+
+	// A pod made directly with a class above the tier's is held by the
+	// tier's priority quota; one at the tier's own class runs.
+	t.Run("pod: a class above the tier", func(t *testing.T) {
+		pod := func(name, class string) *corev1.Pod {
+			return &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: corev1.PodSpec{PriorityClassName: class, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}},
+			}
+		}
+		for _, class := range []string{"kubectl-sched-critical", "kubectl-sched-medium", "system-cluster-critical"} {
+			refused(t, mallory, pod("above", class), "exceeded quota: "+schedv1.TierPriorityQuotaName, "limited: pods=0")
+		}
+		allowed(t, mallory, pod("low", "kubectl-sched-low"))
+		allowed(t, mallory, pod("none", ""))
+	})
+}
+
+// TestTierLimitsCannotBeLoosenedByTheTenant: the policy trusts the
+// annotations of the tier's ResourceQuota, so a namespace admin must not be
+// able to write ResourceQuotas (nor LimitRanges) of their namespace.
+func TestTierLimitsCannotBeLoosenedByTheTenant(t *testing.T) {
+	const ns = "tier-loosen"
+	tenantNamespace(t, ns, "free")
+	tierReady(t, ns)
+	for _, role := range []string{"edit", "admin"} {
+		t.Run(role, func(t *testing.T) {
+			user := "owner-" + role
+			c := tenantUser(t, ns, user, "kubectl-sched-edit", role)
+			for _, resource := range []string{"resourcequotas", "limitranges"} {
+				for _, verb := range []string{"create", "update", "patch", "delete"} {
+					review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: user,
+						ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Resource: resource}}}
+					if err := sim.Client.Create(t.Context(), review); err != nil {
+						t.Fatal(err)
+					}
+					if review.Status.Allowed {
+						t.Errorf("%s may %s %s", role, verb, resource)
+					}
+				}
+			}
+			q := &corev1.ResourceQuota{}
+			if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+				t.Fatalf("a tenant should read its quota: %v", err)
+			}
+			q.Annotations[schedv1.AnnotationTierMaxPriority] = string(schedv1.PriorityCritical)
+			if err := c.Update(t.Context(), q); !apierrors.IsForbidden(err) {
+				t.Errorf("raising the tier's priority: err = %v, want forbidden", err)
+			}
+			if err := c.Delete(t.Context(), q); !apierrors.IsForbidden(err) {
+				t.Errorf("deleting the tier's quota: err = %v, want forbidden", err)
+			}
+		})
+	}
+}
+
+// TestNamespacesWithoutATierAreNotBounded: the policy matches tenant
+// namespaces only.
+func TestNamespacesWithoutATierAreNotBounded(t *testing.T) {
+	ns := testenv.Namespace(t, sim.Client)
+	allowed(t, sim.Client, MakeAgentTask("t", ns).Image("busybox").Placement(schedv1.Placement{
+		Priority: schedv1.PriorityCritical, Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+	}).Obj())
+}
+
+// TestTenantWithoutItsQuotaIsRefused: a tenant namespace whose tier is not
+// defined has no quota to read limits from, and is refused rather than
+// unbounded.
+func TestTenantWithoutItsQuotaIsRefused(t *testing.T) {
+	const ns = "tier-undefined"
+	tenantNamespace(t, ns, "platinum")
+	refused(t, sim.Client, MakeAgentTask("t", ns).Image("busybox").Obj(), "no params found")
+}
