@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -52,7 +51,7 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	privileged := &schedv1.AgentTask{}
 	privileged.Name, privileged.Namespace = "policy-probe", "default"
 	privileged.Spec.Image = "x"
-	privileged.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	privileged.Spec.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true)}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)

@@ -406,7 +406,7 @@ func TestTaskRunsWherePodSecurityIsRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, task("plain", ns, 0, "k=v").Obj())
-	create(t, task("readonly", ns, 0, "k=v").SecurityContext(&corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}).Obj())
+	create(t, task("readonly", ns, 0, "k=v").SecurityContext(&schedv1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}).Obj())
 	for _, name := range []string{"plain", "readonly"} {
 		got := waitTask(t, ns, name, "finished", finished)
 		if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Outputs["k"] != "v" {

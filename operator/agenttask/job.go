@@ -61,11 +61,11 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		Command:   spec.Command,
 		Args:      spec.Args,
 		Env:       EnvVars(spec.Env),
-		Resources: spec.Resources,
+		Resources: spec.Resources.Core(),
 		// A crashing container that wrote no outputs still explains itself
 		// with the tail of its log.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          podsecurity.Container(spec.SecurityContext),
+		SecurityContext:          podsecurity.Container(spec.SecurityContext.Core()),
 	}
 
 	pod := corev1.PodSpec{

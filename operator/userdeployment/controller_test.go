@@ -1333,7 +1333,7 @@ func TestAppRunsWherePodSecurityIsRestricted(t *testing.T) {
 		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
 		Service("api", "shop-api:1", 8080, schedv1.ExposureInternal).
 		EditService("api", func(s *schedv1.ServiceSpec) {
-			s.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
+			s.SecurityContext = &schedv1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
 		}).
 		Service("db", "postgres:17", 5432, schedv1.ExposureInternal).
 		EditService("db", func(s *schedv1.ServiceSpec) {

@@ -308,10 +308,10 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		Image:           svc.Image,
 		Command:         svc.Command,
 		Args:            svc.Args,
-		Resources:       svc.Resources,
-		ReadinessProbe:  svc.ReadinessProbe,
-		LivenessProbe:   svc.LivenessProbe,
-		SecurityContext: podsecurity.Container(svc.SecurityContext),
+		Resources:       svc.Resources.Core(),
+		ReadinessProbe:  svc.ReadinessProbe.Core(),
+		LivenessProbe:   svc.LivenessProbe.Core(),
+		SecurityContext: podsecurity.Container(svc.SecurityContext.Core()),
 	}
 	for _, p := range svc.Ports {
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: protocol(p)})
