@@ -246,6 +246,65 @@ func TestLargestAgentTaskAccepted(t *testing.T) {
 	}
 }
 
+// TestLargestObjectSizes logs what the bounds let each kind hold (README,
+// Security model): the largest SchedExt is created (as an admin: it is
+// cluster-scoped); a UserDeployment's largest service alone, and 32 of the
+// largest workflow steps, are past the API server's own limit on a stored
+// object (1.5 MiB by default), which is then what bounds those two kinds.
+func TestLargestObjectSizes(t *testing.T) {
+	s := func(c string, n int) string { return strings.Repeat(c, n) }
+	id := func(prefix string, i, n int) string {
+		p := fmt.Sprintf("%s%d-", prefix, i)
+		return p + s("x", n-len(p))
+	}
+	task := largestTaskSpec()
+	scx := MakeSchedExt("largest").Image(s("i", 512), s("o", 63)).Obj()
+	scx.Spec.Resources, scx.Spec.PodMetadata, scx.Spec.Tolerations = task.Resources, task.PodMetadata, task.Placement.Tolerations
+	scx.Spec.NodeSelector = map[string]string{}
+	for i := range 16 {
+		scx.Spec.NodeSelector[id("n", i, 317)] = s("v", 63)
+	}
+	for i := range 64 {
+		scx.Spec.Args = append(scx.Spec.Args, s("a", 1024))
+		scx.Spec.Env = append(scx.Spec.Env, task.Env[i])
+	}
+	for i := range 8 {
+		scx.Spec.ImagePullSecrets = append(scx.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: id("p", i, 253)})
+	}
+	if err := env.Client.Create(context.Background(), scx, client.DryRunAll); err != nil {
+		t.Fatalf("the largest SchedExt was refused: %v", err)
+	}
+	svc := schedv1.ServiceSpec{Name: s("s", 40), Image: s("i", 512), Resources: task.Resources, PodMetadata: task.PodMetadata, SecurityContext: task.SecurityContext}
+	for range 256 {
+		svc.Args = append(svc.Args, s("a", 4096))
+	}
+	for i := range 128 {
+		svc.Env = append(svc.Env, schedv1.EnvVar{Name: id("E", i, 128), Value: s("v", 4096)})
+	}
+	for range 64 {
+		svc.Command = append(svc.Command, s("c", 4096))
+	}
+	size := func(v any) string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%d bytes (%.2f MiB)", len(data), float64(len(data))/(1<<20))
+	}
+	t.Logf("largest SchedExt spec: %s", size(scx.Spec))
+	t.Logf("largest AgentTask spec, and Workflow step: %s; 32 steps: %.1f MiB", size(task), 32*float64(len(mustJSON(t, task)))/(1<<20))
+	t.Logf("largest UserDeployment service: %s", size(svc))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 // largestTaskSpec fills every list, map and string of an AgentTask spec.
 func largestTaskSpec() schedv1.AgentTaskSpec {
 	s := func(c string, n int) string { return strings.Repeat(c, n) }
