@@ -701,7 +701,7 @@ func TestOptionalAPIs(t *testing.T) {
 	}
 	wantES := map[string]any{
 		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
-		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 		"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": ns + "/db", "property": "password"}}},
 	}
 	if diff := cmp.Diff(wantES, es.Object["spec"]); diff != "" {

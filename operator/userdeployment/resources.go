@@ -615,11 +615,15 @@ func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, 
 
 // buildExternalSecret asks External Secrets to sync one key of the store
 // into the Secret <app>-<name>, owned by the ExternalSecret so it goes too.
+// A target template, even one that only names the type, keeps External
+// Secrets from copying the ExternalSecret's labels onto the Secret: they
+// are the operator's reserved labels, which External Secrets' account may
+// not set (config/policy/reserved_labels.yaml).
 func buildExternalSecret(ud *schedv1.UserDeployment, ref schedv1.SecretReference, store string) *unstructured.Unstructured {
 	name := names.ExternalSecret(ud.Name, ref.Name)
 	spec := map[string]any{
 		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": store},
-		"target":         map[string]any{"name": name, "creationPolicy": "Owner"},
+		"target":         map[string]any{"name": name, "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 	}
 	if ref.External.Property != "" {
 		spec["data"] = []any{map[string]any{

@@ -131,6 +131,9 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		if o.GetName() == ManifestNamespace {
 			o.SetName(namespace)
 		}
+	case "ValidatingAdmissionPolicy":
+		// Policies name the operator's account exactly, namespace and all.
+		o.Object = renameAccount(o.Object, namespace).(map[string]any)
 	case "ClusterRoleBinding", "RoleBinding":
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 		for _, s := range subjects {
@@ -161,6 +164,28 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		}
 	}
 	return nil
+}
+
+// manifestAccounts prefixes the operator's service account name, and its
+// namespace's others, in the manifests' policy expressions.
+const manifestAccounts = "system:serviceaccount:" + ManifestNamespace + ":"
+
+// renameAccount replaces manifestAccounts in every string of v by the
+// prefix of the accounts of namespace.
+func renameAccount(v any, namespace string) any {
+	switch v := v.(type) {
+	case string:
+		return strings.ReplaceAll(v, manifestAccounts, "system:serviceaccount:"+namespace+":")
+	case map[string]any:
+		for k, e := range v {
+			v[k] = renameAccount(e, namespace)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = renameAccount(e, namespace)
+		}
+	}
+	return v
 }
 
 // Namespaced reports whether objects of gvk live in a namespace.

@@ -23,7 +23,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Short:   "List, show and render the templates deploy and workflow run use",
 		Long: `Templates are parameterised kubectl-sched objects. They come from folders
 given with --template-dir, from ConfigMaps labelled
-sched.kubectl-sched.dev/template=true in the current namespace and in
+kubectl-sched.dev/template=true in the current namespace and in
 kubectl-sched-system, and from the catalog built into the plugin; a name is
 looked up in that order.`,
 		Example: `  # What templates are there?

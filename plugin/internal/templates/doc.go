@@ -78,7 +78,7 @@
 // this order; the first match wins:
 //
 //  1. the folders given with --template-dir, in order;
-//  2. ConfigMaps labelled sched.kubectl-sched.dev/template=true, key
+//  2. ConfigMaps labelled kubectl-sched.dev/template=true, key
 //     template.yaml, in the current namespace;
 //  3. the same in the kubectl-sched-system namespace;
 //  4. the catalog built into the plugin (catalog/*.yaml).
