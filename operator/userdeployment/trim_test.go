@@ -1,6 +1,7 @@
 package userdeployment_test
 
 import (
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -111,13 +112,16 @@ func TestTrimKeepsWhatTheDriftCheckCompares(t *testing.T) {
 		}
 	}
 
-	// Someone else's env var is theirs: no drift, and not cached.
+	// Someone else's env var and annotation are theirs: no drift, and not
+	// cached, however large (a tenant may edit the operator's Deployments).
 	edit(func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Env = append(d.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "X", Value: "1"})
+		d.Annotations["padding"] = strings.Repeat("x", 64<<10)
 	})
 	got = trimmed(&appsv1.Deployment{ObjectMeta: dep.ObjectMeta}, gvk).(*appsv1.Deployment)
-	if n := len(got.Spec.Template.Spec.Containers[0].Env); n != 1 || !inSync(form, got) {
-		t.Errorf("someone else's env var: %d env vars cached, in sync %v; want 1 and in sync", n, inSync(form, got))
+	if n := len(got.Spec.Template.Spec.Containers[0].Env); n != 1 || got.Annotations["padding"] != "" || !inSync(form, got) {
+		t.Errorf("someone else's env var and annotation: %d env vars cached, %d bytes of annotation, in sync %v; want 1, none and in sync",
+			n, len(got.Annotations["padding"]), inSync(form, got))
 	}
 
 	// The image changed out of band: drift.
