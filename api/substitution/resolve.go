@@ -49,9 +49,14 @@ func (e *MissingOutputError) Error() string {
 // ResolveTask returns a copy of task, step stepIndex's, with the references
 // in its image, command, args and env values resolved from v.
 //
-// A reference to an output the step did not write fails with a
-// *MissingOutputError, returned as is. Other errors name the field.
+// A step that would render past MaxRenderedStepBytes fails with a
+// *TooLargeError before anything is built. A reference to an output the
+// step did not write fails with a *MissingOutputError, returned as is.
+// Other errors name the field.
 func ResolveTask(stepIndex int, task v1alpha1.AgentTaskSpec, v Values) (v1alpha1.AgentTaskSpec, error) {
+	if err := checkSize(stepIndex, &task, v, false); err != nil {
+		return v1alpha1.AgentTaskSpec{}, err
+	}
 	out := *task.DeepCopy()
 	var err error
 	expand := func(dst *string, fieldName string) {

@@ -12,7 +12,10 @@ import (
 // ValidateWorkflow checks the references in every string substitution reaches
 // (each step's image, command, args and env values): their syntax, that each
 // step reference names an earlier step, and that each param is declared.
-// Errors are on paths like spec.steps[2].task.args[0].
+// Errors are on paths like spec.steps[2].task.args[0]. It also refuses a
+// step that renders past MaxRenderedStepBytes with its params alone
+// (outputs, not known yet, count as empty; ResolveTask checks them when the
+// step starts).
 //
 // The API server's CEL rules check the same, more loosely; this is what the
 // plugin runs before submitting, and it explains each problem fully.
@@ -25,6 +28,13 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 		v.params[p.Name] = true
 	}
 	steps := field.NewPath("spec", "steps")
+	values := Values{Params: map[string]string{}}
+	for _, p := range spec.Params {
+		values.Params[p.Name] = p.Value
+	}
+	for i := range spec.Steps {
+		values.StepNames = append(values.StepNames, spec.Steps[i].Name)
+	}
 	for i := range spec.Steps {
 		for j, d := range spec.Steps[i].DependsOn {
 			path := steps.Index(i).Child("dependsOn").Index(j)
@@ -46,6 +56,9 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 		}
 		for j, e := range task.Env {
 			v.check(i, p.Child("env").Index(j).Child("value"), e.Value)
+		}
+		if err := checkSize(i, task, values, true); err != nil {
+			v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
 		}
 	}
 	return v.errs

@@ -79,7 +79,7 @@ func (w *AgentTaskWrapper) PodAnnotation(k, v string) *AgentTaskWrapper {
 }
 
 // SecurityContext sets the task container's security context.
-func (w *AgentTaskWrapper) SecurityContext(sc *corev1.SecurityContext) *AgentTaskWrapper {
+func (w *AgentTaskWrapper) SecurityContext(sc *schedv1.SecurityContext) *AgentTaskWrapper {
 	w.AgentTask.Spec.SecurityContext = sc
 	return w
 }

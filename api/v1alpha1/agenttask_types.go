@@ -1,12 +1,12 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // CleanupPolicy says what the TTL deletes once a task has finished.
 // +kubebuilder:validation:Enum=Job;Task
+// +kubebuilder:validation:MaxLength=16
 type CleanupPolicy string
 
 const (
@@ -47,14 +47,16 @@ type AgentTaskSpec struct {
 	// +kubebuilder:validation:MaxItems=64
 	Env []EnvVar `json:"env,omitempty"`
 
-	// Resources the container requests and is limited to.
+	// Resources the container requests and is limited to (see
+	// ResourceRequirements for the limits).
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// Timeout is the longest the task may run, all retries included (the
 	// Job's activeDeadlineSeconds). Past it the task ends in phase Timeout.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="timeout must be between 1s and 168h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
@@ -69,6 +71,7 @@ type AgentTaskSpec struct {
 	// finished. Outputs are already in the status by then.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
@@ -96,7 +99,7 @@ type AgentTaskSpec struct {
 	// capabilities other than NET_BIND_SERVICE and UID 0 are refused at
 	// admission unless a cluster admin opts the namespace out.
 	// +optional
-	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 
 	// Cancel stops the task without deleting it: its pod is stopped and the
 	// task ends in phase Cancelled, keeping its record. It cannot be undone.
@@ -107,6 +110,7 @@ type AgentTaskSpec struct {
 
 // AgentTaskPhase is where a task is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
+// +kubebuilder:validation:MaxLength=16
 type AgentTaskPhase string
 
 const (
@@ -144,10 +148,12 @@ type AgentTaskStatus struct {
 
 	// JobName is the Job that runs the task.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	JobName string `json:"jobName,omitempty"`
 
 	// PodName is the pod of the latest attempt.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	PodName string `json:"podName,omitempty"`
 
 	// StartTime is when the Job started.
@@ -170,20 +176,26 @@ type AgentTaskStatus struct {
 
 	// Reason is a CamelCase word for why the task is in its phase.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`
 
 	// Message explains the phase for a person.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
 
-	// Outputs parsed from the container's termination message.
+	// Outputs parsed from the container's termination message: at most 64,
+	// 4095 bytes in all (a termination message's limit).
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// Conditions: Ready (the pod runs or the task succeeded) and Succeeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -89,6 +89,7 @@ const GroupName = "sched.kubectl-sched.dev"
 
 // WorkloadType says what a workload mostly needs, which decides the nodes it prefers.
 // +kubebuilder:validation:Enum=Compute;Memory;Storage;GPU
+// +kubebuilder:validation:MaxLength=16
 type WorkloadType string
 
 const (
@@ -100,6 +101,7 @@ const (
 
 // Priority maps to a PriorityClass the operator is configured with.
 // +kubebuilder:validation:Enum=Critical;High;Medium;Low
+// +kubebuilder:validation:MaxLength=16
 type Priority string
 
 const (
@@ -114,6 +116,7 @@ var Priorities = []Priority{PriorityCritical, PriorityHigh, PriorityMedium, Prio
 
 // SpotPolicy says whether a workload may run on spot (preemptible, cheaper) nodes.
 // +kubebuilder:validation:Enum=Never;Allowed;Preferred;Required
+// +kubebuilder:validation:MaxLength=16
 type SpotPolicy string
 
 const (
@@ -158,10 +161,13 @@ type Placement struct {
 	// +optional
 	MultiZone bool `json:"multiZone,omitempty"`
 
-	// Tolerations are added to the pods as given, after the ones placement derives.
+	// Tolerations are added to the pods as given, after the ones placement
+	// derives: at most 16, each key at most 317 characters, value 63,
+	// operator and effect 16.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || size(t.key) <= 317) && (!has(t.value) || size(t.value) <= 63) && (!has(t.operator) || size(t.operator) <= 16) && (!has(t.effect) || size(t.effect) <= 16))",message="each toleration's key may have at most 317 characters, its value 63, its operator and effect 16"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 }
 
@@ -182,21 +188,37 @@ type EnvVar struct {
 	// +kubebuilder:validation:MaxLength=4096
 	Value string `json:"value,omitempty"`
 
-	// ValueFrom takes the value from a Secret, ConfigMap or field of the pod.
+	// ValueFrom takes the value from a Secret, ConfigMap or field of the
+	// pod. Names may have at most 253 characters, keys 253, a fieldPath
+	// 512, a resource 317, a path 4096.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.fieldRef) || (size(self.fieldRef.fieldPath) <= 512 && (!has(self.fieldRef.apiVersion) || size(self.fieldRef.apiVersion) <= 64))",message="fieldRef.fieldPath may have at most 512 characters, fieldRef.apiVersion 64",fieldPath=".fieldRef"
+	// +kubebuilder:validation:XValidation:rule="!has(self.resourceFieldRef) || (size(self.resourceFieldRef.resource) <= 317 && (!has(self.resourceFieldRef.containerName) || size(self.resourceFieldRef.containerName) <= 63) && (!has(self.resourceFieldRef.divisor) || type(self.resourceFieldRef.divisor) in [int] || size(self.resourceFieldRef.divisor) <= 64))",message="resourceFieldRef.resource may have at most 317 characters, containerName 63, divisor 64",fieldPath=".resourceFieldRef"
+	// +kubebuilder:validation:XValidation:rule="!has(self.configMapKeyRef) || (size(self.configMapKeyRef.key) <= 253 && (!has(self.configMapKeyRef.name) || size(self.configMapKeyRef.name) <= 253))",message="configMapKeyRef.name and key may have at most 253 characters each",fieldPath=".configMapKeyRef"
+	// +kubebuilder:validation:XValidation:rule="!has(self.secretKeyRef) || (size(self.secretKeyRef.key) <= 253 && (!has(self.secretKeyRef.name) || size(self.secretKeyRef.name) <= 253))",message="secretKeyRef.name and key may have at most 253 characters each",fieldPath=".secretKeyRef"
+	// +kubebuilder:validation:XValidation:rule="!has(self.fileKeyRef) || (size(self.fileKeyRef.volumeName) <= 63 && size(self.fileKeyRef.path) <= 4096 && size(self.fileKeyRef.key) <= 253)",message="fileKeyRef.volumeName may have at most 63 characters, path 4096, key 253",fieldPath=".fileKeyRef"
 	ValueFrom *corev1.EnvVarSource `json:"valueFrom,omitempty"`
 }
 
 // PodMetadata is passed through to the pods the operator creates.
 type PodMetadata struct {
-	// Labels added to the pod.
+	// Labels added to the pod: at most 32, keys of at most 317 characters
+	// (a 253-character prefix, '/', and a 63-character name), values of at
+	// most 63. The operator's own labels, app.kubernetes.io/managed-by and
+	// every key under sched.kubectl-sched.dev/, are refused: the operator
+	// finds its pods by them.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="label keys may have at most 317 characters and values 63"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'app.kubernetes.io/managed-by' && !k.startsWith('sched.kubectl-sched.dev/'))",message="app.kubernetes.io/managed-by and keys under sched.kubectl-sched.dev/ are the operator's own labels and cannot be set here; pick another key"
 	Labels map[string]string `json:"labels,omitempty"`
 
-	// Annotations added to the pod.
+	// Annotations added to the pod: at most 32, keys of at most 317
+	// characters, values of at most 8192 (32 of them fill the 256 KiB the
+	// API server allows a pod's annotations in all).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 8192)",message="annotation keys may have at most 317 characters and values 8192"
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

@@ -80,8 +80,11 @@ const (
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"
-	ReasonStepFailed       = "StepFailed"
-	ReasonSkipped          = "Skipped"
+	// ReasonTooLarge: a workflow step renders past the size an AgentTask
+	// holds once its references are substituted; its task is not built.
+	ReasonTooLarge   = "TooLarge"
+	ReasonStepFailed = "StepFailed"
+	ReasonSkipped    = "Skipped"
 	// Workflow events for a step's phase change: Step<Phase>.
 	ReasonStepPending   = "StepPending"
 	ReasonStepRunning   = "StepRunning"

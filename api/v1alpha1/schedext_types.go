@@ -59,26 +59,32 @@ type SchedExtSpec struct {
 	// NodeSelector picks the nodes; every node when empty. A node already
 	// taken by an older SchedExt stays with it (one scheduler per node): the
 	// oldest by creationTimestamp, then by name, keeps it.
+	// At most 16 labels, keys of at most 317 characters, values of at most 63.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="node selector keys may have at most 317 characters and values 63"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// Tolerations let the scheduler run on tainted nodes. A node with a
 	// NoSchedule or NoExecute taint that is not tolerated is not selected,
-	// so it does not count against younger SchedExts either.
+	// so it does not count against younger SchedExts either. At most 16,
+	// each key at most 317 characters, value 63, operator and effect 16.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || size(t.key) <= 317) && (!has(t.value) || size(t.value) <= 63) && (!has(t.operator) || size(t.operator) <= 16) && (!has(t.effect) || size(t.effect) <= 16))",message="each toleration's key may have at most 317 characters, its value 63, its operator and effect 16"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// Resources for the scheduler container.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
-	// ImagePullSecrets in the operator's scheduler namespace.
+	// ImagePullSecrets in the operator's scheduler namespace: at most 8
+	// names of at most 253 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, size(r.?name.orValue('')) <= 253)",message="image pull secret names may have at most 253 characters"
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 
 	// PodMetadata holds labels and annotations passed through to the
@@ -86,6 +92,10 @@ type SchedExtSpec struct {
 	// +optional
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
 }
+
+// MaxStatusNodes is the most nodes a SchedExt's status lists as
+// conflicting or unsupported; its conditions give the counts.
+const MaxStatusNodes = 1000
 
 // SchedExtStatus tells the truth about attach: a node counts as ready only
 // while its kernel reports the expected scheduler attached.
@@ -96,10 +106,12 @@ type SchedExtStatus struct {
 
 	// ResolvedImage is the image the DaemonSet runs.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	ResolvedImage string `json:"resolvedImage,omitempty"`
 
 	// DaemonSetName is the DaemonSet in the operator's scheduler namespace.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	DaemonSetName string `json:"daemonSetName,omitempty"`
 
 	// DesiredNodes the scheduler should be loaded on, conflicts excluded.
@@ -118,20 +130,27 @@ type SchedExtStatus struct {
 	// +optional
 	UnavailableNodes int32 `json:"unavailableNodes"`
 
-	// ConflictingNodes match the selector but belong to an older SchedExt.
+	// ConflictingNodes match the selector but belong to an older SchedExt
+	// (the first MaxStatusNodes, by name).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
 	ConflictingNodes []string `json:"conflictingNodes,omitempty"`
 
-	// UnsupportedNodes run a kernel without sched_ext.
+	// UnsupportedNodes run a kernel without sched_ext (the first
+	// MaxStatusNodes, by name).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=253
 	UnsupportedNodes []string `json:"unsupportedNodes,omitempty"`
 
 	// Conditions: Ready, Progressing, Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -49,8 +49,8 @@ func tenant(t *testing.T, namespace, user string, labels map[string]string) clie
 func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 	alice := tenant(t, "tenant-alice", "alice", nil)
 	const tns = "tenant-alice"
-	sc := func(edit func(*corev1.SecurityContext)) *corev1.SecurityContext {
-		s := &corev1.SecurityContext{}
+	sc := func(edit func(*schedv1.SecurityContext)) *schedv1.SecurityContext {
+		s := &schedv1.SecurityContext{}
 		edit(s)
 		return s
 	}
@@ -60,49 +60,49 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 		wantMsg   string
 	}{
 		"task: privileged": {
-			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.Privileged = ptr.To(true) })).Obj(),
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) { s.Privileged = ptr.To(true) })).Obj(),
 			wantField: "spec.securityContext.privileged", wantMsg: "privileged containers are not allowed",
 		},
 		"task: privilege escalation": {
-			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })).Obj(),
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })).Obj(),
 			wantField: "spec.securityContext.allowPrivilegeEscalation", wantMsg: "privilege escalation is not allowed",
 		},
 		"task: SYS_ADMIN": {
-			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
-				s.Capabilities = &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE", "SYS_ADMIN"}}
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) {
+				s.Capabilities = &schedv1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE", "SYS_ADMIN"}}
 			})).Obj(),
 			wantField: "spec.securityContext.capabilities.add", wantMsg: "only NET_BIND_SERVICE may be added",
 		},
 		"task: UID 0": {
-			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })).Obj(),
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })).Obj(),
 			wantField: "spec.securityContext.runAsUser", wantMsg: "may not run as root",
 		},
 		"task: runAsNonRoot false": {
-			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) { s.RunAsNonRoot = ptr.To(false) })).Obj(),
+			obj:       MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) { s.RunAsNonRoot = ptr.To(false) })).Obj(),
 			wantField: "spec.securityContext.runAsNonRoot", wantMsg: "may not run as root",
 		},
 		"task: seccomp Unconfined": {
-			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) {
 				s.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
 			})).Obj(),
 			wantField: "spec.securityContext", wantMsg: "must stay confined",
 		},
 		"task: unmasked /proc": {
-			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *corev1.SecurityContext) {
+			obj: MakeAgentTask("p", tns).Image("busybox").SecurityContext(sc(func(s *schedv1.SecurityContext) {
 				s.ProcMount = ptr.To(corev1.UnmaskedProcMount)
 			})).Obj(),
 			wantField: "spec.securityContext", wantMsg: "must stay confined",
 		},
 		"workflow: a later step privileged": {
 			obj: MakeWorkflow("w", tns).Step("a", "busybox").StepTask("b", schedv1.AgentTaskSpec{
-				Image: "busybox", SecurityContext: sc(func(s *corev1.SecurityContext) { s.Privileged = ptr.To(true) }),
+				Image: "busybox", SecurityContext: sc(func(s *schedv1.SecurityContext) { s.Privileged = ptr.To(true) }),
 			}).Obj(),
 			wantField: "spec.steps[b].task.securityContext.privileged", wantMsg: "privileged containers are not allowed",
 		},
 		"app: a service with privilege escalation": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {
-					s.SecurityContext = sc(func(s *corev1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })
+					s.SecurityContext = sc(func(s *schedv1.SecurityContext) { s.AllowPrivilegeEscalation = ptr.To(true) })
 				}).Obj(),
 			wantField: "spec.services[web].securityContext.allowPrivilegeEscalation", wantMsg: "privilege escalation is not allowed",
 		},
@@ -128,23 +128,23 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 		"app: a readiness probe aimed at the metadata service": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {
-					s.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+					s.ReadinessProbe = &schedv1.Probe{HTTPGet: &schedv1.HTTPGetAction{
 						Host: "169.254.169.254", Path: "/latest/meta-data/iam/security-credentials/", Port: intstr.FromInt32(80),
-					}}}
+					}}
 				}).Obj(),
 			wantField: "spec.services[web].readinessProbe.httpGet.host", wantMsg: "a probe may not name a host",
 		},
 		"app: a liveness probe scanning another host's port": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {
-					s.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(6443)}}}
+					s.LivenessProbe = &schedv1.Probe{TCPSocket: &corev1.TCPSocketAction{Host: "10.0.0.1", Port: intstr.FromInt32(6443)}}
 				}).Obj(),
 			wantField: "spec.services[web].livenessProbe.tcpSocket.host", wantMsg: "a probe may not name a host",
 		},
 		"app: a service as root": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {
-					s.SecurityContext = sc(func(s *corev1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })
+					s.SecurityContext = sc(func(s *schedv1.SecurityContext) { s.RunAsUser = ptr.To[int64](0) })
 				}).Obj(),
 			wantField: "spec.services[web].securityContext.runAsUser", wantMsg: "may not run as root",
 		},
@@ -171,7 +171,7 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 		if err := alice.Create(context.Background(), task); err != nil {
 			t.Fatal(err)
 		}
-		task.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+		task.Spec.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true)}
 		if err := alice.Update(context.Background(), task); err == nil || !strings.Contains(err.Error(), "privileged containers are not allowed") {
 			t.Errorf("update err = %v, want privileged refused", err)
 		}
@@ -183,13 +183,13 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 func TestTenantMayTightenOrChooseAUser(t *testing.T) {
 	bob := tenant(t, "tenant-bob", "bob", nil)
 	const tns = "tenant-bob"
-	ok := &corev1.SecurityContext{
+	ok := &schedv1.SecurityContext{
 		ReadOnlyRootFilesystem: ptr.To(true),
 		RunAsUser:              ptr.To[int64](1000),
-		Capabilities:           &corev1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}, Drop: []corev1.Capability{"ALL"}},
+		Capabilities:           &schedv1.Capabilities{Add: []corev1.Capability{"NET_BIND_SERVICE"}, Drop: []corev1.Capability{"ALL"}},
 		SeccompProfile:         &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
-	probe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(80)}}}
+	probe := &schedv1.Probe{HTTPGet: &schedv1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(80)}}
 	for _, obj := range []client.Object{
 		MakeAgentTask("t", tns).Image("busybox").SecurityContext(ok.DeepCopy()).Obj(),
 		MakeAgentTask("profiles", tns).Image("busybox").
@@ -246,7 +246,7 @@ func TestOnlyAClusterAdminOptsANamespaceOut(t *testing.T) {
 	}
 
 	dave := tenant(t, "tenant-dave", "dave", map[string]string{optOutLabel: "true"})
-	priv := MakeAgentTask("p", "tenant-dave").Image("busybox").SecurityContext(&corev1.SecurityContext{Privileged: ptr.To(true)}).Obj()
+	priv := MakeAgentTask("p", "tenant-dave").Image("busybox").SecurityContext(&schedv1.SecurityContext{Privileged: ptr.To(true)}).Obj()
 	if err := dave.Create(context.Background(), priv); err != nil {
 		t.Errorf("privileged task in an opted-out namespace: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 
 // Exposure says who can reach a service.
 // +kubebuilder:validation:Enum=None;Internal;Public
+// +kubebuilder:validation:MaxLength=16
 type Exposure string
 
 const (
@@ -21,6 +22,7 @@ const (
 
 // DesiredState says whether an app's services should run.
 // +kubebuilder:validation:Enum=Running;Stopped
+// +kubebuilder:validation:MaxLength=16
 type DesiredState string
 
 const (
@@ -30,6 +32,7 @@ const (
 
 // NetworkIsolation says which traffic may reach the app's pods.
 // +kubebuilder:validation:Enum=Isolated;Open
+// +kubebuilder:validation:MaxLength=16
 type NetworkIsolation string
 
 const (
@@ -53,9 +56,12 @@ type UserDeploymentSpec struct {
 	Services []ServiceSpec `json:"services"`
 
 	// Config becomes a ConfigMap named <userdeployment>-config whose keys are
-	// set as environment variables in every service.
+	// set as environment variables in every service: at most 128 keys of at
+	// most 253 characters, values of at most 8192 (1 MiB in all, what a
+	// ConfigMap holds).
 	// +optional
 	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 8192)",message="config keys may have at most 253 characters and values 8192"
 	Config map[string]string `json:"config,omitempty"`
 
 	// Secrets are references only: an existing Secret, or a key in an
@@ -93,7 +99,7 @@ type UserDeploymentSpec struct {
 	// `kubectl sched restart` sets it.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 64)",message="restartedAt values are timestamps of at most 64 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 64)",message="restartedAt keys are service names and values timestamps of at most 64 characters"
 	RestartedAt map[string]string `json:"restartedAt,omitempty"`
 }
 
@@ -119,16 +125,19 @@ type ServiceSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Command overrides the image's entrypoint.
+	// Command overrides the image's entrypoint: at most 64 strings of at
+	// most 4096 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=4096
 	Command []string `json:"command,omitempty"`
 
-	// Args to the command.
+	// Args to the command: at most 256 strings of at most 4096 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=4096
 	Args []string `json:"args,omitempty"`
 
 	// Ports the service listens on.
@@ -147,15 +156,15 @@ type ServiceSpec struct {
 
 	// Resources the container requests and is limited to.
 	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+	Resources ResourceRequirements `json:"resources,omitempty"`
 
 	// ReadinessProbe decides when a pod receives traffic.
 	// +optional
-	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	ReadinessProbe *Probe `json:"readinessProbe,omitempty"`
 
 	// LivenessProbe restarts a container that stops answering.
 	// +optional
-	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	LivenessProbe *Probe `json:"livenessProbe,omitempty"`
 
 	// Exposure is None, Internal (the default) or Public.
 	// +optional
@@ -202,12 +211,14 @@ type ServiceSpec struct {
 	// privilege escalation, added capabilities other than NET_BIND_SERVICE and
 	// UID 0 are refused at admission unless a cluster admin opts the namespace out.
 	// +optional
-	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 
-	// ImagePullSecrets name Secrets in the app's namespace used to pull the image.
+	// ImagePullSecrets name Secrets in the app's namespace used to pull the
+	// image: at most 8 names of at most 253 characters.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, size(r.?name.orValue('')) <= 253)",message="image pull secret names may have at most 253 characters"
 	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
@@ -220,7 +231,8 @@ type ServiceVolume struct {
 	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
-	// Size of each replica's volume, for example 10Gi.
+	// Size of each replica's volume, for example 10Gi (at most 64 characters).
+	// +kubebuilder:validation:XValidation:rule="type(self) in [int] || size(self) <= 64",message="size may have at most 64 characters"
 	Size resource.Quantity `json:"size"`
 
 	// MountPath in the container.
@@ -294,6 +306,7 @@ type SecretReference struct {
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=40
 	Services []string `json:"services,omitempty"`
 }
 
@@ -373,6 +386,7 @@ type IngressTLS struct {
 // The Ready, Progressing and Degraded conditions carry the cause's reason
 // and message.
 // +kubebuilder:validation:Enum=Pending;Progressing;Running;Degraded;Stopped
+// +kubebuilder:validation:MaxLength=16
 type UserDeploymentPhase string
 
 const (
@@ -395,29 +409,35 @@ type UserDeploymentStatus struct {
 
 	// Ready is "<ready services>/<services>", for display.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	Ready string `json:"ready,omitempty"`
 
 	// URLs where the public services are reachable.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=1024
 	URLs []string `json:"urls,omitempty"`
 
 	// Services reports each service's replicas.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
 	Services []ServiceStatus `json:"services,omitempty"`
 
 	// Conditions: Ready, Progressing, Degraded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // ServiceStatus reports one service.
 type ServiceStatus struct {
 	// Name of the service.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// ReadyReplicas counts pods that are ready.
 	ReadyReplicas int32 `json:"readyReplicas"`
@@ -425,6 +445,7 @@ type ServiceStatus struct {
 	DesiredReplicas int32 `json:"desiredReplicas"`
 	// Message explains why the service is not ready, from its pods.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
 }
 

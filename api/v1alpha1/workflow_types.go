@@ -40,6 +40,7 @@ type WorkflowSpec struct {
 	// step is stopped and the workflow ends in phase Timeout.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
@@ -49,6 +50,7 @@ type WorkflowSpec struct {
 	// AgentTasks, this long after it ended.
 	// +optional
 	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
@@ -136,6 +138,7 @@ type WorkflowStep struct {
 
 // WorkflowPhase is where a workflow is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
+// +kubebuilder:validation:MaxLength=16
 type WorkflowPhase string
 
 const (
@@ -156,6 +159,7 @@ func (p WorkflowPhase) Finished() bool {
 // StepPhase is where a step is: the AgentTask phases plus Waiting (not
 // started) and Skipped (an earlier step failed).
 // +kubebuilder:validation:Enum=Waiting;Pending;Running;Succeeded;Failed;Timeout;Skipped;Cancelled
+// +kubebuilder:validation:MaxLength=16
 type StepPhase string
 
 const (
@@ -179,9 +183,11 @@ func (p StepPhase) Finished() bool {
 // StepStatus reports one step.
 type StepStatus struct {
 	// Name of the step.
+	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
 	// TaskName is the step's AgentTask, once created.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	TaskName string `json:"taskName,omitempty"`
 	// Phase of the step.
 	Phase StepPhase `json:"phase"`
@@ -193,9 +199,12 @@ type StepStatus struct {
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// Outputs of the step, as its AgentTask reported them.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// Message explains a failure or skip.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
 }
 
@@ -215,6 +224,7 @@ type WorkflowStatus struct {
 
 	// Progress is "<succeeded steps>/<steps>", for display.
 	// +optional
+	// +kubebuilder:validation:MaxLength=16
 	Progress string `json:"progress,omitempty"`
 
 	// StartTime is when the first step started.
@@ -227,22 +237,26 @@ type WorkflowStatus struct {
 
 	// Reason is a CamelCase word for why the workflow is in its phase.
 	// +optional
+	// +kubebuilder:validation:MaxLength=128
 	Reason string `json:"reason,omitempty"`
 
 	// Message explains the phase for a person.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
 
 	// Steps reports every step, in order.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
 	Steps []StepStatus `json:"steps,omitempty"`
 
 	// Conditions: Ready and Succeeded.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

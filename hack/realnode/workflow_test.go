@@ -78,8 +78,8 @@ func TestAppsOnTheRealNode(t *testing.T) {
 				Image:   "busybox:1.36",
 				Command: []string{"httpd", "-f", "-p", "8080", "-h", "/etc"},
 				Ports:   []schedv1.ServicePort{{Port: 8080}},
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/passwd", Port: intstr.FromInt32(8080)}},
+				ReadinessProbe: &schedv1.Probe{
+					HTTPGet:       &schedv1.HTTPGetAction{Path: "/passwd", Port: intstr.FromInt32(8080)},
 					PeriodSeconds: 1,
 				},
 			}},

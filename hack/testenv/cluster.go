@@ -60,6 +60,10 @@ func StartSimWith(o cluster.Options) (*Sim, error) {
 		_ = s.Stop(false)
 		return nil, fmt.Errorf("install config/policy: %w", err)
 	}
+	if err := waitLabelsReserved(context.Background(), s.Config, s.Client); err != nil {
+		_ = s.Stop(false)
+		return nil, err
+	}
 	return s, nil
 }
 

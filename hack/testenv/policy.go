@@ -53,7 +53,7 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	privileged := &schedv1.AgentTask{}
 	privileged.Name, privileged.Namespace = "policy-probe", "default"
 	privileged.Spec.Image = "x"
-	privileged.Spec.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+	privileged.Spec.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true)}
 	// And a pod that claims a Job as its controller.
 	claimant := &corev1.Pod{}
 	claimant.Name, claimant.Namespace = "policy-probe", "default"

@@ -57,5 +57,9 @@ func Start() (*Env, error) {
 		_ = env.Stop()
 		return nil, fmt.Errorf("install config/policy: %w", err)
 	}
+	if err := waitLabelsReserved(context.Background(), cfg, c); err != nil {
+		_ = env.Stop()
+		return nil, err
+	}
 	return &Env{Environment: env, Config: cfg, Client: c}, nil
 }

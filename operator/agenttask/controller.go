@@ -43,6 +43,10 @@ import (
 // podTaskIndex indexes the cached pods by their task label.
 const podTaskIndex = "agenttask.pods.byTask"
 
+// eventJobIndex indexes the cached FailedCreate events by the UID of the
+// Job they are about.
+const eventJobIndex = "agenttask.events.byJob"
+
 // Reconciler reconciles AgentTasks.
 type Reconciler struct {
 	client.Client
@@ -180,8 +184,9 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		o.pods = controlledPods(live.Items, o.job)
 	}
 	if o.job != nil && len(o.pods) == 0 {
+		// This Job's events only: a lookup, however many the namespace has.
 		var evs corev1.EventList
-		if err := r.List(ctx, &evs, client.InNamespace(task.Namespace)); err != nil {
+		if err := r.List(ctx, &evs, client.InNamespace(task.Namespace), client.MatchingFields{eventJobIndex: string(o.job.UID)}); err != nil {
 			return o, err
 		}
 		var newest time.Time
@@ -214,6 +219,14 @@ func (r *Reconciler) privilegeRefused(ctx context.Context, task *schedv1.AgentTa
 		return "", err
 	}
 	return podsecurity.NotAllowed(task.Namespace, fields) + "; its Job was deleted, or never created: remove the field(s) and create the task again", nil
+}
+
+// eventJob is an event's eventJobIndex value: its object's UID.
+func eventJob(o client.Object) []string {
+	if ev, ok := o.(*corev1.Event); ok && ev.InvolvedObject.UID != "" {
+		return []string{string(ev.InvolvedObject.UID)}
+	}
+	return nil
 }
 
 // controlledPods keeps the pods that job controls.
@@ -463,15 +476,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Event{}, eventJobIndex, eventJob); err != nil {
+		return err
+	}
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
 	})
+	// The events cache holds every Job's FailedCreate events, most of them
+	// about Jobs that are not the operator's: only those about a cached
+	// Job (the operator's, by its labels) that a task controls wake a task.
 	byEventJob := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		ev, ok := o.(*corev1.Event)
 		if !ok || ev.InvolvedObject.Kind != "Job" {
 			return nil
 		}
-		return r.taskForJobName(ctx, ev.InvolvedObject.Namespace, ev.InvolvedObject.Name)
+		job := &batchv1.Job{}
+		if err := r.Get(ctx, types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}, job); err != nil || job.UID != ev.InvolvedObject.UID {
+			return nil
+		}
+		if ref := metav1.GetControllerOf(job); ref != nil && ref.Kind == "AgentTask" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: job.Namespace, Name: ref.Name}}}
+		}
+		return nil
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.AgentTask{}).

@@ -406,7 +406,7 @@ func TestTaskRunsWherePodSecurityIsRestricted(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, task("plain", ns, 0, "k=v").Obj())
-	create(t, task("readonly", ns, 0, "k=v").SecurityContext(&corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}).Obj())
+	create(t, task("readonly", ns, 0, "k=v").SecurityContext(&schedv1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}).Obj())
 	for _, name := range []string{"plain", "readonly"} {
 		got := waitTask(t, ns, name, "finished", finished)
 		if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Outputs["k"] != "v" {
@@ -432,13 +432,19 @@ func TestLookAlikePodCannotForgeOutputs(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: agenttask.ContainerName, Image: "x"}}},
 	}
-	// Made by a namespace user with the built-in edit role, who may create pods.
+	// A namespace user with the built-in edit role, who may create pods,
+	// may not give one the operator's labels (config/policy/reserved_labels.yaml).
 	mallory, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, "mallory", "edit",
 		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := mallory.Create(t.Context(), forged); err != nil {
+	if err := mallory.Create(t.Context(), forged.DeepCopy()); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "reserved for the kubectl-sched operator") {
+		t.Fatalf("a namespace user creating a pod with the task's labels: err = %v, want forbidden", err)
+	}
+	// Whoever may still (a cluster admin) gains nothing: outputs come only
+	// from the pods the task's Job controls.
+	if err := sim.Client.Create(t.Context(), forged); err != nil {
 		t.Fatal(err)
 	}
 	poll(t, "the look-alike pod to finish", func(ctx context.Context) (bool, error) {

@@ -61,11 +61,11 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		Command:   spec.Command,
 		Args:      spec.Args,
 		Env:       EnvVars(spec.Env),
-		Resources: spec.Resources,
+		Resources: spec.Resources.Core(),
 		// A crashing container that wrote no outputs still explains itself
 		// with the tail of its log.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          podsecurity.Container(spec.SecurityContext),
+		SecurityContext:          podsecurity.Container(spec.SecurityContext.Core()),
 	}
 
 	pod := corev1.PodSpec{
@@ -113,7 +113,7 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 // privilegeAsked lists the fields of task's spec that ask for what Pod
 // Security "restricted" refuses (podsecurity.Violations).
 func privilegeAsked(task *schedv1.AgentTask) []string {
-	s := podsecurity.Spec{SecurityContext: task.Spec.SecurityContext}
+	s := podsecurity.Spec{SecurityContext: task.Spec.SecurityContext.Core()}
 	if task.Spec.PodMetadata != nil {
 		s.Annotations = task.Spec.PodMetadata.Annotations
 	}

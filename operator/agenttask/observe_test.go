@@ -50,7 +50,8 @@ func TestObserveReadsPastALaggingPodCache(t *testing.T) {
 		}
 		return nil
 	}
-	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task, job).WithIndex(&corev1.Pod{}, podTaskIndex, index).Build()
+	cached := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task, job).WithIndex(&corev1.Pod{}, podTaskIndex, index).
+		WithIndex(&corev1.Event{}, eventJobIndex, eventJob).Build()
 	live := fake.NewClientBuilder().WithScheme(scheme).WithObjects(task, job, pod, forged).Build()
 
 	for name, tc := range map[string]struct {

@@ -37,8 +37,8 @@ func TestTenantDropListStillDropsAll(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	tenant := tenantIn(t, ns, "drop-tenant")
-	at := task("drops", ns, 0, "").SecurityContext(&corev1.SecurityContext{
-		Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}},
+	at := task("drops", ns, 0, "").SecurityContext(&schedv1.SecurityContext{
+		Capabilities: &schedv1.Capabilities{Drop: []corev1.Capability{"NET_RAW"}},
 	}).Obj()
 	if err := tenant.Create(t.Context(), at); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 	setOptOut(t, ns, true)
 	tenant := tenantIn(t, ns, "privileged-tenant")
 	at := task("privileged", ns, 0, "").PodAnnotation(cluster.AnnotationRunSeconds, "600").
-		SecurityContext(&corev1.SecurityContext{Privileged: ptr.To(true)}).Obj()
+		SecurityContext(&schedv1.SecurityContext{Privileged: ptr.To(true)}).Obj()
 	// Admission learns of the label from its namespace informer.
 	var last error
 	poll(t, "a privileged task admitted in the opted-out namespace", func(ctx context.Context) (bool, error) {

@@ -6,12 +6,14 @@ import (
 	"net/http"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,8 +27,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 )
 
 // Scheme knows the built-in kinds and ours.
@@ -38,8 +42,16 @@ func Scheme() *runtime.Scheme {
 }
 
 // managedSelector selects the objects the operator created. Caching only
-// those keeps memory flat in a cluster full of unrelated objects.
+// those keeps memory flat in a cluster full of unrelated objects; only the
+// operator may set the label (config/policy/reserved_labels.yaml), so
+// nobody else's objects are cached by it.
 var managedSelector = labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue})
+
+// owned caches what the operator made of a kind an app is made of, each
+// object trimmed to what the UserDeployment controller reads of it.
+func owned(gvk schema.GroupVersionKind) cache.ByObject {
+	return cache.ByObject{Label: managedSelector, Transform: userdeployment.TrimOwned(gvk)}
+}
 
 // NewManager builds the manager with health checks, metrics, leader
 // election and every controller.
@@ -50,7 +62,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
 	sync := o.SyncPeriod
-	owned := cache.ByObject{Label: managedSelector}
+	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOptions(o),
@@ -73,19 +85,22 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			SyncPeriod:       &sync,
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
-				&appsv1.Deployment{}:  owned,
-				&appsv1.StatefulSet{}: owned,
-				// Only in the scheduler namespace, where its Role is.
+				&appsv1.Deployment{}:  owned(apps.WithKind("Deployment")),
+				&appsv1.StatefulSet{}: owned(apps.WithKind("StatefulSet")),
+				// Only in the scheduler namespace, where its Role is. Kept
+				// whole: one per SchedExt, and updated from the cached copy.
 				&appsv1.DaemonSet{}: {Label: managedSelector, Namespaces: map[string]cache.Config{o.Settings.SchedulerNamespace: {}}},
-				&corev1.Service{}:   owned,
-				&corev1.ConfigMap{}: owned,
+				&corev1.Service{}:   owned(core.WithKind("Service")),
+				// The tiers ConfigMap, which the install writes, is kept whole.
+				&corev1.ConfigMap{}: owned(core.WithKind("ConfigMap")),
 				// Never read (the operator has no RBAC for Secrets); listed so a
 				// future read cannot cache every Secret in the cluster.
-				&corev1.Secret{}:              owned,
-				&batchv1.Job{}:                owned,
-				&networkingv1.Ingress{}:       owned,
-				&networkingv1.NetworkPolicy{}: owned,
-				&corev1.LimitRange{}:          owned,
+				&corev1.Secret{}: {Label: managedSelector},
+				// The tasks' Jobs, without their pod templates (agenttask.TrimJob).
+				&batchv1.Job{}:                {Label: managedSelector, Transform: agenttask.TrimJob},
+				&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
+				&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
+				&corev1.LimitRange{}:          {Label: managedSelector},
 				// Pods the operator made, trimmed to what the controllers
 				// read (see podstatus.Trim): the spec is most of their size.
 				&corev1.Pod{}: {Label: managedSelector, Transform: podstatus.Trim},
@@ -93,8 +108,16 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				// and spec: the status is most of a node's size.
 				&corev1.Node{}: {Transform: schedext.TrimNode},
 				// Only the Job controller's reports that it cannot create a
-				// pod, which explain a stuck AgentTask.
-				&corev1.Event{}: {Field: fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"})},
+				// pod, which explain a stuck AgentTask; no label can narrow
+				// them further, so each is trimmed (agenttask.TrimEvent).
+				&corev1.Event{}: {
+					Field:     fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"}),
+					Transform: agenttask.TrimEvent,
+				},
+				// Every autoscaler: users make them for the apps' workloads
+				// without the operator's labels, so no selector can pick
+				// them. Each keeps only its scale target (userdeployment.TrimHPA).
+				&autoscalingv2.HorizontalPodAutoscaler{}: {Transform: userdeployment.TrimHPA},
 			},
 		},
 	})

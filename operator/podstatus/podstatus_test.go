@@ -106,6 +106,7 @@ func TestTrimKeepsWhatControllersRead(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "p", Namespace: "ns", Labels: map[string]string{"a": "b"}, Finalizers: []string{"f"},
+			Annotations:       map[string]string{"padding": strings.Repeat("x", 1<<10)},
 			CreationTimestamp: started, DeletionTimestamp: &finished,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}},
 		},
@@ -137,7 +138,7 @@ func TestTrimKeepsWhatControllersRead(t *testing.T) {
 		t.Errorf("Cause after Trim = %q, %q; before %q, %q", r, m, reason, msg)
 	}
 	want := pod.DeepCopy()
-	want.ManagedFields = nil
+	want.ManagedFields, want.Annotations = nil, nil
 	want.Spec = corev1.PodSpec{NodeName: "n1", Affinity: affinity}
 	want.Status.PodIP = ""
 	want.Status.InitContainerStatuses[0].ImageID = ""

@@ -10,7 +10,9 @@ import corev1 "k8s.io/api/core/v1"
 // start time and per container its name, image, state, last state, restart
 // count and readiness. Everything else, most of a pod's size (containers,
 // volumes, tolerations, IPs, image and container IDs, resources), is dropped
-// before caching, with the managed fields. No controller writes a pod from
+// before caching, with the managed fields and the annotations, which no
+// controller reads and anyone who may edit pods could fill (256 KiB a
+// pod). No controller writes a pod from
 // the cache: the only write, the AgentTask outputs finalizer's release, is
 // a patch by name.
 func Trim(obj any) (any, error) {
@@ -18,7 +20,7 @@ func Trim(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	pod.ManagedFields = nil
+	pod.ManagedFields, pod.Annotations = nil, nil
 	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Affinity: pod.Spec.Affinity, RestartPolicy: pod.Spec.RestartPolicy}
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,

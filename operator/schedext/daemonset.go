@@ -199,7 +199,7 @@ func schedulerContainer(scx *schedv1.SchedExt, image string) corev1.Container {
 		Image:     image,
 		Args:      slices.Clone(scx.Spec.Args),
 		Env:       envVars(scx.Spec.Env),
-		Resources: *scx.Spec.Resources.DeepCopy(),
+		Resources: scx.Spec.Resources.Core(),
 		// Loading BPF struct_ops needs CAP_BPF, CAP_SYS_ADMIN and
 		// CAP_PERFMON, and bpf() and perf_event_open() must also get past
 		// the runtime's seccomp and AppArmor profiles, which differ between

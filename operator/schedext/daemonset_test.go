@@ -118,7 +118,7 @@ func TestBuildDaemonSet(t *testing.T) {
 		},
 		"tolerations, resources, pull secrets and pod metadata pass through; our labels win": {
 			scx: MakeSchedExt("lavd").Scheduler("scx_lavd").Toleration(gpuTol).PodAnnotation("a", "b").Spec(func(s *schedv1.SchedExtSpec) {
-				s.Resources = res
+				s.Resources = schedv1.ResourceRequirements{Limits: res.Limits, Requests: res.Requests}
 				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
 				s.PodMetadata.Labels = map[string]string{"team": "kernel", schedv1.LabelSchedExt: "spoofed"}
 			}).Obj(),

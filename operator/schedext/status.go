@@ -98,6 +98,9 @@ func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.S
 	}
 	sum := summarize(scx, o)
 	st.UnsupportedNodes = sum.troubles.nodes(schedv1.ReasonUnsupportedKernel)
+	// Both are sorted by name; the API holds the first MaxStatusNodes.
+	st.ConflictingNodes = st.ConflictingNodes[:min(len(st.ConflictingNodes), schedv1.MaxStatusNodes)]
+	st.UnsupportedNodes = st.UnsupportedNodes[:min(len(st.UnsupportedNodes), schedv1.MaxStatusNodes)]
 
 	ph := phaseOf(sum)
 	ready, progressing, degraded := readyCondition(ph, sum), progressingCondition(ph, sum), degradedCondition(sum)

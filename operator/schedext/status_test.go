@@ -1,6 +1,7 @@
 package schedext
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -515,5 +516,24 @@ func TestDegradedCondition(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestStatusListsAtMostMaxStatusNodes: a SchedExt whose selector conflicts
+// on more nodes than the API's bound lists the first ones by name (a status
+// write over the bound would be refused); the condition still counts all.
+func TestStatusListsAtMostMaxStatusNodes(t *testing.T) {
+	var a Assignment
+	for i := range schedv1.MaxStatusNodes + 5 {
+		a.Conflicts = append(a.Conflicts, Conflict{Node: fmt.Sprintf("n%05d", i), Winner: "older"})
+	}
+	scx := MakeSchedExt("s").Scheduler("scx_lavd").Obj()
+	st := computeStatus(scx, observed{image: "reg/scx:1", ds: dsStatus(0, 0, 0), assignment: a}, now)
+	if n := len(st.ConflictingNodes); n != schedv1.MaxStatusNodes || st.ConflictingNodes[0] != "n00000" {
+		t.Errorf("conflictingNodes: %d listed, first %q; want %d from n00000", n, st.ConflictingNodes[0], schedv1.MaxStatusNodes)
+	}
+	degraded := meta.FindStatusCondition(st.Conditions, schedv1.ConditionDegraded)
+	if want := fmt.Sprintf("and %d more", schedv1.MaxStatusNodes+5-maxNamed); degraded == nil || !strings.Contains(degraded.Message, want) {
+		t.Errorf("Degraded = %+v, want its message to count the rest (%q)", degraded, want)
 	}
 }

@@ -702,7 +702,7 @@ func TestOptionalAPIs(t *testing.T) {
 	}
 	wantES := map[string]any{
 		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
-		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+		"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 		"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": ns + "/db", "property": "password"}}},
 	}
 	if diff := cmp.Diff(wantES, es.Object["spec"]); diff != "" {
@@ -1336,7 +1336,7 @@ func TestAppRunsWherePodSecurityIsRestricted(t *testing.T) {
 		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).
 		Service("api", "shop-api:1", 8080, schedv1.ExposureInternal).
 		EditService("api", func(s *schedv1.ServiceSpec) {
-			s.SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
+			s.SecurityContext = &schedv1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true), RunAsUser: ptr.To[int64](1000)}
 		}).
 		Service("db", "postgres:17", 5432, schedv1.ExposureInternal).
 		EditService("db", func(s *schedv1.ServiceSpec) {

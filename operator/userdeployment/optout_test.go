@@ -34,7 +34,7 @@ func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 	ud := MakeUserDeployment("tools", ns).
 		Service("net", "netshoot:1", 80, schedv1.ExposureInternal).
 		EditService("net", func(s *schedv1.ServiceSpec) {
-			s.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true)}
+			s.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true)}
 		}).
 		Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
 	// Admission learns of the label from its namespace informer.

@@ -22,8 +22,8 @@ func privilegedApp() *schedv1.UserDeployment {
 		ServicePodAnnotation("web", "container.apparmor.security.beta.kubernetes.io/web", "unconfined").
 		ServicePodAnnotation("web", "team", "shop").
 		EditService("web", func(s *schedv1.ServiceSpec) {
-			s.SecurityContext = &corev1.SecurityContext{Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)}
-			s.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Host: "169.254.169.254", Port: intstr.FromInt32(80)}}}
+			s.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true), ReadOnlyRootFilesystem: ptr.To(true)}
+			s.ReadinessProbe = &schedv1.Probe{HTTPGet: &schedv1.HTTPGetAction{Host: "169.254.169.254", Port: intstr.FromInt32(80)}}
 		}).Obj()
 }
 

@@ -222,8 +222,8 @@ func privilegeAsked(ud *schedv1.UserDeployment) map[string][]string {
 	for i := range ud.Spec.Services {
 		svc := &ud.Spec.Services[i]
 		s := podsecurity.Spec{
-			SecurityContext: svc.SecurityContext,
-			Probes:          map[string]*corev1.Probe{"readinessProbe": svc.ReadinessProbe, "livenessProbe": svc.LivenessProbe},
+			SecurityContext: svc.SecurityContext.Core(),
+			Probes:          map[string]*corev1.Probe{"readinessProbe": svc.ReadinessProbe.Core(), "livenessProbe": svc.LivenessProbe.Core()},
 		}
 		if svc.PodMetadata != nil {
 			s.Annotations = svc.PodMetadata.Annotations
@@ -252,7 +252,7 @@ func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) 
 		if svc.PodMetadata != nil {
 			maps.DeleteFunc(svc.PodMetadata.Annotations, podsecurity.LoosensPodSecurity)
 		}
-		for _, probe := range []*corev1.Probe{svc.ReadinessProbe, svc.LivenessProbe} {
+		for _, probe := range []*schedv1.Probe{svc.ReadinessProbe, svc.LivenessProbe} {
 			if probe != nil && probe.HTTPGet != nil {
 				probe.HTTPGet.Host = ""
 			}
@@ -380,10 +380,10 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		Image:           svc.Image,
 		Command:         svc.Command,
 		Args:            svc.Args,
-		Resources:       svc.Resources,
-		ReadinessProbe:  svc.ReadinessProbe,
-		LivenessProbe:   svc.LivenessProbe,
-		SecurityContext: podsecurity.Container(svc.SecurityContext),
+		Resources:       svc.Resources.Core(),
+		ReadinessProbe:  svc.ReadinessProbe.Core(),
+		LivenessProbe:   svc.LivenessProbe.Core(),
+		SecurityContext: podsecurity.Container(svc.SecurityContext.Core()),
 	}
 	for _, p := range svc.Ports {
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: protocol(p)})
@@ -704,11 +704,15 @@ func buildIngressRoute(ud *schedv1.UserDeployment, host string, routes []route, 
 
 // buildExternalSecret asks External Secrets to sync one key of the store
 // into the Secret <app>-<name>, owned by the ExternalSecret so it goes too.
+// A target template, even one that only names the type, keeps External
+// Secrets from copying the ExternalSecret's labels onto the Secret: they
+// are the operator's reserved labels, which External Secrets' account may
+// not set (config/policy/reserved_labels.yaml).
 func buildExternalSecret(ud *schedv1.UserDeployment, ref schedv1.SecretReference, store string) *unstructured.Unstructured {
 	name := names.ExternalSecret(ud.Name, ref.Name)
 	spec := map[string]any{
 		"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": store},
-		"target":         map[string]any{"name": name, "creationPolicy": "Owner"},
+		"target":         map[string]any{"name": name, "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 	}
 	if ref.External.Property != "" {
 		spec["data"] = []any{map[string]any{

@@ -387,7 +387,7 @@ func TestBuildExternalSecret(t *testing.T) {
 			source: schedv1.ExternalSecretSource{Key: "prod/db"},
 			want: map[string]any{
 				"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
-				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 				"dataFrom":       []any{map[string]any{"extract": map[string]any{"key": "prod/db"}}},
 			},
 		},
@@ -395,7 +395,7 @@ func TestBuildExternalSecret(t *testing.T) {
 			source: schedv1.ExternalSecretSource{Key: "prod/db", Property: "password"},
 			want: map[string]any{
 				"secretStoreRef": map[string]any{"kind": "ClusterSecretStore", "name": "vault"},
-				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner"},
+				"target":         map[string]any{"name": "shop-db", "creationPolicy": "Owner", "template": map[string]any{"type": "Opaque"}},
 				"data":           []any{map[string]any{"secretKey": "password", "remoteRef": map[string]any{"key": "prod/db", "property": "password"}}},
 			},
 		},

@@ -68,8 +68,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
-		// An autoscaler added or removed changes who sets replicas.
-		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget)).
+		// An autoscaler added or removed changes who sets replicas; its
+		// status, rewritten on every sync, changes nothing here.
+		Watches(&autoscalingv2.HorizontalPodAutoscaler{}, handler.EnqueueRequestsFromMapFunc(r.appOfScaleTarget),
+			builder.WithPredicates(scaleTargetChanged)).
 		// A host's holder letting go (deleted, or routing another host)
 		// hands it to the next claimant. Both the old and the new object
 		// are mapped on an update.
@@ -104,7 +106,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			Scheme:               mgr.GetScheme(),
 			Mapper:               mgr.GetRESTMapper(),
 			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue}),
-			DefaultTransform:     cache.TransformStripManagedFields(),
+			// Each object by its own kind (schema.GroupVersionKind{}).
+			DefaultTransform: TrimOwned(schema.GroupVersionKind{}),
 		})
 		if err != nil {
 			return fmt.Errorf("cache for optional APIs: %w", err)
@@ -154,6 +157,16 @@ var podCauseChanged = predicate.Funcs{
 	},
 	DeleteFunc:  func(e event.DeleteEvent) bool { return isAppPod(e.Object) },
 	GenericFunc: func(e event.GenericEvent) bool { return isAppPod(e.Object) },
+}
+
+// scaleTargetChanged passes autoscalers created or deleted, and updates
+// that point one at another workload.
+var scaleTargetChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*autoscalingv2.HorizontalPodAutoscaler)
+		cur, okNew := e.ObjectNew.(*autoscalingv2.HorizontalPodAutoscaler)
+		return !okOld || !okNew || old.Spec.ScaleTargetRef != cur.Spec.ScaleTargetRef
+	},
 }
 
 func isAppPod(o client.Object) bool {

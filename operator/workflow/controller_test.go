@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -582,5 +583,46 @@ func TestRetryReusesEarlierOutputs(t *testing.T) {
 	}
 	if len(tasks.Items) != 1 || tasks.Items[0].Spec.Args[0] != "abc123" {
 		t.Errorf("the retry ran %d tasks (%v), want only build, given the reused sha", len(tasks.Items), tasks.Items)
+	}
+}
+
+// TestTenantCannotMultiplyAStep: a namespace user's 4 KiB output, repeated
+// 215 times in each of 64 args, would render one step to 52 MiB. The
+// operator counts before it builds: the step fails with reason TooLarge,
+// naming the step, its size and the cap, and no task is created.
+func TestTenantCannotMultiplyAStep(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	mallory, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, "mallory", "kubectl-sched-edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "workflows"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "${steps.a.output.big}"
+	arg := strings.Repeat(ref, 4096/len(ref))
+	big := step("x", 0, "", 0)
+	for range 64 {
+		big.Args = append(big.Args, arg)
+	}
+	wf := MakeWorkflow("multiply", ns).StepTask("a", step("x", 0, "big="+strings.Repeat("x", 4000), 0)).StepTask("b", big).Obj()
+	if err := mallory.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "multiply", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowFailed || got.Status.Reason != schedv1.ReasonTooLarge {
+		t.Fatalf("phase %s reason %s, want Failed TooLarge; message %q", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+	b := got.Status.Steps[1]
+	for _, want := range []string{`step 1 ("b") renders to`, "once its references are substituted", "more than the 640.5 KiB (655872 bytes)"} {
+		if !strings.Contains(b.Message, want) {
+			t.Errorf("step message %q lacks %q", b.Message, want)
+		}
+	}
+	if b.Phase != schedv1.StepFailed || b.TaskName != "" {
+		t.Errorf("step b %+v: want Failed without a task", b)
+	}
+	var tasks schedv1.AgentTaskList
+	if err := sim.Client.List(t.Context(), &tasks, client.InNamespace(ns)); err != nil || len(tasks.Items) != 1 {
+		t.Errorf("tasks in the namespace: %d (%v), want only step a's", len(tasks.Items), err)
 	}
 }

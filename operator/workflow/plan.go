@@ -113,9 +113,15 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 		task, err := newStepTask(wf, i, st)
 		if err != nil {
 			reason := schedv1.ReasonInvalidSpec
-			var missing *substitution.MissingOutputError
-			if errors.As(err, &missing) {
+			var (
+				missing  *substitution.MissingOutputError
+				tooLarge *substitution.TooLargeError
+			)
+			switch {
+			case errors.As(err, &missing):
 				reason = schedv1.ReasonMissingOutput
+			case errors.As(err, &tooLarge):
+				reason = schedv1.ReasonTooLarge
 			}
 			s.Phase, s.Message, s.CompletionTime = schedv1.StepFailed, err.Error(), &now
 			if stopAtFailure {
@@ -151,7 +157,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	case firstFailed(st) >= 0:
 		// Nothing runs or can start: the independent branches are done.
 		reason := schedv1.ReasonStepFailed
-		if st.Reason == schedv1.ReasonMissingOutput || st.Reason == schedv1.ReasonInvalidSpec {
+		if st.Reason == schedv1.ReasonMissingOutput || st.Reason == schedv1.ReasonInvalidSpec || st.Reason == schedv1.ReasonTooLarge {
 			reason = st.Reason
 		}
 		failWorkflow(st, tasks, &p, wf, firstFailed(st), reason, now)

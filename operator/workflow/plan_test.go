@@ -175,6 +175,36 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
+		"outputs that render a step too large fail it naming the step and the sizes": {
+			wf: MakeWorkflow("big", "ns").Step("a", "busybox").
+				Step("b", "busybox", strings.Repeat("${steps.a.output.x}", 4096/len("${steps.a.output.x}"))).Step("c", "busybox").Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskSucceeded, map[string]string{"x": strings.Repeat("x", 4000)}, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonTooLarge, Progress: "1/3",
+				Steps: []string{"a=Succeeded", "b=Failed", "c=Skipped"}},
+			check: func(t *testing.T, p plan) {
+				if w := "step 1 (b) cannot start: "; !strings.HasPrefix(p.status.Message, w) {
+					t.Errorf("message %q does not start with %q", p.status.Message, w)
+				}
+				for _, w := range []string{`step 1 ("b") renders to 839.9 KiB (860007 bytes) once its references are substituted`, "more than the 640.5 KiB (655872 bytes)", "args[0] alone"} {
+					if !strings.Contains(p.status.Steps[1].Message, w) {
+						t.Errorf("step message %q lacks %q", p.status.Steps[1].Message, w)
+					}
+				}
+			},
+		},
+		"params that render a step too large fail the workflow before it starts": {
+			wf: MakeWorkflow("big", "ns").Param("p", strings.Repeat("v", 4096)).
+				Step("a", "busybox", strings.Repeat("${params.p}", 4096/len("${params.p}"))).Obj(),
+			prepare: func(*schedv1.Workflow) map[int]*schedv1.AgentTask { return nil },
+			want:    summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonInvalidSpec, Progress: "0/1", Steps: []string{"a=Skipped"}},
+			check: func(t *testing.T, p plan) {
+				if w := `spec.steps[0].task: Invalid value: step 0 ("a") renders to 1.5 MiB`; !strings.Contains(p.status.Message, w) {
+					t.Errorf("message %q lacks %q", p.status.Message, w)
+				}
+			},
+		},
 		"a failed step fails the workflow and skips the rest": {
 			wf: threeSteps().Obj(),
 			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {

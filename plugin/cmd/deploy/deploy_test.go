@@ -163,7 +163,7 @@ func TestDeploySecret(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-secrets"}, secret); err != nil {
 		t.Fatal(err)
 	}
-	if string(secret.Data["POSTGRES_PASSWORD"]) != password || secret.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+	if string(secret.Data["POSTGRES_PASSWORD"]) != password || secret.Labels[templates.LabelPartOf] != "kubectl-sched" || secret.Labels[schedv1.LabelManagedBy] != "" {
 		t.Errorf("secret: labels %v, keys %v", secret.Labels, len(secret.Data))
 	}
 	if len(secret.OwnerReferences) != 1 || secret.OwnerReferences[0].UID != ud.UID || ptr.Deref(secret.OwnerReferences[0].Controller, false) {

@@ -137,6 +137,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ValidatingAdmissionPolicy /kubectl-sched-operator-confinement",
 		"ValidatingAdmissionPolicy /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicy /kubectl-sched-pod-owners",
+		"ValidatingAdmissionPolicy /kubectl-sched-reserved-labels",
 		"ValidatingAdmissionPolicy /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicy /kubectl-sched-tier-placement",
 		"ValidatingAdmissionPolicy /kubectl-sched-tier-pod-tolerations",
@@ -146,6 +147,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-confinement",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-pod-patch",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-pod-owners",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-reserved-labels",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-restricted-pods",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-tier-placement",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-tier-pod-tolerations",
@@ -205,6 +207,11 @@ func TestInstallDryRunClient(t *testing.T) {
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 			if ns := subjects[0].(map[string]any)["namespace"]; ns != "ops" {
 				t.Errorf("%s subject namespace %v", o.GetKind(), ns)
+			}
+		case "ValidatingAdmissionPolicy":
+			// The reserved labels are the operator's: its exact account.
+			if o.GetName() == "kubectl-sched-reserved-labels" && !strings.Contains(fmt.Sprint(o.Object["spec"]), "'system:serviceaccount:ops:kubectl-sched-operator'") {
+				t.Errorf("policy %s does not name the operator's account in ops: %v", o.GetName(), o.Object["spec"])
 			}
 		case "CustomResourceDefinition":
 			// The very manifests of config/crd/bases, not copies.

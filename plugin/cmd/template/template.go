@@ -24,7 +24,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Short:   "List, show and render the templates deploy and workflow run use",
 		Long: `Templates are parameterised kubectl-sched objects. A name is looked up in
 folders given with --template-dir, then in ConfigMaps labelled
-sched.kubectl-sched.dev/template=true in kubectl-sched-system (the cluster's
+kubectl-sched.dev/template=true in kubectl-sched-system (the cluster's
 shared templates), then in the catalog built into the plugin, and last in
 such ConfigMaps in the current namespace. A namespace's template never takes
 a name the cluster or the catalog has: it is ignored with a warning. Every

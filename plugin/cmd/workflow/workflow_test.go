@@ -37,6 +37,28 @@ func TestRunRefusesBadReferencesBeforeSubmitting(t *testing.T) {
 	}
 }
 
+// TestRunRefusesATooLargeStepBeforeSubmitting: a 4 KiB param repeated in
+// an arg renders the step to 1.5 MiB, more than an AgentTask holds; the
+// plugin says so, naming the step and the sizes, and submits nothing.
+func TestRunRefusesATooLargeStepBeforeSubmitting(t *testing.T) {
+	ref := "${params.p}"
+	wf := fmt.Sprintf("apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: Workflow\nmetadata: {name: huge}\nspec:\n  params: [{name: p, value: %s}]\n  steps: [{name: a, task: {image: busybox, args: [%q]}}]\n",
+		strings.Repeat("v", 4096), strings.Repeat(ref, 4096/len(ref)))
+	file := filepath.Join(t.TempDir(), "huge.yaml")
+	if err := os.WriteFile(file, []byte(wf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res := env.Run("workflow", "run", "-f", file)
+	for _, want := range []string{`spec.steps[0].task: step 0 ("a") renders to 1.5 MiB (1523719 bytes) with its params alone`, "more than the 640.5 KiB (655872 bytes) a step may render to"} {
+		if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, want) {
+			t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, cmdutil.ExitInvalid, want)
+		}
+	}
+	if !apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "huge"}, &schedv1.Workflow{})) {
+		t.Error("the workflow was submitted")
+	}
+}
+
 func TestRunInputErrors(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) string {

@@ -78,7 +78,7 @@
 // this order; the first match wins:
 //
 //  1. the folders given with --template-dir, in order;
-//  2. ConfigMaps labelled sched.kubectl-sched.dev/template=true, key
+//  2. ConfigMaps labelled kubectl-sched.dev/template=true, key
 //     template.yaml, in the kubectl-sched-system namespace: the cluster's
 //     shared templates, which its admins write;
 //  3. the catalog built into the plugin (catalog/*.yaml);

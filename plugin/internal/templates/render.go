@@ -37,6 +37,13 @@ type Input struct {
 // called name.
 func SecretName(name string) string { return name + "-secrets" }
 
+// Labels of the Secret of secret parameters: part of kubectl-sched, for
+// the app, task or workflow it is named after.
+const (
+	LabelPartOf   = "app.kubernetes.io/part-of"
+	LabelInstance = "app.kubernetes.io/instance"
+)
+
 // Render finds the template ref names in src and renders it; see
 // [Template.Render]. Errors keep their exit codes; pass them through
 // [CommandError] to give broken templates theirs.
@@ -343,15 +350,9 @@ func (t *Template) secret(in Input, obj client.Object) *corev1.Secret {
 	if len(data) == 0 {
 		return nil
 	}
-	lbls := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue}
-	switch obj.(type) {
-	case *schedv1.UserDeployment:
-		lbls[schedv1.LabelUserDeployment] = obj.GetName()
-	case *schedv1.AgentTask:
-		lbls[schedv1.LabelAgentTask] = obj.GetName()
-	case *schedv1.Workflow:
-		lbls[schedv1.LabelWorkflow] = obj.GetName()
-	}
+	// The user writes this Secret, so it carries none of the operator's
+	// reserved labels (config/policy/reserved_labels.yaml).
+	lbls := map[string]string{LabelPartOf: schedv1.ManagedByValue, LabelInstance: obj.GetName()}
 	return &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{

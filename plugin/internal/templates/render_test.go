@@ -120,8 +120,9 @@ func TestRender(t *testing.T) {
 				if secret == nil || secret.Name != "shop-secrets" || secret.Namespace != "team-a" || string(secret.Data["POSTGRES_PASSWORD"]) != "hunter2" {
 					t.Fatalf("secret = %+v", secret)
 				}
-				if secret.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
-					t.Errorf("secret labels = %v", secret.Labels)
+				// The user writes it: none of the operator's reserved labels.
+				if diff := cmp.Diff(map[string]string{LabelPartOf: "kubectl-sched", LabelInstance: "shop"}, secret.Labels); diff != "" {
+					t.Errorf("secret labels (-want +got):\n%s", diff)
 				}
 				b, _ := json.Marshal(ud)
 				if strings.Contains(string(b), "hunter2") {

@@ -22,9 +22,10 @@ import (
 )
 
 // Shared templates in the cluster are ConfigMaps with this label set to
-// "true", holding the template under ConfigMapKey.
+// "true", holding the template under ConfigMapKey. Users label them, so the
+// key is outside sched.kubectl-sched.dev/, which only the operator may set.
 const (
-	LabelTemplate = schedv1.GroupName + "/template"
+	LabelTemplate = "kubectl-sched.dev/template"
 	ConfigMapKey  = "template.yaml"
 	// SystemNamespace holds templates shared with the whole cluster.
 	SystemNamespace = schedv1.DefaultOperatorNamespace
