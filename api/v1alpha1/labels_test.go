@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
@@ -234,6 +235,10 @@ func TestOnlyTheOperatorAndTheCopyingControllersSetThem(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: tns, Labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelAgentTask: "t"}},
 		Spec:       podTemplate(nil).Spec,
 	}
+	// Restricted, as the operator's own templates are: the confinement
+	// policy refuses it any other pod.
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+	pod.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 	as := func(user string) client.Client { return bindEdit(t, tns, user) }
 	for _, user := range []string{
 		"system:serviceaccount:" + schedv1.DefaultOperatorNamespace + ":" + schedv1.OperatorServiceAccount,

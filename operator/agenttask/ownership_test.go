@@ -70,8 +70,9 @@ func TestPodCannotClaimTheTasksJob(t *testing.T) {
 	claim := metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	forged := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
+			// No labels: kubectl-sched-reserved-labels refuses the task's to
+			// a namespace user, and a claim must be refused without them.
 			Name: "forged", Namespace: ns,
-			Labels:      map[string]string{schedv1.LabelAgentTask: names.Job("claimed")},
 			Annotations: map[string]string{cluster.AnnotationTerminationMessage: "verdict=forged"},
 		},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: agenttask.ContainerName, Image: "x"}}},
@@ -166,7 +167,13 @@ func TestDeletedTaskReleasesOnlyItsJobsPods(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: agenttask.ContainerName, Image: "x"}}},
 	}
-	if err := mallory.Create(t.Context(), lookAlike); err != nil {
+	// A namespace user cannot make it (kubectl-sched-reserved-labels);
+	// one left from before that policy, or made by a cluster admin, can
+	// still exist, and must keep its finalizer.
+	if err := mallory.Create(t.Context(), lookAlike.DeepCopy()); !apierrors.IsForbidden(err) {
+		t.Fatalf("a namespace user creating a pod with the task's labels: err = %v, want forbidden", err)
+	}
+	if err := sim.Client.Create(t.Context(), lookAlike); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
