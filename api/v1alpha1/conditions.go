@@ -104,9 +104,15 @@ const (
 
 	// UserDeployment.
 	ReasonExternalSecretsUnavailable = "ExternalSecretsUnavailable"
-	// ReasonProgressDeadline: a Deployment stopped making progress (its
-	// progressDeadlineSeconds passed) and its pods name no cause.
+	// ReasonProgressDeadline: a service made no progress for the app's
+	// spec.progressDeadline (or its Deployment says its
+	// progressDeadlineSeconds passed); the message names what it waited
+	// for.
 	ReasonProgressDeadline = "ProgressDeadlineExceeded"
+	// ReasonContainersStarting: a scheduled pod's containers are being
+	// created (images pulled, volumes mounted) or initialised; it keeps an
+	// app Progressing until its progress deadline.
+	ReasonContainersStarting = "ContainersStarting"
 	// Events about the objects an app is made of.
 	ReasonCreated  = "Created"
 	ReasonRepaired = "Repaired"

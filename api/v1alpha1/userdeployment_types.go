@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,6 +103,35 @@ type UserDeploymentSpec struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 64)",message="restartedAt keys are service names and values timestamps of at most 64 characters"
 	RestartedAt map[string]string `json:"restartedAt,omitempty"`
+
+	// ProgressDeadline is how long a service's rollout may go without
+	// progress (its start, or one more replica ready) before the app is
+	// Degraded with reason ProgressDeadlineExceeded. Until then a cause that
+	// may clear by itself (a pod waiting for a node or for its claims to
+	// bind, containers being created) keeps the app Progressing and is named
+	// in its conditions; a cause that needs someone to act (an image that
+	// cannot be pulled, a crash loop, a missing Secret or ConfigMap, a quota
+	// or admission refusal) makes it Degraded at once. Between 10s and 24h;
+	// 10m when unset, as a Deployment's progressDeadlineSeconds, which the
+	// operator sets to it.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="progressDeadline must be between 10s and 24h"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+}
+
+// DefaultProgressDeadline is spec.progressDeadline when it is unset, a
+// Deployment's default.
+const DefaultProgressDeadline = 10 * time.Minute
+
+// Deadline is spec.progressDeadline, or its default.
+func (s *UserDeploymentSpec) Deadline() time.Duration {
+	if s.ProgressDeadline == nil {
+		return DefaultProgressDeadline
+	}
+	return s.ProgressDeadline.Duration
 }
 
 // ServiceSpec is one service of an app.
@@ -376,12 +407,15 @@ type IngressTLS struct {
 // wins:
 //
 //	Stopped      spec.state is Stopped (Progressing is True until the pods are gone)
-//	Degraded     a cause is known: a pod's image cannot be pulled, it crash-loops
-//	             or cannot be scheduled, pods cannot be created, a rollout passed its
-//	             deadline, a secret cannot be provided, or an object cannot be written
+//	Degraded     a cause that needs someone to act is known: a pod's image cannot
+//	             be pulled, it crash-loops or misses a Secret or ConfigMap, pods
+//	             cannot be created, a secret cannot be provided, an object cannot be
+//	             written; or a service made no progress for spec.progressDeadline
 //	Pending      a service's Deployment does not exist yet
 //	Running      every service runs its desired, up-to-date, ready replicas
-//	Progressing  otherwise: rolling out, scaling, waiting for readiness
+//	Progressing  otherwise: rolling out, scaling, waiting for readiness, or for
+//	             what may clear by itself (a node, a claim to bind, containers
+//	             being created), named in the conditions
 //
 // The Ready, Progressing and Degraded conditions carry the cause's reason
 // and message.
@@ -447,6 +481,11 @@ type ServiceStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=4096
 	Message string `json:"message,omitempty"`
+	// LastProgressTime is when the service's rollout started or last had one
+	// more replica ready; spec.progressDeadline counts from it. Empty while
+	// the service runs its desired replicas, or is stopped.
+	// +optional
+	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
 }
 
 // +kubebuilder:object:root=true

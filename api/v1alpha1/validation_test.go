@@ -120,6 +120,18 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validApp().Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadGPU, Spot: schedv1.SpotRequired}).Obj(),
 			wantField: "spec.placement", wantMsg: "spot: Required cannot be combined",
 		},
+		"ud: progress deadline too short": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 9 * time.Second} }).Obj(),
+			wantField: "spec.progressDeadline", wantMsg: "progressDeadline must be between 10s and 24h",
+		},
+		"ud: progress deadline too long": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 25 * time.Hour} }).Obj(),
+			wantField: "spec.progressDeadline", wantMsg: "progressDeadline must be between 10s and 24h",
+		},
+		"ud: negative progress deadline": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: -time.Minute} }).Obj(),
+			wantField: "spec.progressDeadline", wantMsg: "should match",
+		},
 
 		// AgentTask
 		"at: no image": {
@@ -253,9 +265,11 @@ func TestInvalidObjectsRefused(t *testing.T) {
 // TestValidObjectsAccepted guards the rules against refusing what is legal.
 func TestValidObjectsAccepted(t *testing.T) {
 	cases := map[string]client.Object{
-		"ud: minimal":       MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
-		"ud: full":          validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
-		"ud: 63 characters": MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
+		"ud: minimal":                        MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
+		"ud: full":                           validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
+		"ud: 63 characters":                  MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
+		"ud: the shortest progress deadline": validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 10 * time.Second} }).Obj(),
+		"ud: a day's progress deadline":      validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 24 * time.Hour} }).Obj(),
 		"ud: volumes, service account and pull secrets": validApp().EditService("web", func(s *schedv1.ServiceSpec) {
 			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("10Gi"), MountPath: "/data", StorageClass: "fast"}}
 			s.ServiceAccountName = "web"
