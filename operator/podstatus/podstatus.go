@@ -7,6 +7,7 @@ package podstatus
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -53,13 +54,51 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 	return "", ""
 }
 
-// crashMessage says how often a container restarted and how it last ended.
+// Starting says what a pod that is not running yet waits for when it is
+// no problem yet: its containers being created (images pulled, volumes
+// mounted) or its init containers running. Empty when it waits for none of
+// these; Cause comes first.
+func Starting(pod *corev1.Pod) (reason, message string) {
+	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		if w := cs.State.Waiting; w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") {
+			msg := fmt.Sprintf("container %s is starting (%s)", cs.Name, w.Reason)
+			if m := strings.TrimSpace(w.Message); m != "" {
+				msg += ": " + Clip(m)
+			}
+			return schedv1.ReasonContainersStarting, msg
+		}
+	}
+	return "", ""
+}
+
+// Transient reports whether a cause may clear without anyone acting: a pod
+// that no node can run now (the scheduler's verdict: no room yet, a claim
+// still binding, a node an autoscaler may add, a rolling update's surge
+// pod waiting for the old one to go) or whose containers are being created.
+// An app waits these out until its progress deadline. Every other cause
+// needs someone to act (an image that cannot be pulled or does not exist, a
+// crash loop, a missing Secret or ConfigMap, a container the runtime
+// refuses, a quota's or admission's refusal, an invalid spec), so it shows
+// at once.
+func Transient(reason string) bool {
+	switch reason {
+	case schedv1.ReasonUnschedulable, schedv1.ReasonContainersStarting:
+		return true
+	}
+	return false
+}
+
+// crashMessage says how often a container restarted and how it last ended:
+// its termination message, which for a container that writes none is the
+// end of its log (terminationMessagePolicy FallbackToLogsOnError), so the
+// end is what is kept.
 func crashMessage(cs corev1.ContainerStatus, last *corev1.ContainerStateTerminated) string {
 	msg := fmt.Sprintf("container %s keeps crashing (%d restarts)", cs.Name, cs.RestartCount)
 	if last != nil {
 		msg += fmt.Sprintf(", last exit code %d", last.ExitCode)
 		if m := strings.TrimSpace(last.Message); m != "" {
-			msg += ": " + Clip(m)
+			msg += ": " + ClipTail(m)
 		}
 	}
 	return msg
@@ -72,11 +111,41 @@ func restartsAlways(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
 }
 
-// Clip shortens s to MaxMessage bytes, on a rune boundary so the status
-// stays valid UTF-8.
+// Clip shortens s to its first MaxMessage bytes, on a rune boundary, as
+// valid UTF-8 (see validUTF8).
 func Clip(s string) string {
+	s = validUTF8(s)
 	if len(s) <= MaxMessage {
 		return s
 	}
-	return strings.ToValidUTF8(s[:MaxMessage], "") + "…"
+	cut := MaxMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// ClipTail is Clip keeping the last MaxMessage bytes: the end of a log
+// says why a container ended.
+func ClipTail(s string) string {
+	s = validUTF8(s)
+	if len(s) <= MaxMessage {
+		return s
+	}
+	cut := len(s) - MaxMessage
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "…" + s[cut:]
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as the
+// JSON encoder does on the way to the API server: a status computed from a
+// container's bytes then equals the one read back, and is not written
+// again on every reconcile.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s))
 }

@@ -1,6 +1,7 @@
 package podstatus
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -82,6 +83,119 @@ func TestCause(t *testing.T) {
 				t.Errorf("Cause = %q, %q; want %q containing %q", reason, msg, tc.reason, tc.msgContain)
 			}
 		})
+	}
+}
+
+// TestTransient: which causes an app waits out until its progress deadline,
+// and which need someone to act at once.
+func TestTransient(t *testing.T) {
+	cases := map[string]bool{
+		// No node can run the pod yet: no room, a claim binding, a node an
+		// autoscaler adds, a surge pod waiting for the old one to go.
+		schedv1.ReasonUnschedulable: true,
+		// Images pulled, volumes mounted, init containers running.
+		schedv1.ReasonContainersStarting: true,
+
+		schedv1.ReasonImagePull:                  false, // an image that cannot be pulled or does not exist
+		schedv1.ReasonCrashLoop:                  false,
+		schedv1.ReasonMissingRef:                 false, // a missing Secret or ConfigMap
+		schedv1.ReasonCreateFailed:               false, // the runtime refuses the container; pods cannot be created
+		schedv1.ReasonForbidden:                  false, // a quota's or admission's refusal
+		schedv1.ReasonQuotaExceeded:              false,
+		schedv1.ReasonInvalidSpec:                false,
+		schedv1.ReasonPrivilegedNotAllowed:       false,
+		schedv1.ReasonExternalSecretsUnavailable: false,
+		schedv1.ReasonHostConflict:               false,
+		schedv1.ReasonProgressDeadline:           false,
+		"":                                       false,
+	}
+	for reason, want := range cases {
+		if got := Transient(reason); got != want {
+			t.Errorf("Transient(%q) = %v, want %v", reason, got, want)
+		}
+	}
+	// Every cause Cause and Starting find is classified by the table above.
+	for _, status := range []corev1.PodStatus{
+		{Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+			Message: "0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims."}}},
+		{ContainerStatuses: []corev1.ContainerStatus{{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}}},
+		{ContainerStatuses: []corev1.ContainerStatus{{Name: "a", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerError"}}}}},
+	} {
+		reason, _ := Cause(&corev1.Pod{Status: status})
+		if _, ok := cases[reason]; !ok || reason == "" {
+			t.Errorf("Cause gave %q, which the table does not classify", reason)
+		}
+	}
+}
+
+func TestStarting(t *testing.T) {
+	waiting := func(reason string) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}
+	}
+	cases := map[string]struct {
+		status corev1.PodStatus
+		msg    string
+	}{
+		"not scheduled yet":    {},
+		"containers created":   {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", State: waiting("ContainerCreating")}}}, msg: "container web is starting (ContainerCreating)"},
+		"initialising":         {status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{Name: "init", State: waiting("PodInitializing")}}}, msg: "container init is starting (PodInitializing)"},
+		"running":              {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
+		"a problem is Cause's": {status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "web", State: waiting("ImagePullBackOff")}}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reason, msg := Starting(&corev1.Pod{Status: tc.status})
+			if msg != tc.msg || (reason == schedv1.ReasonContainersStarting) != (tc.msg != "") {
+				t.Errorf("Starting = %q, %q; want message %q", reason, msg, tc.msg)
+			}
+		})
+	}
+}
+
+// TestCrashShowsTheLogsEnd: a container that wrote no termination message
+// has its log's end there (FallbackToLogsOnError); the status keeps the end,
+// as valid UTF-8, bounded.
+func TestCrashShowsTheLogsEnd(t *testing.T) {
+	log := strings.Repeat("starting up\n", 200) + "panic: cannot open /data/db \xff\n"
+	reason, msg := Cause(&corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "api", RestartCount: 3,
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Message: log}},
+	}}}})
+	if reason != schedv1.ReasonCrashLoop || !strings.HasSuffix(msg, "panic: cannot open /data/db \uFFFD") {
+		t.Errorf("Cause = %q, %q; want the log's last line", reason, msg)
+	}
+	if !utf8.ValidString(msg) || len(msg) > 100+MaxMessage {
+		t.Errorf("message of %d bytes, valid UTF-8 %v", len(msg), utf8.ValidString(msg))
+	}
+}
+
+func TestClipTailKeepsTheEnd(t *testing.T) {
+	s := "first " + strings.Repeat("é", MaxMessage) + " last"
+	got := ClipTail(s)
+	if !utf8.ValidString(got) || len(got) > MaxMessage+len("…") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, " last") {
+		t.Errorf("ClipTail gave %d bytes %q…, valid UTF-8 %v", len(got), got[:16], utf8.ValidString(got))
+	}
+	if ClipTail("short") != "short" {
+		t.Errorf("ClipTail changed a short message")
+	}
+}
+
+// TestClipReplacesBytesAsJSONDoes: a message read back from the API server
+// equals the one computed, so an unchanged status is not written again.
+func TestClipReplacesBytesAsJSONDoes(t *testing.T) {
+	for _, s := range []string{"ok \xff\xfe end", "cut \xe2\x82", "fine"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back string
+		if err := json.Unmarshal(want, &back); err != nil {
+			t.Fatal(err)
+		}
+		if Clip(s) != back || ClipTail(s) != back {
+			t.Errorf("Clip(%q) = %q, ClipTail %q; the API server keeps %q", s, Clip(s), ClipTail(s), back)
+		}
 	}
 }
 
