@@ -11,6 +11,7 @@
 package userdeployment
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -146,7 +147,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	before := ud.Status.DeepCopy()
-	o := observed{deployments: s.deployments, pods: pods, problems: s.problems}
+	now := time.Now()
+	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now}
 	if p.certificate != "" {
 		o.certificate, _ = s.owned[objectKey{certificateGVK.Kind, p.certificate}].(*unstructured.Unstructured)
 	}
@@ -163,10 +165,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
 	}
+	// A progress deadline passes with no event to say so.
+	after := recheckAfter(ud.Spec.Deadline(), ud.Status, now)
 	if s.conflict || heldByRoute {
-		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		after = min(conflictRetry, cmp.Or(after, conflictRetry))
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // privilegeRefused lists, by service, the fields that ask for privilege

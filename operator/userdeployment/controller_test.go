@@ -516,6 +516,18 @@ func TestCrashLoopReported(t *testing.T) {
 	if ud.Status.Ready != "0/1" {
 		t.Errorf("ready %s, want 0/1", ud.Status.Ready)
 	}
+	if msg := ud.Status.Services[0].Message; !strings.Contains(msg, "last exit code 2: config key DB_URL is missing") {
+		t.Errorf("service message %q, want the termination message", msg)
+	}
+	// A container that writes no termination message leaves its log's end
+	// there instead (the real node's tests see one).
+	dep := &appsv1.Deployment{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "app-api"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Spec.Template.Spec.Containers[0].TerminationMessagePolicy; got != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("terminationMessagePolicy %q, want %q", got, corev1.TerminationMessageFallbackToLogsOnError)
+	}
 }
 
 // TestMissingSecretReported: the app references a Secret that does not
@@ -532,18 +544,6 @@ func TestMissingSecretReported(t *testing.T) {
 	c := condition(ud, schedv1.ConditionReady)
 	if c.Reason != schedv1.ReasonMissingRef || !strings.Contains(c.Message, `secret "app-db" not found`) {
 		t.Errorf("Ready condition %+v, want %s naming the Secret", c, schedv1.ReasonMissingRef)
-	}
-}
-
-func TestUnschedulableReported(t *testing.T) {
-	t.Parallel()
-	ns := namespace(t)
-	create(t, MakeUserDeployment("app", ns).Service("api", "api:1", 8080, schedv1.ExposureInternal).
-		Placement(schedv1.Placement{NodePools: []string{"nowhere"}}).Obj())
-	ud := waitUD(t, ns, "app", "Degraded", phase(schedv1.UserDeploymentDegraded))
-	c := condition(ud, schedv1.ConditionReady)
-	if c.Reason != schedv1.ReasonUnschedulable || !strings.Contains(c.Message, "0/6 nodes are available") {
-		t.Errorf("Ready condition %+v, want Unschedulable with the scheduler's message", c)
 	}
 }
 

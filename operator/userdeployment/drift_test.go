@@ -42,7 +42,6 @@ func TestInSync(t *testing.T) {
 		pod.TerminationGracePeriodSeconds = ptr.To[int64](30)
 		c := &pod.Containers[0]
 		c.ImagePullPolicy, c.TerminationMessagePath = corev1.PullIfNotPresent, corev1.TerminationMessagePathDefault
-		c.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 		d.Status = appsv1.DeploymentStatus{Replicas: 2, ReadyReplicas: 2, ObservedGeneration: 3}
 		return d
 	}

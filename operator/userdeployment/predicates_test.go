@@ -40,7 +40,9 @@ func TestPodCauseChanged(t *testing.T) {
 	}{
 		{name: "created starting", new: pod(), want: false},
 		{name: "created unschedulable", new: pod(unschedulable), want: true},
-		{name: "started", old: pod(waiting("ContainerCreating")), new: pod(running), want: false},
+		{name: "scheduled", old: pod(), new: pod(func(p *corev1.Pod) { p.Spec.NodeName = "n1" }), want: false},
+		{name: "creating containers", old: pod(), new: pod(waiting("ContainerCreating")), want: true},
+		{name: "started", old: pod(waiting("ContainerCreating")), new: pod(running), want: true},
 		{name: "became ready", old: pod(running), new: pod(running, ready), want: false},
 		{name: "cannot pull", old: pod(waiting("ContainerCreating")), new: pod(waiting("ErrImagePull")), want: true},
 		{name: "pull recovered", old: pod(waiting("ImagePullBackOff")), new: pod(running), want: true},

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -384,6 +385,10 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		ReadinessProbe:  svc.ReadinessProbe.Core(),
 		LivenessProbe:   svc.LivenessProbe.Core(),
 		SecurityContext: podsecurity.Container(svc.SecurityContext.Core()),
+		// A container that crashes without writing /dev/termination-log
+		// leaves the end of its log there instead, and the app's status
+		// shows it (podstatus.Cause).
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	for _, p := range svc.Ports {
 		c.Ports = append(c.Ports, corev1.ContainerPort{Name: p.Name, ContainerPort: p.Port, Protocol: protocol(p)})
@@ -431,13 +436,21 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		ObjectMeta: objectMeta(ud, names.ServiceObject(ud.Name, svc.Name), svc.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			// The app's deadline, so the Deployment's own Progressing
+			// condition agrees with the app's.
+			ProgressDeadlineSeconds: ptr.To(deadlineSeconds(ud.Spec.Deadline())),
+			Selector:                &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: podAnnotations},
 				Spec:       spec,
 			},
 		},
 	}
+}
+
+// deadlineSeconds is d in whole seconds, rounded up.
+func deadlineSeconds(d time.Duration) int32 {
+	return int32((d + time.Second - 1) / time.Second)
 }
 
 // withholdRoute drops what routes the host (Ingress, IngressRoute,

@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -198,8 +199,9 @@ func TestBuildDeployment(t *testing.T) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: wantMeta("shop-api", "api"),
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](2),
-			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Replicas:                ptr.To[int32](2),
+			ProgressDeadlineSeconds: ptr.To[int32](600),
+			Selector:                &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,
@@ -217,8 +219,9 @@ func TestBuildDeployment(t *testing.T) {
 							{Prefix: "DB_", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-db"}}},
 							{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shop-stripe"}}},
 						},
-						Env:             []corev1.EnvVar{{Name: "LOG", Value: "debug"}},
-						SecurityContext: podsecurity.Container(nil),
+						Env:                      []corev1.EnvVar{{Name: "LOG", Value: "debug"}},
+						SecurityContext:          podsecurity.Container(nil),
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 					SecurityContext: podsecurity.Pod(),
 					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
@@ -251,6 +254,20 @@ func TestBuildDeployment(t *testing.T) {
 	// web gets the config and the shared secret, not api's external one.
 	if got := len(web.Containers[0].EnvFrom); got != 2 {
 		t.Errorf("web has %d envFrom sources, want 2: %+v", got, web.Containers[0].EnvFrom)
+	}
+}
+
+// TestDeploymentsGetTheAppsDeadline: the Deployments' own deadline is the
+// app's, in whole seconds, so their Progressing condition agrees.
+func TestDeploymentsGetTheAppsDeadline(t *testing.T) {
+	for d, want := range map[time.Duration]int32{0: 600, 10 * time.Second: 10, 90*time.Second + time.Millisecond: 91, 24 * time.Hour: 86400} {
+		ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
+		if d > 0 {
+			ud.Spec.ProgressDeadline = &metav1.Duration{Duration: d}
+		}
+		if got := buildPlan(ud, testSettings, apis{}).deployments["api"].Spec.ProgressDeadlineSeconds; got == nil || *got != want {
+			t.Errorf("progressDeadline %v: progressDeadlineSeconds %v, want %d", d, got, want)
+		}
 	}
 }
 

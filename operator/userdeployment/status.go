@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,16 +32,22 @@ type observed struct {
 	// certificate is the app's cert-manager Certificate as cached; nil
 	// before it is.
 	certificate *unstructured.Unstructured
+	// now is when this was observed: progress deadlines count to it.
+	now time.Time
 }
 
-// cause is why an app is Degraded.
+// cause is why an app is Degraded, or what it waits for.
 type cause struct{ reason, message string }
 
-// summary is what the conditions are computed from: each service's state
-// and the causes that make the app Degraded.
+// summary is what the conditions are computed from: each service's state,
+// the causes that make the app Degraded and those it waits out.
 type summary struct {
 	stopped bool
 	causes  []cause
+	// waitingOn are causes that may clear by themselves
+	// (podstatus.Transient), of services still within their deadline.
+	waitingOn []cause
+	deadline  time.Duration
 	// ready services have rolled out; missing ones have no Deployment yet.
 	ready, missing, services int
 	// remaining pods while stopping; waiting services while rolling out.
@@ -86,7 +93,8 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 // summarize reads each service's Deployment and pods into st.Services and
 // the summary.
 func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserDeploymentStatus) summary {
-	sum := summary{stopped: ud.Spec.State == schedv1.StateStopped, services: len(ud.Spec.Services)}
+	sum := summary{stopped: ud.Spec.State == schedv1.StateStopped, services: len(ud.Spec.Services), deadline: ud.Spec.Deadline()}
+	newSpec := ud.Status.ObservedGeneration != ud.Generation
 	if p.routeWithheld.reason != "" {
 		sum.causes = append(sum.causes, p.routeWithheld)
 	}
@@ -114,27 +122,114 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 		}
 		ss.ReadyReplicas = dep.Status.ReadyReplicas
 		sum.remaining += dep.Status.Replicas
+		done := rolledOut(dep, want)
+		if !sum.stopped {
+			ss.LastProgressTime = lastProgress(previousService(ud, svc.Name), newSpec, done, dep.Status.ReadyReplicas, o.now)
+		}
 		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name])
 		if why := p.notAllowed[svc.Name]; why != "" {
 			reason, msg = schedv1.ReasonPrivilegedNotAllowed, why
 		}
+		transient := podstatus.Transient(reason)
+		passed, _ := deadlinePassed(&ss, dep, sum.deadline, o.now)
 		switch {
 		case sum.stopped:
 			if dep.Status.Replicas > 0 {
 				ss.Message = fmt.Sprintf("stopping: %d pod(s) left", dep.Status.Replicas)
 			}
-		case reason != "":
+		case reason != "" && !transient:
 			ss.Message = msg
 			sum.causes = append(sum.causes, cause{reason, fmt.Sprintf("service %s: %s", svc.Name, msg)})
-		case rolledOut(dep, want):
+		case done:
 			sum.ready++
+		case passed:
+			detail := msg
+			if reason == "" {
+				detail = fmt.Sprintf("%d/%d replicas ready", dep.Status.ReadyReplicas, want)
+			}
+			ss.Message = fmt.Sprintf("no progress for %s (spec.progressDeadline): %s", sum.deadline, detail)
+			sum.causes = append(sum.causes, cause{schedv1.ReasonProgressDeadline, fmt.Sprintf("service %s: %s", svc.Name, ss.Message)})
 		default:
 			ss.Message = fmt.Sprintf("%d/%d replicas ready", dep.Status.ReadyReplicas, want)
+			if reason != "" {
+				ss.Message = msg
+				sum.waitingOn = append(sum.waitingOn, cause{reason, fmt.Sprintf("service %s: %s", svc.Name, msg)})
+			}
 			sum.waiting = append(sum.waiting, fmt.Sprintf("%s %d/%d", svc.Name, dep.Status.ReadyReplicas, want))
 		}
 		st.Services = append(st.Services, ss)
 	}
 	return sum
+}
+
+// previousService is the service's status as last written, or nil.
+func previousService(ud *schedv1.UserDeployment, name string) *schedv1.ServiceStatus {
+	for i := range ud.Status.Services {
+		if ud.Status.Services[i].Name == name {
+			return &ud.Status.Services[i]
+		}
+	}
+	return nil
+}
+
+// lastProgress is when a service last made progress, as a Deployment
+// counts it: its rollout started (it stopped being rolled out, or the
+// app's spec changed) or one more replica is ready. Nil once it has rolled
+// out. prev is its status as last written, ready its ready replicas now.
+func lastProgress(prev *schedv1.ServiceStatus, newSpec, done bool, ready int32, now time.Time) *metav1.Time {
+	switch {
+	case done:
+		return nil
+	case prev == nil || prev.LastProgressTime == nil || newSpec || ready > prev.ReadyReplicas:
+		t := metav1.NewTime(now).Rfc3339Copy() // as it reads back
+		return &t
+	}
+	return prev.LastProgressTime
+}
+
+// deadlinePassed says whether a service's rollout has gone without progress
+// for deadline (its status's LastProgressTime, see lastProgress), or its
+// Deployment says its own deadline passed; otherwise left is the time until
+// it would (0 when no rollout is under way). It is the one place that
+// decides: the status turns a cause that may clear by itself into
+// ProgressDeadlineExceeded with it, and the reconciler comes back when
+// left runs out.
+func deadlinePassed(ss *schedv1.ServiceStatus, dep *appsv1.Deployment, deadline time.Duration, now time.Time) (passed bool, left time.Duration) {
+	if deploymentTimedOut(dep) {
+		return true, 0
+	}
+	if ss.LastProgressTime == nil {
+		return false, 0
+	}
+	left = ss.LastProgressTime.Add(deadline).Sub(now)
+	return left <= 0, max(left, 0)
+}
+
+// deploymentTimedOut: the Deployment's Progressing condition says its
+// progressDeadlineSeconds passed. A status older than its spec (a template
+// just applied) describes the rollout before, which may have timed out.
+func deploymentTimedOut(dep *appsv1.Deployment) bool {
+	if dep == nil || dep.Status.ObservedGeneration < dep.Generation {
+		return false
+	}
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded" {
+			return true
+		}
+	}
+	return false
+}
+
+// recheckAfter is how long until the first service's progress deadline
+// passes, 0 when none is pending: no event marks that moment.
+func recheckAfter(deadline time.Duration, st schedv1.UserDeploymentStatus, now time.Time) time.Duration {
+	var next time.Duration
+	for i := range st.Services {
+		if _, left := deadlinePassed(&st.Services[i], nil, deadline, now); left > 0 && (next == 0 || left < next) {
+			next = left
+		}
+	}
+	return next
 }
 
 // phaseOf is the app's phase; see computeStatus.
@@ -157,15 +252,23 @@ func degradedCondition(sum summary) metav1.Condition {
 	if len(sum.causes) == 0 {
 		return metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"}
 	}
-	msgs := make([]string, 0, len(sum.causes))
-	for _, c := range sum.causes {
+	return metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: sum.causes[0].reason, Message: joinCauses(sum.causes)}
+}
+
+// joinCauses is the causes' messages in one, bounded.
+func joinCauses(causes []cause) string {
+	msgs := make([]string, 0, len(causes))
+	for _, c := range causes {
 		msgs = append(msgs, c.message)
 	}
-	msg := strings.Join(msgs, "; ")
+	return clipCondition(strings.Join(msgs, "; "))
+}
+
+func clipCondition(msg string) string {
 	if len(msg) > maxConditionMessage {
 		msg = strings.ToValidUTF8(msg[:maxConditionMessage], "") + "…"
 	}
-	return metav1.Condition{Type: schedv1.ConditionDegraded, Status: metav1.ConditionTrue, Reason: sum.causes[0].reason, Message: msg}
+	return msg
 }
 
 // readyCondition says whether the app serves, and if not why.
@@ -182,6 +285,10 @@ func readyCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded met
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, schedv1.ReasonAvailable, fmt.Sprintf("all %d service(s) are ready", sum.ready)
 	default:
 		c.Reason, c.Message = schedv1.ReasonReconciling, rollingMessage(sum)
+		if len(sum.waitingOn) > 0 {
+			// What it waits for, as the reason a script or a column shows.
+			c.Reason, c.Message = sum.waitingOn[0].reason, joinCauses(sum.waitingOn)
+		}
 	}
 	return c
 }
@@ -213,7 +320,11 @@ func pendingMessage(sum summary) string {
 }
 
 func rollingMessage(sum summary) string {
-	return "rolling out: " + strings.Join(sum.waiting, ", ") + " replicas ready"
+	msg := "rolling out: " + strings.Join(sum.waiting, ", ") + " replicas ready"
+	if len(sum.waitingOn) > 0 {
+		msg += fmt.Sprintf("; %s; Degraded after %s without progress (spec.progressDeadline)", joinCauses(sum.waitingOn), sum.deadline)
+	}
+	return clipCondition(msg)
 }
 
 // certificateState is the CertificateReady condition, from cert-manager's
@@ -252,34 +363,45 @@ func rolledOut(dep *appsv1.Deployment, want int32) bool {
 		s.UpdatedReplicas == want && s.Replicas == want && s.AvailableReplicas == want
 }
 
-// serviceCause explains a service that cannot reach its replicas, from the
-// most specific signal: a secret the operator cannot provide, a pod's
-// scheduling or container state, then the Deployment's own conditions.
+// serviceCause explains a service that cannot reach its replicas. A cause
+// that needs someone to act comes first, from the most specific signal: a
+// secret the operator cannot provide, a pod's container state, the
+// Deployment's refusal to create pods. Then what may clear by itself
+// (podstatus.Transient): a pod no node can run yet, or one starting.
 func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod) (reason, msg string) {
 	if held != "" {
 		return schedv1.ReasonExternalSecretsUnavailable, held
 	}
-	sorted := append([]corev1.Pod(nil), pods...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	for i := range sorted {
-		if sorted[i].DeletionTimestamp != nil {
-			continue
+	sorted := make([]*corev1.Pod, 0, len(pods))
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			sorted = append(sorted, &pods[i])
 		}
-		if reason, msg := podstatus.Cause(&sorted[i]); reason != "" {
-			return reason, fmt.Sprintf("pod %s: %s", sorted[i].Name, msg)
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	var waiting cause
+	for _, pod := range sorted {
+		reason, msg := podstatus.Cause(pod)
+		if reason == "" {
+			reason, msg = podstatus.Starting(pod)
+		}
+		switch {
+		case reason == "":
+		case !podstatus.Transient(reason):
+			return reason, fmt.Sprintf("pod %s: %s", pod.Name, msg)
+		case waiting.reason == "" || waiting.reason != schedv1.ReasonUnschedulable && reason == schedv1.ReasonUnschedulable:
+			// A pod no node can run says more than one starting.
+			waiting = cause{reason, fmt.Sprintf("pod %s: %s", pod.Name, msg)}
 		}
 	}
 	for _, c := range dep.Status.Conditions {
-		switch {
-		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
 			reason := schedv1.ReasonCreateFailed
 			if strings.Contains(c.Message, "forbidden") {
 				reason = schedv1.ReasonForbidden
 			}
 			return reason, "cannot create pods: " + podstatus.Clip(c.Message)
-		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == "ProgressDeadlineExceeded":
-			return schedv1.ReasonProgressDeadline, podstatus.Clip(c.Message)
 		}
 	}
-	return "", ""
+	return waiting.reason, waiting.message
 }

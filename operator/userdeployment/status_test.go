@@ -49,6 +49,24 @@ func waiting(reason, msg string) func(*corev1.Pod) {
 	}
 }
 
+// testNow is when the tests' observations are made.
+var testNow = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+// since is a LastProgressTime d before testNow.
+func since(d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(testNow.Add(-d))) }
+
+func unschedulable(p *corev1.Pod) {
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."}}
+}
+
+// progressed gives ud a status for its generation in which service svc
+// last progressed at t with ready replicas ready.
+func progressed(ud *schedv1.UserDeployment, svc string, t *metav1.Time, ready int32) *schedv1.UserDeployment {
+	ud.Status.ObservedGeneration = ud.Generation
+	ud.Status.Services = append(ud.Status.Services, schedv1.ServiceStatus{Name: svc, ReadyReplicas: ready, LastProgressTime: t})
+	return ud
+}
+
 type wantCond struct {
 	status metav1.ConditionStatus
 	reason string
@@ -89,7 +107,7 @@ func TestComputeStatus(t *testing.T) {
 			ud: twoServices().Replicas("web", 2).Obj(),
 			o:  observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 2, 1), "api": deployment("api", 1, 1)}},
 			services: []schedv1.ServiceStatus{
-				{Name: "web", DesiredReplicas: 2, ReadyReplicas: 1, Message: "1/2 replicas ready"},
+				{Name: "web", DesiredReplicas: 2, ReadyReplicas: 1, Message: "1/2 replicas ready", LastProgressTime: since(0)},
 				{Name: "api", DesiredReplicas: 1, ReadyReplicas: 1},
 			},
 			phase: schedv1.UserDeploymentProgressing,
@@ -138,7 +156,7 @@ func TestComputeStatus(t *testing.T) {
 			},
 			services: []schedv1.ServiceStatus{
 				{Name: "web", DesiredReplicas: 1, ReadyReplicas: 1},
-				{Name: "api", DesiredReplicas: 1, Message: `pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`},
+				{Name: "api", DesiredReplicas: 1, Message: `pod shop-api-2: cannot pull image api:bad: ErrImagePull: failed to pull "api:bad": not found`, LastProgressTime: since(0)},
 			},
 			phase: schedv1.UserDeploymentDegraded,
 			ready: "1/2",
@@ -164,27 +182,126 @@ func TestComputeStatus(t *testing.T) {
 			phase: schedv1.UserDeploymentDegraded,
 			ready: "0/1",
 			services: []schedv1.ServiceStatus{
-				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: container api keeps crashing (4 restarts), last exit code 2: config missing"},
+				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: container api keeps crashing (4 restarts), last exit code 2: config missing", LastProgressTime: since(0)},
 			},
 			conditions: map[string]wantCond{
 				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonCrashLoop, "service api: pod shop-api-1: container api keeps crashing (4 restarts), last exit code 2: config missing"},
 			},
 		},
-		"unschedulable": {
+		"unschedulable: waited out, named": {
 			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
 			o: observed{
 				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
-				pods: map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", func(p *corev1.Pod) {
-					p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."}}
-				})}},
+				pods:        map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
+			},
+			phase: schedv1.UserDeploymentProgressing,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector.", LastProgressTime: since(0)},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady: {metav1.ConditionFalse, schedv1.ReasonUnschedulable, "service api: pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "rolling out: api 0/1 replicas ready; service api: pod shop-api-1: no node can run the pod: " +
+					"0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector.; Degraded after 10m0s without progress (spec.progressDeadline)"},
+				schedv1.ConditionDegraded: {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+		},
+		"unschedulable past the deadline": {
+			ud: progressed(app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(), "api", since(10*time.Minute), 0),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods:        map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
 			},
 			phase: schedv1.UserDeploymentDegraded,
 			ready: "0/1",
 			services: []schedv1.ServiceStatus{
-				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+				{Name: "api", DesiredReplicas: 1, LastProgressTime: since(10 * time.Minute),
+					Message: "no progress for 10m0s (spec.progressDeadline): pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
 			},
 			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded:    {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, "service api: no progress for 10m0s (spec.progressDeadline): pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonProgressDeadline, "stuck: service api: no progress for 10m0s (spec.progressDeadline): pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+			},
+		},
+		"the app's own deadline": {
+			ud: progressed(app().Service("api", "api:1", 8080, schedv1.ExposureInternal).
+				Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 30 * time.Second} }).Obj(),
+				"api", since(29*time.Second), 0),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods:        map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
+			},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
 				schedv1.ConditionReady: {metav1.ConditionFalse, schedv1.ReasonUnschedulable, "service api: pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "rolling out: api 0/1 replicas ready; service api: pod shop-api-1: no node can run the pod: " +
+					"0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector.; Degraded after 30s without progress (spec.progressDeadline)"},
+			},
+		},
+		"containers starting": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Replicas("api", 2).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 2, 1)},
+				pods: map[string][]corev1.Pod{"api": {
+					pod("shop-api-1", "api", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning }),
+					pod("shop-api-2", "api", waiting("ContainerCreating", "")),
+				}},
+			},
+			phase: schedv1.UserDeploymentProgressing,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 2, ReadyReplicas: 1, Message: "pod shop-api-2: container api is starting (ContainerCreating)", LastProgressTime: since(0)},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:    {metav1.ConditionFalse, schedv1.ReasonContainersStarting, "service api: pod shop-api-2: container api is starting (ContainerCreating)"},
+				schedv1.ConditionDegraded: {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+		},
+		"a pod that needs someone wins over one that waits": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Replicas("api", 2).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 2, 0)},
+				pods: map[string][]corev1.Pod{"api": {
+					pod("shop-api-1", "api", unschedulable),
+					pod("shop-api-2", "api", waiting("CreateContainerConfigError", `secret "db" not found`)),
+				}},
+			},
+			phase:       schedv1.UserDeploymentDegraded,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonMissingRef, `service api: pod shop-api-2: the container cannot be configured: secret "db" not found`},
+			},
+		},
+		"a rollout without progress, its pods naming no cause": {
+			ud: progressed(app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Replicas("api", 3).Obj(), "api", since(11*time.Minute), 2),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 3, 2)},
+				pods:        map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", func(p *corev1.Pod) { p.Status.Phase = corev1.PodRunning })}},
+			},
+			phase: schedv1.UserDeploymentDegraded,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 3, ReadyReplicas: 2, LastProgressTime: since(11 * time.Minute), Message: "no progress for 10m0s (spec.progressDeadline): 2/3 replicas ready"},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, "service api: no progress for 10m0s (spec.progressDeadline): 2/3 replicas ready"},
+			},
+		},
+		"one more replica ready is progress": {
+			ud: progressed(app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Replicas("api", 3).Obj(), "api", since(11*time.Minute), 1),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 3, 2)},
+				pods:        map[string][]corev1.Pod{"api": {pod("shop-api-3", "api", unschedulable)}},
+			},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady:    {metav1.ConditionFalse, schedv1.ReasonUnschedulable, "service api: pod shop-api-3: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+				schedv1.ConditionDegraded: {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
 		},
 		"a secret the operator cannot provide": {
@@ -216,7 +333,7 @@ func TestComputeStatus(t *testing.T) {
 				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonForbidden, `service api: cannot create pods: pods "shop-api-x" is forbidden: exceeded quota: pods`},
 			},
 		},
-		"progress deadline without a pod cause": {
+		"the Deployment's own deadline": {
 			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
 			o: observed{deployments: map[string]*appsv1.Deployment{"api": withCondition(deployment("api", 1, 0), appsv1.DeploymentCondition{
 				Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
@@ -226,7 +343,23 @@ func TestComputeStatus(t *testing.T) {
 			ready:       "0/1",
 			ignoreNotes: true,
 			conditions: map[string]wantCond{
-				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, `service api: ReplicaSet "shop-api-1" has timed out progressing.`},
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, `service api: no progress for 10m0s (spec.progressDeadline): 0/1 replicas ready`},
+			},
+		},
+		"the Deployment's deadline from before its template changed": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{deployments: map[string]*appsv1.Deployment{"api": func() *appsv1.Deployment {
+				d := withCondition(deployment("api", 1, 0), appsv1.DeploymentCondition{
+					Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+				})
+				d.Generation = 2 // just applied: its controller has not seen it
+				return d
+			}()}},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
 			},
 		},
 		"objects the operator could not write": {
@@ -281,6 +414,7 @@ func TestComputeStatus(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := buildPlan(tc.ud, testSettings, tc.apis)
+			tc.o.now = testNow
 			got := computeStatus(tc.ud, p, tc.o)
 			if got.Phase != tc.phase || got.Ready != tc.ready {
 				t.Errorf("phase %s ready %s, want %s %s", got.Phase, got.Ready, tc.phase, tc.ready)
@@ -344,6 +478,95 @@ func TestComputeStatusIsStable(t *testing.T) {
 		if want := c.Type != schedv1.ConditionDegraded; moved != want {
 			t.Errorf("%s condition moved=%v, want %v: %+v", c.Type, moved, want, c)
 		}
+	}
+}
+
+// TestWaitingIsStable: while a service waits within its deadline, time
+// passing changes nothing, so a reconcile writes nothing; past it, the app
+// is Degraded, and the time to come back is the time left.
+func TestWaitingIsStable(t *testing.T) {
+	ud := app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
+	p := buildPlan(ud, testSettings, apis{})
+	o := observed{
+		deployments: map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+		pods:        map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
+		now:         testNow,
+	}
+	first := computeStatus(ud, p, o)
+	if got := recheckAfter(ud.Spec.Deadline(), first, o.now); got != 10*time.Minute {
+		t.Errorf("recheck after %v, want the whole deadline", got)
+	}
+	ud.Status = first
+	o.now = testNow.Add(9 * time.Minute)
+	if diff := cmp.Diff(first, computeStatus(ud, p, o)); diff != "" {
+		t.Errorf("status changed while waiting (-first +later):\n%s", diff)
+	}
+	if got := recheckAfter(ud.Spec.Deadline(), first, o.now); got != time.Minute {
+		t.Errorf("recheck after %v, want the minute left", got)
+	}
+	o.now = testNow.Add(10 * time.Minute)
+	if st := computeStatus(ud, p, o); st.Phase != schedv1.UserDeploymentDegraded {
+		t.Errorf("phase %s at the deadline, want Degraded", st.Phase)
+	}
+	if got := recheckAfter(ud.Spec.Deadline(), first, o.now); got != 0 {
+		t.Errorf("recheck after %v past the deadline, want none", got)
+	}
+}
+
+func TestLastProgress(t *testing.T) {
+	then := since(5 * time.Minute)
+	cases := map[string]struct {
+		prev    *schedv1.ServiceStatus
+		newSpec bool
+		done    bool
+		ready   int32
+		want    *metav1.Time
+	}{
+		"a new service starts its clock":          {want: since(0)},
+		"a service that had rolled out starts it": {prev: &schedv1.ServiceStatus{ReadyReplicas: 2}, ready: 1, want: since(0)},
+		"no progress keeps it":                    {prev: &schedv1.ServiceStatus{ReadyReplicas: 1, LastProgressTime: then}, ready: 1, want: then},
+		"fewer ready keeps it":                    {prev: &schedv1.ServiceStatus{ReadyReplicas: 2, LastProgressTime: then}, ready: 1, want: then},
+		"one more ready restarts it":              {prev: &schedv1.ServiceStatus{ReadyReplicas: 1, LastProgressTime: then}, ready: 2, want: since(0)},
+		"a new spec restarts it":                  {prev: &schedv1.ServiceStatus{ReadyReplicas: 1, LastProgressTime: then}, newSpec: true, ready: 1, want: since(0)},
+		"rolled out: no clock":                    {prev: &schedv1.ServiceStatus{LastProgressTime: then}, done: true, ready: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := lastProgress(tc.prev, tc.newSpec, tc.done, tc.ready, testNow.Add(300*time.Millisecond))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDeadlinePassed(t *testing.T) {
+	timedOut := func(generation int64) *appsv1.Deployment {
+		d := withCondition(deployment("api", 1, 0), appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"})
+		d.Generation = generation
+		return d
+	}
+	cases := map[string]struct {
+		since  *metav1.Time
+		dep    *appsv1.Deployment
+		passed bool
+		left   time.Duration
+	}{
+		"no rollout":                    {},
+		"within":                        {since: since(4 * time.Minute), left: 6 * time.Minute},
+		"at the deadline":               {since: since(10 * time.Minute), passed: true},
+		"past it":                       {since: since(time.Hour), passed: true},
+		"the Deployment says so":        {since: since(time.Minute), dep: timedOut(1), passed: true},
+		"the Deployment said so before": {since: since(time.Minute), dep: timedOut(2), left: 9 * time.Minute},
+		"a StatefulSet has no say":      {since: since(time.Minute), dep: statefulSetView(&appsv1.StatefulSet{}), left: 9 * time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			passed, left := deadlinePassed(&schedv1.ServiceStatus{LastProgressTime: tc.since}, tc.dep, 10*time.Minute, testNow)
+			if passed != tc.passed || left != tc.left {
+				t.Errorf("passed %v, left %v; want %v, %v", passed, left, tc.passed, tc.left)
+			}
+		})
 	}
 }
 
@@ -469,6 +692,15 @@ func TestConditionsFromASummary(t *testing.T) {
 			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping; host taken"},
 			progressing: metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "stuck: service api: crash-looping; host taken"},
 			degrade:     metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping; host taken"},
+		},
+		"waiting on what may clear by itself": {
+			sum: summary{services: 2, ready: 1, waiting: []string{"api 0/1"}, deadline: 10 * time.Minute, waitingOn: []cause{
+				{schedv1.ReasonUnschedulable, "service api: pod a: no node can run the pod: 0/6"}, {schedv1.ReasonContainersStarting, "service db: pod b: container db is starting (ContainerCreating)"},
+			}},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonUnschedulable, Message: "service api: pod a: no node can run the pod: 0/6; service db: pod b: container db is starting (ContainerCreating)"},
+			progressing: metav1.Condition{Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "rolling out: api 0/1 replicas ready; service api: pod a: no node can run the pod: 0/6; service db: pod b: container db is starting (ContainerCreating); Degraded after 10m0s without progress (spec.progressDeadline)"},
+			degrade:     metav1.Condition{Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found"},
 		},
 		"stopping wins over causes, which still show": {
 			sum: summary{stopped: true, services: 1, remaining: 2, causes: broken.causes[1:]}, phase: schedv1.UserDeploymentStopped,

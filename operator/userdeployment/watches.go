@@ -141,9 +141,10 @@ var allowedHostsChanged = predicate.Funcs{
 }
 
 // podCauseChanged passes the pod events that can change an app's status:
-// the status reads pods only for why they do not run (podstatus.Cause), and
-// takes replica counts from the Deployments. A pod starting normally is
-// several updates that change neither.
+// the status reads pods only for why they do not run or what they wait for
+// (podstatus.Cause, podstatus.Starting), and takes replica counts from the
+// Deployments. A pod's other updates (scheduled, ready, IPs) change
+// neither.
 var podCauseChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool {
 		return isAppPod(e.Object) && podCause(e.Object) != ""
@@ -180,6 +181,9 @@ func podCause(o client.Object) string {
 		return ""
 	}
 	if reason, msg := podstatus.Cause(pod); reason != "" {
+		return reason + ": " + msg
+	}
+	if reason, msg := podstatus.Starting(pod); reason != "" {
 		return reason + ": " + msg
 	}
 	return ""
