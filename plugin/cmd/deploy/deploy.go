@@ -85,7 +85,11 @@ UserDeployment references; they are never printed or stored in the
 UserDeployment. A later deploy that omits a secret keeps its current value.
 
 With --wait it follows the UserDeployment until it is Running (exit 0), or
-Degraded (exit 10), or --timeout passes (exit 12), and prints its URL.`,
+Degraded (exit 10), or --timeout passes (exit 12), and prints its URL. What
+may clear by itself (a pod waiting for a node or for its volume to bind,
+containers being created) is printed as it waits, and is Degraded only once
+a service makes no progress for the app's spec.progressDeadline (10m by
+default).`,
 		Example: examples,
 		Args:    cobra.ExactArgs(1),
 		RunE:    cmdutil.RunE(o),

@@ -365,6 +365,29 @@ func TestWaitDegraded(t *testing.T) {
 	}
 }
 
+// What an app waits out (here a claim binding) is printed as it waits,
+// and is not the outcome: the app goes on to Running.
+func TestWaitShowsWhatItWaitsFor(t *testing.T) {
+	const msg = "service postgres: pod shop-postgres-0: no node can run the pod: 0/6 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+	r := deployAndWait(t, "deploy-wait-transient", "shop",
+		schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentProgressing, Ready: "1/2",
+			Conditions: []metav1.Condition{condition(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonUnschedulable, msg+"\n\x1b[2J")}},
+		schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning, Ready: "2/2",
+			Conditions: []metav1.Condition{condition(schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonAvailable, "all services ready")}},
+	)
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	for _, want := range []string{
+		`userdeployment "shop": Progressing (1/2 services ready): Unschedulable: ` + msg + " ^[[2J\n",
+		`userdeployment "shop": Running (2/2 services ready)` + "\n",
+	} {
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
+		}
+	}
+}
+
 // A status from before the latest apply is not the outcome: --wait looks
 // only at a status whose observedGeneration has caught up.
 func TestWaitIgnoresStaleStatus(t *testing.T) {

@@ -27,8 +27,11 @@ import (
 
 // Wait follows ud with a watch until it is Running (Stopped when its spec
 // asks for that), exit 0; Degraded, exit 10; or timeout passes, exit 12.
-// It prints to out one line per change of phase or readiness, and the URL
-// as soon as the status has one. A status older than the spec is ignored.
+// It prints to out one line per change of phase, readiness or what the app
+// waits for (waitingFor), and the URL as soon as the status has one. A
+// status older than the spec is ignored. The operator decides what is
+// Degraded: a cause that may clear by itself is, only past the app's
+// progress deadline.
 // nsFlag is " -n NS" when the user named the namespace, for hints.
 func Wait(ctx context.Context, c client.WithWatch, ud *schedv1.UserDeployment, timeout time.Duration, out io.Writer, nsFlag string) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -66,6 +69,21 @@ func listWatch(c client.WithWatch, namespace, name string) cache.ListerWatcher {
 			return c.Watch(ctx, &schedv1.UserDeploymentList{}, opts(raw))
 		},
 	}
+}
+
+// waitingFor is what a Progressing app waits out before its progress
+// deadline (a node, a claim to bind, containers being created): its Ready
+// condition's reason and message, when the reason names such a cause
+// rather than the rollout itself.
+func waitingFor(st schedv1.UserDeploymentStatus) string {
+	if st.Phase != schedv1.UserDeploymentProgressing {
+		return ""
+	}
+	c := apimeta.FindStatusCondition(st.Conditions, schedv1.ConditionReady)
+	if c == nil || c.Message == "" || c.Reason == schedv1.ReasonReconciling || c.Reason == schedv1.ReasonPending {
+		return ""
+	}
+	return printing.OneLine(c.Reason + ": " + c.Message)
 }
 
 // follower turns watch events into progress lines and the outcome.
@@ -112,6 +130,9 @@ func (f *follower) condition(ev watch.Event) (bool, error) {
 	line := string(st.Phase)
 	if st.Ready != "" {
 		line += fmt.Sprintf(" (%s services ready)", st.Ready)
+	}
+	if why := waitingFor(st); why != "" {
+		line += ": " + why
 	}
 	if st.Phase != "" && line != f.last {
 		f.last = line
