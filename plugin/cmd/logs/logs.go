@@ -52,6 +52,8 @@ type Options struct {
 	Tail       int64
 	Timestamps bool
 	Container  string
+	// Previous shows each container's last instance that ended.
+	Previous bool
 
 	// NewClients builds the clients; tests may swap it.
 	NewClients kube.Getter
@@ -68,7 +70,7 @@ var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, Tail: -1}
 	cmd := &cobra.Command{
-		Use:   "logs (APP [SERVICE] | KIND/NAME) [-f] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
+		Use:   "logs (APP [SERVICE] | KIND/NAME) [-f | -p] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
 		Short: "Print the logs of every pod of an app, task or workflow",
 		Long: `Print the logs of every pod of a UserDeployment (or of one SERVICE), of
 every attempt of an AgentTask, or of every step of a Workflow in order.
@@ -84,6 +86,14 @@ choose. With -f the command follows: pods that start are picked up and pods
 that go away are dropped; for an app it runs until interrupted, for a task
 or workflow until it finishes.
 
+With -p (--previous) it shows, for an app, the log of each container's last
+instance that ended: why a crash-looping service ended. That is the
+instance before the current one, as with 'kubectl logs -p', or the current
+one while it waits to be restarted (the kubelet keeps one ended instance
+per container). Containers that never ended are named on stderr and
+skipped. A task's or workflow's attempts are pods of their own, which the
+command shows without -p.
+
 A pod on a simulated (kwok) node has no logs; the command says so for that
 pod and goes on. It exits 8 when no pod had logs to show.`,
 		Example: `  # Every service of app shop, following
@@ -91,6 +101,9 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
 
   # Its api service, the last 10 lines of each pod, with timestamps
   kubectl sched logs shop api --tail 10 --timestamps
+
+  # Why app shop's crashing containers ended last time
+  kubectl sched logs shop -p
 
   # Every step of workflow release, in order
   kubectl sched logs workflow/release`,
@@ -104,6 +117,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
 	f.Int64Var(&o.Tail, "tail", -1, "Lines of recent log per container; -1 shows all.")
 	f.BoolVar(&o.Timestamps, "timestamps", false, "Start each line with its RFC 3339 timestamp.")
 	f.StringVarP(&o.Container, "container", "c", "", "Only this container (default: every container of an app's pods; a task's \"task\" container).")
+	f.BoolVarP(&o.Previous, "previous", "p", false, "For an app: the log of each container's last instance that ended (a crashed one's).")
 	return cmd
 }
 
@@ -142,7 +156,20 @@ func (o *Options) Validate() error {
 	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" {
 		return cmdutil.Usage("SERVICE applies to an app only.", "%s/%s has no services", o.kind.Singular, o.name)
 	}
+	if o.Previous && o.Follow {
+		return cmdutil.Usage("Drop -f: a previous container has ended, so its log is printed whole.", "--previous and --follow cannot be combined")
+	}
+	if o.Previous && o.kind != nil && o.kind.Kind != "UserDeployment" {
+		return previousNotForTasks(*o.kind, o.name)
+	}
 	return nil
+}
+
+// previousNotForTasks: a task's pods never restart a container; each
+// attempt is a pod of its own, which logs without -p already shows.
+func previousNotForTasks(k kinds.Kind, name string) error {
+	return cmdutil.Usage(fmt.Sprintf("'kubectl sched logs %s/%s' shows every attempt, failed ones included.", k.Singular, name),
+		"--previous applies to an app: %s %s runs each attempt in a pod of its own and never restarts a container", k.Singular, name)
 }
 
 // Run finds the object, then prints or follows its pods' logs.
@@ -150,6 +177,9 @@ func (o *Options) Run(ctx context.Context) error {
 	src, err := o.resolve(ctx)
 	if err != nil {
 		return err
+	}
+	if o.Previous && src.kind.Kind != "UserDeployment" {
+		return previousNotForTasks(src.kind, src.name)
 	}
 	if o.Follow {
 		return o.follow(ctx, src)
@@ -294,8 +324,8 @@ func (o *Options) finishedWhen(k kinds.Kind, of client.Object, done func(client.
 	}
 }
 
-func (o *Options) logOptions(container string, follow bool) corev1.PodLogOptions {
-	opts := corev1.PodLogOptions{Container: container, Follow: follow, Timestamps: o.Timestamps}
+func (o *Options) logOptions(container string, follow, previous bool) corev1.PodLogOptions {
+	opts := corev1.PodLogOptions{Container: container, Follow: follow, Timestamps: o.Timestamps, Previous: previous}
 	if o.Tail >= 0 {
 		opts.TailLines = ptr.To(o.Tail)
 	}
@@ -328,7 +358,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 			"%s %s has no pods", src.kind.Singular, src.name)
 	}
 	w := newPrefixWriter(o.Out, o.color)
-	shown, noLogs := 0, 0
+	shown, noLogs, restarted := 0, 0, 0 // restarted: containers with an ended instance
 	for i := range pods {
 		p := &pods[i]
 		if !started(p) {
@@ -336,7 +366,16 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 			continue
 		}
 		for _, c := range src.containers(p) {
-			err := o.stream(ctx, w, p, c, src.prefix(p), false)
+			previous := false
+			if o.Previous {
+				var ended bool
+				if previous, ended = lastEnded(p, c); !ended {
+					fmt.Fprintf(o.ErrOut, "pod %s: container %s has not ended or restarted: no previous log\n", printing.Line(p.Name), printing.Line(c))
+					continue
+				}
+				restarted++
+			}
+			err := o.stream(ctx, w, p, c, src.prefix(p), false, previous)
 			var nl *watch.NoLogsError
 			switch {
 			case errors.As(err, &nl):
@@ -344,12 +383,19 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 				fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(nl.Error()))
 			case apierrors.IsNotFound(err):
 				fmt.Fprintf(o.ErrOut, "warning: pod %s is gone\n", p.Name)
+			case o.Previous && apierrors.IsBadRequest(err):
+				// The kubelet no longer holds that instance.
+				fmt.Fprintln(o.ErrOut, "warning: pod "+printing.Line(p.Name)+": "+printing.Line(err.Error()))
 			case err != nil:
 				return err
 			default:
 				shown++
 			}
 		}
+	}
+	if o.Previous && restarted == 0 {
+		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("Without -p, the logs of the running containers; 'kubectl sched describe %s %s' shows its state.", src.kind.Singular, src.name),
+			"no container of %s %s has ended or restarted, so there is no previous log", src.kind.Singular, src.name)
 	}
 	if shown == 0 && noLogs > 0 {
 		return cmdutil.Errorf(cmdutil.ExitNoLogs, fmt.Sprintf("'kubectl sched describe %s %s' shows its state.", src.kind.Singular, src.name),
@@ -358,13 +404,33 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 	return nil
 }
 
+// lastEnded finds container c's last instance that ended: the current one
+// when it has ended (a crashed container waiting to be restarted; the
+// kubelet keeps one ended instance per container, so the one before is
+// gone), else the one before it (previous). ended is false when no
+// instance has ended.
+func lastEnded(p *corev1.Pod, c string) (previous, ended bool) {
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if cs.Name != c {
+			continue
+		}
+		switch {
+		case cs.State.Terminated != nil:
+			return false, true
+		case cs.LastTerminationState.Terminated != nil:
+			return true, true
+		}
+	}
+	return false, false
+}
+
 // stream copies one container's log, line by line with the prefix.
-func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow bool) error {
+func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow, previous bool) error {
 	lw := w.For(prefix)
 	defer lw.Close()
-	err := watch.StreamPodLogs(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow), lw)
+	err := watch.StreamPodLogs(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
 	var nl *watch.NoLogsError
-	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) {
+	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) && !(previous && apierrors.IsBadRequest(err)) {
 		return cmdutil.API(err, "get", "pods/log "+p.Name)
 	}
 	return err
@@ -441,7 +507,7 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			wg.Add(1)
 			go func(p *corev1.Pod, c string) {
 				defer wg.Done()
-				if err := o.stream(sctx, w, p, c, src.prefix(p), true); err != nil && sctx.Err() == nil {
+				if err := o.stream(sctx, w, p, c, src.prefix(p), true, false); err != nil && sctx.Err() == nil {
 					fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(err.Error()))
 				}
 			}(p.DeepCopy(), c)

@@ -32,15 +32,21 @@ func create(t *testing.T, objs ...client.Object) {
 }
 
 // simulatedPod is a started pod of app on a kwok node: the API server
-// finds no kubelet there.
-func simulatedPod(t *testing.T, ns, name string, labels map[string]string) {
+// finds no kubelet there. With restarted its container crashed once
+// before.
+func simulatedPod(t *testing.T, ns, name string, labels map[string]string, restarted ...bool) {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec:       corev1.PodSpec{NodeName: "kwok-logs", Containers: []corev1.Container{{Name: "main", Image: "web:1"}}},
 	}
 	create(t, pod)
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+	cs := corev1.ContainerStatus{Name: "main", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}
+	if len(restarted) > 0 && restarted[0] {
+		cs.RestartCount = 1
+		cs.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error", StartedAt: metav1.Now(), FinishedAt: metav1.Now()}
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{cs}
 	if err := env.Client.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +68,11 @@ func TestErrors(t *testing.T) {
 		MakeUserDeployment("empty", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Obj(),
 		MakeUserDeployment("dup", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Obj(),
 		MakeAgentTask("dup", ns).Image("busybox:1.36").Obj(),
+		MakeUserDeployment("crashy", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Obj(),
+		MakeAgentTask("lone", ns).Image("busybox:1.36").Obj(),
 	)
 	simulatedPod(t, ns, "shop-web-1", map[string]string{schedv1.LabelUserDeployment: "shop", schedv1.LabelService: "web"})
+	simulatedPod(t, ns, "crashy-web-1", map[string]string{schedv1.LabelUserDeployment: "crashy", schedv1.LabelService: "web"}, true)
 	nobody, err := env.UserKubeconfig("nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +92,16 @@ func TestErrors(t *testing.T) {
 		"no pods":             {Args: []string{"logs", "empty", "-n", ns}, Code: cmdutil.ExitError, Stderr: []string{"userdeployment empty has no pods", "-f waits for them"}},
 		"a simulated pod": {Args: []string{"logs", "shop", "-n", ns}, Code: cmdutil.ExitNoLogs,
 			Stderr: []string{"pod shop-web-1 runs on simulated node kwok-logs (kwok): simulated pods have no logs", "no pod of userdeployment shop has logs to show"}},
+		"previous and follow": {Args: []string{"logs", "shop", "-p", "-f"}, Code: cmdutil.ExitUsage, Stderr: []string{"--previous and --follow cannot be combined", "Drop -f"}},
+		"previous of a task": {Args: []string{"logs", "at/dup", "--previous"}, Code: cmdutil.ExitUsage,
+			Stderr: []string{"--previous applies to an app: agenttask dup runs each attempt in a pod of its own", "'kubectl sched logs agenttask/dup' shows every attempt"}},
+		"previous of a workflow": {Args: []string{"logs", "wf/release", "-p"}, Code: cmdutil.ExitUsage, Stderr: []string{"--previous applies to an app: workflow release runs each attempt"}},
+		"previous of a task found by name": {Args: []string{"logs", "lone", "-p", "-n", ns}, Code: cmdutil.ExitUsage,
+			Stderr: []string{"--previous applies to an app", "'kubectl sched logs agenttask/lone' shows every attempt"}},
+		"previous: nothing restarted": {Args: []string{"logs", "shop", "-p", "-n", ns}, Code: cmdutil.ExitError,
+			Stderr: []string{"pod shop-web-1: container main has not ended or restarted: no previous log", "no container of userdeployment shop has ended or restarted, so there is no previous log", "Without -p"}},
+		"previous of a simulated pod": {Args: []string{"logs", "crashy", "--previous", "-n", ns}, Code: cmdutil.ExitNoLogs,
+			Stderr: []string{"pod crashy-web-1 runs on simulated node kwok-logs (kwok)", "no pod of userdeployment crashy has logs to show"}},
 		"forbidden":  {Args: []string{"logs", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
 		"no cluster": {Args: []string{"logs", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},
 	}
