@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,8 +65,11 @@ func taskPod(t *testing.T, e *env, name string) string {
 	return task.Status.PodName
 }
 
-// An app whose readiness probe the kubelet really runs, and one that
-// really crashes.
+// An app whose readiness probe the kubelet really runs, and one whose two
+// services really crash: one writes why to /dev/termination-log, the
+// other only to its log, whose end the kubelet makes its termination
+// message (FallbackToLogsOnError); both reach the app's status, and
+// `kubectl sched logs -p` shows the crashed containers' logs.
 func TestAppsOnTheRealNode(t *testing.T) {
 	e := need(t)
 	e.operator(t)
@@ -94,6 +98,11 @@ func TestAppsOnTheRealNode(t *testing.T) {
 				Image:    "busybox:1.36",
 				Exposure: schedv1.ExposureNone,
 				Command:  []string{"sh", "-c", "echo 'cannot open /data/db' > /dev/termination-log; exit 2"},
+			}, {
+				Name:     "logger",
+				Image:    "busybox:1.36",
+				Exposure: schedv1.ExposureNone,
+				Command:  []string{"sh", "-c", "echo 'connecting to db:5432'; echo 'fatal: db:5432 refused the connection' >&2; exit 3"},
 			}},
 		},
 	}
@@ -108,17 +117,39 @@ func TestAppsOnTheRealNode(t *testing.T) {
 	}
 
 	crashy = eventually(t, e, crashy, 2*time.Minute, func(a *schedv1.UserDeployment) bool {
-		return a.Status.Phase == schedv1.UserDeploymentDegraded && hasReason(a.Status.Conditions, schedv1.ReasonCrashLoop)
+		c := condition(a.Status.Conditions, schedv1.ConditionDegraded)
+		return a.Status.Phase == schedv1.UserDeploymentDegraded && c.Reason == schedv1.ReasonCrashLoop && strings.Count(c.Message, "keeps crashing") == 2
 	})
-	msg := ""
-	for _, c := range crashy.Status.Conditions {
-		if c.Reason == schedv1.ReasonCrashLoop {
-			msg = c.Message
+	msg := condition(crashy.Status.Conditions, schedv1.ConditionDegraded).Message
+	for _, want := range []string{
+		"exit code 2: cannot open /data/db",
+		"exit code 3: connecting to db:5432", // the log's end, both streams
+		"fatal: db:5432 refused the connection",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("crash loop message %q, want %q: the exit code and the termination message, or the log's end", msg, want)
 		}
 	}
-	if !strings.Contains(msg, "exit code 2") || !strings.Contains(msg, "cannot open /data/db") {
-		t.Errorf("crash loop message %q, want the exit code and the container's termination message", msg)
+	for _, svc := range crashy.Status.Services {
+		if !strings.Contains(svc.Message, "keeps crashing") {
+			t.Errorf("service %s: message %q, want the crash", svc.Name, svc.Message)
+		}
 	}
+
+	// The crashed containers' own logs.
+	out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "logs", crashy.Name, "logger", "--previous")
+	if code != 0 || !regexp.MustCompile(`(?m)^\[logger crashy-logger-\S+\] fatal: db:5432 refused the connection$`).MatchString(out) {
+		t.Errorf("logs -p: exit %d, want the crashed container's log:\n%s%s", code, out, errOut)
+	}
+}
+
+func condition(conds []metav1.Condition, typ string) metav1.Condition {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
 }
 
 // A SchedExt on the real node reports what this host's kernel can do. The
