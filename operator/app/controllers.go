@@ -22,10 +22,16 @@ type Controller func(mgr ctrl.Manager, o Options) error
 var controllers = map[string]Controller{
 	"userdeployment": func(mgr ctrl.Manager, o Options) error {
 		s := o.Settings
+		// The status Lease goes beside the leader Lease.
+		ns := o.LeaderElectionNamespace
+		if ns == "" {
+			ns = schedv1.DefaultOperatorNamespace
+		}
 		return (&userdeployment.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("userdeployment-controller"),
+			Client:          mgr.GetClient(),
+			APIReader:       mgr.GetAPIReader(),
+			Recorder:        mgr.GetEventRecorder("userdeployment-controller"),
+			StatusNamespace: ns,
 			Settings: userdeployment.Settings{
 				IngressDomain:               s.IngressDomain,
 				IngressProvider:             s.IngressProvider,

@@ -75,6 +75,35 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 			t.Errorf("operator may %s %s.%s: %v, want %v", c.verb, c.resource, c.group, got, c.allowed)
 		}
 	}
+	// CustomResourceDefinitions: only the optional APIs', by name, read.
+	canCRD := func(verb, name string) bool {
+		t.Helper()
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testenv.OperatorNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Name: name},
+		}}
+		if err := env.Client.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	for _, c := range []struct {
+		verb, name string
+		allowed    bool
+	}{
+		{"get", "externalsecrets.external-secrets.io", true},
+		{"watch", "certificates.cert-manager.io", true},
+		{"list", "ingressroutes.traefik.io", true},
+		{"list", "", false}, // every CRD
+		{"get", "userdeployments.sched.kubectl-sched.dev", false},
+		{"update", "externalsecrets.external-secrets.io", false},
+		{"delete", "certificates.cert-manager.io", false},
+		{"create", "", false},
+	} {
+		if got := canCRD(c.verb, c.name); got != c.allowed {
+			t.Errorf("operator may %s CustomResourceDefinition %q: %v, want %v", c.verb, c.name, got, c.allowed)
+		}
+	}
 	for _, verb := range []string{"create", "update", "delete", "list", "watch"} {
 		if !can(verb, "apps", "daemonsets", schedv1.DefaultSchedulerNamespace) {
 			t.Errorf("operator may not %s daemonsets in %s, where SchedExts need them", verb, schedv1.DefaultSchedulerNamespace)

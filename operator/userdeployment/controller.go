@@ -16,6 +16,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -26,15 +28,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -57,15 +60,37 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	Settings  Settings
 
-	apis apis
-	// optional caches ExternalSecrets and IngressRoutes, selected by label
-	// like every owned kind; nil when the cluster serves neither API.
+	// APIs says which optional APIs the cluster serves; SetupWithManager
+	// makes one when nil.
+	APIs *optionalapi.Watcher
+	// StatusNamespace holds the status Lease on which the operator reports
+	// the optional APIs (optionalapi.Reporter); none when empty.
+	StatusNamespace string
+
+	// mu guards apis and apiNotes. apis are the optional APIs in use: served
+	// and their caches synced (optional.go); each reconcile reads them once.
+	mu       sync.RWMutex
+	apis     apis
+	apiNotes map[string]string // why a served API is not in use yet, by CRD
+	// ready is closed once the APIs served at start are in use or failed
+	// once; the controller's workers wait for it (optionalSource).
+	ready chan struct{}
+	// queue is the controller's, once it runs, for the optional APIs'
+	// events and for requeueing the apps an API change concerns.
+	queue    atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
+	reporter *optionalapi.Reporter
+	scheme   *runtime.Scheme
+	mapper   meta.RESTMapper
+
+	// optional caches ExternalSecrets, IngressRoutes and Certificates,
+	// selected by label like every owned kind, each while its API is served.
 	optional cache.Cache
-	// routes caches every Ingress and IngressRoute of the cluster, trimmed
-	// to their hosts, and routeIndexes are its informers' host indexes
-	// (routecache.go).
+	// routes caches every Ingress and, while Traefik is served,
+	// IngressRoute of the cluster, trimmed to their hosts, and routeIndexes
+	// are its informers' host indexes (routecache.go), guarded by routeMu.
 	routes       cache.Cache
-	routeIndexes []toolscache.Indexer
+	routeMu      sync.RWMutex
+	routeIndexes []routeKindIndex
 }
 
 // The operator writes only objects it owns, in the app's namespace. It never
@@ -103,17 +128,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// One view of the optional APIs for the whole reconcile.
+	a := r.apisInUse()
 	var p plan
 	if len(notAllowed) == 0 {
-		p = buildPlan(ud, r.Settings, r.apis)
+		p = buildPlan(ud, r.Settings, a)
 	} else {
-		p = buildPlan(withoutPrivilege(ud, notAllowed), r.Settings, r.apis)
+		p = buildPlan(withoutPrivilege(ud, notAllowed), r.Settings, a)
 		p.notAllowed = map[string]string{}
 		for svc, fields := range notAllowed {
 			p.notAllowed[svc] = "not started: " + podsecurity.NotAllowed(ud.Namespace, fields) + "; remove the field(s) and the service starts again"
 		}
 	}
-	owned, err := r.observeOwned(ctx, ud)
+	owned, err := r.observeOwned(ctx, ud, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -224,7 +251,7 @@ var builtinKinds = []struct {
 }
 
 // observeOwned lists, from the caches, the objects ud controls.
-func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeployment) (map[objectKey]client.Object, error) {
+func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeployment, a apis) (map[objectKey]client.Object, error) {
 	owned := map[objectKey]client.Object{}
 	// A label lookup scans the namespace's cached objects of the kind; an
 	// index would make it a lookup but costs about 0.4 KiB per cached
@@ -246,7 +273,7 @@ func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeploymen
 			return nil, err
 		}
 	}
-	for _, gvk := range r.optionalKinds() {
+	for _, gvk := range a.kinds() {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 		if err := collect(gvk.Kind, r.optional, list); err != nil {
@@ -254,20 +281,6 @@ func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeploymen
 		}
 	}
 	return owned, nil
-}
-
-func (r *Reconciler) optionalKinds() []schema.GroupVersionKind {
-	var out []schema.GroupVersionKind
-	if r.apis.externalSecrets {
-		out = append(out, externalSecretGVK)
-	}
-	if r.apis.ingressRoutes {
-		out = append(out, ingressRouteGVK)
-	}
-	if r.apis.certificates {
-		out = append(out, certificateGVK)
-	}
-	return out
 }
 
 // recordChanges logs and reports what this reconcile changed, one event per

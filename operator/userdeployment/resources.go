@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
@@ -56,19 +57,52 @@ type Settings struct {
 	ClusterIssuer string
 }
 
-// apis records which optional APIs the cluster serves.
+// apis records which optional APIs the operator uses: the cluster serves
+// them and their caches are synced (optional.go).
 type apis struct {
 	externalSecrets bool
 	ingressRoutes   bool
 	certificates    bool
 }
 
+// has reports whether api is in use.
+func (a apis) has(api optionalapi.API) bool { return *a.field(&api) }
+
+// with is a with api in use or not.
+func (a apis) with(api optionalapi.API, inUse bool) apis {
+	*a.field(&api) = inUse
+	return a
+}
+
+func (a *apis) field(api *optionalapi.API) *bool {
+	switch api.GVK {
+	case externalSecretGVK:
+		return &a.externalSecrets
+	case ingressRouteGVK:
+		return &a.ingressRoutes
+	case certificateGVK:
+		return &a.certificates
+	}
+	return new(bool)
+}
+
+// kinds are the optional kinds in use, which the app's objects may include.
+func (a apis) kinds() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, api := range optionalapi.All {
+		if a.has(api) {
+			out = append(out, api.GVK)
+		}
+	}
+	return out
+}
+
 // Optional APIs, handled as unstructured so the operator needs neither
 // project's Go module.
 var (
-	externalSecretGVK = schema.GroupVersionKind{Group: "external-secrets.io", Version: "v1", Kind: "ExternalSecret"}
-	ingressRouteGVK   = schema.GroupVersionKind{Group: "traefik.io", Version: "v1alpha1", Kind: "IngressRoute"}
-	certificateGVK    = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+	externalSecretGVK = optionalapi.ExternalSecrets.GVK
+	ingressRouteGVK   = optionalapi.Traefik.GVK
+	certificateGVK    = optionalapi.CertManager.GVK
 )
 
 const (
@@ -175,11 +209,13 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		switch {
 		case ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil:
 			tlsSecret = ud.Spec.Ingress.TLS.SecretName // given: it wins
-		case !a.certificates || s.ClusterIssuer == "":
+		case s.ClusterIssuer == "":
 		case !underDomain(host, s.IngressDomain):
 			// A ClusterIssuer signs what it is asked to: only hosts under the
 			// platform's domain, never one a user merely names.
 			p.certificateProblem = fmt.Sprintf("no certificate requested: host %s is not under the ingress domain %s; give spec.ingress.tls.secretName for it", host, s.IngressDomain)
+		case !a.certificates:
+			p.certificateProblem = fmt.Sprintf("no certificate requested yet: the cluster does not serve %s Certificates, which the operator's --cluster-issuer %s needs; the app gets one, without an operator restart, once cert-manager is installed", certificateGVK.GroupVersion(), s.ClusterIssuer)
 		default:
 			p.certificate = ud.Name
 			tlsSecret = names.TLSSecret(ud.Name)
@@ -289,7 +325,7 @@ func externalKeyProblem(ns, key, template string, reserved []string) string {
 func externalSecretsProblem(s Settings, a apis) string {
 	switch {
 	case !a.externalSecrets:
-		return "the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)"
+		return "the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets; the service starts once it is served, without restarting the operator)"
 	case s.ClusterSecretStore == "":
 		return "the operator has no ClusterSecretStore configured (--cluster-secret-store)"
 	}

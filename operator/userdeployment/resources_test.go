@@ -120,7 +120,7 @@ func TestBuildPlan(t *testing.T) {
 			ud:       app().Service("api", "api:1", 8080, schedv1.ExposureInternal).ExternalSecretRef("db", "prod/db").Obj(),
 			settings: func(s *Settings) { s.ClusterSecretStore = "vault" },
 			want:     []string{"Deployment shop-api", "Service shop-api", "NetworkPolicy shop"},
-			held:     map[string]string{"api": `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+			held:     map[string]string{"api": `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets; the service starts once it is served, without restarting the operator)`},
 		},
 		"open isolation": {
 			ud:   app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Isolation(schedv1.IsolationOpen).Obj(),
@@ -514,7 +514,8 @@ func TestSecretHashReachesServicesWithSecrets(t *testing.T) {
 
 // TestCertificatePlan: with cert-manager and a ClusterIssuer a public app
 // gets a Certificate for its host, served by the ingress; a given TLS Secret
-// wins; a host outside the platform's domain gets none, and says so.
+// wins; a host outside the platform's domain gets none, and says so, as
+// does an app waiting for cert-manager.
 func TestCertificatePlan(t *testing.T) {
 	withIssuer := testSettings
 	withIssuer.ClusterIssuer = "letsencrypt"
@@ -540,7 +541,8 @@ func TestCertificatePlan(t *testing.T) {
 		"a given secret wins":      {ud: public().TLS("mine").Obj(), s: withIssuer, a: apis{certificates: true}, tls: "mine", url: "https://shop.ns.apps.test/"},
 		"host outside the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} }).Obj(), s: withIssuer, a: apis{certificates: true},
 			url: "http://bank.example.com/", problem: true},
-		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop.ns.apps.test/"},
+		// Said in CertificateReady until cert-manager is installed.
+		"no cert-manager":  {ud: public().Obj(), s: withIssuer, url: "http://shop.ns.apps.test/", problem: true},
 		"no ClusterIssuer": {ud: public().Obj(), s: testSettings, a: apis{certificates: true}, url: "http://shop.ns.apps.test/"},
 		"not public":       {ud: app().Service("api", "api:1", 80, schedv1.ExposureInternal).Obj(), s: withIssuer, a: apis{certificates: true}},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,49 +41,72 @@ const (
 	digestRegexps = "hostRegexps"
 )
 
-// newRouteCache builds the cache of every Ingress and, when served, every
-// IngressRoute, trimmed and indexed by host, and keeps its indexes in
-// r.routeIndexes. The index is the informers' own, not controller-runtime's
-// IndexField, which keeps each key twice (per namespace and for all), and
-// lookups read the cached objects without copying them: callers only read.
+// newRouteCache builds the cache of every Ingress, trimmed and indexed by
+// host, and keeps its index in r.routeIndexes; follow adds IngressRoutes
+// to it while Traefik is served. The index is the informers' own, not
+// controller-runtime's IndexField, which keeps each key twice (per
+// namespace and for all), and lookups read the cached objects without
+// copying them: callers only read.
 func (r *Reconciler) newRouteCache(mgr ctrl.Manager) (cache.Cache, error) {
-	byObject := map[client.Object]cache.ByObject{&networkingv1.Ingress{}: {Transform: trimRoute}}
-	if r.apis.ingressRoutes {
-		byObject[newIngressRoute()] = cache.ByObject{Transform: trimRoute}
-	}
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
-		HTTPClient:                  mgr.GetHTTPClient(),
-		Scheme:                      mgr.GetScheme(),
-		Mapper:                      mgr.GetRESTMapper(),
-		ByObject:                    byObject,
+		HTTPClient: mgr.GetHTTPClient(),
+		Scheme:     mgr.GetScheme(),
+		Mapper:     mgr.GetRESTMapper(),
+		// For every kind, so IngressRoutes added later are trimmed too.
+		DefaultTransform:            trimRoute,
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache of every Ingress: %w", err)
 	}
-	r.routeIndexes = nil
-	for obj := range byObject {
-		inf, err := c.GetInformer(context.Background(), obj)
-		if err != nil {
-			return nil, fmt.Errorf("informer for %T: %w", obj, err)
-		}
-		if err := inf.AddIndexers(toolscache.Indexers{indexRouteHost: routeIndexFunc}); err != nil {
-			return nil, fmt.Errorf("index %T by host: %w", obj, err)
-		}
-		withIndexer, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
-		if !ok {
-			return nil, fmt.Errorf("the informer for %T (%T) has no indexer", obj, inf)
-		}
-		r.routeIndexes = append(r.routeIndexes, withIndexer.GetIndexer())
+	inf, err := c.GetInformer(context.Background(), &networkingv1.Ingress{})
+	if err != nil {
+		return nil, fmt.Errorf("informer for Ingresses: %w", err)
 	}
+	idx, err := withHostIndex(inf)
+	if err != nil {
+		return nil, fmt.Errorf("index Ingresses by host: %w", err)
+	}
+	r.setRouteIndex("Ingress", idx)
 	return c, mgr.Add(c)
+}
+
+// withHostIndex adds the host index to a route informer and returns it.
+func withHostIndex(inf cache.Informer) (toolscache.Indexer, error) {
+	if err := inf.AddIndexers(toolscache.Indexers{indexRouteHost: routeIndexFunc}); err != nil {
+		return nil, err
+	}
+	withIndexer, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the informer (%T) has no indexer", inf)
+	}
+	return withIndexer.GetIndexer(), nil
+}
+
+// routeKindIndex is the host index of one route kind's informer.
+type routeKindIndex struct {
+	kind  string
+	index toolscache.Indexer
+}
+
+// setRouteIndex adds or, with a nil index, removes a kind's index; Ingress
+// comes first, then IngressRoutes, so lookups name holders in one order.
+func (r *Reconciler) setRouteIndex(kind string, idx toolscache.Indexer) {
+	r.routeMu.Lock()
+	defer r.routeMu.Unlock()
+	r.routeIndexes = slices.DeleteFunc(r.routeIndexes, func(ri routeKindIndex) bool { return ri.kind == kind })
+	if idx != nil {
+		r.routeIndexes = append(r.routeIndexes, routeKindIndex{kind, idx})
+	}
 }
 
 // routesServing lists the cached route objects indexed under key.
 func (r *Reconciler) routesServing(key string) ([]client.Object, error) {
+	r.routeMu.RLock()
+	defer r.routeMu.RUnlock()
 	var out []client.Object
-	for _, idx := range r.routeIndexes {
-		objs, err := idx.ByIndex(indexRouteHost, key)
+	for _, ri := range r.routeIndexes {
+		objs, err := ri.index.ByIndex(indexRouteHost, key)
 		if err != nil {
 			return nil, err
 		}

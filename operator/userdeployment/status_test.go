@@ -313,10 +313,10 @@ func TestComputeStatus(t *testing.T) {
 			ready: "1/2",
 			services: []schedv1.ServiceStatus{
 				{Name: "web", DesiredReplicas: 1, ReadyReplicas: 1},
-				{Name: "api", DesiredReplicas: 0, Message: `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+				{Name: "api", DesiredReplicas: 0, Message: `not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets; the service starts once it is served, without restarting the operator)`},
 			},
 			conditions: map[string]wantCond{
-				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonExternalSecretsUnavailable, `service api: not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets, then restart the operator)`},
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonExternalSecretsUnavailable, `service api: not started: secret "db" comes from an external store, but the cluster does not serve external-secrets.io/v1 ExternalSecrets (install External Secrets; the service starts once it is served, without restarting the operator)`},
 			},
 			urls: []string{"http://shop.ns.apps.test/"},
 		},

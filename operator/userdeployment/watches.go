@@ -8,14 +8,9 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -31,27 +26,11 @@ import (
 
 // SetupWithManager watches UserDeployments, everything they own and their
 // pods (whose states explain a service that does not become ready). The
-// optional APIs are looked up once, here: the operator must be restarted to
-// use External Secrets or Traefik installed after it started.
+// optional APIs are followed while the operator runs (optional.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
-	lg := mgr.GetLogger().WithName("userdeployment")
-	var err error
-	if r.apis.externalSecrets, err = served(mgr.GetRESTMapper(), externalSecretGVK); err != nil {
+	if err := r.setupOptionalAPIs(mgr); err != nil {
 		return err
 	}
-	if r.apis.ingressRoutes, err = served(mgr.GetRESTMapper(), ingressRouteGVK); err != nil {
-		return err
-	}
-	if r.apis.certificates, err = served(mgr.GetRESTMapper(), certificateGVK); err != nil {
-		return err
-	}
-	if r.Settings.ClusterIssuer != "" && !r.apis.certificates {
-		lg.Info("cert-manager Certificates are not served; public apps get no certificates", "api", certificateGVK.GroupVersion().String(), "clusterIssuer", r.Settings.ClusterIssuer)
-	}
-	if r.Settings.IngressProvider == "traefik" && !r.apis.ingressRoutes {
-		lg.Info("Traefik IngressRoutes are not served; public services get Ingresses", "api", ingressRouteGVK.GroupVersion().String())
-	}
-
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexHost, r.hostIndex); err != nil {
 		return fmt.Errorf("index apps by host: %w", err)
 	}
@@ -89,40 +68,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			builder.WithPredicates(podsecurity.OptOutChanged))
 
 	// Routes of every namespace: one appearing or going may hold or free
-	// an app's host.
+	// an app's host. IngressRoutes are added while Traefik is served.
+	var err error
 	if r.routes, err = r.newRouteCache(mgr); err != nil {
 		return err
 	}
-	b = b.WatchesRawSource(source.Kind(r.routes, client.Object(&networkingv1.Ingress{}), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged))
-	if r.apis.ingressRoutes {
-		b = b.WatchesRawSource(source.Kind(r.routes, client.Object(newIngressRoute()), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged))
-	}
-
-	if kinds := r.optionalKinds(); len(kinds) > 0 {
-		// The manager's cache cannot be told about these kinds before it
-		// knows they exist, so they get their own, selected the same way.
-		r.optional, err = cache.New(mgr.GetConfig(), cache.Options{
-			HTTPClient:           mgr.GetHTTPClient(),
-			Scheme:               mgr.GetScheme(),
-			Mapper:               mgr.GetRESTMapper(),
-			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue}),
-			// Each object by its own kind (schema.GroupVersionKind{}).
-			DefaultTransform: TrimOwned(schema.GroupVersionKind{}),
-		})
-		if err != nil {
-			return fmt.Errorf("cache for optional APIs: %w", err)
-		}
-		if err := mgr.Add(r.optional); err != nil {
-			return err
-		}
-		for _, gvk := range kinds {
-			u := &unstructured.Unstructured{}
-			u.SetGroupVersionKind(gvk)
-			b = b.WatchesRawSource(source.Kind(r.optional, u,
-				handler.TypedEnqueueRequestForOwner[*unstructured.Unstructured](mgr.GetScheme(), mgr.GetRESTMapper(), &schedv1.UserDeployment{}, handler.OnlyControllerOwner())))
-		}
-		lg.Info("Optional APIs found", "externalSecrets", r.apis.externalSecrets, "ingressRoutes", r.apis.ingressRoutes, "certificates", r.apis.certificates)
-	}
+	b = b.WatchesRawSource(source.Kind(r.routes, client.Object(&networkingv1.Ingress{}), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged)).
+		WatchesRawSource(optionalSource{r})
 	return b.
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("userdeployment").
@@ -187,18 +139,6 @@ func podCause(o client.Object) string {
 		return reason + ": " + msg
 	}
 	return ""
-}
-
-// served reports whether the API server serves gvk.
-func served(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
-	_, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("look up %s: %w", gvk, err)
-	}
-	return true, nil
 }
 
 // appOfScaleTarget maps an autoscaler to the app whose workload it scales.

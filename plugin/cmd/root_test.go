@@ -3,20 +3,26 @@ package cmd_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
@@ -75,7 +81,8 @@ func TestVersion(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"Client Version: devel", "operator not installed; run 'kubectl sched install'"} {
+	for _, want := range []string{"Client Version: devel", "operator not installed; run 'kubectl sched install'",
+		"Optional APIs: unknown (the operator has not reported them: no Lease kubectl-sched-system/kubectl-sched-operator-status; is it running?)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -100,6 +107,38 @@ func TestVersion(t *testing.T) {
 	stdout, _, code = run("version", "--kubeconfig", kubeconfig, "-o", "json")
 	if code != 0 || !strings.Contains(stdout, `"operatorVersion": "v9.8.7"`) {
 		t.Errorf("exit %d, want the operator version in JSON:\n%s", code, stdout)
+	}
+
+	// The optional APIs, from the status Lease beside the operator, which
+	// is cluster data: a control character in it is shown, not sent.
+	reported := []operatorstatus.OptionalAPI{
+		{Name: "External Secrets", API: "external-secrets.io/v1 ExternalSecret", State: operatorstatus.NotInstalled, Message: "no CustomResourceDefinition externalsecrets.external-secrets.io"},
+		{Name: "cert-manager", API: "cert-manager.io/v1 Certificate", State: operatorstatus.InUse, Message: "public apps get certificates from ClusterIssuer le\x1b[2J"},
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: operatorstatus.LeaseName, Namespace: "default",
+		Annotations: map[string]string{operatorstatus.AnnotationOptionalAPIs: operatorstatus.Encode(reported)}}}
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	if err := env.Client.Create(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	defer env.Client.Delete(context.Background(), lease)
+	stdout, stderr, code = run("version", "--kubeconfig", kubeconfig)
+	want := `Client Version: devel
+Operator Version: v9.8.7
+Optional APIs (as the operator reported at 2026-01-02T03:04:05Z):
+  External Secrets (external-secrets.io/v1 ExternalSecret): not installed; no CustomResourceDefinition externalsecrets.external-secrets.io
+  cert-manager (cert-manager.io/v1 Certificate): in use; public apps get certificates from ClusterIssuer le^[[2J
+`
+	if code != 0 || stdout != want {
+		t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant:\n%s", code, stderr, stdout, want)
+	}
+	stdout, _, code = run("version", "--kubeconfig", kubeconfig, "-o", "json")
+	var info version.Info
+	if err := json.Unmarshal([]byte(stdout), &info); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v:\n%s", code, err, stdout)
+	}
+	if diff := cmp.Diff(reported, info.OptionalAPIs); diff != "" || info.OptionalAPIsReportedAt != "2026-01-02T03:04:05Z" {
+		t.Errorf("JSON optional APIs (-want +got):\n%s\nreported at %q", diff, info.OptionalAPIsReportedAt)
 	}
 }
 

@@ -1,0 +1,137 @@
+package optionalapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+)
+
+var (
+	env *testenv.Env
+	op  *testenv.Operator
+)
+
+const pollTimeout = 60 * time.Second
+
+// One API server without any optional API, and one operator (the
+// UserDeployment controller, with only its generated RBAC) configured to
+// use all three: a ClusterSecretStore, a ClusterIssuer and Traefik.
+func TestMain(m *testing.M) {
+	testenv.Main(m, testenv.MainOptions{
+		Env:         &env,
+		Controllers: []string{"userdeployment"},
+		Options: func(o *app.Options) {
+			o.Settings.IngressDomain = "apps.test"
+			o.Settings.ClusterSecretStore = "vault"
+			o.Settings.ClusterIssuer = "letsencrypt"
+			o.Settings.IngressProvider = "traefik"
+		},
+		Operator:    &op,
+		OperatorLog: "optionalapi-operator-*.log",
+	})
+}
+
+// eventually polls cond until it returns nil.
+func eventually(t *testing.T, what string, cond func(context.Context) error) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+		last = cond(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v", what, last)
+	}
+}
+
+// kubeconfig writes an admin kubeconfig for the plugin.
+func kubeconfig(t *testing.T) string {
+	t.Helper()
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "optional-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// reconciles reads the operator's count of finished userdeployment
+// reconciles from its metrics endpoint.
+func reconciles() (int, error) {
+	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	total := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
+			continue
+		}
+		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			return 0, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		total += int(n)
+	}
+	return total, sc.Err()
+}
+
+// plugin runs `kubectl sched ARGS` in-process, as kubectl would.
+func plugin(args ...string) (stdout, stderr string, code int) {
+	var out, errOut bytes.Buffer
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
+	root := cmd.NewRootCommand(streams)
+	root.SetArgs(args)
+	code = cmd.Execute(root, streams)
+	return out.String(), errOut.String(), code
+}
+
+// versionSays waits until `kubectl sched version` prints, for each of
+// want, an optional API's line that starts with it, and returns the output.
+func versionSays(t *testing.T, kubeconfig string, want ...string) string {
+	t.Helper()
+	var stdout string
+	eventually(t, "kubectl sched version to show the optional APIs", func(context.Context) error {
+		var stderr string
+		var code int
+		stdout, stderr, code = plugin("version", "--kubeconfig", kubeconfig)
+		if code != 0 {
+			return fmt.Errorf("exit %d: %s", code, stderr)
+		}
+		lines := strings.Split(stdout, "\n")
+		for _, w := range want {
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "  "+w) }) {
+				return fmt.Errorf("no line starting %q in:\n%s", w, stdout)
+			}
+		}
+		return nil
+	})
+	return stdout
+}
