@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -152,11 +151,8 @@ func startProxy(cfg *rest.Config) (string, error) {
 	for _, c := range kc.Clusters {
 		c.Server, c.CertificateAuthorityData, c.InsecureSkipTLSVerify = srv.URL, ca, false
 	}
-	dir, err := os.MkdirTemp("", "members-")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "kubeconfig")
+	// In the cluster's folder, removed with it.
+	path := filepath.Join(sim.Dir, "proxy.kubeconfig")
 	return path, clientcmd.WriteToFile(*kc, path)
 }
 

@@ -73,13 +73,8 @@ func (o *CreateOptions) bindMembers(ctx context.Context) error {
 		return nil
 	}
 	if o.DryRun != "client" {
-		var opts []client.DeleteOption
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
 		// By UID: a binding made again meanwhile is not this one.
-		opts = append(opts, client.Preconditions{UID: &legacy.UID})
-		if err := c.Client.Delete(ctx, legacy, opts...); err != nil && !apierrors.IsNotFound(err) {
+		if err := c.Client.Delete(ctx, legacy, client.Preconditions{UID: &legacy.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return cmdutil.API(err, "delete", fmt.Sprintf("rolebindings.rbac.authorization.k8s.io %q in namespace %q", legacy.Name, o.Name))
 		}
 	}

@@ -36,10 +36,11 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Long: `A tenant is a namespace for one team: labelled with its tier, with Pod
 Security "restricted" enforced, and its members (--user, --group) bound to
 the ClusterRole kubectl-sched-tenant there: every command of the plugin in
-that namespace, and nothing else. The operator gives it the ResourceQuota and LimitRange the
-tier defines in the ConfigMap kubectl-sched-tiers (free, team and enterprise
-as installed) and repairs edits to them; admission holds the namespace's
-workloads to the tier's highest priority, node pools and tolerations.
+that namespace, and nothing else. The operator gives it the ResourceQuota
+and LimitRange the tier defines in the ConfigMap kubectl-sched-tiers (free,
+team and enterprise as installed) and repairs edits to them; admission
+holds the namespace's workloads to the tier's highest priority, node pools
+and tolerations.
 Creating and deleting tenants takes a cluster admin; a member's 'tenant
 list' shows their own namespace.`,
 		Example: `  # A namespace for team payments, on the team tier
