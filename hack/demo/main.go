@@ -95,6 +95,7 @@ func run(ctx context.Context) error {
   kubectl sched describe workflow release
   kubectl sched template list
   kubectl sched task run hello --image busybox --annotation sim.kubectl-sched.dev/termination-message=greeting=hi --wait -- echo hi
+  kubectl sched describe ud shop -n payments --as alice    # as the tenant's member
 
 %s
 

@@ -97,7 +97,10 @@ func setUp() (*env, string, error) {
 		return nil, "", err
 	}
 	e := &env{root: root, kubectl: kubectl, dir: dir}
-	e.cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), BinDir: binDir, RealNode: true, Log: os.Stderr})
+	e.cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), BinDir: binDir, RealNode: true, Log: os.Stderr,
+		// A tenant's quota made before the quota controller discovered the
+		// CRDs (30s after install) counts them on its next full resync.
+		ExtraControllerManagerArgs: []string{"--resource-quota-sync-period=5s"}})
 	if err != nil {
 		return nil, "", err
 	}

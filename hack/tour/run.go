@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Result is what one step printed.
@@ -42,16 +43,28 @@ func (e *Env) RunStep(ctx context.Context, s Step, w io.Writer) (Result, error) 
 		fmt.Fprintf(w, "%s\n", s.Say)
 	}
 	fmt.Fprintf(w, "\n$ kubectl %s\n", quoteArgs(s.Args))
-	stdout, stderr, code, err := e.KubectlRun(ctx, s.Args...)
-	if err != nil {
-		return Result{}, err
+	deadline := time.Now().Add(s.Retry)
+	var r Result
+	for {
+		stdout, stderr, code, err := e.KubectlRun(ctx, s.Args...)
+		if err != nil {
+			return Result{}, err
+		}
+		r = Result{Step: s, Output: stdout + stderr, Code: code}
+		if r.Check() == nil || !time.Now().Before(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return Result{}, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	out := stdout + stderr
-	fmt.Fprint(w, indent(out))
-	if code != 0 {
-		fmt.Fprintf(w, "(exit code %d)\n", code)
+	fmt.Fprint(w, indent(r.Output))
+	if r.Code != 0 {
+		fmt.Fprintf(w, "(exit code %d)\n", r.Code)
 	}
-	return Result{Step: s, Output: out, Code: code}, nil
+	return r, nil
 }
 
 func quoteArgs(args []string) string {

@@ -3,6 +3,7 @@ package tour
 import (
 	"path/filepath"
 	"slices"
+	"time"
 )
 
 // Step is one command of the tour: what it shows, the kubectl command, and
@@ -13,6 +14,10 @@ type Step struct {
 	Args     []string // arguments to kubectl
 	WantExit int
 	Want     []string // substrings of stdout+stderr
+	// Retry runs the command again, for up to this long, until it prints
+	// what Want says (only the last run is shown): for what the cluster
+	// does a moment after the step before.
+	Retry time.Duration
 }
 
 // Steps is the tour, in order. root is the repository root; realNode says
@@ -105,5 +110,93 @@ func Steps(root string, realNode bool) []Step {
 	}
 	// The logs right after the workflow.
 	at := slices.IndexFunc(steps, func(s Step) bool { return s.Title == workflow.Title }) + 1
-	return slices.Insert(steps, at, logs...)
+	steps = slices.Insert(steps, at, logs...)
+	return append(steps, firstDay(root, realNode)...)
+}
+
+// Tenant is the tour's team namespace and Member its member.
+const (
+	Tenant = "payments"
+	Member = "alice"
+)
+
+// firstDay is a tenant's first day: an admin makes the team's namespace,
+// and its member, as herself (--as), deploys an app, runs a task and reads
+// its logs, runs a workflow, and sees what the team uses of its tier. It
+// comes last: the quota controller counts the CRDs only once it has
+// discovered them, up to 30s after install.
+func firstDay(root string, realNode bool) []Step {
+	as := func(args ...string) []string {
+		i := slices.Index(args, "--")
+		if i < 0 {
+			i = len(args)
+		}
+		return slices.Concat(args[:i], []string{"-n", Tenant, "--as", Member}, args[i:])
+	}
+	var steps []Step
+	task := Step{
+		Title: "Her first task",
+		Say:   "Without the real node the container is simulated; annotations say what it writes.",
+		Args: as("sched", "task", "run", "hello", "--image", "busybox:1.36", "--annotation", "sim.kubectl-sched.dev/termination-message=greeting=hi",
+			"--wait", "--", "sh", "-c", "echo greeting=hi > /dev/termination-log"),
+		Want: []string{"greeting=hi"},
+	}
+	workflow := Step{
+		Title: "Her first workflow",
+		Args:  as("sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow-kwok.yaml"), "--watch"),
+		Want:  []string{"Workflow release Succeeded"},
+	}
+	if realNode {
+		steps = append(steps, Step{
+			Title: "A tenant's first day: the real node for the free tier",
+			Say:   "No installed tier may use the real node's pool; the admin adds it to the free tier's placement.nodePools (the patch is the installed free tier with real added).",
+			Args:  []string{"patch", "configmap", "kubectl-sched-tiers", "-n", "kubectl-sched-system", "--patch-file", filepath.Join(root, "hack", "tour", "free-tier.yaml")},
+			Want:  []string{"configmap/kubectl-sched-tiers patched"},
+		})
+		task = Step{
+			Title: "Her first task, its log followed",
+			Say:   "-f streams the container's log, then prints the outputs it wrote to /dev/termination-log.",
+			Args: as("sched", "task", "run", "hello", "--image", "busybox:1.36", "--node-pool", "real", "-f", "--",
+				"sh", "-c", `echo "hello from $(hostname)"; echo greeting=hi > /dev/termination-log`),
+			Want: []string{"hello from hello-", "greeting=hi"},
+		}
+		workflow = Step{
+			Title: "Her first workflow, with each step's log",
+			Args:  as("sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch", "--logs"),
+			Want:  []string{"build | building shop at 0a8beffc2418", "Workflow release Succeeded"},
+		}
+	}
+	create := Step{
+		Title: "A tenant's first day: the admin makes the team's namespace",
+		Say:   "Tier free, and alice its member: bound to kubectl-sched-tenant, every command of the plugin in that namespace and nothing else.",
+		Args:  []string{"sched", "tenant", "create", Tenant, "--tier", "free", "--user", Member},
+		Want:  []string{"namespace/payments applied (tier free", "rolebinding.rbac.authorization.k8s.io/kubectl-sched-tenant applied in payments"},
+	}
+	if realNode {
+		create.Title = "The admin makes the team's namespace"
+	}
+	return append(steps,
+		create,
+		Step{
+			Title: "The operator gives it the free tier's quota",
+			Say:   "Creates in the namespace wait until the quota is there and counted (run this again while it is not found).",
+			Args:  []string{"wait", "--for=jsonpath={.status.used.count/userdeployments\\.sched\\.kubectl-sched\\.dev}=0", "resourcequota/kubectl-sched-tier", "-n", Tenant, "--timeout=6m"},
+			Want:  []string{"resourcequota/kubectl-sched-tier condition met"},
+			Retry: 30 * time.Second,
+		},
+		Step{
+			Title: "alice deploys an app",
+			Say:   "From here on every command runs as alice (--as alice), who may do in payments what the plugin needs.",
+			Args:  as("sched", "deploy", "shop", "--template", "web-app", "--set", "apiImage=ghcr.io/example/shop-api:1.4.0", "--set", "replicas=1", "--wait", "--timeout", "2m"),
+			Want:  []string{"http://shop.payments." + IngressDomain, "Running (2/2 services ready)"},
+		},
+		task,
+		workflow,
+		Step{
+			Title: "What the team uses of its tier",
+			Say:   "alice may not list namespaces: tenant list shows hers.",
+			Args:  as("sched", "tenant", "list"),
+			Want:  []string{"payments", "free"},
+		},
+	)
 }

@@ -190,7 +190,7 @@ func TestDeleteSchedExtAndForbidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := plugintest.RunWithInput("", "delete", "scx", "gone", "--kubeconfig", nobody)
-	if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `forbidden: you may not delete schedexts.sched.kubectl-sched.dev "gone"`) {
+	if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `forbidden: user "nobody" may not delete schedexts.sched.kubectl-sched.dev "gone" at the cluster scope`) {
 		t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
 	// -n does not apply to a cluster-scoped kind.

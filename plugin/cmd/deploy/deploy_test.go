@@ -485,7 +485,7 @@ func TestErrors(t *testing.T) {
 		},
 		"forbidden": {
 			Args: append(base, "--kubeconfig", nobody), NoKubeconfig: true, Code: cmdutil.ExitForbidden,
-			Stderr: []string{`forbidden: you may not patch userdeployments.sched.kubectl-sched.dev "shop"`, "kubectl auth can-i patch userdeployments.sched.kubectl-sched.dev"},
+			Stderr: []string{`forbidden: user "nobody" may not patch userdeployments.sched.kubectl-sched.dev "shop" in namespace "default"`, "'kubectl auth can-i patch userdeployments.sched.kubectl-sched.dev -n default' checks."},
 		},
 	}
 	env.RunErrorCases(t, cases, func(t *testing.T, r plugintest.Result) {

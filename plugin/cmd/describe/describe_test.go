@@ -276,7 +276,7 @@ func TestDescribeErrors(t *testing.T) {
 		"no kind":      {args: []string{"describe"}, wantCode: cmdutil.ExitUsage, wantErr: "name a kind"},
 		"unknown kind": {args: []string{"describe", "deployment", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "agenttask (at)"},
 		"not found":    {args: []string{"describe", "wf", "missing", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: `workflows.sched.kubectl-sched.dev "missing" not found`},
-		"forbidden":    {args: []string{"describe", "ud", "shop", "-n", ns}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `you may not get userdeployments.sched.kubectl-sched.dev "shop"`},
+		"forbidden":    {args: []string{"describe", "ud", "shop", "-n", ns}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `user "nobody" may not get userdeployments.sched.kubectl-sched.dev "shop" in namespace "describe-test"`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -186,7 +186,7 @@ func TestGetErrors(t *testing.T) {
 		},
 		"forbidden names verb and resource": {
 			args: []string{"get", "at", "-n", "get-test", "--kubeconfig", nobody}, wantCode: cmdutil.ExitForbidden,
-			wantErr: []string{`forbidden: you may not list agenttasks.sched.kubectl-sched.dev in namespace "get-test"`, "kubectl auth can-i list agenttasks.sched.kubectl-sched.dev"},
+			wantErr: []string{`forbidden: user "nobody" may not list agenttasks.sched.kubectl-sched.dev in namespace "get-test"`, "'kubectl auth can-i list agenttasks.sched.kubectl-sched.dev -n get-test' checks."},
 		},
 		"unreachable": {
 			args: []string{"get", "at", "--server", "https://127.0.0.1:1", "--request-timeout", "2s"}, wantCode: cmdutil.ExitUnreachable,
@@ -258,7 +258,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	env.WaitAllowed(t, user, authorizationv1.ResourceAttributes{Namespace: "get-test", Group: schedv1.GroupName, Resource: "workflows", Verb: "list"})
 	res := plugintest.RunWithInput("", "get", "-n", "get-test", "-o", "name", "--kubeconfig", kc)
 	wantOut := "userdeployment.sched.kubectl-sched.dev/web\nagenttask.sched.kubectl-sched.dev/fail\nagenttask.sched.kubectl-sched.dev/hello\nworkflow.sched.kubectl-sched.dev/nightly\n"
-	wantErr := "Warning: forbidden: you may not list schedexts.sched.kubectl-sched.dev; skipped.\n"
+	wantErr := "Warning: forbidden: user \"get-test-user\" may not list schedexts.sched.kubectl-sched.dev at the cluster scope; skipped.\n"
 	if res.Code != 0 || res.Stdout != wantOut || res.Stderr != wantErr {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}

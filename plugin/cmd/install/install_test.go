@@ -163,6 +163,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ClusterRole /kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",
+		"ClusterRole /kubectl-sched-tenant",
 		"Role kubectl-sched-schedulers/kubectl-sched-operator",
 		"Role ops/kubectl-sched-operator",
 		"ClusterRoleBinding /kubectl-sched-operator",
@@ -340,7 +341,7 @@ func TestInstallUninstall(t *testing.T) {
 	step("schedext status before install", []string{"schedext", "status"}, cmdutil.ExitNotInstalled, notInstalled)
 	t.Run("forbidden install", func(t *testing.T) {
 		res := runAs(nobody, "install")
-		if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `forbidden: you may not patch customresourcedefinitions.apiextensions.k8s.io "agenttasks.sched.kubectl-sched.dev"`) {
+		if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `may not patch customresourcedefinitions.apiextensions.k8s.io "agenttasks.sched.kubectl-sched.dev" at the cluster scope`) {
 			t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
 		}
 	})

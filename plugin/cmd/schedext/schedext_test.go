@@ -126,10 +126,10 @@ func TestSetAndUnsetErrors(t *testing.T) {
 		"bad nodes":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--nodes", "pool"}, wantCode: cmdutil.ExitUsage, wantErr: `bad --nodes "pool"`},
 		"unclosed quote":       {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--args", "'a"}, wantCode: cmdutil.ExitUsage, wantErr: "unclosed ' quote"},
 		"name too long":        {args: []string{"schedext", "set", strings.Repeat("a", 51), "--sched", "scx_lavd"}, wantCode: cmdutil.ExitUsage, wantErr: "bad SchedExt name"},
-		"forbidden":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: you may not patch schedexts.sched.kubectl-sched.dev "x"`},
+		"forbidden":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: user "nobody" may not patch schedexts.sched.kubectl-sched.dev "x" at the cluster scope`},
 		"unset not found":      {args: []string{"schedext", "unset", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `schedexts.sched.kubectl-sched.dev "missing" not found`},
 		"status not found":     {args: []string{"schedext", "status", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `schedexts.sched.kubectl-sched.dev "missing" not found`},
-		"status forbidden":     {args: []string{"schedext", "status"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: "forbidden: you may not list schedexts.sched.kubectl-sched.dev"},
+		"status forbidden":     {args: []string{"schedext", "status"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: user "nobody" may not list schedexts.sched.kubectl-sched.dev at the cluster scope`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -257,7 +257,7 @@ func TestStatus(t *testing.T) {
 		}
 		grantSchedExtRead(t, reader)
 		res := plugintest.RunWithInput("", "schedext", "status", "lavd", "--kubeconfig", kc)
-		if res.Code != 0 || !strings.Contains(res.Stderr, "Warning: forbidden: you may not list pods") ||
+		if res.Code != 0 || !strings.Contains(res.Stderr, `Warning: forbidden: user "schedext-reader" may not list pods in namespace "kubectl-sched-schedulers"; pod states are unknown.`) ||
 			!strings.Contains(res.Stdout, "node-3   lavd       conflict") || !strings.Contains(res.Stdout, "node-4   lavd       unsupported") {
 			t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 		}

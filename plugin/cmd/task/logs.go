@@ -148,7 +148,7 @@ func logsError(err error, t *schedv1.AgentTask) error {
 	var nl *watch.NoLogsError
 	if errors.As(err, &nl) {
 		hint := fmt.Sprintf("The task's status and outputs do not need its logs: kubectl sched describe agenttask %s", t.Name)
-		if !nl.Simulated {
+		if !nl.Simulated && !nl.NodeHidden {
 			hint = fmt.Sprintf("Check that the kubelet of %s runs and that the API server can reach its address (kubectl get node %s -o wide).", nl.Node, nl.Node)
 		}
 		return &cmdutil.Error{Code: cmdutil.ExitNoLogs, Msg: nl.Error(), Hint: hint, Err: err}

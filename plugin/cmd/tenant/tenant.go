@@ -1,7 +1,7 @@
 // Package tenant implements `kubectl sched tenant create|list|delete`: a
 // team's namespace with its tier (the operator keeps its ResourceQuota and
 // LimitRange in line with the tier), Pod Security "restricted" enforced,
-// and kubectl-sched-edit bound to the team's users and groups.
+// and the team's users and groups bound to kubectl-sched-tenant there.
 package tenant
 
 import (
@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -35,12 +34,15 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 		Use:   "tenant",
 		Short: "Create, list and delete team namespaces with limits by tier",
 		Long: `A tenant is a namespace for one team: labelled with its tier, with Pod
-Security "restricted" enforced, and kubectl-sched-edit bound to the team's
-users and groups. The operator gives it the ResourceQuota and LimitRange the
-tier defines in the ConfigMap kubectl-sched-tiers (free, team and enterprise
-as installed) and repairs edits to them; admission holds the namespace's
-workloads to the tier's highest priority, node pools and tolerations.
-Creating and deleting tenants takes a cluster admin.`,
+Security "restricted" enforced, and its members (--user, --group) bound to
+the ClusterRole kubectl-sched-tenant there: every command of the plugin in
+that namespace, and nothing else. The operator gives it the ResourceQuota
+and LimitRange the tier defines in the ConfigMap kubectl-sched-tiers (free,
+team and enterprise as installed) and repairs edits to them; admission
+holds the namespace's workloads to the tier's highest priority, node pools
+and tolerations.
+Creating and deleting tenants takes a cluster admin; a member's 'tenant
+list' shows their own namespace.`,
 		Example: `  # A namespace for team payments, on the team tier
   kubectl sched tenant create payments --tier team --group payments-devs
 
@@ -69,14 +71,28 @@ func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
 	cmd := &cobra.Command{
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
-		Short: "Create a tenant namespace of a tier",
-		Args:  nameArg,
-		RunE:  cmdutil.RunE(o),
+		Short: "Create a tenant namespace of a tier, or update one",
+		Long: `Create (or update) the tenant namespace NAME of tier TIER and bind its
+members, --user and --group, to the ClusterRole kubectl-sched-tenant there:
+what every command of the plugin needs in the namespace, and nothing else.
+
+Run it again to change the tier or the members: --user and --group name
+every member (the list is replaced); without them the members stay. A tenant
+made by an earlier version (its members bound to kubectl-sched-edit only,
+which cannot read pods, logs or events) gets the new binding when create is
+run again on it, with or without --user.`,
+		Example: `  # A namespace for team payments on the free tier, alice its member
+  kubectl sched tenant create payments --tier free --user alice
+
+  # Add bob: name every member
+  kubectl sched tenant create payments --tier free --user alice --user bob`,
+		Args: nameArg,
+		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Tier, "tier", "", "The tier: a key of the ConfigMap kubectl-sched-tiers (free, team, enterprise as installed).")
-	f.StringArrayVar(&o.Users, "user", nil, "A user who may run tasks, workflows and apps in the namespace (repeatable).")
-	f.StringArrayVar(&o.Groups, "group", nil, "A group whose members may (repeatable).")
+	f.StringArrayVar(&o.Users, "user", nil, "A member: a user who may use every command of the plugin in the namespace (repeatable; with --group, the whole list).")
+	f.StringArrayVar(&o.Groups, "group", nil, "A group whose users are members (repeatable).")
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the objects without creating them; "client" sends nothing.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
@@ -141,31 +157,11 @@ func (o *CreateOptions) Run(ctx context.Context) error {
 		return cmdutil.API(err, "create", fmt.Sprintf("namespaces %q", o.Name))
 	}
 	fmt.Fprintf(o.Out, "namespace/%s applied (tier %s, Pod Security restricted)%s\n", o.Name, o.Tier, cmdutil.DryRunSuffix(o.DryRun))
-	var subjects []rbacv1.Subject
-	for _, u := range o.Users {
-		subjects = append(subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
-	}
-	for _, g := range o.Groups {
-		subjects = append(subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: g})
-	}
-	if len(subjects) == 0 {
-		return nil
-	}
-	rb := &rbacv1.RoleBinding{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-edit", Namespace: o.Name, Labels: map[string]string{"app.kubernetes.io/part-of": "kubectl-sched"}},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-edit"},
-		Subjects:   subjects,
-	}
 	if o.DryRun == "server" {
 		// The namespace does not exist in a server dry run: nothing to bind in.
 		return nil
 	}
-	if err := c.Apply(ctx, rb, o.DryRun); err != nil {
-		return cmdutil.API(err, "create", fmt.Sprintf("rolebindings %q", rb.Name))
-	}
-	fmt.Fprintf(o.Out, "rolebinding.rbac.authorization.k8s.io/kubectl-sched-edit applied in %s (%d subject(s))%s\n", o.Name, len(subjects), cmdutil.DryRunSuffix(o.DryRun))
-	return nil
+	return o.bindMembers(ctx)
 }
 
 // ListOptions for `tenant list`.
@@ -194,17 +190,17 @@ func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
 
 // Run prints one row per tenant namespace.
 func (o *ListOptions) Run(ctx context.Context, c *kube.Clients) error {
-	var list corev1.NamespaceList
-	if err := c.Client.List(ctx, &list, client.HasLabels{schedv1.LabelTier}); err != nil {
-		return cmdutil.API(err, "list", "namespaces")
+	namespaces, err := o.tenantNamespaces(ctx, c)
+	if err != nil {
+		return err
 	}
-	if len(list.Items) == 0 {
+	if len(namespaces) == 0 {
 		fmt.Fprintln(o.ErrOut, "No tenants found.")
 		return nil
 	}
 	w := printing.NewTableWriter(o.Out, printing.GetStyle)
 	w.Header("NAME", "TIER", "PODS", "CPU REQUESTS", "MEMORY REQUESTS", "AGE")
-	for _, ns := range list.Items {
+	for _, ns := range namespaces {
 		q := &corev1.ResourceQuota{}
 		pods, cpu, mem := "-", "-", "-"
 		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: schedv1.TierObjectName}, q); err == nil {

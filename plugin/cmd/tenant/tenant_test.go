@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,10 +40,34 @@ func installTiers(t *testing.T) {
 	}
 }
 
+// clusterRBAC names the cluster-scoped roles and bindings.
+func clusterRBAC(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	roles, bindings := &rbacv1.ClusterRoleList{}, &rbacv1.ClusterRoleBindingList{}
+	if err := env.Client.List(context.Background(), roles); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.List(context.Background(), bindings); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roles.Items {
+		out = append(out, "ClusterRole "+r.Name)
+	}
+	for _, b := range bindings.Items {
+		out = append(out, "ClusterRoleBinding "+b.Name)
+	}
+	return out
+}
+
+// TestCreateListDelete: create makes the namespace and the members'
+// binding in it, nothing outside it, so deleting the namespace removes
+// everything create made.
 func TestCreateListDelete(t *testing.T) {
 	installTiers(t)
+	before := clusterRBAC(t)
 	res := env.Run("tenant", "create", "payments", "--tier", "team", "--group", "payments-devs", "--user", "ana")
-	want := "namespace/payments applied (tier team, Pod Security restricted)\nrolebinding.rbac.authorization.k8s.io/kubectl-sched-edit applied in payments (2 subject(s))\n"
+	want := "namespace/payments applied (tier team, Pod Security restricted)\nrolebinding.rbac.authorization.k8s.io/kubectl-sched-tenant applied in payments (2 subject(s), ClusterRole kubectl-sched-tenant)\n"
 	if res.Code != 0 || res.Stdout != want {
 		t.Fatalf("create: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
@@ -54,15 +79,20 @@ func TestCreateListDelete(t *testing.T) {
 		t.Errorf("namespace labels %v", ns.Labels)
 	}
 	rb := &rbacv1.RoleBinding{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "payments", Name: "kubectl-sched-edit"}, rb); err != nil {
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "payments", Name: "kubectl-sched-tenant"}, rb); err != nil {
 		t.Fatal(err)
 	}
-	if rb.RoleRef.Name != "kubectl-sched-edit" || len(rb.Subjects) != 2 || rb.Subjects[0].Name != "ana" || rb.Subjects[1].Kind != rbacv1.GroupKind {
+	if rb.RoleRef.Name != "kubectl-sched-tenant" || len(rb.Subjects) != 2 || rb.Subjects[0].Name != "ana" || rb.Subjects[1].Kind != rbacv1.GroupKind {
 		t.Errorf("binding %+v", rb)
 	}
 
+	if diff := cmp.Diff(before, clusterRBAC(t)); diff != "" {
+		t.Errorf("tenant create changed cluster-scoped RBAC (-before +after):\n%s", diff)
+	}
+
 	res = env.Run("tenant", "list")
-	if res.Code != 0 || !regexp.MustCompile(`(?m)^NAME\s+TIER\s+PODS\s+CPU REQUESTS\s+MEMORY REQUESTS\s+AGE\npayments\s+team\s+-\s+-\s+-\s+\S+$`).MatchString(res.Stdout) {
+	if res.Code != 0 || !regexp.MustCompile(`^NAME\s+TIER\s+PODS\s+CPU REQUESTS\s+MEMORY REQUESTS\s+AGE\n`).MatchString(res.Stdout) ||
+		!regexp.MustCompile(`(?m)^payments\s+team\s+-\s+-\s+-\s+\S+$`).MatchString(res.Stdout) {
 		t.Errorf("list: exit %d, stdout:\n%s", res.Code, res.Stdout)
 	}
 

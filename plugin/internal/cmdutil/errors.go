@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 	"syscall"
 
@@ -104,9 +105,7 @@ func API(err error, verb, what string) error {
 			Msg:  "the kubectl-sched resources are not installed in this cluster",
 			Hint: "Run 'kubectl sched install' (needs cluster-admin), then try again."}
 	case apierrors.IsForbidden(err):
-		return &Error{Code: ExitForbidden, Err: err,
-			Msg:  fmt.Sprintf("forbidden: you may not %s %s", verb, what),
-			Hint: fmt.Sprintf("Ask an admin for RBAC that allows %q on it; 'kubectl auth can-i %s %s' checks.", verb, verb, resourceOf(what))}
+		return forbidden(err, verb, what)
 	case apierrors.IsNotFound(err):
 		return &Error{Code: ExitNotFound, Err: err,
 			Msg:  fmt.Sprintf("%s not found", what),
@@ -176,9 +175,59 @@ func rootCause(err error) string {
 	}
 }
 
-func resourceOf(what string) string {
-	if i := strings.IndexByte(what, ' '); i > 0 {
-		return what[:i]
+// rbacDenied is how the API server words a request its authorizer denied
+// (k8s.io/apiserver's forbiddenMessage): the user, the verb, the resource
+// (with its subresource), its API group and the namespace, or the cluster
+// scope.
+var rbacDenied = regexp.MustCompile(`User "([^"]*)" cannot (\S+) resource "([^"]*)" in API group "([^"]*)"(?: in the namespace "([^"]*)"| at the cluster scope)`)
+
+// forbidden explains a 403. When RBAC denied it, the message names the
+// missing permission as the API server checked it (user, verb, resource,
+// namespace) and says whom to ask; otherwise an admission policy or a
+// quota refused the request, and the server's message says why.
+func forbidden(err error, verb, what string) error {
+	msg := err.Error()
+	var se apierrors.APIStatus
+	name := ""
+	if errors.As(err, &se) {
+		msg = se.Status().Message
+		if d := se.Status().Details; d != nil {
+			name = d.Name
+		}
 	}
-	return what
+	m := rbacDenied.FindStringSubmatch(msg)
+	if m == nil {
+		return &Error{Code: ExitForbidden, Err: err,
+			Msg:  fmt.Sprintf("forbidden: the cluster refused to %s %s: %s", verb, what, msg),
+			Hint: "Not a missing permission: an admission policy or a quota refused the request, for the reason above."}
+	}
+	user, verb, resource, group, ns := m[1], m[2], m[3], m[4], m[5]
+	sub := ""
+	if r, s, ok := strings.Cut(resource, "/"); ok {
+		resource, sub = r, s
+	}
+	if group != "" {
+		resource += "." + group
+	}
+	shown := resource
+	if sub != "" {
+		shown += "/" + sub
+	}
+	if name != "" {
+		shown += fmt.Sprintf(" %q", name)
+	}
+	canI := "kubectl auth can-i " + verb + " " + resource
+	if sub != "" {
+		canI += " --subresource=" + sub
+	}
+	if ns == "" {
+		return &Error{Code: ExitForbidden, Err: err,
+			Msg: fmt.Sprintf("forbidden: user %q may not %s %s at the cluster scope", user, verb, shown),
+			Hint: fmt.Sprintf("That takes a cluster-wide permission: ask a cluster admin for a ClusterRole that allows %q on %s. '%s' checks.",
+				verb, strings.TrimSuffix(resource+"/"+sub, "/"), canI)}
+	}
+	return &Error{Code: ExitForbidden, Err: err,
+		Msg: fmt.Sprintf("forbidden: user %q may not %s %s in namespace %q", user, verb, shown, ns),
+		Hint: fmt.Sprintf("Ask an admin of namespace %s for %q on %s there; a tenant's members have what every kubectl sched command needs ('kubectl sched tenant create' binds them to the ClusterRole kubectl-sched-tenant). '%s -n %s' checks.",
+			ns, verb, strings.TrimSuffix(resource+"/"+sub, "/"), canI, ns)}
 }

@@ -72,12 +72,18 @@ type NoLogsError struct {
 	Pod, Node string
 	// Simulated is true for a kwok node.
 	Simulated bool
-	Err       error
+	// NodeHidden: the user may not read the node (a tenant's member), so
+	// which case it is cannot be told.
+	NodeHidden bool
+	Err        error
 }
 
 func (e *NoLogsError) Error() string {
 	if e.Simulated {
 		return fmt.Sprintf("pod %s runs on simulated node %s (kwok): simulated pods have no logs", e.Pod, e.Node)
+	}
+	if e.NodeHidden {
+		return fmt.Sprintf("the API server cannot read the logs of pod %s from node %s: it is a simulated (kwok) node, whose pods have no logs, or its kubelet cannot be reached: %v", e.Pod, e.Node, e.Err)
 	}
 	node := e.Node
 	if node == "" {
@@ -107,8 +113,12 @@ func noLogs(ctx context.Context, kc kubernetes.Interface, ns, pod string, err er
 		e.Node = p.Spec.NodeName
 	}
 	if e.Node != "" {
-		if n, gerr := kc.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{}); gerr == nil {
+		n, gerr := kc.CoreV1().Nodes().Get(ctx, e.Node, metav1.GetOptions{})
+		switch {
+		case gerr == nil:
 			_, e.Simulated = n.Annotations[kwokNodeAnnotation]
+		case apierrors.IsForbidden(gerr):
+			e.NodeHidden = true
 		}
 	}
 	return e
