@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -238,6 +239,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name, or delete it first: kubectl sched delete agenttask %s -n %s", t.Name, t.Namespace),
 				"agenttask %s already exists in namespace %s", t.Name, t.Namespace)
+		}
+		if qe := quota.Refused(ctx, o.clients.Client, t.Namespace, err, time.Now()); qe != nil {
+			return qe
 		}
 		return cmdutil.API(err, "create", what(t.Name))
 	}

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -26,28 +25,34 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // NewCommand returns `kubectl sched tenant`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tenant",
-		Short: "Create, list and delete team namespaces with limits by tier",
+		Short: "Create, list, describe and delete team namespaces with limits by tier",
 		Long: `A tenant is a namespace for one team: labelled with its tier, with Pod
 Security "restricted" enforced, and kubectl-sched-edit bound to the team's
 users and groups. The operator gives it the ResourceQuota and LimitRange the
 tier defines in the ConfigMap kubectl-sched-tiers (free, team and enterprise
 as installed) and repairs edits to them; admission holds the namespace's
-workloads to the tier's highest priority, node pools and tolerations.
-Creating and deleting tenants takes a cluster admin.`,
+workloads to the tier's highest priority, node pools and tolerations, and
+their ttlAfterFinished to the tier's maximum. Finished tasks and workflows
+without a ttlAfterFinished are deleted after the tier's default: they count
+against the quota until then. Creating and deleting tenants takes a cluster
+admin; list and describe need read access to namespaces, quotas and the
+tenants' objects.`,
 		Example: `  # A namespace for team payments, on the team tier
   kubectl sched tenant create payments --tier team --group payments-devs
 
   # The tenants and how much of their quota they use
-  kubectl sched tenant list`,
+  kubectl sched tenant list
+
+  # A tenant's members, limits, and the runs that count against its quota
+  kubectl sched tenant describe payments`,
 	}
-	cmd.AddCommand(newCreateCommand(flags, streams), newListCommand(flags, streams), newDeleteCommand(flags, streams))
+	cmd.AddCommand(newCreateCommand(flags, streams), newListCommand(flags, streams), newDescribeCommand(flags, streams), newDeleteCommand(flags, streams))
 	return cmd
 }
 
@@ -60,18 +65,28 @@ type CreateOptions struct {
 	// OperatorNamespace holds the tiers ConfigMap.
 	OperatorNamespace string
 	DryRun            string
+	// Wait for the namespace to be usable: its tier quota made and
+	// counted (wait.go), for at most Timeout.
+	Wait    bool
+	Timeout time.Duration
 
 	NewClients kube.Getter
 	clients    *kube.Clients
 }
 
 func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, Wait: true, Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
-		Short: "Create a tenant namespace of a tier",
-		Args:  nameArg,
-		RunE:  cmdutil.RunE(o),
+		Short: "Create a tenant namespace of a tier, and wait until it is usable",
+		Long: `Create (or update) a tenant namespace of a tier and bind its users and
+groups, then wait until it is usable: the operator has made the tier's
+ResourceQuota and the cluster's quota controller counts everything it limits.
+Until then the API server refuses creates of the kinds it has not counted
+("status unknown for quota"); right after 'kubectl sched install' that takes
+up to a minute, while the quota controller finds the new kinds.`,
+		Args: nameArg,
+		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Tier, "tier", "", "The tier: a key of the ConfigMap kubectl-sched-tiers (free, team, enterprise as installed).")
@@ -80,6 +95,8 @@ func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the objects without creating them; "client" sends nothing.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
 	return cmd
 }
 
@@ -105,6 +122,9 @@ func (o *CreateOptions) Validate() error {
 	}
 	if o.Tier == "" {
 		return cmdutil.Usage("'kubectl sched tenant create NAME --tier team', say.", "--tier is required")
+	}
+	if o.Timeout <= 0 {
+		return cmdutil.Usage("Give a duration such as 2m, or --wait=false.", "--timeout must be positive")
 	}
 	return cmdutil.ValidateDryRun(o.DryRun)
 }
@@ -149,7 +169,7 @@ func (o *CreateOptions) Run(ctx context.Context) error {
 		subjects = append(subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: g})
 	}
 	if len(subjects) == 0 {
-		return nil
+		return o.wait(ctx)
 	}
 	rb := &rbacv1.RoleBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
@@ -165,65 +185,16 @@ func (o *CreateOptions) Run(ctx context.Context) error {
 		return cmdutil.API(err, "create", fmt.Sprintf("rolebindings %q", rb.Name))
 	}
 	fmt.Fprintf(o.Out, "rolebinding.rbac.authorization.k8s.io/kubectl-sched-edit applied in %s (%d subject(s))%s\n", o.Name, len(subjects), cmdutil.DryRunSuffix(o.DryRun))
-	return nil
+	return o.wait(ctx)
 }
 
-// ListOptions for `tenant list`.
-type ListOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
-	Now        func() time.Time
-	NewClients kube.Getter
-}
-
-func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Flags: flags, IOStreams: streams, Now: time.Now, NewClients: kube.New}
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the tenants, their tiers and how much of their quota they use",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.NewClients(o.Flags)
-			if err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), c)
-		},
-	}
-}
-
-// Run prints one row per tenant namespace.
-func (o *ListOptions) Run(ctx context.Context, c *kube.Clients) error {
-	var list corev1.NamespaceList
-	if err := c.Client.List(ctx, &list, client.HasLabels{schedv1.LabelTier}); err != nil {
-		return cmdutil.API(err, "list", "namespaces")
-	}
-	if len(list.Items) == 0 {
-		fmt.Fprintln(o.ErrOut, "No tenants found.")
+// wait waits, unless told not to or in a dry run, until the namespace is
+// usable.
+func (o *CreateOptions) wait(ctx context.Context) error {
+	if !o.Wait || o.DryRun != "" {
 		return nil
 	}
-	w := printing.NewTableWriter(o.Out, printing.GetStyle)
-	w.Header("NAME", "TIER", "PODS", "CPU REQUESTS", "MEMORY REQUESTS", "AGE")
-	for _, ns := range list.Items {
-		q := &corev1.ResourceQuota{}
-		pods, cpu, mem := "-", "-", "-"
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: schedv1.TierObjectName}, q); err == nil {
-			pods, cpu, mem = usage(q, corev1.ResourcePods), usage(q, corev1.ResourceRequestsCPU), usage(q, corev1.ResourceRequestsMemory)
-		}
-		age := duration.HumanDuration(o.Now().Sub(ns.CreationTimestamp.Time))
-		w.Row(ns.Name, ns.Labels[schedv1.LabelTier], pods, cpu, mem, age)
-	}
-	return w.Render()
-}
-
-// usage is "used/hard" of one resource of a quota, "-" when it has none.
-func usage(q *corev1.ResourceQuota, name corev1.ResourceName) string {
-	hard, ok := q.Status.Hard[name]
-	if !ok {
-		return "-"
-	}
-	used := q.Status.Used[name]
-	return used.String() + "/" + hard.String()
+	return waitUsable(ctx, o.clients.Client, o.Out, o.Name, o.Tier, o.OperatorNamespace, o.Timeout)
 }
 
 // DeleteOptions for `tenant delete`.
