@@ -74,25 +74,36 @@ func (o *DescribeOptions) Validate() error { return nil }
 // Run describes the tenant.
 func (o *DescribeOptions) Run(ctx context.Context) error {
 	c := o.clients.Client
+	q := &corev1.ResourceQuota{}
+	qErr := c.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, q)
 	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, types.NamespacedName{Name: o.Name}, ns); err != nil {
-		return cmdutil.API(err, "get", fmt.Sprintf("namespaces %q", o.Name))
+	nsErr := c.Get(ctx, types.NamespacedName{Name: o.Name}, ns)
+	var tier string
+	switch {
+	case nsErr == nil:
+		tier = ns.Labels[schedv1.LabelTier]
+	case apierrors.IsForbidden(nsErr) && qErr == nil:
+		// A member may read the namespace's quota, not the Namespace.
+		tier = q.Labels[schedv1.LabelTier]
+	default:
+		return cmdutil.API(nsErr, "get", fmt.Sprintf("namespaces %q", o.Name))
 	}
-	tier := ns.Labels[schedv1.LabelTier]
 	if tier == "" {
 		return cmdutil.Errorf(cmdutil.ExitNotFound, "'kubectl sched tenant list' lists the tenants.",
 			"namespace %s is not a tenant (it has no %s label)", o.Name, schedv1.LabelTier)
 	}
 	now := o.Now()
 	w := describe.NewWriter(o.Out)
-	w.Field(0, "Name", ns.Name)
+	w.Field(0, "Name", o.Name)
 	w.Field(0, "Tier", tier)
-	w.Field(0, "Created", describe.Timestamp(ns.CreationTimestamp))
-	w.Field(0, "Pod Security", ns.Labels["pod-security.kubernetes.io/enforce"])
+	if nsErr == nil {
+		w.Field(0, "Created", describe.Timestamp(ns.CreationTimestamp))
+		w.Field(0, "Pod Security", ns.Labels["pod-security.kubernetes.io/enforce"])
+	} else {
+		w.Line(0, "Namespace:\t%s", readError(nsErr, "namespaces"))
+	}
 	o.members(ctx, w)
 
-	q := &corev1.ResourceQuota{}
-	qErr := c.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, q)
 	switch {
 	case apierrors.IsNotFound(qErr):
 		w.Line(0, "Quota:\t<none: the operator has not applied tier %s yet; see the namespace's events>", tier)

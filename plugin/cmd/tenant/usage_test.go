@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -157,7 +159,9 @@ func expiry(src schedv1.ExpirySource, ttl time.Duration, at *metav1.Time) *sched
 // used, finished and running runs and an app.
 func TestListAndDescribe(t *testing.T) {
 	installTiers(t)
-	const ns = "golden"
+	// The longest tenant name of this package's tests: the list's columns
+	// are as wide as their widest cell, whichever tests ran.
+	const ns = "golden-tenant"
 	if res := env.Run("tenant", "create", ns, "--tier", "free", "--user", "alice", "--group", "golden-devs", "--wait=false"); res.Code != 0 {
 		t.Fatalf("create: %s", res.Stderr)
 	}
@@ -219,14 +223,14 @@ func TestListAndDescribe(t *testing.T) {
 	})
 	t.Run("list wide", func(t *testing.T) {
 		res := env.Run("tenant", "list", "-o", "wide")
-		want := regexp.MustCompile(`(?m)^NAME\s+TIER\s+TASKS\s+WORKFLOWS\s+APPS\s+CPU\s+MEMORY\s+AGE\s+PODS\s+CPU LIMITS\s+MEMORY LIMITS\s+STORAGE\s+TTL\n(.*\n)*golden\s+free\s+3/20\s+2/5\s+1/2\s+150m/1\s+192Mi/2Gi\s+\S+\s+3/10\s+750m/2\s+768Mi/4Gi\s+0/10Gi\s+15m/24h$`)
+		want := regexp.MustCompile(`(?m)^NAME\s+TIER\s+TASKS\s+WORKFLOWS\s+APPS\s+CPU\s+MEMORY\s+AGE\s+PODS\s+CPU LIMITS\s+MEMORY LIMITS\s+STORAGE\s+TTL\n(.*\n)*golden-tenant\s+free\s+3/20\s+2/5\s+1/2\s+150m/1\s+192Mi/2Gi\s+\S+\s+3/10\s+750m/2\s+768Mi/4Gi\s+0/10Gi\s+15m/24h$`)
 		if res.Code != 0 || !want.MatchString(res.Stdout) {
 			t.Errorf("exit %d, stdout:\n%s", res.Code, res.Stdout)
 		}
 	})
 	t.Run("list -o name", func(t *testing.T) {
 		res := env.Run("tenant", "list", "-o", "name")
-		if res.Code != 0 || !strings.Contains(res.Stdout, "namespace/golden\n") || strings.Contains(res.Stdout, "resourcequota") {
+		if res.Code != 0 || !strings.Contains(res.Stdout, "namespace/golden-tenant\n") || strings.Contains(res.Stdout, "resourcequota") {
 			t.Errorf("exit %d, stdout:\n%s", res.Code, res.Stdout)
 		}
 	})
@@ -251,6 +255,34 @@ func TestListAndDescribe(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("the tenant's Namespace followed by its counted quota not found:\n%s", res.Stdout)
+		}
+	})
+	t.Run("describe as a member", func(t *testing.T) {
+		// Reading quotas and limit ranges, as the built-in view and edit
+		// roles do (aggregated by kube-controller-manager, which this API
+		// server lacks), besides the kubectl-sched-edit create bound: no
+		// Namespace, no RoleBindings, the rest.
+		reader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "quota-reader", Namespace: ns},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges"}, Verbs: []string{"get", "list"}}}}
+		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-quota-reader", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "quota-reader"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}}}
+		for _, o := range []client.Object{reader, binding} {
+			if err := env.Client.Create(t.Context(), o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		env.WaitAllowed(t, "alice", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "resourcequotas"})
+		kc, err := env.UserKubeconfig("alice")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := plugintest.RunWithInput("", "tenant", "describe", ns, "--kubeconfig", kc)
+		for _, want := range []string{`Tier:\s+free`, `Namespace:\s+<forbidden: you may not list namespaces>`, `Members:\s+<forbidden`,
+			`count/workflows.sched.kubectl-sched.dev\s+2\s+5`, `Workflow\s+nightly\s+Succeeded`} {
+			if res.Code != 0 || !regexp.MustCompile(want).MatchString(res.Stdout) {
+				t.Errorf("exit %d, stdout lacks %s:\n%s%s", res.Code, want, res.Stdout, res.Stderr)
+			}
 		}
 	})
 	t.Run("describe", func(t *testing.T) {

@@ -44,29 +44,23 @@ func Refused(ctx context.Context, c client.Reader, ns string, err error, now tim
 	}
 	var msgs, hints []string
 	for _, e := range q.Exceeded {
-		msgs = append(msgs, fmt.Sprintf("namespace %s is at its limit of %s %s (quota %s): %s in use; nothing was created",
-			ns, e.Limited, noun(e.Resource), q.Quota, e.Used))
+		what := e.Resource
+		if n := noun(e.Resource); n != "" {
+			what = n + " (" + e.Resource + ")"
+		}
+		what = strings.TrimSuffix(what, ")")
+		msgs = append(msgs, fmt.Sprintf("namespace %s is at its limit of %s %s, quota %s): %s in use; nothing was created",
+			ns, e.Limited, what, q.Quota, e.Used))
 		hints = append(hints, explain(ctx, c, ns, e.Resource, now)...)
 	}
 	hints = append(hints, fmt.Sprintf("'kubectl sched tenant describe %s' (or 'kubectl describe resourcequota %s -n %s') shows the limits and what counts.", ns, q.Quota, ns))
 	return &cmdutil.Error{Code: cmdutil.ExitQuota, Err: err, Msg: strings.Join(msgs, "\n"), Hint: strings.Join(compact(hints), "\n")}
 }
 
-// noun names what a quota resource counts, for a person.
+// noun names what a quota resource counts, for a person; "" when the
+// resource's own name says it.
 func noun(resource string) string {
-	switch resource {
-	case CountTasks:
-		return "AgentTasks (" + resource + ")"
-	case CountWorkflows:
-		return "Workflows (" + resource + ")"
-	case CountApps:
-		return "apps (" + resource + ")"
-	case "count/jobs.batch":
-		return "Jobs (" + resource + ")"
-	case "pods":
-		return "pods"
-	}
-	return resource
+	return map[string]string{CountTasks: "AgentTasks", CountWorkflows: "Workflows", CountApps: "apps", "count/jobs.batch": "Jobs"}[resource]
 }
 
 // explain says what counts against resource in ns and what to do.
@@ -81,7 +75,7 @@ func explain(ctx context.Context, c client.Reader, ns, resource string, now time
 		for _, wf := range list.Items {
 			runs = append(runs, run{name: wf.Name, finished: wf.Status.Phase.Finished(), expiry: wf.Status.Expiry})
 		}
-		return advice(runs, "Workflows", "workflow", ns, now, "kubectl sched workflow stop NAME -n "+ns)
+		return advice(runs, len(runs), "Workflows", "workflow", ns, now, "kubectl sched workflow stop NAME -n "+ns)
 	case CountTasks:
 		var list schedv1.AgentTaskList
 		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -96,9 +90,9 @@ func explain(ctx context.Context, c client.Reader, ns, resource string, now time
 			}
 			runs = append(runs, run{name: t.Name, finished: t.Status.Phase.Finished(), expiry: t.Status.Expiry})
 		}
-		out := advice(runs, "AgentTasks", "agenttask", ns, now, "kubectl sched task cancel NAME -n "+ns)
+		out := advice(runs, len(list.Items), "AgentTasks", "agenttask", ns, now, "kubectl sched task cancel NAME -n "+ns)
 		if steps > 0 {
-			out = append(out, fmt.Sprintf("%d of them are workflow steps' tasks: they go with their workflow (delete the workflow to free them).", steps))
+			out = append(out, fmt.Sprintf("Workflow steps' tasks among them: %d; they go with their workflow (delete the workflow to free them).", steps))
 		}
 		return out
 	case CountApps:
@@ -123,9 +117,10 @@ type run struct {
 	expiry   *schedv1.Expiry
 }
 
-// advice says how many of runs have finished, when the first finished one
-// goes by its TTL, and the commands to list, delete and stop them.
-func advice(runs []run, plural, kind, ns string, now time.Time, stop string) []string {
+// advice says how many of runs (of total that count) have finished, when
+// the first finished one goes by its TTL, and the commands to list,
+// delete and stop them.
+func advice(runs []run, total int, plural, kind, ns string, now time.Time, stop string) []string {
 	var finished, noTTL []run
 	for _, r := range runs {
 		if r.finished {
@@ -138,14 +133,14 @@ func advice(runs []run, plural, kind, ns string, now time.Time, stop string) []s
 	var out []string
 	switch {
 	case len(finished) == 0:
-		out = append(out, fmt.Sprintf("None of the %d %s has finished: wait for one to finish and its TTL to delete it, or stop one (%s) and delete it.", len(runs), plural, stop))
+		out = append(out, fmt.Sprintf("None of the %d %s has finished: wait for one to finish and its TTL to delete it, or stop one (%s) and delete it.", total, plural, stop))
 	default:
-		line := fmt.Sprintf("%d of the %d %s have finished; finished ones count until their TTL deletes them.", len(finished), len(runs), plural)
+		line := fmt.Sprintf("%d of the %d %s have finished; finished ones count until their TTL deletes them.", len(finished), total, plural)
 		if first := firstToGo(finished); first != nil {
 			line += fmt.Sprintf(" The first to go is %s, %s (%s).", first.name, in(first.expiry.DeleteTime.Time, now), tiers.Why(first.expiry))
 		}
 		if len(noTTL) > 0 {
-			line += fmt.Sprintf(" %d have no TTL and stay until deleted.", len(noTTL))
+			line += fmt.Sprintf(" %d of them have no TTL and stay until deleted.", len(noTTL))
 		}
 		out = append(out, line)
 	}
