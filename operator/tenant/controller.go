@@ -65,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	tierName := ns.Labels[schedv1.LabelTier]
 	if tierName == "" || !ns.DeletionTimestamp.IsZero() {
+		r.recounts.forget(ns.Name)
 		return ctrl.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
