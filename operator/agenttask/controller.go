@@ -452,7 +452,7 @@ func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job 
 	if e := task.Status.Expiry; e != nil && e.DeleteTime != nil {
 		if next = e.DeleteTime.Sub(now); next <= 0 {
 			log.FromContext(ctx).Info("Deleting AgentTask after its TTL", "ttl", e.TTLAfterFinished.Duration, "source", e.Source)
-			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished (%s)", e.TTLAfterFinished.Duration, tiers.Why(e))
+			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished (%s)", tiers.FormatDuration(e.TTLAfterFinished.Duration), tiers.Why(e))
 			return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, task, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 		}
 	}

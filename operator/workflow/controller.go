@@ -302,7 +302,7 @@ func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now met
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	log.FromContext(ctx).Info("Deleting Workflow after its TTL", "ttl", e.TTLAfterFinished.Duration, "source", e.Source)
-	r.Recorder.Eventf(wf, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished, with its step tasks (%s)", e.TTLAfterFinished.Duration, tiers.Why(e))
+	r.Recorder.Eventf(wf, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished, with its step tasks (%s)", tiers.FormatDuration(e.TTLAfterFinished.Duration), tiers.Why(e))
 	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, wf, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 }
 
