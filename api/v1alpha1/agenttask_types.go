@@ -191,6 +191,13 @@ type AgentTaskStatus struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 
+	// Expiry is when the operator deletes the task once it has finished:
+	// by spec.ttlAfterFinished with cleanup Task, or, in a namespace of a
+	// tier, by the tier's TTLs. Unset while nothing will delete it (a
+	// workflow's step task goes with its workflow).
+	// +optional
+	Expiry *Expiry `json:"expiry,omitempty"`
+
 	// Conditions: Ready (the pod runs or the task succeeded) and Succeeded.
 	// +optional
 	// +listType=map

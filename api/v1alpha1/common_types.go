@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Labels the operator and the plugin put on the objects they create, so they
@@ -250,4 +251,57 @@ const (
 	AnnotationTierMaxPriority = GroupName + "/max-priority"
 	AnnotationTierNodePools   = GroupName + "/node-pools"
 	AnnotationTierTolerations = GroupName + "/tolerations"
+
+	// The tier's TTLs after finishing, as Go durations ("15m", "24h") on
+	// the same ResourceQuota: the default the operator applies to tasks
+	// and workflows whose spec has no ttlAfterFinished, and the most a
+	// spec may ask (the admission policy kubectl-sched-tier-ttl). Empty
+	// or missing: none.
+	AnnotationTierTTLDefault = GroupName + "/ttl-default"
+	AnnotationTierTTLMax     = GroupName + "/ttl-max"
+
+	// QuotaRecountResource is a resource name the operator adds to a tier's
+	// ResourceQuota spec.hard for a moment, and then removes: a change of
+	// spec.hard is what makes the cluster's quota controller recount a
+	// quota at once (see operator/tenant). No evaluator counts it.
+	QuotaRecountResource = GroupName + "/recount"
 )
+
+// ExpirySource says what set when a finished object is deleted.
+// +kubebuilder:validation:Enum=Spec;TierDefault;TierMaximum
+// +kubebuilder:validation:MaxLength=16
+type ExpirySource string
+
+const (
+	// ExpiryFromSpec: the object's own spec.ttlAfterFinished.
+	ExpiryFromSpec ExpirySource = "Spec"
+	// ExpiryFromTierDefault: the spec has no ttlAfterFinished, and the
+	// namespace's tier has a default.
+	ExpiryFromTierDefault ExpirySource = "TierDefault"
+	// ExpiryFromTierMaximum: the tier's maximum, because the spec asks
+	// for longer (made before the tier was tightened) or, for a task whose
+	// cleanup is Job, to bound how long the task's record is kept.
+	ExpiryFromTierMaximum ExpirySource = "TierMaximum"
+)
+
+// Expiry says when the operator deletes a finished AgentTask or Workflow
+// (a workflow's step tasks go with it).
+type Expiry struct {
+	// TTLAfterFinished is how long after it finished it is deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	TTLAfterFinished metav1.Duration `json:"ttlAfterFinished"`
+
+	// Source is what set it: Spec, TierDefault or TierMaximum.
+	Source ExpirySource `json:"source"`
+
+	// Tier is the namespace's tier, when the tier set it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Tier string `json:"tier,omitempty"`
+
+	// DeleteTime is when it is deleted: its completion time plus the TTL.
+	// Set once it has finished.
+	// +optional
+	DeleteTime *metav1.Time `json:"deleteTime,omitempty"`
+}

@@ -93,6 +93,15 @@ const (
 	ReasonStepSkipped   = "StepSkipped"
 	ReasonStepCancelled = "StepCancelled"
 
+	// ReasonExpired: the event of a finished task or workflow that its
+	// TTL (status.expiry) deleted.
+	ReasonExpired = "Expired"
+	// Tenant namespace events: the operator asked the cluster's quota
+	// controller to count what the tier's ResourceQuota limits
+	// (QuotaRecount), or it still has not after minutes (QuotaNotCounted).
+	ReasonQuotaRecount    = "QuotaRecount"
+	ReasonQuotaNotCounted = "QuotaNotCounted"
+
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"
 	ReasonPriorityUnmapped = "PriorityUnmapped"

@@ -252,6 +252,12 @@ type WorkflowStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Steps []StepStatus `json:"steps,omitempty"`
 
+	// Expiry is when the operator deletes the workflow, and its step
+	// tasks with it, once it has finished: by spec.ttlAfterFinished or, in
+	// a namespace of a tier, by the tier's TTLs. Unset while nothing will.
+	// +optional
+	Expiry *Expiry `json:"expiry,omitempty"`
+
 	// Conditions: Ready and Succeeded.
 	// +optional
 	// +listType=map

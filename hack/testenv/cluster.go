@@ -34,6 +34,34 @@ func StartSim(extraKCMArgs ...string) (*Sim, error) {
 // StartSimWith is StartSim with the cluster's options (nodes, component
 // flags); Dir and Log are filled in.
 func StartSimWith(o cluster.Options) (*Sim, error) {
+	s, err := StartBareSim(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := InstallCRDs(s.Config); err != nil {
+		_ = s.Stop(false)
+		return nil, err
+	}
+	// A client made now finds the new kinds at once.
+	if s.Client, err = client.New(s.Config, client.Options{Scheme: app.Scheme()}); err != nil {
+		_ = s.Stop(false)
+		return nil, err
+	}
+	if err := InstallPolicies(context.Background(), s.Client); err != nil {
+		_ = s.Stop(false)
+		return nil, fmt.Errorf("install config/policy: %w", err)
+	}
+	if err := waitLabelsReserved(context.Background(), s.Config, s.Client); err != nil {
+		_ = s.Stop(false)
+		return nil, err
+	}
+	return s, nil
+}
+
+// StartBareSim starts a simulated cluster as StartSimWith does, without
+// the CRDs, the policies or the users' roles: for tests of what a fresh
+// install meets (InstallCRDs, InstallPolicies and StartOperator add them).
+func StartBareSim(o cluster.Options) (*Sim, error) {
 	dir, err := os.MkdirTemp("", "kubectl-sched-sim-")
 	if err != nil {
 		return nil, err
@@ -48,19 +76,7 @@ func StartSimWith(o cluster.Options) (*Sim, error) {
 		_ = s.Stop(false)
 		return nil, err
 	}
-	if err := InstallCRDs(s.Config); err != nil {
-		_ = s.Stop(false)
-		return nil, err
-	}
 	if s.Client, err = client.New(s.Config, client.Options{Scheme: app.Scheme()}); err != nil {
-		_ = s.Stop(false)
-		return nil, err
-	}
-	if err := InstallPolicies(context.Background(), s.Client); err != nil {
-		_ = s.Stop(false)
-		return nil, fmt.Errorf("install config/policy: %w", err)
-	}
-	if err := waitLabelsReserved(context.Background(), s.Config, s.Client); err != nil {
 		_ = s.Stop(false)
 		return nil, err
 	}

@@ -8,8 +8,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
 // Namespace creates a namespace for one test, named after it (a DNS label
@@ -28,4 +31,37 @@ func Namespace(t testing.TB, c client.Client) string {
 	}
 	t.Cleanup(func() { _ = c.Delete(context.Background(), ns) })
 	return name
+}
+
+// TierNamespace creates a namespace for one test as the tenant controller
+// leaves a namespace of tier: its ResourceQuota kubectl-sched-tier (the
+// operator's, limiting pods to 100) carrying the tier's ttlAfterFinished
+// default and maximum ("" for none), then the tier label. For tests of the
+// controllers that read a tier without running the tenant controller.
+func TierNamespace(t testing.TB, c client.Client, tier, ttlDefault, ttlMax string) string {
+	t.Helper()
+	ns := Namespace(t, c)
+	q := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: schedv1.TierObjectName, Namespace: ns,
+			Labels:      map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelTier: tier},
+			Annotations: map[string]string{schedv1.AnnotationTierTTLDefault: ttlDefault, schedv1.AnnotationTierTTLMax: ttlMax}},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("100")}},
+	}
+	if err := c.Create(context.Background(), q); err != nil {
+		t.Fatal(err)
+	}
+	// The quota first: the tier policies refuse everything in a namespace
+	// of a tier without it.
+	n := &corev1.Namespace{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	n.Labels[schedv1.LabelTier] = tier
+	if err := c.Update(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	return ns
 }

@@ -30,9 +30,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
@@ -120,8 +122,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	tier, err := expiry.Of(ctx, r.Client, task.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
+	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
 	if c, ok := placement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		c.ObservedGeneration = task.Generation
 		meta.SetStatusCondition(&task.Status.Conditions, c)
@@ -436,25 +443,31 @@ func (r *Reconciler) releasePods(ctx context.Context, pods []corev1.Pod) error {
 	return nil
 }
 
-// applyTTL deletes the Job (and the task when cleanup is Task) once the TTL
-// after finishing has passed, and otherwise asks to come back then.
+// applyTTL deletes the task at status.expiry.deleteTime (its TTL with
+// cleanup Task, or its tier's), and its Job alone at spec.ttlAfterFinished
+// when cleanup is Job; otherwise it asks to come back at the next of them.
 func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job *batchv1.Job) (ctrl.Result, error) {
-	expiry := ttlExpiry(task)
-	if expiry.IsZero() {
-		return ctrl.Result{}, nil
+	now := r.Clock.Now()
+	var next time.Duration
+	if e := task.Status.Expiry; e != nil && e.DeleteTime != nil {
+		if next = e.DeleteTime.Sub(now); next <= 0 {
+			log.FromContext(ctx).Info("Deleting AgentTask after its TTL", "ttl", e.TTLAfterFinished.Duration, "source", e.Source)
+			r.Recorder.Eventf(task, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished (%s)", tiers.FormatDuration(e.TTLAfterFinished.Duration), tiers.Why(e))
+			return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, task, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+		}
 	}
-	if wait := expiry.Sub(r.Clock.Now()); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
+	if jobAt := ttlExpiry(task); job != nil && task.Spec.Cleanup != schedv1.CleanupTask && !jobAt.IsZero() {
+		wait := jobAt.Sub(now)
+		if wait <= 0 {
+			log.FromContext(ctx).Info("Deleting Job after the task's TTL", "job", job.Name)
+			if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, err
+			}
+		} else if next <= 0 || wait < next {
+			next = wait
+		}
 	}
-	if task.Spec.Cleanup == schedv1.CleanupTask {
-		log.FromContext(ctx).Info("Deleting AgentTask after its TTL")
-		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, task, client.PropagationPolicy(metav1.DeletePropagationBackground)))
-	}
-	if job != nil {
-		log.FromContext(ctx).Info("Deleting Job after the task's TTL", "job", job.Name)
-		return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: max(next, 0)}, nil
 }
 
 // SetupWithManager watches AgentTasks, their Jobs, their pods and the Job
@@ -510,6 +523,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.AgentTaskList{} },
 			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		// A tier's TTLs changing, or a namespace's tier, moves the tasks'
+		// expiry.
+		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+			builder.WithPredicates(expiry.QuotaChanged)).
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+			builder.WithPredicates(expiry.TierLabelChanged)).
 		// An admin removing a namespace's opt-out stops its privileged tasks.
 		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.AgentTaskList{} },

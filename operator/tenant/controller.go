@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,6 +44,9 @@ type Reconciler struct {
 	// cache keeps only ConfigMaps labelled as the operator's, a label the
 	// tiers ConfigMap, which an admin edits, does not carry.
 	tiers cache.Cache
+	// recounts paces the requests that the quota controller count a
+	// tier quota again (recount.go).
+	recounts recounts
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -61,6 +65,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	tierName := ns.Labels[schedv1.LabelTier]
 	if tierName == "" || !ns.DeletionTimestamp.IsZero() {
+		r.recounts.forget(ns.Name)
 		return ctrl.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
@@ -98,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return r.recount(ctx, ns, desired.Objects[0].(*corev1.ResourceQuota))
 }
 
 // apply writes obj unless the cache already holds it as desired.
@@ -136,6 +141,9 @@ func (c tiersCache) GetCache() cache.Cache { return c.Cache }
 // (to repair edits, but not on their status changes), the tiers ConfigMap
 // and the PriorityClasses (to follow changes).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	if r.recounts.clock == nil {
+		r.recounts.clock = clock.RealClock{}
+	}
 	tiers, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme: mgr.GetScheme(),
 		Mapper: mgr.GetRESTMapper(),
@@ -158,7 +166,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		DeleteFunc:  func(e event.DeleteEvent) bool { return isOurs(e.Object) },
 		GenericFunc: func(e event.GenericEvent) bool { return isOurs(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return (isOurs(e.ObjectOld) || isOurs(e.ObjectNew)) && specOrMetaChanged(e.ObjectOld, e.ObjectNew)
+			return (isOurs(e.ObjectOld) || isOurs(e.ObjectNew)) &&
+				(specOrMetaChanged(e.ObjectOld, e.ObjectNew) || countingChanged(e.ObjectOld, e.ObjectNew))
 		},
 	}
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {

@@ -141,8 +141,11 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, q); err != nil {
 		t.Fatal(err)
 	}
+	// A patch, not an update: the operator and the quota controller write
+	// the quota too.
+	patch := client.MergeFrom(q.DeepCopy())
 	q.Spec.Hard[corev1.ResourcePods] = resource.MustParse("100000")
-	if err := sim.Client.Update(t.Context(), q); err != nil {
+	if err := sim.Client.Patch(t.Context(), q, patch); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the edited quota repaired", quotaIs("tier-team", "pods", "100"))
@@ -157,6 +160,17 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the free quota", quotaIs("tier-team", "pods", "10"))
+	// With the tier's TTLs, where admission and the task and workflow
+	// controllers read them.
+	eventually(t, "the free TTLs", func(ctx context.Context) error {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, q); err != nil {
+			return err
+		}
+		if d, m := q.Annotations[schedv1.AnnotationTierTTLDefault], q.Annotations[schedv1.AnnotationTierTTLMax]; d != "15m" || m != "24h" {
+			return fmt.Errorf("ttl annotations %q, %q; want 15m, 24h", d, m)
+		}
+		return nil
+	})
 }
 
 func TestTiersConfigMapChangesAreFollowed(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -47,6 +48,8 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 		schedv1.AnnotationTierMaxPriority: string(maxPriority(p)),
 		schedv1.AnnotationTierNodePools:   strings.Join(p.NodePools, ","),
 		schedv1.AnnotationTierTolerations: strings.Join(p.Tolerations, ","),
+		schedv1.AnnotationTierTTLDefault:  ttl(tier.TTL.Default),
+		schedv1.AnnotationTierTTLMax:      ttl(tier.TTL.Max),
 	}
 	d := Desired{Objects: []client.Object{quota}}
 	if l := tier.Limits; l != nil {
@@ -72,6 +75,13 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 		})
 	}
 	return d
+}
+
+func ttl(d *metav1.Duration) string {
+	if d == nil {
+		return ""
+	}
+	return tiers.FormatDuration(d.Duration)
 }
 
 func maxPriority(p PlacementLimits) schedv1.Priority {
@@ -173,4 +183,17 @@ func specOrMetaChanged(old, new client.Object) bool {
 		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
 	}
 	return true
+}
+
+// countingChanged is true when a ResourceQuota status update changes
+// whether the quota controller has seen its spec or what it leaves
+// uncounted (see recount.go); the usage itself changes with every pod and
+// never passes.
+func countingChanged(old, new client.Object) bool {
+	o, ok1 := old.(*corev1.ResourceQuota)
+	n, ok2 := new.(*corev1.ResourceQuota)
+	if !ok1 || !ok2 {
+		return false
+	}
+	return tiers.Synced(o) != tiers.Synced(n) || !slices.Equal(tiers.Uncounted(o), tiers.Uncounted(n))
 }

@@ -3,6 +3,7 @@ package tenant
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -68,6 +69,7 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 		Quota:     corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
 		Limits:    &ContainerLimits{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 		Placement: PlacementLimits{NodePools: []string{"general", "spot"}, Tolerations: []string{schedv1.TaintSpot}},
+		TTL:       TTLLimits{Default: &metav1.Duration{Duration: 15 * time.Minute}, Max: &metav1.Duration{Duration: 90 * time.Minute}},
 	}
 	d := Objects("ns", "free", tier, []schedulingv1.PriorityClass{class("kubectl-sched-medium", 100)}, shipped)
 	if len(d.Objects) != 3 || !d.PriorityQuota {
@@ -78,6 +80,8 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 		schedv1.AnnotationTierMaxPriority: "Low",
 		schedv1.AnnotationTierNodePools:   "general,spot",
 		schedv1.AnnotationTierTolerations: schedv1.TaintSpot,
+		schedv1.AnnotationTierTTLDefault:  "15m",
+		schedv1.AnnotationTierTTLMax:      "1h30m",
 	}
 	if diff := cmp.Diff(want, q.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
@@ -136,5 +140,33 @@ func TestParseTiersPlacement(t *testing.T) {
 		if err := bad[name]; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want it to name %s", name, err, want)
 		}
+	}
+}
+
+func TestParseTiersTTL(t *testing.T) {
+	cm := &corev1.ConfigMap{Data: map[string]string{
+		"ok":         "quota: {pods: '1'}\nttl: {default: 15m, max: 24h}",
+		"only max":   "quota: {pods: '1'}\nttl: {max: 24h}",
+		"above max":  "quota: {pods: '1'}\nttl: {default: 48h, max: 24h}",
+		"too long":   "quota: {pods: '1'}\nttl: {max: 9000h}",
+		"zero":       "quota: {pods: '1'}\nttl: {default: 0s}",
+		"not a time": "quota: {pods: '1'}\nttl: {default: tomorrow}",
+		"misspelled": "quota: {pods: '1'}\nttl: {defualt: 1h}",
+	}}
+	tiers, bad := ParseTiers(cm)
+	if diff := cmp.Diff([]string{"ok", "only max"}, Names(tiers)); diff != "" {
+		t.Errorf("tiers (-want +got):\n%s", diff)
+	}
+	for name, want := range map[string]string{
+		"above max": "ttl.default 48h is above ttl.max 24h", "too long": "ttl.max 9000h0m0s is not between",
+		"zero": "ttl.default 0s is not between", "not a time": "tomorrow", "misspelled": "defualt",
+	} {
+		if err := bad[name]; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err %v, want it to say %q", name, err, want)
+		}
+	}
+	// The shipped tiers all have TTLs, the default within the maximum.
+	if got := tiers["ok"].TTL; got.Default.Duration != 15*time.Minute || got.Max.Duration != 24*time.Hour {
+		t.Errorf("ok: ttl %+v", got)
 	}
 }

@@ -279,3 +279,49 @@ func TestTenantWithoutItsQuotaIsRefused(t *testing.T) {
 	tenantNamespace(t, ns, "platinum")
 	refused(t, sim.Client, MakeAgentTask("t", ns).Image("busybox").Obj(), "no params found")
 }
+
+// TestTierBoundsTTL tries, as a member of a free-tier tenant, to keep
+// finished runs longer than the tier allows (24h): a task or a workflow
+// asking more, and a task raising its TTL by update. Finished runs count
+// against the tier's count/ quotas, so a long TTL would jam the namespace.
+func TestTierBoundsTTL(t *testing.T) {
+	const ns = "tier-ttl"
+	tenantNamespace(t, ns, "free")
+	tierReady(t, ns)
+	mallory := tenantUser(t, ns, "mallory", "kubectl-sched-edit")
+	week := &metav1.Duration{Duration: 168 * time.Hour}
+
+	task := MakeAgentTask("t", ns).Image("busybox").Obj()
+	task.Spec.TTLAfterFinished = week
+	refused(t, mallory, task, "spec.ttlAfterFinished 168h0m0s: tier free keeps finished tasks at most 24h", "leave it out to get the tier's default, 15m")
+
+	wf := MakeWorkflow("w", ns).Step("a", "busybox").Obj()
+	wf.Spec.TTLAfterFinished = week
+	refused(t, mallory, wf, "tier free keeps finished workflows at most 24h")
+
+	t.Run("within the maximum", func(t *testing.T) {
+		ok := task.DeepCopy()
+		ok.Spec.TTLAfterFinished = &metav1.Duration{Duration: 24 * time.Hour}
+		allowed(t, mallory, ok)
+		allowed(t, mallory, MakeWorkflow("w", ns).Step("a", "busybox").Obj())
+	})
+
+	t.Run("raised by update", func(t *testing.T) {
+		short := MakeAgentTask("short", ns).Image("busybox").Obj()
+		short.Spec.TTLAfterFinished = &metav1.Duration{Duration: time.Hour}
+		if err := mallory.Create(t.Context(), short); err != nil {
+			t.Fatal(err)
+		}
+		short.Spec.TTLAfterFinished = week
+		if err := mallory.Update(t.Context(), short); err == nil || !strings.Contains(err.Error(), "tier free keeps finished tasks at most 24h") {
+			t.Errorf("update err = %v, want the TTL refused", err)
+		}
+	})
+
+	t.Run("without a tier", func(t *testing.T) {
+		other := testenv.Namespace(t, sim.Client)
+		long := MakeAgentTask("t", other).Image("busybox").Obj()
+		long.Spec.TTLAfterFinished = &metav1.Duration{Duration: 8760 * time.Hour}
+		allowed(t, sim.Client, long)
+	})
+}

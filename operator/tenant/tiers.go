@@ -7,11 +7,14 @@ package tenant
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -25,7 +28,26 @@ type Tier struct {
 	// Placement bounds what the tier's workloads may ask for. Left out,
 	// the tier allows the least: priority Low, no pools, no tolerations.
 	Placement PlacementLimits `json:"placement,omitempty"`
+	// TTL is how long finished tasks and workflows are kept: they count
+	// against the quota's count/ resources until they are deleted.
+	TTL TTLLimits `json:"ttl,omitempty"`
 }
+
+// TTLLimits are a tier's bounds on ttlAfterFinished, for AgentTasks and
+// Workflows alike.
+type TTLLimits struct {
+	// Default is what the operator applies to a task or workflow whose
+	// spec has no ttlAfterFinished (a task: the task and its Job). Left
+	// out: none, they are kept until deleted.
+	Default *metav1.Duration `json:"default,omitempty"`
+	// Max is the longest ttlAfterFinished a spec may ask (admission
+	// refuses more, naming the tier), and how long a task whose cleanup is
+	// Job is kept. Left out: no bound.
+	Max *metav1.Duration `json:"max,omitempty"`
+}
+
+// maxTTL is the CRDs' own bound on ttlAfterFinished.
+const maxTTL = 8760 * time.Hour
 
 // ContainerLimits is the Container item of a LimitRange.
 type ContainerLimits struct {
@@ -99,6 +121,17 @@ func (t Tier) validate() error {
 		if errs := validation.IsQualifiedName(key); key != Any && len(errs) > 0 {
 			return fmt.Errorf("placement.tolerations: %q is not a taint key: %v", key, errs)
 		}
+	}
+	for _, f := range []struct {
+		name string
+		d    *metav1.Duration
+	}{{"ttl.default", t.TTL.Default}, {"ttl.max", t.TTL.Max}} {
+		if f.d != nil && (f.d.Duration <= 0 || f.d.Duration > maxTTL) {
+			return fmt.Errorf("%s %s is not between 0s (excluded) and %s", f.name, f.d.Duration, maxTTL)
+		}
+	}
+	if d, m := t.TTL.Default, t.TTL.Max; d != nil && m != nil && d.Duration > m.Duration {
+		return fmt.Errorf("ttl.default %s is above ttl.max %s", tiers.FormatDuration(d.Duration), tiers.FormatDuration(m.Duration))
 	}
 	return nil
 }

@@ -13,15 +13,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -40,6 +43,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Reconcile reads the workflow and its step tasks, decides (plan.go), acts,
 // and patches the status once.
@@ -53,7 +57,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := metav1.NewTime(r.Clock.Now())
+	tier, err := expiry.Of(ctx, r.Client, wf.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if wf.Status.Phase.Finished() {
+		// Its tier may have changed since it finished.
+		st := *wf.Status.DeepCopy()
+		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, tier)
+		if err := r.patchStatus(ctx, wf, st); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
 		return r.applyTTL(ctx, wf, now)
 	}
 
@@ -112,6 +126,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, tier)
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
 		if apierrors.IsConflict(err) {
 			return ctrl.Result{}, nil // the newer workflow's event brings us back
@@ -275,15 +290,19 @@ var stepEventReasons = map[schedv1.StepPhase]string{
 	schedv1.StepCancelled: schedv1.ReasonStepCancelled,
 }
 
+// applyTTL deletes the finished workflow at status.expiry.deleteTime (its
+// spec.ttlAfterFinished, or its tier's); the garbage collector deletes its
+// step tasks with it.
 func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now metav1.Time) (ctrl.Result, error) {
-	if wf.Spec.TTLAfterFinished == nil || wf.Status.CompletionTime == nil {
+	e := wf.Status.Expiry
+	if e == nil || e.DeleteTime == nil {
 		return ctrl.Result{}, nil
 	}
-	expiry := wf.Status.CompletionTime.Add(wf.Spec.TTLAfterFinished.Duration)
-	if wait := expiry.Sub(now.Time); wait > 0 {
+	if wait := e.DeleteTime.Sub(now.Time); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	log.FromContext(ctx).Info("Deleting Workflow after its TTL")
+	log.FromContext(ctx).Info("Deleting Workflow after its TTL", "ttl", e.TTLAfterFinished.Duration, "source", e.Source)
+	r.Recorder.Eventf(wf, nil, corev1.EventTypeNormal, schedv1.ReasonExpired, "Delete", "deleted %s after it finished, with its step tasks (%s)", tiers.FormatDuration(e.TTLAfterFinished.Duration), tiers.Why(e))
 	return ctrl.Result{}, client.IgnoreNotFound(r.Delete(ctx, wf, client.PropagationPolicy(metav1.DeletePropagationBackground)))
 }
 
@@ -298,6 +317,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.WorkflowList{} },
 			func(o client.Object) bool { return o.(*schedv1.Workflow).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		// A tier's TTLs changing, or a namespace's tier, moves the
+		// workflows' expiry.
+		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+			builder.WithPredicates(expiry.QuotaChanged)).
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+			builder.WithPredicates(expiry.TierLabelChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("workflow").
 		Complete(r)

@@ -31,6 +31,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -201,7 +202,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if err := c.Apply(ctx, secret, o.DryRun); err != nil {
-			return o.applyErr(err, "secrets", secret.Name)
+			return o.applyErr(ctx, err, "secrets", secret.Name)
 		}
 		if secret.UID != "" {
 			// The apply returned the Secret, with its UID.
@@ -216,14 +217,14 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "note: namespace %s does not exist yet, so the API server cannot dry-run the UserDeployment in it.\n", ns)
 			return nil
 		}
-		return o.applyErr(err, "userdeployments.sched.kubectl-sched.dev", o.Name)
+		return o.applyErr(ctx, err, "userdeployments.sched.kubectl-sched.dev", o.Name)
 	}
 	// A new Secret is owned by its UserDeployment once that has a UID, so
 	// deleting the app deletes the Secret too.
 	if secret != nil && !owned && o.DryRun == "" {
 		setOwner(secret, ud)
 		if err := c.Apply(ctx, secret, ""); err != nil {
-			return o.applyErr(err, "secrets", secret.Name)
+			return o.applyErr(ctx, err, "secrets", secret.Name)
 		}
 	}
 
@@ -353,7 +354,7 @@ func (o *Options) ensureNamespace(ctx context.Context, ns string) (created bool,
 	return true, nil
 }
 
-func (o *Options) applyErr(err error, plural, name string) error {
+func (o *Options) applyErr(ctx context.Context, err error, plural, name string) error {
 	switch {
 	case isNamespaceNotFound(err):
 		return cmdutil.Errorf(cmdutil.ExitNotFound, "Add --create-namespace to create it, or pick another with -n.",
@@ -361,6 +362,9 @@ func (o *Options) applyErr(err error, plural, name string) error {
 	case apierrors.IsNotFound(err):
 		// Apply creates what is missing, so only the resource type can be.
 		return notInstalled()
+	}
+	if qe := quota.Refused(ctx, o.clients.Client, o.clients.Namespace, err, time.Now()); qe != nil {
+		return qe
 	}
 	return cmdutil.API(err, "patch", fmt.Sprintf("%s %q", plural, name))
 }

@@ -168,7 +168,9 @@ func TestDescribe(t *testing.T) {
 			{Name: "build", TaskName: "nightly-1-build", Phase: schedv1.StepFailed, StartTime: at(31 * time.Second), CompletionTime: at(95 * time.Second), Message: "exit code 2"},
 			{Name: "ship", Phase: schedv1.StepSkipped, Message: "an earlier step failed"},
 		},
-		Conditions: []metav1.Condition{cond(schedv1.ConditionSucceeded, metav1.ConditionFalse, schedv1.ReasonStepFailed, "step 1 (build) failed")}}
+		Conditions: []metav1.Condition{cond(schedv1.ConditionSucceeded, metav1.ConditionFalse, schedv1.ReasonStepFailed, "step 1 (build) failed")},
+		// Its tier's default deleted it long ago, as far as this clock goes.
+		Expiry: &schedv1.Expiry{TTLAfterFinished: metav1.Duration{Duration: 15 * time.Minute}, Source: schedv1.ExpiryFromTierDefault, Tier: "free", DeleteTime: at(95*time.Second + 15*time.Minute)}}
 	stepTask := func(name, step string, phase schedv1.AgentTaskPhase, exit int32) *schedv1.AgentTask {
 		st := schedtesting.MakeAgentTask(name, ns).Image("busybox").Obj()
 		st.Labels = map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelWorkflow: "nightly", schedv1.LabelWorkflowStep: step}

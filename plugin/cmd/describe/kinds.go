@@ -6,16 +6,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
@@ -61,6 +64,11 @@ func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
 	w.optional(0, "Start Time", timePtr(st.StartTime))
 	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
 	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String() {
+		w.field(0, "Expires", "with workflow "+ref.Name)
+	} else {
+		w.optional(0, "Expires", Expires(st.Expiry, time.Now()))
+	}
 	w.mapField(0, "Outputs", st.Outputs, ":\t")
 	w.conditions(st.Conditions)
 
@@ -193,6 +201,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 	w.optional(0, "Start Time", timePtr(st.StartTime))
 	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
 	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	w.optional(0, "Expires", Expires(st.Expiry, time.Now()))
 	params := map[string]string{}
 	for _, p := range wf.Spec.Params {
 		params[p.Name] = p.Value
@@ -510,4 +519,22 @@ func (d *describer) events(w *writer, obj client.Object) {
 		return
 	}
 	w.eventRows(events.Items)
+}
+
+// Expires says when the operator deletes a finished task or workflow
+// (status.expiry), "" when nothing will: before it finishes, how long
+// after; once finished, when, how soon and what set it.
+func Expires(e *schedv1.Expiry, now time.Time) string {
+	if e == nil {
+		return ""
+	}
+	ttl := tiers.FormatDuration(e.TTLAfterFinished.Duration)
+	if e.DeleteTime == nil {
+		return fmt.Sprintf("%s after it finishes (%s)", ttl, tiers.Why(e))
+	}
+	when := "due now"
+	if d := e.DeleteTime.Sub(now); d > 0 {
+		when = "in " + duration.HumanDuration(d)
+	}
+	return fmt.Sprintf("%s (%s: %s after it finished, by %s)", timestamp(*e.DeleteTime), when, ttl, tiers.Why(e))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
@@ -97,7 +98,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.StringArrayVarP(&o.Env, "env", "e", nil, "An environment variable NAME=VALUE; repeat for more.")
 	f.DurationVar(&o.Timeout, "timeout", 0, "The longest the task may run, retries included; past it the task ends in phase Timeout (1s to 168h).")
 	f.Int32Var(&o.Retries, "retries", 0, "Attempts after a failed one (0 to 10).")
-	f.DurationVar(&o.TTL, "ttl", 0, "Delete the task's Job and pod this long after it finished; its outputs stay in the AgentTask.")
+	f.DurationVar(&o.TTL, "ttl", 0, "Delete the task's Job and pod this long after it finished; its outputs stay in the AgentTask. In a tenant namespace the tier bounds it, and without it the tier's default deletes the whole task (see 'kubectl sched tenant describe').")
 	f.StringArrayVarP(&o.Labels, "label", "l", nil, "A label key=value for the AgentTask; repeat for more.")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
 	f.StringArrayVar(&o.NodePools, "node-pool", nil, "Run only on nodes of this pool (placement.nodePools), tolerating the pool's taint; repeat for more, in order of preference.")
@@ -238,6 +239,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name, or delete it first: kubectl sched delete agenttask %s -n %s", t.Name, t.Namespace),
 				"agenttask %s already exists in namespace %s", t.Name, t.Namespace)
+		}
+		if qe := quota.Refused(ctx, o.clients.Client, t.Namespace, err, time.Now()); qe != nil {
+			return qe
 		}
 		return cmdutil.API(err, "create", what(t.Name))
 	}

@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -25,14 +24,13 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
 // NewCommand returns `kubectl sched tenant`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tenant",
-		Short: "Create, list and delete team namespaces with limits by tier",
+		Short: "Create, list, describe and delete team namespaces with limits by tier",
 		Long: `A tenant is a namespace for one team: labelled with its tier, with Pod
 Security "restricted" enforced, and its members (--user, --group) bound to
 the ClusterRole kubectl-sched-tenant there: every command of the plugin in
@@ -40,16 +38,21 @@ that namespace, and nothing else. The operator gives it the ResourceQuota
 and LimitRange the tier defines in the ConfigMap kubectl-sched-tiers (free,
 team and enterprise as installed) and repairs edits to them; admission
 holds the namespace's workloads to the tier's highest priority, node pools
-and tolerations.
-Creating and deleting tenants takes a cluster admin; a member's 'tenant
-list' shows their own namespace.`,
+and tolerations, and their ttlAfterFinished to the tier's maximum. Finished
+tasks and workflows without a ttlAfterFinished are deleted after the tier's
+default: they count against the quota until then. Creating and deleting
+tenants takes a cluster admin; a member's 'tenant list' and 'tenant
+describe' show their own namespace.`,
 		Example: `  # A namespace for team payments, on the team tier
   kubectl sched tenant create payments --tier team --group payments-devs
 
   # The tenants and how much of their quota they use
-  kubectl sched tenant list`,
+  kubectl sched tenant list
+
+  # A tenant's members, limits, and the runs that count against its quota
+  kubectl sched tenant describe payments`,
 	}
-	cmd.AddCommand(newCreateCommand(flags, streams), newListCommand(flags, streams), newDeleteCommand(flags, streams))
+	cmd.AddCommand(newCreateCommand(flags, streams), newListCommand(flags, streams), newDescribeCommand(flags, streams), newDeleteCommand(flags, streams))
 	return cmd
 }
 
@@ -62,19 +65,28 @@ type CreateOptions struct {
 	// OperatorNamespace holds the tiers ConfigMap.
 	OperatorNamespace string
 	DryRun            string
+	// Wait for the namespace to be usable: its tier quota made and
+	// counted (wait.go), for at most Timeout.
+	Wait    bool
+	Timeout time.Duration
 
 	NewClients kube.Getter
 	clients    *kube.Clients
 }
 
 func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, Wait: true, Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
-		Short: "Create a tenant namespace of a tier, or update one",
-		Long: `Create (or update) the tenant namespace NAME of tier TIER and bind its
-members, --user and --group, to the ClusterRole kubectl-sched-tenant there:
-what every command of the plugin needs in the namespace, and nothing else.
+		Short: "Create a tenant namespace of a tier, and wait until it is usable",
+		Long: `Create (or update) the tenant namespace NAME of tier TIER, bind its
+members, --user and --group, to the ClusterRole kubectl-sched-tenant there
+(what every command of the plugin needs in the namespace, and nothing else),
+then wait until it is usable: the operator has made the tier's
+ResourceQuota and the cluster's quota controller counts everything it
+limits. Until then the API server refuses creates of the kinds it has not
+counted ("status unknown for quota"); right after 'kubectl sched install'
+that takes up to a minute, while the quota controller finds the new kinds.
 
 Run it again to change the tier or the members: --user and --group name
 every member (the list is replaced); without them the members stay. A tenant
@@ -96,6 +108,8 @@ run again on it, with or without --user.`,
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the objects without creating them; "client" sends nothing.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
+	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
 	return cmd
 }
 
@@ -121,6 +135,9 @@ func (o *CreateOptions) Validate() error {
 	}
 	if o.Tier == "" {
 		return cmdutil.Usage("'kubectl sched tenant create NAME --tier team', say.", "--tier is required")
+	}
+	if o.Timeout <= 0 {
+		return cmdutil.Usage("Give a duration such as 2m, or --wait=false.", "--timeout must be positive")
 	}
 	return cmdutil.ValidateDryRun(o.DryRun)
 }
@@ -161,65 +178,19 @@ func (o *CreateOptions) Run(ctx context.Context) error {
 		// The namespace does not exist in a server dry run: nothing to bind in.
 		return nil
 	}
-	return o.bindMembers(ctx)
-}
-
-// ListOptions for `tenant list`.
-type ListOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
-	Now        func() time.Time
-	NewClients kube.Getter
-}
-
-func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Flags: flags, IOStreams: streams, Now: time.Now, NewClients: kube.New}
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the tenants, their tiers and how much of their quota they use",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.NewClients(o.Flags)
-			if err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), c)
-		},
-	}
-}
-
-// Run prints one row per tenant namespace.
-func (o *ListOptions) Run(ctx context.Context, c *kube.Clients) error {
-	namespaces, err := o.tenantNamespaces(ctx, c)
-	if err != nil {
+	if err := o.bindMembers(ctx); err != nil {
 		return err
 	}
-	if len(namespaces) == 0 {
-		fmt.Fprintln(o.ErrOut, "No tenants found.")
-		return nil
-	}
-	w := printing.NewTableWriter(o.Out, printing.GetStyle)
-	w.Header("NAME", "TIER", "PODS", "CPU REQUESTS", "MEMORY REQUESTS", "AGE")
-	for _, ns := range namespaces {
-		q := &corev1.ResourceQuota{}
-		pods, cpu, mem := "-", "-", "-"
-		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: schedv1.TierObjectName}, q); err == nil {
-			pods, cpu, mem = usage(q, corev1.ResourcePods), usage(q, corev1.ResourceRequestsCPU), usage(q, corev1.ResourceRequestsMemory)
-		}
-		age := duration.HumanDuration(o.Now().Sub(ns.CreationTimestamp.Time))
-		w.Row(ns.Name, ns.Labels[schedv1.LabelTier], pods, cpu, mem, age)
-	}
-	return w.Render()
+	return o.wait(ctx)
 }
 
-// usage is "used/hard" of one resource of a quota, "-" when it has none.
-func usage(q *corev1.ResourceQuota, name corev1.ResourceName) string {
-	hard, ok := q.Status.Hard[name]
-	if !ok {
-		return "-"
+// wait waits, unless told not to or in a dry run, until the namespace is
+// usable.
+func (o *CreateOptions) wait(ctx context.Context) error {
+	if !o.Wait || o.DryRun != "" {
+		return nil
 	}
-	used := q.Status.Used[name]
-	return used.String() + "/" + hard.String()
+	return waitUsable(ctx, o.clients.Client, o.Out, o.Name, o.Tier, o.OperatorNamespace, o.Timeout)
 }
 
 // DeleteOptions for `tenant delete`.

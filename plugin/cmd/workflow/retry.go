@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 )
 
 // AnnotationRetriedBy on a workflow names its retries, newest last.
@@ -113,6 +115,9 @@ func (o *RetryOptions) Run(ctx context.Context) error {
 	if err := c.Create(ctx, next, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError, "Run the command again: the name has a random suffix.", "workflow %s already exists", next.Name)
+		}
+		if qe := quota.Refused(ctx, c.Client, ns, err, time.Now()); qe != nil {
+			return qe
 		}
 		return cmdutil.API(err, "create", what(next.Name))
 	}

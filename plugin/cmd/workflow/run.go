@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -220,6 +221,9 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name with --name, or delete it first: kubectl sched delete workflow %s -n %s", wf.Name, wf.Namespace),
 				"workflow %s already exists in namespace %s", wf.Name, wf.Namespace)
+		}
+		if qe := quota.Refused(ctx, o.clients.Client, wf.Namespace, err, time.Now()); qe != nil {
+			return qe
 		}
 		return cmdutil.API(err, "create", what(wf.Name))
 	}

@@ -5,9 +5,11 @@ package cmdutil
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -37,6 +39,10 @@ const (
 	// ExitNoLogs: the pod's node serves no logs (a simulated kwok node, or
 	// a kubelet the API server cannot reach); the cluster is fine.
 	ExitNoLogs = 8
+	// ExitQuota: a ResourceQuota refused a create: it is full, or the
+	// cluster has not counted what it limits yet. Not RBAC (5): the same
+	// command passes once finished runs are deleted or expire.
+	ExitQuota = 9
 	// ExitFailed: a watched task or workflow ended Failed.
 	ExitFailed = 10
 	// ExitTimedOut: a watched task or workflow ended in phase Timeout.
@@ -104,6 +110,13 @@ func API(err error, verb, what string) error {
 		return &Error{Code: ExitNotInstalled, Err: err,
 			Msg:  "the kubectl-sched resources are not installed in this cluster",
 			Hint: "Run 'kubectl sched install' (needs cluster-admin), then try again."}
+	case QuotaRefusalOf(err) != nil:
+		q := QuotaRefusalOf(err)
+		return &Error{Code: ExitQuota, Err: err, Msg: fmt.Sprintf("cannot %s %s: %s", verb, what, q.Summary()),
+			Hint: fmt.Sprintf("'kubectl describe resourcequota %s' shows what counts; finished tasks and workflows count until their TTL deletes them.", q.Quota)}
+	case PolicyDenial(err) != "":
+		return &Error{Code: ExitInvalid, Err: err, Msg: fmt.Sprintf("the cluster refused %s: %s", what, PolicyDenial(err)),
+			Hint: "An admission policy of the cluster refused it, as the message says: change what it names."}
 	case apierrors.IsForbidden(err):
 		return forbidden(err, verb, what)
 	case apierrors.IsNotFound(err):
@@ -230,4 +243,93 @@ func forbidden(err error, verb, what string) error {
 		Msg: fmt.Sprintf("forbidden: user %q may not %s %s in namespace %q", user, verb, shown, ns),
 		Hint: fmt.Sprintf("Ask an admin of namespace %s for %q on %s there; a tenant's members have what every kubectl sched command needs ('kubectl sched tenant create' binds them to the ClusterRole kubectl-sched-tenant). '%s -n %s' checks.",
 			ns, verb, strings.TrimSuffix(resource+"/"+sub, "/"), canI, ns)}
+}
+
+// QuotaRefusal is a ResourceQuota's refusal of a create, read from the API
+// server's message.
+type QuotaRefusal struct {
+	// Quota is the ResourceQuota's name.
+	Quota string
+	// Exceeded are the resources the create would take past the limit.
+	Exceeded []QuotaExceeded
+	// Unknown are the resources the cluster's quota controller has not
+	// counted yet ("status unknown for quota"): the API server refuses
+	// every create of them until it has.
+	Unknown []string
+}
+
+// QuotaExceeded is one resource of a full quota.
+type QuotaExceeded struct {
+	Resource, Requested, Used, Limited string
+}
+
+var (
+	quotaExceeded = regexp.MustCompile(`exceeded quota: ([^,]+), requested: (\S*), used: (\S*), limited: (\S*)`)
+	quotaUnknown  = regexp.MustCompile(`status unknown for quota: ([^,]+), resources?: (\S+)`)
+)
+
+// QuotaRefusalOf parses a quota's refusal (the API server's quota
+// admission: "exceeded quota: NAME, requested: ..., used: ..., limited:
+// ..." or "status unknown for quota: NAME, resources: ..."), nil for any
+// other error.
+func QuotaRefusalOf(err error) *QuotaRefusal {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return nil
+	}
+	msg := err.Error()
+	if m := quotaUnknown.FindStringSubmatch(msg); m != nil {
+		return &QuotaRefusal{Quota: m[1], Unknown: strings.Split(m[2], ",")}
+	}
+	m := quotaExceeded.FindStringSubmatch(msg)
+	if m == nil {
+		return nil
+	}
+	requested, used, limited := pairs(m[2]), pairs(m[3]), pairs(m[4])
+	q := &QuotaRefusal{Quota: m[1]}
+	for _, r := range slices.Sorted(maps.Keys(limited)) {
+		q.Exceeded = append(q.Exceeded, QuotaExceeded{Resource: r, Requested: requested[r], Used: used[r], Limited: limited[r]})
+	}
+	return q
+}
+
+// pairs reads the quota admission's "a=1,b=2".
+func pairs(s string) map[string]string {
+	out := map[string]string{}
+	for _, p := range strings.Split(s, ",") {
+		if k, v, ok := strings.Cut(p, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Summary says in one line what the quota refused.
+func (q *QuotaRefusal) Summary() string {
+	if len(q.Unknown) > 0 {
+		return fmt.Sprintf("quota %s has not counted %s yet, so the API server refuses creates of it; try again in a moment", q.Quota, strings.Join(q.Unknown, ", "))
+	}
+	parts := make([]string, len(q.Exceeded))
+	for i, e := range q.Exceeded {
+		parts[i] = fmt.Sprintf("%s: %s used of %s, %s more asked", e.Resource, e.Used, e.Limited, e.Requested)
+	}
+	return fmt.Sprintf("quota %s is full (%s)", q.Quota, strings.Join(parts, "; "))
+}
+
+// PolicyDenial is the message of a ValidatingAdmissionPolicy's refusal
+// with reason Forbidden (not RBAC, though the API server answers 403), ""
+// for any other error. Invalid ones keep their field-by-field report. The API server words it "ValidatingAdmissionPolicy
+// 'NAME' with binding 'B' denied request: MESSAGE".
+func PolicyDenial(err error) string {
+	if err == nil || !apierrors.IsForbidden(err) {
+		return ""
+	}
+	msg := err.Error()
+	i := strings.Index(msg, "ValidatingAdmissionPolicy '")
+	if i < 0 {
+		return ""
+	}
+	if j := strings.Index(msg[i:], "denied request: "); j >= 0 {
+		return msg[i+j+len("denied request: "):]
+	}
+	return msg[i:]
 }

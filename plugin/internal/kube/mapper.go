@@ -36,6 +36,7 @@ func restMapper() meta.RESTMapper {
 	add(v1, "Namespace", "namespaces", root)
 	add(v1, "Node", "nodes", root)
 	add(v1, "ResourceQuota", "resourcequotas", ns)
+	add(v1, "LimitRange", "limitranges", ns)
 	rbac := schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}
 	add(rbac, "RoleBinding", "rolebindings", ns)
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}

@@ -1,0 +1,109 @@
+// Package tiers reads what a tenant namespace's tier ResourceQuota carries
+// (the operator's tenant controller writes it), for the operator and the
+// plugin alike: the tier's TTLs, and whether the cluster's quota controller
+// counts everything the quota limits.
+package tiers
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// TTL is what a namespace's tier says about ttlAfterFinished.
+type TTL struct {
+	Tier string
+	// Default applies to tasks and workflows whose spec has none; 0: none.
+	Default time.Duration
+	// Max bounds every TTL; 0: none.
+	Max time.Duration
+}
+
+// TTLFromQuota reads the TTLs a tier's ResourceQuota carries; nil when the
+// quota is not the operator's, or is not of tier (a namespace whose tier
+// changed a moment ago). tier "" takes the quota's own tier label.
+func TTLFromQuota(q *corev1.ResourceQuota, tier string) *TTL {
+	if q.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue {
+		return nil
+	}
+	if tier == "" {
+		tier = q.Labels[schedv1.LabelTier]
+	}
+	if tier == "" || q.Labels[schedv1.LabelTier] != tier {
+		return nil
+	}
+	return &TTL{
+		Tier:    tier,
+		Default: parse(q.Annotations[schedv1.AnnotationTierTTLDefault]),
+		Max:     parse(q.Annotations[schedv1.AnnotationTierTTLMax]),
+	}
+}
+
+func parse(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// FormatDuration writes d as a person would: 15m, 24h, 1h30m (Go's String
+// writes 24h0m0s). time.ParseDuration and CEL's duration() read it back.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// Why says what set an expiry: "its spec.ttlAfterFinished", "tier free's
+// default ttlAfterFinished", "tier free's maximum ttlAfterFinished".
+func Why(e *schedv1.Expiry) string {
+	switch e.Source {
+	case schedv1.ExpiryFromTierDefault:
+		return "tier " + e.Tier + "'s default ttlAfterFinished"
+	case schedv1.ExpiryFromTierMaximum:
+		return "tier " + e.Tier + "'s maximum ttlAfterFinished"
+	}
+	return "its spec.ttlAfterFinished"
+}
+
+// Synced reports whether the cluster's quota controller has seen q's
+// current spec: status.hard is spec.hard.
+func Synced(q *corev1.ResourceQuota) bool {
+	return q.Status.Hard != nil && equality.Semantic.DeepEqual(q.Spec.Hard, q.Status.Hard)
+}
+
+// Uncounted lists, sorted, what q limits that the cluster's quota
+// controller has not counted (status.used lacks it). Until it has, the
+// API server refuses every create of those kinds in the namespace with
+// "status unknown for quota". The operator's recount marker is never
+// counted and is left out.
+func Uncounted(q *corev1.ResourceQuota) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for r := range q.Spec.Hard {
+		if r == schedv1.QuotaRecountResource {
+			continue
+		}
+		if _, ok := q.Status.Used[r]; !ok {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Usable reports whether creates in q's namespace are judged against q:
+// the quota controller has seen its spec and counts all it limits.
+func Usable(q *corev1.ResourceQuota) bool {
+	return Synced(q) && len(Uncounted(q)) == 0
+}

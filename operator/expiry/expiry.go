@@ -1,0 +1,182 @@
+// Package expiry decides when the operator deletes a finished AgentTask or
+// Workflow: by its spec.ttlAfterFinished, or, in a namespace of a tier, by
+// the tier's default and maximum, which the tenant controller publishes as
+// annotations on the tier's ResourceQuota (where admission reads them too).
+// Finished runs count against the tier's count/ quotas until they go, so a
+// tier without a default would fill up with history.
+package expiry
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// Of reads the TTLs of ns's tier: nil when the namespace has no tier, or
+// its tier ResourceQuota is not there yet or is not the operator's (only
+// the operator may set that label; anyone else's quota of the name is
+// never trusted).
+func Of(ctx context.Context, r client.Reader, ns string) (*tiers.TTL, error) {
+	n := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	name := n.Labels[schedv1.LabelTier]
+	if name == "" {
+		return nil, nil
+	}
+	q := &corev1.ResourceQuota{}
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return tiers.TTLFromQuota(q, name), nil
+}
+
+// ForTask is when task is deleted once finished (completion, nil before),
+// or nil when nothing deletes it:
+//   - a workflow's step task goes with its workflow;
+//   - spec.ttlAfterFinished with cleanup Task deletes it, within the tier's
+//     maximum;
+//   - in a tier: with spec.ttlAfterFinished and cleanup Job (the Job goes
+//     then, the task is kept) the tier's maximum bounds how long the task
+//     is kept; without a TTL the tier's default applies.
+func ForTask(task *schedv1.AgentTask, completion *metav1.Time, tier *tiers.TTL) *schedv1.Expiry {
+	if IsStepTask(task) {
+		return nil
+	}
+	spec := task.Spec.TTLAfterFinished
+	var ttl time.Duration
+	var src schedv1.ExpirySource
+	switch {
+	case spec != nil && task.Spec.Cleanup == schedv1.CleanupTask:
+		ttl, src = spec.Duration, schedv1.ExpiryFromSpec
+	case tier == nil:
+		return nil
+	case spec != nil:
+		ttl, src = tier.Max, schedv1.ExpiryFromTierMaximum
+	default:
+		ttl, src = tier.Default, schedv1.ExpiryFromTierDefault
+	}
+	return build(ttl, src, completion, tier)
+}
+
+// ForWorkflow is when wf is deleted once finished (completion, nil
+// before), with its step tasks, or nil when nothing deletes it: its
+// spec.ttlAfterFinished within the tier's maximum, else the tier's
+// default.
+func ForWorkflow(wf *schedv1.Workflow, completion *metav1.Time, tier *tiers.TTL) *schedv1.Expiry {
+	switch spec := wf.Spec.TTLAfterFinished; {
+	case spec != nil:
+		return build(spec.Duration, schedv1.ExpiryFromSpec, completion, tier)
+	case tier == nil:
+		return nil
+	default:
+		return build(tier.Default, schedv1.ExpiryFromTierDefault, completion, tier)
+	}
+}
+
+func build(ttl time.Duration, src schedv1.ExpirySource, completion *metav1.Time, tier *tiers.TTL) *schedv1.Expiry {
+	if src != schedv1.ExpiryFromSpec && ttl <= 0 {
+		return nil // the tier has no default (or maximum)
+	}
+	if tier != nil && tier.Max > 0 && ttl > tier.Max {
+		// Asked before the tier was tightened: admission refuses it now.
+		ttl, src = tier.Max, schedv1.ExpiryFromTierMaximum
+	}
+	e := &schedv1.Expiry{TTLAfterFinished: metav1.Duration{Duration: ttl}, Source: src}
+	if src != schedv1.ExpiryFromSpec {
+		e.Tier = tier.Tier
+	}
+	if completion != nil {
+		at := metav1.NewTime(completion.Add(ttl))
+		e.DeleteTime = &at
+	}
+	return e
+}
+
+// IsStepTask reports whether a Workflow controls task: such a task is
+// deleted with its workflow (by the garbage collector), never on its own.
+// An owner reference to a workflow that does not exist gets the task
+// deleted by the garbage collector, so claiming one escapes nothing.
+func IsStepTask(task *schedv1.AgentTask) bool {
+	ref := metav1.GetControllerOf(task)
+	return ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String()
+}
+
+// QuotaChanged passes the events of a tier ResourceQuota that change the
+// TTLs it carries: its creation and deletion, and updates of its TTL
+// annotations or tier label. Its status, which changes with every pod,
+// never passes.
+var QuotaChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isTierQuota(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isTierQuota(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if !isTierQuota(e.ObjectNew) && !isTierQuota(e.ObjectOld) {
+			return false
+		}
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetLabels()[schedv1.LabelTier] != n.GetLabels()[schedv1.LabelTier] ||
+			o.GetLabels()[schedv1.LabelManagedBy] != n.GetLabels()[schedv1.LabelManagedBy] ||
+			o.GetAnnotations()[schedv1.AnnotationTierTTLDefault] != n.GetAnnotations()[schedv1.AnnotationTierTTLDefault] ||
+			o.GetAnnotations()[schedv1.AnnotationTierTTLMax] != n.GetAnnotations()[schedv1.AnnotationTierTTLMax]
+	},
+}
+
+func isTierQuota(o client.Object) bool {
+	_, ok := o.(*corev1.ResourceQuota)
+	return ok && o.GetName() == schedv1.TierObjectName
+}
+
+// TierLabelChanged passes the Namespace updates that set, change or remove
+// its tier.
+var TierLabelChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetLabels()[schedv1.LabelTier] != e.ObjectNew.GetLabels()[schedv1.LabelTier]
+	},
+}
+
+// OnTierChange enqueues every object of newList in the namespace of a tier
+// quota (QuotaChanged) or in a Namespace (TierLabelChanged): their expiry
+// follows the tier.
+func OnTierChange(c client.Reader, newList func() client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		ns := o.GetNamespace()
+		if _, ok := o.(*corev1.Namespace); ok {
+			ns = o.GetName()
+		}
+		list := newList()
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return nil
+		}
+		var reqs []reconcile.Request
+		_ = meta.EachListItem(list, func(obj runtime.Object) error {
+			if co, ok := obj.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
+			}
+			return nil
+		})
+		return reqs
+	})
+}
