@@ -41,6 +41,12 @@ func bounds() map[string]bound {
 	app := func(ns string, edit func(*schedv1.ServiceSpec)) client.Object {
 		return MakeUserDeployment("a", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).EditService("web", edit).Obj()
 	}
+	allow := func(ns string, edit func(*schedv1.AllowFrom)) client.Object {
+		a := &schedv1.AllowFrom{}
+		edit(a)
+		return MakeUserDeployment("a", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+			Spec(func(s *schedv1.UserDeploymentSpec) { s.AllowFrom = a }).Obj()
+	}
 	keys := func(n int, format string) map[string]string {
 		m := map[string]string{}
 		for i := range n {
@@ -162,6 +168,35 @@ func bounds() map[string]bound {
 				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: strings.Repeat("p", n)}}
 			})
 		}, "spec.services[0].imagePullSecrets", "at most 253 characters", false},
+		"ud: allowFrom apps": {16, func(ns string, n int) client.Object {
+			return allow(ns, func(a *schedv1.AllowFrom) {
+				for i := range n {
+					a.Apps = append(a.Apps, fmt.Sprintf("app-%d", i))
+				}
+			})
+		}, "spec.allowFrom.apps", "must have at most 16 items", false},
+		"ud: allowFrom namespace selectors": {8, func(ns string, n int) client.Object {
+			return allow(ns, func(a *schedv1.AllowFrom) {
+				for i := range n {
+					a.Namespaces = append(a.Namespaces, schedv1.NamespaceLabels{MatchLabels: map[string]string{"team": fmt.Sprint(i)}})
+				}
+			})
+		}, "spec.allowFrom.namespaces", "must have at most 8 items", false},
+		"ud: an allowFrom namespace selector's labels": {8, func(ns string, n int) client.Object {
+			return allow(ns, func(a *schedv1.AllowFrom) { a.Namespaces = []schedv1.NamespaceLabels{{MatchLabels: keys(n, "l%d")}} })
+		}, "spec.allowFrom.namespaces[0].matchLabels", "at most 8", false},
+		"ud: an allowFrom namespace label's value": {63, func(ns string, n int) client.Object {
+			return allow(ns, func(a *schedv1.AllowFrom) {
+				a.Namespaces = []schedv1.NamespaceLabels{{MatchLabels: map[string]string{"team": strings.Repeat("v", n)}}}
+			})
+		}, "spec.allowFrom.namespaces[0].matchLabels", "values 63", false},
+		"ud: allowFrom metrics ports": {4, func(ns string, n int) client.Object {
+			return allow(ns, func(a *schedv1.AllowFrom) {
+				for i := range n {
+					a.MetricsPorts = append(a.MetricsPorts, int32(9090+i))
+				}
+			})
+		}, "spec.allowFrom.metricsPorts", "must have at most 4 items", false},
 		"scx: a node selector value": {63, func(_ string, n int) client.Object {
 			return MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector("k", strings.Repeat("v", n)).Obj()
 		}, "spec.nodeSelector", "values 63", true},

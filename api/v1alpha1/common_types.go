@@ -242,6 +242,9 @@ const (
 	// TierPriorityQuotaName is the ResourceQuota that allows no pods of a
 	// PriorityClass above the tier's highest priority.
 	TierPriorityQuotaName = "kubectl-sched-tier-priority"
+	// TenantNetworkPolicyName is the NetworkPolicy that keeps other
+	// tenants' traffic out of a tenant namespace (operator/netpol).
+	TenantNetworkPolicyName = "kubectl-sched-tenant-isolation"
 
 	// The tier's placement limits, as annotations on its ResourceQuota
 	// TierObjectName, where the admission policy

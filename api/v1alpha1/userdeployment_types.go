@@ -41,11 +41,72 @@ const (
 	// IsolationIsolated allows ingress only from the app's own pods and the
 	// ingress controller's namespace.
 	IsolationIsolated NetworkIsolation = "Isolated"
-	// IsolationOpen creates no NetworkPolicy.
+	// IsolationOpen admits traffic from anywhere (no ingress rule).
 	IsolationOpen NetworkIsolation = "Open"
 )
 
+// Egress says where an app's pods may connect to. DNS (port 53, UDP and
+// TCP) is always allowed.
+// +kubebuilder:validation:Enum=Internet;Namespace;None
+// +kubebuilder:validation:MaxLength=16
+type Egress string
+
+const (
+	// EgressInternet allows every destination (no egress rule).
+	EgressInternet Egress = "Internet"
+	// EgressNamespace allows DNS and the pods of the app's namespace.
+	EgressNamespace Egress = "Namespace"
+	// EgressNone allows DNS only.
+	EgressNone Egress = "None"
+)
+
+// AllowFrom lets more traffic reach an Isolated app, besides its own pods
+// and the ingress controller. Each item adds to the others.
+type AllowFrom struct {
+	// Apps are UserDeployments of the same namespace, by name, whose pods
+	// may connect.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Apps []string `json:"apps,omitempty"`
+
+	// Tasks admits the pods of the namespace's AgentTasks, workflow steps
+	// included (a test step calling the app).
+	// +optional
+	Tasks bool `json:"tasks,omitempty"`
+
+	// Namespaces admits the pods of namespaces whose labels match one of
+	// these selectors (matchLabels, each at most 8 labels).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Namespaces []NamespaceLabels `json:"namespaces,omitempty"`
+
+	// MetricsPorts admits the cluster's monitoring namespace (the
+	// operator's --monitoring-namespace) on these ports only, for a
+	// Prometheus scrape.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=65535
+	MetricsPorts []int32 `json:"metricsPorts,omitempty"`
+}
+
+// NamespaceLabels selects namespaces by their labels.
+type NamespaceLabels struct {
+	// MatchLabels a namespace must all carry; kubernetes.io/metadata.name
+	// names one namespace.
+	// +kubebuilder:validation:MinProperties=1
+	// +kubebuilder:validation:MaxProperties=8
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="namespace label keys may have at most 317 characters and values 63"
+	MatchLabels map[string]string `json:"matchLabels"`
+}
+
 // UserDeploymentSpec describes a multi-service application.
+// +kubebuilder:validation:XValidation:rule="!has(self.allowFrom) || !has(self.networkIsolation) || self.networkIsolation != 'Open'",message="allowFrom admits traffic to an Isolated app; with networkIsolation: Open everything is admitted already, so remove allowFrom or set networkIsolation: Isolated",fieldPath=".allowFrom"
 // +kubebuilder:validation:XValidation:rule="!has(self.ingress) || self.services.exists(s, s.exposure == 'Public')",message="ingress is set but no service has exposure: Public",fieldPath=".ingress"
 // +kubebuilder:validation:XValidation:rule="!has(self.secrets) || self.secrets.all(sec, !has(sec.services) || sec.services.all(n, self.services.exists(s, s.name == n)))",message="a secret names a service that is not in spec.services",fieldPath=".secrets"
 type UserDeploymentSpec struct {
@@ -85,10 +146,21 @@ type UserDeploymentSpec struct {
 	Placement *Placement `json:"placement,omitempty"`
 
 	// NetworkIsolation is Isolated (the default: ingress only from the app's
-	// own pods and the ingress controller) or Open.
+	// own pods, the ingress controller and what allowFrom names) or Open.
 	// +optional
 	// +kubebuilder:default=Isolated
 	NetworkIsolation NetworkIsolation `json:"networkIsolation,omitempty"`
+
+	// AllowFrom admits more traffic to an Isolated app: apps of the
+	// namespace, its tasks and workflow steps, namespaces by label, the
+	// monitoring namespace on metrics ports.
+	// +optional
+	AllowFrom *AllowFrom `json:"allowFrom,omitempty"`
+
+	// Egress is Internet (the default: anywhere), Namespace (DNS and the
+	// namespace's pods) or None (DNS only).
+	// +optional
+	Egress Egress `json:"egress,omitempty"`
 
 	// State is Running (the default) or Stopped. Stopped scales every service
 	// to zero and keeps everything else.

@@ -76,6 +76,31 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.RestartedAt = map[string]string{"db": "2026-11-24T20:00:00Z"} }).Obj(),
 			wantField: "spec.restartedAt", wantMsg: "names a service that is not in spec.services",
 		},
+		"ud: allowFrom on an Open app": {
+			obj: validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+				s.NetworkIsolation = schedv1.IsolationOpen
+				s.AllowFrom = &schedv1.AllowFrom{Tasks: true}
+			}).Obj(),
+			wantField: "spec.allowFrom", wantMsg: "remove allowFrom or set networkIsolation: Isolated",
+		},
+		"ud: allowFrom names an app that is no DNS label": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.AllowFrom = &schedv1.AllowFrom{Apps: []string{"Billing_API"}} }).Obj(),
+			wantField: "spec.allowFrom.apps[0]", wantMsg: "should match",
+		},
+		"ud: allowFrom metrics port out of range": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.AllowFrom = &schedv1.AllowFrom{MetricsPorts: []int32{70000}} }).Obj(),
+			wantField: "spec.allowFrom.metricsPorts[0]", wantMsg: "less than or equal to 65535",
+		},
+		"ud: allowFrom namespace selector without labels": {
+			obj: validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+				s.AllowFrom = &schedv1.AllowFrom{Namespaces: []schedv1.NamespaceLabels{{MatchLabels: map[string]string{}}}}
+			}).Obj(),
+			wantField: "spec.allowFrom.namespaces[0].matchLabels", wantMsg: "should have at least 1 properties",
+		},
+		"ud: unknown egress": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.Egress = "Anywhere" }).Obj(),
+			wantField: "spec.egress", wantMsg: "supported values",
+		},
 		"ud: unknown exposure": {
 			obj:       MakeUserDeployment("a", ns).Service("web", "nginx", 80, "Everywhere").Obj(),
 			wantField: "spec.services[0].exposure", wantMsg: "Unsupported value",
@@ -265,9 +290,16 @@ func TestInvalidObjectsRefused(t *testing.T) {
 // TestValidObjectsAccepted guards the rules against refusing what is legal.
 func TestValidObjectsAccepted(t *testing.T) {
 	cases := map[string]client.Object{
-		"ud: minimal":                        MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
-		"ud: full":                           validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
-		"ud: 63 characters":                  MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
+		"ud: minimal":       MakeUserDeployment("a", ns).Service("worker", "busybox", 0, schedv1.ExposureNone).Obj(),
+		"ud: full":          validApp().Service("api", "api:1", 8080, schedv1.ExposureInternal).Config("LOG", "debug").SecretRef("db", "db-creds").Ingress("shop.example.com").Placement(schedv1.Placement{WorkloadType: schedv1.WorkloadMemory, Priority: schedv1.PriorityHigh, NodePools: []string{"highmem", "general"}, Spot: schedv1.SpotPreferred, MultiZone: true}).Obj(),
+		"ud: 63 characters": MakeUserDeployment(strings.Repeat("a", 30), ns).Service(strings.Repeat("b", 32), "nginx", 80, schedv1.ExposureInternal).Obj(),
+		"ud: every allowFrom and egress": validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.AllowFrom = &schedv1.AllowFrom{
+				Apps: []string{"billing", "web"}, Tasks: true, MetricsPorts: []int32{9090, 9100},
+				Namespaces: []schedv1.NamespaceLabels{{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "payments"}}},
+			}
+			s.Egress = schedv1.EgressNamespace
+		}).Obj(),
 		"ud: the shortest progress deadline": validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 10 * time.Second} }).Obj(),
 		"ud: a day's progress deadline":      validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 24 * time.Hour} }).Obj(),
 		"ud: volumes, service account and pull secrets": validApp().EditService("web", func(s *schedv1.ServiceSpec) {

@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 	"github.com/kubectl-sched/kubectl-sched/operator/tenant"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
@@ -39,6 +40,7 @@ var controllers = map[string]Controller{
 				AllowedIngressClasses:       s.AllowedIngressClasses,
 				IngressNamespace:            s.IngressNamespace,
 				NetworkPolicies:             s.NetworkPolicies,
+				MonitoringNamespace:         s.MonitoringNamespace,
 				ClusterSecretStore:          s.ClusterSecretStore,
 				ExternalSecretKeyTemplate:   s.ExternalSecretKeyTemplate,
 				PriorityClasses:             s.PriorityClasses,
@@ -76,6 +78,8 @@ var controllers = map[string]Controller{
 			Recorder:        mgr.GetEventRecorder("tenant-controller"),
 			Namespace:       ns,
 			PriorityClasses: o.Settings.PriorityClasses,
+			NetworkPolicies: o.Settings.NetworkPolicies,
+			Platform:        netpol.Platform{IngressNamespace: o.Settings.IngressNamespace, MonitoringNamespace: o.Settings.MonitoringNamespace},
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {

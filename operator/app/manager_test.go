@@ -88,6 +88,29 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			env:  map[string]string{"INGRESS_DOMAIN": "env.example"},
 			want: func(o *app.Options) { o.Settings.IngressDomain = "flag.example" },
 		},
+		"the seed's names": {
+			env: map[string]string{"DEPLOYMENT_DOMAIN": "apps.seed", "DISABLE_NETWORK_POLICIES": "true"},
+			want: func(o *app.Options) {
+				o.Settings.IngressDomain = "apps.seed"
+				o.Settings.NetworkPolicies = false
+			},
+		},
+		"ours win over the seed's names": {
+			env:  map[string]string{"DEPLOYMENT_DOMAIN": "apps.seed", "INGRESS_DOMAIN": "apps.ours", "DISABLE_NETWORK_POLICIES": "true", "NETWORK_POLICIES": "true"},
+			want: func(o *app.Options) { o.Settings.IngressDomain = "apps.ours" },
+		},
+		"a flag wins over the seed's names": {
+			args: []string{"--network-policies=true"},
+			env:  map[string]string{"DISABLE_NETWORK_POLICIES": "true"},
+		},
+		"bad seed bool": {
+			env:     map[string]string{"DISABLE_NETWORK_POLICIES": "yes please"},
+			wantErr: `DISABLE_NETWORK_POLICIES="yes please" is not true or false`,
+		},
+		"monitoring namespace": {
+			env:  map[string]string{"MONITORING_NAMESPACE": "prometheus"},
+			want: func(o *app.Options) { o.Settings.MonitoringNamespace = "prometheus" },
+		},
 		"bad number": {
 			env:     map[string]string{"MAX_CONCURRENT_RECONCILES": "many"},
 			wantErr: `MAX_CONCURRENT_RECONCILES="many" is not a whole number`,

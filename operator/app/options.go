@@ -73,8 +73,12 @@ type Settings struct {
 	AllowedIngressClasses []string
 	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
 	IngressNamespace string
-	// NetworkPolicies switches NetworkPolicy isolation on (off for development clusters).
+	// NetworkPolicies switches NetworkPolicy isolation on (off for development
+	// clusters): apps' policies and tenant namespaces' default deny.
 	NetworkPolicies bool
+	// MonitoringNamespace runs the cluster's Prometheus: tenant namespaces
+	// admit it, and apps on the metrics ports their allowFrom names.
+	MonitoringNamespace string
 	// ClusterSecretStore is the External Secrets store for external references.
 	ClusterSecretStore string
 	// ExternalSecretKeyTemplate confines each namespace's external secret
@@ -125,7 +129,9 @@ func DefaultOptions() Options {
 			IngressDomain:    "apps.example.com",
 			IngressProvider:  "ingress",
 			IngressNamespace: "ingress-nginx",
-			NetworkPolicies:  true,
+			// kube-prometheus-stack's usual namespace.
+			MonitoringNamespace: "monitoring",
+			NetworkPolicies:     true,
 			// One shared store, so each namespace reads only its own keys.
 			ExternalSecretKeyTemplate: "{{namespace}}/",
 			// Vault's default KV mount.
@@ -185,7 +191,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	s := &o.Settings
-	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>.<namespace>.<domain>. (env INGRESS_DOMAIN)")
+	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>.<namespace>.<domain>. (env INGRESS_DOMAIN, or DEPLOYMENT_DOMAIN)")
 	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")
 	fs.StringVar(&s.IngressClass, "ingress-class", s.IngressClass, "Default ingressClassName. (env INGRESS_CLASS)")
 	fs.Func("allowed-ingress-classes", "Comma-separated ingress classes an app may name in spec.ingress.className besides --ingress-class; none when empty. (env ALLOWED_INGRESS_CLASSES)", func(v string) error {
@@ -193,7 +199,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")
-	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES)")
+	fs.StringVar(&s.MonitoringNamespace, "monitoring-namespace", s.MonitoringNamespace, "Namespace of the cluster's Prometheus, admitted by tenant namespaces and on apps' allowFrom.metricsPorts. (env MONITORING_NAMESPACE)")
+	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps and tenant namespaces with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES, or DISABLE_NETWORK_POLICIES=true)")
 	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
 	fs.StringVar(&s.ExternalSecretKeyTemplate, "external-secret-key-template", s.ExternalSecretKeyTemplate, "Prefix every external secret key of an app must start with; {{namespace}} is the app's namespace; empty allows any key. (env EXTERNAL_SECRET_KEY_TEMPLATE)")
 	fs.Func("external-secret-reserved-paths", "Comma-separated top-level paths of the ClusterSecretStore that no namespace's key prefix may cover: its mount (Vault's path; External Secrets strips it from keys that start with it) and folders of shared secrets. (env EXTERNAL_SECRET_RESERVED_PATHS; default secret)", func(v string) error {
@@ -223,7 +230,17 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	}
 	s := &o.Settings
 	str("leader-election-namespace", "POD_NAMESPACE", &o.LeaderElectionNamespace)
+	// The seed's names, read first so that ours win when both are set.
+	str("ingress-domain", "DEPLOYMENT_DOMAIN", &s.IngressDomain)
+	if v, ok := lookup("DISABLE_NETWORK_POLICIES"); ok && !given["network-policies"] {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("DISABLE_NETWORK_POLICIES=%q is not true or false", v)
+		}
+		s.NetworkPolicies = !b
+	}
 	str("ingress-domain", "INGRESS_DOMAIN", &s.IngressDomain)
+	str("monitoring-namespace", "MONITORING_NAMESPACE", &s.MonitoringNamespace)
 	str("ingress-provider", "INGRESS_PROVIDER", &s.IngressProvider)
 	str("ingress-class", "INGRESS_CLASS", &s.IngressClass)
 	str("ingress-namespace", "INGRESS_NAMESPACE", &s.IngressNamespace)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
@@ -25,6 +26,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 )
 
 const fieldOwner = "kubectl-sched-operator"
@@ -39,6 +41,12 @@ type Reconciler struct {
 	// (the operator's settings), to find the classes above a tier's
 	// highest priority.
 	PriorityClasses map[string]string
+	// NetworkPolicies keeps each tenant namespace's NetworkPolicy
+	// TenantNetworkPolicyName; off, the controller removes its own.
+	NetworkPolicies bool
+	// Platform names the ingress and monitoring namespaces that tenant
+	// namespaces admit.
+	Platform netpol.Platform
 
 	// tiers caches the tiers ConfigMap and nothing else: the manager's
 	// cache keeps only ConfigMaps labelled as the operator's, a label the
@@ -53,6 +61,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=limitranges,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 
 // Reconcile applies the tier of one namespace. Everything it reads comes
@@ -99,9 +108,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if !desired.PriorityQuota {
-		if err := r.deletePriorityQuota(ctx, ns.Name); err != nil {
+		if err := r.deleteOurs(ctx, &corev1.ResourceQuota{}, ns.Name, schedv1.TierPriorityQuotaName); err != nil {
 			return ctrl.Result{}, err
 		}
+	}
+	if r.NetworkPolicies {
+		if err := r.apply(ctx, NetworkPolicy(ns.Name, tierName, r.Platform)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("apply NetworkPolicy %s of tier %s: %w", schedv1.TenantNetworkPolicyName, tierName, err)
+		}
+	} else if err := r.deleteOurs(ctx, &networkingv1.NetworkPolicy{}, ns.Name, schedv1.TenantNetworkPolicyName); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.recount(ctx, ns, desired.Objects[0].(*corev1.ResourceQuota))
 }
@@ -119,16 +135,18 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	return r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
 }
 
-func (r *Reconciler) deletePriorityQuota(ctx context.Context, ns string) error {
-	q := &corev1.ResourceQuota{}
-	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierPriorityQuotaName}, q)
-	if apierrors.IsNotFound(err) || (err == nil && q.Labels[schedv1.LabelManagedBy] != schedv1.ManagedByValue) {
+// deleteOurs deletes the object ns/name of obj's kind if this controller
+// made it (it carries the operator's label), and nothing someone else made.
+func (r *Reconciler) deleteOurs(ctx context.Context, obj client.Object, ns, name string) error {
+	err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) || (err == nil && obj.GetLabels()[schedv1.LabelManagedBy] != schedv1.ManagedByValue) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.Delete(ctx, q, client.Preconditions{UID: &q.UID}))
+	uid := obj.GetUID()
+	return client.IgnoreNotFound(r.Delete(ctx, obj, client.Preconditions{UID: &uid}))
 }
 
 // tiersCache puts the tiers cache among the manager's caches, which start
@@ -201,6 +219,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		For(&corev1.Namespace{}, builder.WithPredicates(tenant, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&corev1.LimitRange{}, toNamespace, builder.WithPredicates(ours)).
+		Watches(&networkingv1.NetworkPolicy{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&schedulingv1.PriorityClass{}, classesChanged, builder.WithPredicates(classValueChanged)).
 		WatchesRawSource(source.Kind(tiers, &corev1.ConfigMap{}, tiersChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
@@ -211,5 +230,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 // isOurs is true for the objects this controller makes.
 func isOurs(o client.Object) bool {
 	n := o.GetName()
-	return (n == schedv1.TierObjectName || n == schedv1.TierPriorityQuotaName) && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
+	return (n == schedv1.TierObjectName || n == schedv1.TierPriorityQuotaName || n == schedv1.TenantNetworkPolicyName) && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
 }

@@ -24,7 +24,10 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
-var sim *testenv.Sim
+var (
+	sim *testenv.Sim
+	op  *testenv.Operator
+)
 
 // A simulated cluster (pods run, and the quota controller keeps quota
 // status) with the shipped tiers and PriorityClasses, and the operator
@@ -32,7 +35,8 @@ var sim *testenv.Sim
 // are recorded.
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.MainOptions{
-		Sim: &sim,
+		Sim:      &sim,
+		Operator: &op,
 		// The quota controller counts the CRDs only from its discovery
 		// resync (30s after they are installed) and then recounts a
 		// quota only on its full resync (5m by default).

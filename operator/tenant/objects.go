@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 )
 
 // Desired is what a namespace of a tier should hold.
@@ -75,6 +77,18 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 		})
 	}
 	return d
+}
+
+// NetworkPolicy is the tenant namespace's default deny of other tenants
+// (netpol.TenantSpec).
+func NetworkPolicy(ns, tierName string, p netpol.Platform) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{Name: schedv1.TenantNetworkPolicyName, Namespace: ns, Labels: map[string]string{
+			schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelTier: tierName,
+		}},
+		Spec: netpol.TenantSpec(p),
+	}
 }
 
 func ttl(d *metav1.Duration) string {
@@ -154,6 +168,9 @@ func UpToDate(desired, actual client.Object) bool {
 	case *corev1.LimitRange:
 		a, ok := actual.(*corev1.LimitRange)
 		return ok && equality.Semantic.DeepEqual(d.Spec, a.Spec)
+	case *networkingv1.NetworkPolicy:
+		a, ok := actual.(*networkingv1.NetworkPolicy)
+		return ok && equality.Semantic.DeepEqual(d.Spec, a.Spec)
 	}
 	return false
 }
@@ -180,6 +197,9 @@ func specOrMetaChanged(old, new client.Object) bool {
 		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
 	case *corev1.LimitRange:
 		n, ok := new.(*corev1.LimitRange)
+		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
+	case *networkingv1.NetworkPolicy:
+		n, ok := new.(*networkingv1.NetworkPolicy)
 		return !ok || !equality.Semantic.DeepEqual(o.Spec, n.Spec)
 	}
 	return true

@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -235,8 +236,66 @@ func TestIngressAndNetworkPolicyContents(t *testing.T) {
 		t.Errorf("NetworkPolicy (-want +got):\n%s", diff)
 	}
 
-	// Opening the app removes the policy.
-	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) { s.NetworkIsolation = schedv1.IsolationOpen })
+	// allowFrom and egress, as the API server stores them.
+	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) {
+		s.AllowFrom = &schedv1.AllowFrom{
+			Apps:         []string{"billing"},
+			Tasks:        true,
+			Namespaces:   []schedv1.NamespaceLabels{{MatchLabels: map[string]string{"team": "payments"}}},
+			MetricsPorts: []int32{9090},
+		}
+		s.Egress = schedv1.EgressNamespace
+	})
+	tcp := corev1.ProtocolTCP
+	udp := corev1.ProtocolUDP
+	port := func(p *corev1.Protocol, n int) networkingv1.NetworkPolicyPort {
+		v := intstr.FromInt(n)
+		return networkingv1.NetworkPolicyPort{Protocol: p, Port: &v}
+	}
+	dns := networkingv1.NetworkPolicyEgressRule{Ports: []networkingv1.NetworkPolicyPort{port(&udp, 53), port(&tcp, 53)}}
+	wantPolicy = networkingv1.NetworkPolicySpec{
+		PodSelector: *self,
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{
+			{From: []networkingv1.NetworkPolicyPeer{
+				{PodSelector: self},
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: op.Options().Settings.IngressNamespace}}},
+				{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: schedv1.LabelUserDeployment, Operator: metav1.LabelSelectorOpIn, Values: []string{"billing"}}}}},
+				{PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: schedv1.LabelAgentTask, Operator: metav1.LabelSelectorOpExists}}}},
+				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "payments"}}},
+			}},
+			{
+				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: op.Options().Settings.MonitoringNamespace}}}},
+				Ports: []networkingv1.NetworkPolicyPort{port(&tcp, 9090)},
+			},
+		},
+		Egress: []networkingv1.NetworkPolicyEgressRule{dns, {To: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{}}}}},
+	}
+	policyIs := func(want networkingv1.NetworkPolicySpec) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+				return err
+			}
+			if diff := cmp.Diff(want, np.Spec); diff != "" {
+				return fmt.Errorf("NetworkPolicy (-want +got):\n%s", diff)
+			}
+			return nil
+		}
+	}
+	eventually(t, "the policy with allowFrom and egress", policyIs(wantPolicy))
+
+	// Open with egress None: only egress is restricted.
+	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) {
+		s.NetworkIsolation, s.AllowFrom, s.Egress = schedv1.IsolationOpen, nil, schedv1.EgressNone
+	})
+	eventually(t, "the egress-only policy", policyIs(networkingv1.NetworkPolicySpec{
+		PodSelector: *self,
+		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
+		Egress:      []networkingv1.NetworkPolicyEgressRule{dns},
+	}))
+
+	// Open with egress anywhere removes the policy.
+	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) { s.Egress = schedv1.EgressInternet })
 	gone(t, np)
 }
 

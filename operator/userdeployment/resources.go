@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
@@ -42,6 +43,9 @@ type Settings struct {
 	IngressNamespace string
 	// NetworkPolicies switches isolation on.
 	NetworkPolicies bool
+	// MonitoringNamespace runs the cluster's Prometheus, admitted on the
+	// metrics ports an app's allowFrom names.
+	MonitoringNamespace string
 	// ClusterSecretStore backs external secret references.
 	ClusterSecretStore string
 	// ExternalSecretKeyTemplate is the prefix an app's external secret keys
@@ -246,8 +250,10 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			p.withholdRoute(schedv1.ReasonHostNotAllowed, problem)
 		}
 	}
-	if s.NetworkPolicies && ud.Spec.NetworkIsolation != schedv1.IsolationOpen {
-		p.objects = append(p.objects, buildNetworkPolicy(ud, s.IngressNamespace))
+	if s.NetworkPolicies {
+		if np := buildNetworkPolicy(ud, netpol.Platform{IngressNamespace: s.IngressNamespace, MonitoringNamespace: s.MonitoringNamespace}); np != nil {
+			p.objects = append(p.objects, np)
+		}
 	}
 	return p
 }
@@ -784,24 +790,17 @@ func unstructuredObject(gvk schema.GroupVersionKind, m metav1.ObjectMeta, spec m
 	return u
 }
 
-// buildNetworkPolicy admits traffic to the app's pods only from its own
-// pods and from the ingress controller's namespace.
-func buildNetworkPolicy(ud *schedv1.UserDeployment, ingressNamespace string) *networkingv1.NetworkPolicy {
-	app := &metav1.LabelSelector{MatchLabels: map[string]string{schedv1.LabelUserDeployment: ud.Name}}
-	from := []networkingv1.NetworkPolicyPeer{{PodSelector: app}}
-	if ingressNamespace != "" {
-		from = append(from, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{corev1.LabelMetadataName: ingressNamespace},
-		}})
+// buildNetworkPolicy is the app's NetworkPolicy (netpol.AppSpec), or nil
+// when it would restrict nothing.
+func buildNetworkPolicy(ud *schedv1.UserDeployment, p netpol.Platform) *networkingv1.NetworkPolicy {
+	spec := netpol.AppSpec(ud, p)
+	if spec == nil {
+		return nil
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
 		ObjectMeta: objectMeta(ud, ud.Name, ""),
-		Spec: networkingv1.NetworkPolicySpec{
-			PodSelector: *app.DeepCopy(),
-			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: from}},
-		},
+		Spec:       *spec,
 	}
 }
 

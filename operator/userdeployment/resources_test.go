@@ -18,6 +18,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
@@ -436,39 +437,23 @@ func TestBuildExternalSecret(t *testing.T) {
 	}
 }
 
+// TestBuildNetworkPolicy: the app's policy is netpol's spec (its contents
+// are tested there) under the app's metadata, and there is none when it
+// would restrict nothing.
 func TestBuildNetworkPolicy(t *testing.T) {
-	app := &metav1.LabelSelector{MatchLabels: map[string]string{schedv1.LabelUserDeployment: "shop"}}
-	cases := map[string]struct {
-		ingressNamespace string
-		from             []networkingv1.NetworkPolicyPeer
-	}{
-		"own pods and the ingress controller": {
-			ingressNamespace: "ingress-nginx",
-			from: []networkingv1.NetworkPolicyPeer{
-				{PodSelector: app},
-				{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "ingress-nginx"}}},
-			},
-		},
-		"own pods only without an ingress namespace": {
-			from: []networkingv1.NetworkPolicyPeer{{PodSelector: app}},
-		},
+	platform := netpol.Platform{IngressNamespace: "ingress-nginx", MonitoringNamespace: "monitoring"}
+	ud := MakeUserDeployment("shop", "ns").Meta(func(m *metav1.ObjectMeta) { m.UID = "uid-1" }).Obj()
+	want := &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: wantMeta("shop", ""),
+		Spec:       *netpol.AppSpec(ud, platform),
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := buildNetworkPolicy(MakeUserDeployment("shop", "ns").Meta(func(m *metav1.ObjectMeta) { m.UID = "uid-1" }).Obj(), tc.ingressNamespace)
-			want := &networkingv1.NetworkPolicy{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
-				ObjectMeta: wantMeta("shop", ""),
-				Spec: networkingv1.NetworkPolicySpec{
-					PodSelector: *app,
-					PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-					Ingress:     []networkingv1.NetworkPolicyIngressRule{{From: tc.from}},
-				},
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("NetworkPolicy (-want +got):\n%s", diff)
-			}
-		})
+	if diff := cmp.Diff(want, buildNetworkPolicy(ud, platform)); diff != "" {
+		t.Errorf("NetworkPolicy (-want +got):\n%s", diff)
+	}
+	ud.Spec.NetworkIsolation = schedv1.IsolationOpen
+	if got := buildNetworkPolicy(ud, platform); got != nil {
+		t.Errorf("an Open app with egress anywhere has a NetworkPolicy: %+v", got.Spec)
 	}
 }
 

@@ -106,7 +106,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 
 	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml",
 		"--ingress-domain", "apps.example.org", "--ingress-class", "nginx", "--ingress-provider", "traefik",
-		"--ingress-namespace", "traefik", "--network-policies", "false",
+		"--ingress-namespace", "traefik", "--network-policies", "false", "--monitoring-namespace", "prometheus",
 		"--cluster-secret-store", "vault", "--cluster-issuer", "letsencrypt-prod",
 		"--external-secret-key-template", "teams/{{namespace}}/", "--external-secret-reserved-paths", "kv,shared",
 		"--priority-class", "High=business-critical", "--priority-class", "Low=",
@@ -120,7 +120,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	got, hash, classes := settingsOf(t, decodeAll(t, strings.NewReader(res.Stdout)))
 	want := map[string]string{
 		"INGRESS_DOMAIN": "apps.example.org", "INGRESS_CLASS": "nginx", "INGRESS_PROVIDER": "traefik",
-		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false",
+		"INGRESS_NAMESPACE": "traefik", "NETWORK_POLICIES": "false", "MONITORING_NAMESPACE": "prometheus",
 		"CLUSTER_SECRET_STORE": "vault", "CLUSTER_ISSUER": "letsencrypt-prod",
 		"EXTERNAL_SECRET_KEY_TEMPLATE": "teams/{{namespace}}/", "EXTERNAL_SECRET_RESERVED_PATHS": "kv,shared",
 		"PRIORITY_CLASSES":    "Critical=kubectl-sched-critical,High=business-critical,Medium=kubectl-sched-medium",
@@ -150,6 +150,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	s := opts.Settings
 	if s.IngressDomain != "apps.example.org" || s.ClusterIssuer != "letsencrypt-prod" || s.PriorityClasses["High"] != "business-critical" || s.SchedulerImages["scx_lavd"] != "registry.example.org/scx:v1.0.14" || s.NetworkPolicies {
 		t.Errorf("operator settings %+v", s)
+	}
+	if s.MonitoringNamespace != "prometheus" {
+		t.Errorf("monitoring namespace %q", s.MonitoringNamespace)
 	}
 	if !slices.Equal(s.AllowedSchedulerRegistries, []string{"ghcr.io/sched-ext", "registry.example.org"}) {
 		t.Errorf("allowed registries %v", s.AllowedSchedulerRegistries)
