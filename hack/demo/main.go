@@ -50,6 +50,18 @@ func run(ctx context.Context) error {
 	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the kubelet")
 	fmt.Println("from Go modules (about ten minutes on two cores); later runs reuse them.")
 
+	// The real node needs Debian's containerd, runc and CNI plugins, as
+	// .ci/run installs them; the script says what it does, and does
+	// nothing where it cannot (not root, no apt-get).
+	if os.Getenv("REAL_NODE") != "false" {
+		say("The real node's packages: containerd, runc, CNI plugins, a static busybox, iptables (installed with apt-get when missing and this is root)")
+		script := exec.CommandContext(ctx, filepath.Join(root, "hack", "install-node-packages.sh"))
+		script.Stdout, script.Stderr = os.Stdout, os.Stdout
+		if err := script.Run(); err != nil {
+			fmt.Printf("Could not install them (%v): the tour runs on the kwok nodes alone.\n", err)
+		}
+	}
+
 	say("Building the control plane")
 	bins, err := cluster.BinDir(ctx, os.Stderr)
 	if err != nil {
@@ -70,7 +82,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 
-	steps := tour.Steps(root, c.RealNode != "")
+	steps := tour.Steps(c.RealNode != "")
 	// The install step comes first: the operator needs its RBAC.
 	if _, err := runStep(ctx, e, steps[0]); err != nil {
 		return err

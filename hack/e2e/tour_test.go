@@ -17,7 +17,6 @@ import (
 func TestTour(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	root := repoRoot(t)
 	e := startCluster(t, os.Getenv("REAL_NODE") != "false")
 	t.Cleanup(func() {
 		_ = e.StopOperator()
@@ -36,7 +35,7 @@ func TestTour(t *testing.T) {
 	if e.Cluster.RealNode == "" && os.Getenv("REQUIRE_REAL_NODE") != "" {
 		t.Fatal("REQUIRE_REAL_NODE is set, but the cluster has no real node; its log says why")
 	}
-	steps := tour.Steps(root, e.Cluster.RealNode != "")
+	steps := tour.Steps(e.Cluster.RealNode != "")
 	for i, s := range steps {
 		r, err := e.RunStep(ctx, s, nil)
 		if err != nil {

@@ -92,7 +92,7 @@ func (e *Env) Environ() []string {
 // Kubectl runs kubectl ARGS and returns what it printed and its exit code.
 func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
 	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
-	cmd.Env = e.Environ()
+	cmd.Env, cmd.Dir = e.Environ(), e.Root
 	var o, se strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &se
 	err = cmd.Run()

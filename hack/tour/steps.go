@@ -20,10 +20,10 @@ type Step struct {
 	Retry time.Duration
 }
 
-// Steps is the tour, in order. root is the repository root; realNode says
-// whether the cluster has the real node, where the workflow's containers
-// really run (otherwise kwok simulates them).
-func Steps(root string, realNode bool) []Step {
+// Steps is the tour, in order. realNode says whether the cluster has the
+// real node, where the workflow's containers really run (otherwise kwok
+// simulates them). Commands run in the repository's root.
+func Steps(realNode bool) []Step {
 	file, say := "workflow.yaml", "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how."
 	if !realNode {
 		file, say = "workflow-kwok.yaml", "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."
@@ -31,7 +31,7 @@ func Steps(root string, realNode bool) []Step {
 	workflow := Step{
 		Title: "Run a three-step workflow that passes outputs, watched live",
 		Say:   say,
-		Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", file), "--watch"},
+		Args:  []string{"sched", "workflow", "run", "-f", tourFile(file), "--watch"},
 		Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:0a8beffc2418"},
 	}
 	var logs []Step
@@ -66,7 +66,7 @@ func Steps(root string, realNode bool) []Step {
 		{
 			Title: "Steps side by side",
 			Say:   "lint and test both depend on fetch and run together; ship waits for both and uses all three outputs.",
-			Args:  []string{"sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "branches.yaml"), "--watch"},
+			Args:  []string{"sched", "workflow", "run", "-f", tourFile("branches.yaml"), "--watch"},
 			Want:  []string{"checks", "lint", "test", "ship", "Succeeded", "shipped=4f2a9c1e7b3d"},
 		},
 		{
@@ -111,7 +111,7 @@ func Steps(root string, realNode bool) []Step {
 	// The logs right after the workflow.
 	at := slices.IndexFunc(steps, func(s Step) bool { return s.Title == workflow.Title }) + 1
 	steps = slices.Insert(steps, at, logs...)
-	return append(steps, firstDay(root, realNode)...)
+	return append(steps, firstDay(realNode)...)
 }
 
 // Tenant is the tour's team namespace and Member its member.
@@ -125,7 +125,7 @@ const (
 // its logs, runs a workflow, and sees what the team uses of its tier. It
 // comes last: the quota controller counts the CRDs only once it has
 // discovered them, up to 30s after install.
-func firstDay(root string, realNode bool) []Step {
+func firstDay(realNode bool) []Step {
 	as := func(args ...string) []string {
 		i := slices.Index(args, "--")
 		if i < 0 {
@@ -143,14 +143,14 @@ func firstDay(root string, realNode bool) []Step {
 	}
 	workflow := Step{
 		Title: "Her first workflow",
-		Args:  as("sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow-kwok.yaml"), "--watch"),
+		Args:  as("sched", "workflow", "run", "-f", tourFile("workflow-kwok.yaml"), "--watch"),
 		Want:  []string{"Workflow release Succeeded"},
 	}
 	if realNode {
 		steps = append(steps, Step{
 			Title: "A tenant's first day: the real node for the free tier",
 			Say:   "No installed tier may use the real node's pool; the admin adds it to the free tier's placement.nodePools (the patch is the installed free tier with real added).",
-			Args:  []string{"patch", "configmap", "kubectl-sched-tiers", "-n", "kubectl-sched-system", "--patch-file", filepath.Join(root, "hack", "tour", "free-tier.yaml")},
+			Args:  []string{"patch", "configmap", "kubectl-sched-tiers", "-n", "kubectl-sched-system", "--patch-file", tourFile("free-tier.yaml")},
 			Want:  []string{"configmap/kubectl-sched-tiers patched"},
 		})
 		task = Step{
@@ -162,7 +162,7 @@ func firstDay(root string, realNode bool) []Step {
 		}
 		workflow = Step{
 			Title: "Her first workflow, with each step's log",
-			Args:  as("sched", "workflow", "run", "-f", filepath.Join(root, "hack", "tour", "workflow.yaml"), "--watch", "--logs"),
+			Args:  as("sched", "workflow", "run", "-f", tourFile("workflow.yaml"), "--watch", "--logs"),
 			Want:  []string{"build | building shop at 0a8beffc2418", "Workflow release Succeeded"},
 		}
 	}
@@ -200,3 +200,8 @@ func firstDay(root string, realNode bool) []Step {
 		},
 	)
 }
+
+// tourFile is a file of hack/tour as the commands name it: relative to the
+// repository's root, where they run, so the transcript reads the same on
+// every machine.
+func tourFile(name string) string { return filepath.Join("hack", "tour", name) }

@@ -266,9 +266,17 @@ func (v *View) appendChanges(s State) {
 	if v.last != nil {
 		prev = *v.last
 	}
+	phaseLine := ""
 	if v.last == nil || prev.Phase != s.Phase {
-		fmt.Fprintf(v.out, "%s workflow %s %s %d/%d steps\n", stamp, s.Name, s.Phase, s.Done(), len(s.Steps))
+		phaseLine = fmt.Sprintf("%s workflow %s %s %d/%d steps\n", stamp, s.Name, s.Phase, s.Done(), len(s.Steps))
 	}
+	// A workflow starts before its steps and ends after them: its final
+	// line comes after the last step's, which the same update reports.
+	if !s.Phase.Finished() {
+		fmt.Fprint(v.out, phaseLine)
+		phaseLine = ""
+	}
+	defer fmt.Fprint(v.out, phaseLine)
 	for i, st := range s.Steps {
 		old := Step{Phase: schedv1.StepWaiting}
 		if i < len(prev.Steps) && prev.Steps[i].Name == st.Name {

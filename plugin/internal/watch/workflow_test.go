@@ -74,9 +74,9 @@ func TestAppendModeWritesOneLinePerChangeAndNoEscapes(t *testing.T) {
 12:00:02 step 0 build output image=registry.example/app:1.0
 12:00:02 step 1 test Running
 test | running 12 tests
-12:00:09 workflow demo Failed 1/3 steps
 12:00:09 step 1 test Failed in 4s: exit code 3: 2 tests failed
 12:00:09 step 2 deploy Skipped: step test did not succeed
+12:00:09 workflow demo Failed 1/3 steps
 Workflow demo Failed after 9s (1/3 steps): step 1 (test) failed: exit code 3: 2 tests failed
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
