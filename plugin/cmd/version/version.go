@@ -223,6 +223,15 @@ func SkewWarning(client, operator string) string {
 	return fmt.Sprintf("Warning: the operator (%s) is older than the plugin (%s): upgrade it with 'kubectl sched install'.", operator, client)
 }
 
+// MajorMinor is a release's "1.2", "" for anything that is not a release.
+func MajorMinor(v string) string {
+	r := release(v)
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", r.Major(), r.Minor())
+}
+
 // release parses a release version (v1.2.3, 1.2.3-rc.1), nil for anything else.
 func release(v string) *utilversion.Version {
 	parsed, err := utilversion.ParseSemantic(v)

@@ -31,3 +31,11 @@ func TestSkewWarning(t *testing.T) {
 		}
 	}
 }
+
+func TestMajorMinor(t *testing.T) {
+	for v, want := range map[string]string{"v1.2.3": "1.2", "1.12.0-rc.1": "1.12", "devel": "", "": "", "v0.0.0-20260102030405-abcdef012345": "", "v1.2": ""} {
+		if got := MajorMinor(v); got != want {
+			t.Errorf("MajorMinor(%q) = %q, want %q", v, got, want)
+		}
+	}
+}
