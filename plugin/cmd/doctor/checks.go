@@ -352,6 +352,10 @@ func policiesStatus(want []wantBinding, policies []admissionregistrationv1.Valid
 	}
 	c.Details = append(problems, warned...)
 	switch {
+	case len(gotPolicy) == 0 && len(gotBinding) == 0 && len(want) > 0:
+		// Nothing installed: a line per object would say nothing more.
+		c.Status, c.Fix, c.Details = Fail, fixInstall, nil
+		c.Message = fmt.Sprintf("none of the %d installed", len(want))
 	case broken > 0:
 		c.Status, c.Fix = Fail, fixInstall
 		c.Message = fmt.Sprintf("%d of %d not bound and active", broken, len(want))

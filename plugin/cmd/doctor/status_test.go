@@ -174,8 +174,9 @@ func TestPoliciesStatus(t *testing.T) {
 	}{
 		"all": {vaps{policy("a"), policy("b")}, bindings{binding("a", "a", "Deny"), binding("b", "b", "Deny")},
 			Check{Name: "policies", Status: OK, Message: "2 of 2 bound and active"}},
-		"none": {nil, nil, Check{Name: "policies", Status: Fail, Fix: "kubectl sched install",
-			Message: "2 of 2 not bound and active", Details: []string{"policy a missing", "binding a missing", "policy b missing", "binding b missing"}}},
+		"none": {nil, nil, Check{Name: "policies", Status: Fail, Fix: "kubectl sched install", Message: "none of the 2 installed"}},
+		"one gone": {vaps{policy("a")}, bindings{binding("a", "a", "Deny")}, Check{Name: "policies", Status: Fail, Fix: "kubectl sched install",
+			Message: "1 of 2 not bound and active", Details: []string{"policy b missing", "binding b missing"}}},
 		"audit only": {vaps{policy("a"), policy("b")}, bindings{binding("a", "a", "Audit"), binding("b", "b", "Deny")},
 			Check{Name: "policies", Status: Fail, Fix: "kubectl sched install",
 				Message: "1 of 2 not bound and active", Details: []string{"binding a has validationActions [Audit], not [Deny]"}}},
