@@ -12,8 +12,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -91,26 +93,54 @@ func (d *doctor) crds(ctx context.Context) Check {
 			served[r.Name] = true
 		}
 	}
+	embedded := map[string]*unstructured.Unstructured{}
+	objs, err := install.Objects(install.ManifestImage, schedv1.DefaultOperatorNamespace, "")
+	if err != nil {
+		return Check{Name: checkCRDs, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			embedded[o.GetName()] = o
+		}
+	}
 	versions := map[string]string{}
+	var differ []string
 	readErr := ""
 	for _, r := range crdResources {
 		if !served[r] {
 			continue
 		}
 		name := r + "." + schedv1.GroupName
-		crd, err := d.c.Metadata.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+		crd, err := d.c.Dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			readErr = skipped(checkCRDs, err, "get", "customresourcedefinitions.apiextensions.k8s.io "+name).Message
 			break
 		}
 		versions[r] = crd.GetLabels()[versionLabel]
+		if !sameVersions(embedded[name], crd) {
+			differ = append(differ, r)
+		}
 	}
-	return crdStatus(served, versions, readErr, d.plugin)
+	return crdStatus(served, versions, differ, readErr, d.plugin)
 }
 
-// crdStatus: missing kinds fail (exit 4); CRDs labelled with another
-// version warn. readErr says why the labels could not be read.
-func crdStatus(served map[string]bool, versions map[string]string, readErr, plugin string) Check {
+// sameVersions reports whether the installed CRD serves the versions, with
+// the schemas, that the plugin's own does: whether install from this
+// plugin would leave it as it is.
+func sameVersions(embedded, installed *unstructured.Unstructured) bool {
+	if embedded == nil {
+		return false
+	}
+	want, _, _ := unstructured.NestedSlice(embedded.Object, "spec", "versions")
+	got, _, _ := unstructured.NestedSlice(installed.Object, "spec", "versions")
+	return equality.Semantic.DeepEqual(want, got)
+}
+
+// crdStatus: missing kinds fail (exit 4). CRDs whose versions and
+// schemas differ from the plugin's, or labelled with another release, warn:
+// another version of install applied them. readErr says why the CRDs
+// could not be read.
+func crdStatus(served map[string]bool, versions map[string]string, differ []string, readErr, plugin string) Check {
 	c := Check{Name: checkCRDs}
 	var missing []string
 	for _, r := range crdResources {
@@ -126,31 +156,29 @@ func crdStatus(served map[string]bool, versions map[string]string, readErr, plug
 	c.Status = OK
 	c.Message = fmt.Sprintf("%d of %d served (%s)", len(crdResources), len(crdResources), schedv1.GroupVersion)
 	if readErr != "" {
-		c.Message += "; version not checked " + readErr
+		c.Message += "; not compared with the plugin's " + readErr
 		return c
 	}
-	if release(plugin) == "" {
-		c.Message += "; version not compared: the plugin is a development build (" + plugin + ")"
-		return c
-	}
-	var other, unlabelled []string
+	var other []string
 	for _, r := range crdResources {
-		switch v := versions[r]; {
-		case v == "":
-			unlabelled = append(unlabelled, r)
-		case release(v) != release(plugin):
+		if v := versions[r]; v != "" && release(plugin) != "" && release(v) != release(plugin) {
 			other = append(other, r+" "+v)
 		}
 	}
 	switch {
+	case len(differ) > 0:
+		c.Message += "; " + strings.Join(differ, ", ") + " differ from this plugin's (" + plugin + "): another version installed them"
 	case len(other) > 0:
-		c.Status, c.Fix = Warn, fixInstall+" (with this plugin, "+plugin+")"
 		c.Message += "; at another version than the plugin's " + plugin + ": " + strings.Join(other, ", ")
-	case len(unlabelled) > 0:
-		c.Message += "; version not compared: no " + versionLabel + " label on " + strings.Join(unlabelled, ", ")
 	default:
-		c.Message += "; at the plugin's version " + plugin
+		c.Message += "; the same as this plugin's (" + plugin + ")"
+		if release(plugin) == "" && len(versions) > 0 && versions[crdResources[0]] != "" {
+			c.Message += "; version labels not compared: the plugin is a development build"
+		}
+		return c
 	}
+	c.Status = Warn
+	c.Fix = "run 'kubectl sched install' with the plugin of the operator's version ('kubectl krew upgrade sched' first if this one is older)"
 	return c
 }
 

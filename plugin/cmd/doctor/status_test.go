@@ -11,9 +11,11 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
@@ -26,9 +28,11 @@ func labelled(v string) map[string]string {
 }
 
 func TestCRDStatus(t *testing.T) {
+	const fix = "run 'kubectl sched install' with the plugin of the operator's version ('kubectl krew upgrade sched' first if this one is older)"
 	cases := map[string]struct {
 		served   map[string]bool
 		versions map[string]string
+		differ   []string
 		readErr  string
 		plugin   string
 		want     Check
@@ -43,31 +47,36 @@ func TestCRDStatus(t *testing.T) {
 			want: Check{Name: "crds", Status: Fail, Fix: "kubectl sched install",
 				Message: "not served: schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
 		},
-		"same release": {
-			served: allServed(), versions: labelled("v1.2.3"), plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); at the plugin's version v1.2.0"},
+		"the plugin's": {
+			served: allServed(), versions: map[string]string{}, plugin: "v1.2.0",
+			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
 		},
-		"older CRDs": {
+		"schemas differ": {
+			served: allServed(), versions: map[string]string{}, differ: []string{"agenttasks", "workflows"}, plugin: "v1.2.0",
+			want: Check{Name: "crds", Status: Warn, Fix: fix,
+				Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); agenttasks, workflows differ from this plugin's (v1.2.0): another version installed them"},
+		},
+		"same release labelled": {
+			served: allServed(), versions: labelled("v1.2.3"), plugin: "v1.2.0",
+			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
+		},
+		"older release labelled": {
 			served: allServed(), versions: map[string]string{"agenttasks": "v1.1.0", "workflows": "v1.2.0", "userdeployments": "v1.2.0", "schedexts": "v1.2.0"}, plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: Warn, Fix: "kubectl sched install (with this plugin, v1.2.0)",
+			want: Check{Name: "crds", Status: Warn, Fix: fix,
 				Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); at another version than the plugin's v1.2.0: agenttasks v1.1.0"},
 		},
 		"dev build": {
 			served: allServed(), versions: labelled("v1.1.0"), plugin: "devel",
-			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); version not compared: the plugin is a development build (devel)"},
-		},
-		"unlabelled": {
-			served: allServed(), versions: map[string]string{}, plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); version not compared: no app.kubernetes.io/version label on agenttasks, workflows, userdeployments, schedexts"},
+			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (devel); version labels not compared: the plugin is a development build"},
 		},
 		"forbidden": {
 			served: allServed(), readErr: "(forbidden: x)", plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); version not checked (forbidden: x)"},
+			want: Check{Name: "crds", Status: OK, Message: "4 of 4 served (sched.kubectl-sched.dev/v1alpha1); not compared with the plugin's (forbidden: x)"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, crdStatus(tc.served, tc.versions, tc.readErr, tc.plugin)); diff != "" {
+			if diff := cmp.Diff(tc.want, crdStatus(tc.served, tc.versions, tc.differ, tc.readErr, tc.plugin)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -311,5 +320,36 @@ func TestExitError(t *testing.T) {
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%s: exit %d (%v), want %d", name, code, err, tc.code)
 		}
+	}
+}
+
+func TestSameVersions(t *testing.T) {
+	objs, err := install.Objects(install.ManifestImage, "ops", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var crd *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetName() == "agenttasks."+schedv1.GroupName {
+			crd = o
+		}
+	}
+	installed := crd.DeepCopy()
+	installed.SetLabels(map[string]string{"app.kubernetes.io/version": "v1.0.0"})
+	if !sameVersions(crd, installed) {
+		t.Error("metadata alone makes the CRD differ")
+	}
+	versions, _, _ := unstructured.NestedSlice(installed.Object, "spec", "versions")
+	if err := unstructured.SetNestedField(versions[0].(map[string]any), "older", "schema", "openAPIV3Schema", "description"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(installed.Object, versions, "spec", "versions"); err != nil {
+		t.Fatal(err)
+	}
+	if sameVersions(crd, installed) {
+		t.Error("another schema is the same")
+	}
+	if sameVersions(nil, installed) {
+		t.Error("a CRD the plugin does not have is the same")
 	}
 }
