@@ -208,3 +208,16 @@ func TestRunningOperator(t *testing.T) {
 		t.Errorf("a patch apart: stderr %q, want none", r.Stderr)
 	}
 }
+
+func TestErrors(t *testing.T) {
+	env.RunErrorCases(t, map[string]plugintest.ErrorCase{
+		"unreachable": {Args: []string{"doctor", "--server", "https://127.0.0.1:1", "--request-timeout", "2s"}, NoKubeconfig: true,
+			Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster", "kubectl cluster-info"}},
+		"bad output":  {Args: []string{"doctor", "-o", "wide"}, Code: cmdutil.ExitUsage, Stderr: []string{`--output must be json or yaml, got "wide"`}},
+		"an argument": {Args: []string{"doctor", "extra"}, Code: cmdutil.ExitUsage},
+	}, func(t *testing.T, r plugintest.Result) {
+		if r.Stdout != "" {
+			t.Errorf("stdout %q, want nothing", r.Stdout)
+		}
+	})
+}

@@ -353,3 +353,26 @@ func TestSameVersions(t *testing.T) {
 		t.Error("a CRD the plugin does not have is the same")
 	}
 }
+
+func TestPrintText(t *testing.T) {
+	rep := Report{PluginVersion: "v1.2.0", User: "alice", Namespace: "team", OperatorNamespace: "ops", Checks: []Check{
+		{Name: "crds", Status: OK, Message: "fine"},
+		{Name: "operator", Status: Fail, Message: "gone\x1b[2J\nreally", Fix: "kubectl sched install"},
+		{Name: "rbac", Status: Warn, Message: "some", Details: []string{"denied  logs"}},
+	}}
+	var plain, color strings.Builder
+	printText(&plain, rep, false)
+	want := `kubectl sched doctor (plugin v1.2.0) as "alice", namespace team, operator namespace ops
+OK    crds          fine
+FAIL  operator      gone^[[2J really; fix: kubectl sched install
+WARN  rbac          some
+      denied  logs
+`
+	if diff := cmp.Diff(want, plain.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	printText(&color, rep, true)
+	if !strings.Contains(color.String(), "\x1b[31mFAIL\x1b[0m  operator") || strings.Count(color.String(), "\x1b[0m") != 3 {
+		t.Errorf("coloured:\n%q", color.String())
+	}
+}
