@@ -34,6 +34,9 @@ import (
 const rootExamples = `  # Show the plugin and operator versions
   kubectl sched version
 
+  # Check what kubectl-sched needs, and how to fix what is wrong
+  kubectl sched doctor
+
   # List everything kubectl-sched manages, with kubectl itself
   kubectl get sched`
 
