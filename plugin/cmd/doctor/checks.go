@@ -66,18 +66,18 @@ type doctor struct {
 // skipped is a check the user may not read the objects of. Other errors
 // fail it: they are the cluster's problem, not the user's rights.
 func skipped(name string, err error, verb, what string) Check {
-	var e *cmdutil.Error
+	if !apierrors.IsForbidden(err) {
+		return Check{Name: name, Status: Fail, Message: fmt.Sprintf("cannot %s %s: %v", verb, what, err)}
+	}
 	msg := err.Error()
+	var e *cmdutil.Error
 	if errors.As(cmdutil.API(err, verb, what), &e) {
-		msg = e.Msg
+		msg = e.Msg // names the user, verb and resource as RBAC checked them
 	}
-	if apierrors.IsForbidden(err) {
-		if !strings.HasPrefix(msg, "forbidden: ") {
-			msg = "forbidden: " + msg
-		}
-		return Check{Name: name, Status: Skip, Message: "(" + msg + ")"}
+	if !strings.HasPrefix(msg, "forbidden: ") {
+		msg = "forbidden: " + msg
 	}
-	return Check{Name: name, Status: Fail, Message: msg}
+	return Check{Name: name, Status: Skip, Message: "(" + msg + ")"}
 }
 
 // crds checks that the API server serves the four kinds (discovery, which

@@ -65,8 +65,8 @@ type Report struct {
 type Options struct {
 	Flags  *genericclioptions.ConfigFlags
 	Output string
-	// OperatorNamespace is where to look for the operator's Lease and
-	// settings when its Deployment cannot be found or read.
+	// OperatorNamespace is where to look for the operator's Leases and
+	// settings; its Deployment's namespace when empty.
 	OperatorNamespace string
 	genericiooptions.IOStreams
 
@@ -102,7 +102,7 @@ installed ('kubectl sched install' fixes it).`,
 		RunE: cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: json or yaml.")
-	cmd.Flags().StringVar(&o.OperatorNamespace, "operator-namespace", "", "Namespace of the operator when its Deployment cannot be read (default: the Deployment's, else "+schedv1.DefaultOperatorNamespace+").")
+	cmd.Flags().StringVar(&o.OperatorNamespace, "operator-namespace", "", "Namespace of the operator's Leases and settings (default: its Deployment's, else "+schedv1.DefaultOperatorNamespace+").")
 	return cmd
 }
 

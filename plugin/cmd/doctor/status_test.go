@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +11,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -374,5 +377,20 @@ WARN  rbac          some
 	printText(&color, rep, true)
 	if !strings.Contains(color.String(), "\x1b[31mFAIL\x1b[0m  operator") || strings.Count(color.String(), "\x1b[0m") != 3 {
 		t.Errorf("coloured:\n%q", color.String())
+	}
+}
+
+func TestSkipped(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "",
+		errors.New(`User "alice" cannot list resource "deployments" in API group "apps" at the cluster scope`))
+	got := skipped("operator", forbidden, "list", "deployments.apps")
+	want := Check{Name: "operator", Status: Skip, Message: `(forbidden: user "alice" may not list deployments.apps at the cluster scope)`}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("forbidden (-want +got):\n%s", diff)
+	}
+	got = skipped("policies", apierrors.NewServiceUnavailable("etcd is down"), "list", "validatingadmissionpolicies")
+	want = Check{Name: "policies", Status: Fail, Message: "cannot list validatingadmissionpolicies: etcd is down"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("other errors fail (-want +got):\n%s", diff)
 	}
 }
