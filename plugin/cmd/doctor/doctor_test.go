@@ -154,7 +154,16 @@ func TestRunningOperator(t *testing.T) {
 			{Name: "cert-manager", API: "cert-manager.io/v1 Certificate", State: operatorstatus.NotInstalled}})}}}
 	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: install.ConfigMapName, Namespace: ns},
 		Data: map[string]string{"INGRESS_DOMAIN": "apps.example.org"}}
-	for _, o := range []client.Object{dep, leader, status, settings} {
+	// Nodes of two pools, one simulated, and a SchedExt on one pool that
+	// found a node without sched_ext.
+	node := func(name, pool string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{schedv1.NodeLabelPool: pool},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+	}
+	scx := &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: "doctor-lavd"},
+		Spec: schedv1.SchedExtSpec{Scheduler: schedv1.SchedulerSource{Name: "scx_lavd"}, NodeSelector: map[string]string{schedv1.NodeLabelPool: "general"}}}
+	objs := []client.Object{dep, leader, status, settings, node("doctor-g1", "general"), node("doctor-g2", "general"), node("doctor-gpu1", "gpu"), scx}
+	for _, o := range objs {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -163,6 +172,10 @@ func TestRunningOperator(t *testing.T) {
 	// No controller manager runs here: the status is written by hand.
 	dep.Status = appsv1.DeploymentStatus{Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
 	if err := env.Client.Status().Update(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	scx.Status = schedv1.SchedExtStatus{DesiredNodes: 2, ReadyNodes: 1, UnsupportedNodes: []string{"doctor-g2"}}
+	if err := env.Client.Status().Update(ctx, scx); err != nil {
 		t.Fatal(err)
 	}
 
@@ -187,6 +200,15 @@ func TestRunningOperator(t *testing.T) {
 	}
 	if code != 0 {
 		t.Errorf("exit %d, want 0 (only nodes warn)", code)
+	}
+	wantNodes := doctor.Check{Name: "nodes", Status: doctor.Warn, Message: "3 node(s) in 2 pool(s); nodes without sched_ext in pool general",
+		Fix: "'kubectl sched schedext status' names them; run SchedExts only on pools whose kernels have sched_ext (6.12+)",
+		Details: []string{
+			"pool general: 2 node(s) (2 simulated); SchedExt doctor-lavd 1/2 ready; 1 without sched_ext",
+			"pool gpu: 1 node(s) (1 simulated); no SchedExt selects them (sched_ext support unknown)",
+		}}
+	if diff := cmp.Diff(wantNodes, got["nodes"]); diff != "" {
+		t.Errorf("nodes (-want +got):\n%s", diff)
 	}
 	if want := []string{"INGRESS_DOMAIN=apps.example.org"}; !cmp.Equal(got["settings"].Details, want) {
 		t.Errorf("settings details %q, want %q", got["settings"].Details, want)
