@@ -311,16 +311,19 @@ func (d *doctor) policies(ctx context.Context, ns string) Check {
 	if err != nil {
 		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
 	}
-	var want []wantBinding
-	for _, o := range objs {
-		if o.GetKind() != "ValidatingAdmissionPolicyBinding" {
-			continue
-		}
-		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
-			return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
-		}
-		want = append(want, wantBinding{Name: b.Name, Policy: b.Spec.PolicyName, Actions: b.Spec.ValidationActions})
+	// The External Secrets policy is optional (install adds it when the
+	// cluster serves External Secrets): checked when any part of it is there.
+	optional, err := install.ExternalSecretsPolicy("{{namespace}}/", nil)
+	if err != nil {
+		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
+	}
+	want, err := bindingsOf(objs)
+	if err != nil {
+		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
+	}
+	wantOptional, err := bindingsOf(optional)
+	if err != nil {
+		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
 	}
 	api := d.c.Kube.AdmissionregistrationV1()
 	policies, err := api.ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
@@ -331,7 +334,29 @@ func (d *doctor) policies(ctx context.Context, ns string) Check {
 	if err != nil {
 		return skipped(checkPolicies, err, "list", "validatingadmissionpolicybindings.admissionregistration.k8s.io")
 	}
+	for _, w := range wantOptional {
+		if slices.ContainsFunc(policies.Items, func(p admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == w.Policy }) ||
+			slices.ContainsFunc(bindings.Items, func(b admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool { return b.Name == w.Name }) {
+			want = append(want, w)
+		}
+	}
 	return policiesStatus(want, policies.Items, bindings.Items)
+}
+
+// bindingsOf lists the policy bindings among objs.
+func bindingsOf(objs []*unstructured.Unstructured) ([]wantBinding, error) {
+	var want []wantBinding
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicyBinding" {
+			continue
+		}
+		var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &b); err != nil {
+			return nil, err
+		}
+		want = append(want, wantBinding{Name: b.Name, Policy: b.Spec.PolicyName, Actions: b.Spec.ValidationActions})
+	}
+	return want, nil
 }
 
 // wantBinding is a binding as install applies it.

@@ -243,3 +243,32 @@ func TestErrors(t *testing.T) {
 		}
 	})
 }
+
+// The optional External Secrets policy is checked once part of it is
+// there: a policy without its binding checks nothing.
+func TestOptionalPolicyUnbound(t *testing.T) {
+	ctx := context.Background()
+	objs, err := install.ExternalSecretsPolicy("{{namespace}}/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() != "ValidatingAdmissionPolicy" {
+			continue
+		}
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	r := env.Run("doctor", "-o", "json")
+	var rep doctor.Report
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("%v:\n%s", err, r.Stdout)
+	}
+	want := doctor.Check{Name: "policies", Status: doctor.Fail, Message: "1 of 12 not bound and active", Fix: "kubectl sched install",
+		Details: []string{"binding kubectl-sched-external-secret-keys missing"}}
+	if diff := cmp.Diff(want, rep.Checks[3]); diff != "" {
+		t.Errorf("policies (-want +got):\n%s", diff)
+	}
+}
