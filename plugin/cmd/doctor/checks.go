@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -53,7 +54,13 @@ const fixInstall = "kubectl sched install"
 const notServed = "not served:"
 
 // crdResources are the plugin's kinds, as their CRDs name them.
-var crdResources = []string{"agenttasks", "workflows", "userdeployments", "schedexts"}
+var crdResources = func() []string {
+	var out []string
+	for _, k := range kinds.Kinds {
+		out = append(out, k.Plural)
+	}
+	return out
+}()
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
@@ -43,7 +44,7 @@ func TestCRDStatus(t *testing.T) {
 		"none served": {
 			served: map[string]bool{}, plugin: "v1.2.0",
 			want: Check{Name: "crds", Status: Fail, Fix: "kubectl sched install",
-				Message: "not served: agenttasks, workflows, userdeployments, schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
+				Message: "not served: userdeployments, agenttasks, workflows, schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
 		},
 		"one missing": {
 			served: map[string]bool{"agenttasks": true, "workflows": true, "userdeployments": true}, plugin: "v1.2.0",
@@ -377,6 +378,13 @@ WARN  rbac          some
 	printText(&color, rep, true)
 	if !strings.Contains(color.String(), "\x1b[31mFAIL\x1b[0m  operator") || strings.Count(color.String(), "\x1b[0m") != 3 {
 		t.Errorf("coloured:\n%q", color.String())
+	}
+}
+
+// The plugin names the leader Lease without importing the operator.
+func TestLeaderElectionID(t *testing.T) {
+	if want := app.DefaultOptions().LeaderElectionID; LeaderElectionID != want {
+		t.Errorf("LeaderElectionID %q, the operator's %q", LeaderElectionID, want)
 	}
 }
 
