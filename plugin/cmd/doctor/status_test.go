@@ -362,15 +362,15 @@ func TestPrintText(t *testing.T) {
 	rep := Report{PluginVersion: "v1.2.0", User: "alice", Namespace: "team", OperatorNamespace: "ops", Checks: []Check{
 		{Name: "crds", Status: OK, Message: "fine"},
 		{Name: "operator", Status: Fail, Message: "gone\x1b[2J\nreally", Fix: "kubectl sched install"},
-		{Name: "rbac", Status: Warn, Message: "some", Details: []string{"denied  logs"}},
+		{Name: "settings", Status: Warn, Message: "some", Details: []string{"INGRESS_DOMAIN=x\x1b]52;c;aGk=\x07\ry"}},
 	}}
 	var plain, color strings.Builder
 	printText(&plain, rep, false)
 	want := `kubectl sched doctor (plugin v1.2.0) as "alice", namespace team, operator namespace ops
 OK    crds          fine
 FAIL  operator      gone^[[2J really; fix: kubectl sched install
-WARN  rbac          some
-      denied  logs
+WARN  settings      some
+      INGRESS_DOMAIN=x^[]52;c;aGk=^G y
 `
 	if diff := cmp.Diff(want, plain.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
