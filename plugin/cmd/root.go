@@ -16,6 +16,7 @@ import (
 	deletecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/delete"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/deploy"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/describe"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/doctor"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/get"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
@@ -32,6 +33,9 @@ import (
 
 const rootExamples = `  # Show the plugin and operator versions
   kubectl sched version
+
+  # Check what kubectl-sched needs, and how to fix what is wrong
+  kubectl sched doctor
 
   # List everything kubectl-sched manages, with kubectl itself
   kubectl get sched`
@@ -61,7 +65,7 @@ see 'kubectl sched install'.`,
 	root.SetErr(streams.ErrOut)
 	root.SetIn(streams.In)
 
-	root.AddCommand(version.NewCommand(flags, streams))
+	root.AddCommand(version.NewCommand(flags, streams), doctor.NewCommand(flags, streams))
 	root.AddCommand(deploy.NewCommand(flags, streams), templatecmd.NewCommand(flags, streams))
 	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
 	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
