@@ -322,7 +322,7 @@ func TestMembers(t *testing.T) {
 		run(0, []string{"template", "list"}, sharedTemplates)
 		run(0, []string{"template", "render", "web-app", "x", "--set", "apiImage=api:1"}, sharedTemplates)
 		r = run(0, []string{"tenant", "list"})
-		if !regexp.MustCompile(`(?m)^payments\s+free\s+\d+/10\s`).MatchString(r.Stdout) {
+		if !regexp.MustCompile(`(?m)^payments\s+free\s+\d+/20\s+\d+/5\s`).MatchString(r.Stdout) {
 			t.Errorf("tenant list shows no usage of payments:\n%s", r.Stdout)
 		}
 	})

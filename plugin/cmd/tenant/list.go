@@ -125,33 +125,39 @@ func (o *ListOptions) Run(ctx context.Context) error {
 // gets their own tenant (tenantNamespaces says so on stderr).
 func (o *ListOptions) rows(ctx context.Context) ([]tenantRow, error) {
 	c := o.clients.Client
-	namespaces, err := o.tenantNamespaces(ctx, o.clients)
+	namespaces, ownOnly, err := o.tenantNamespaces(ctx, o.clients)
 	if err != nil {
 		return nil, err
 	}
 	byNS := map[string]*corev1.ResourceQuota{}
-	var quotas corev1.ResourceQuotaList
 	// One list for every tenant's quota; a tenant's own is the one of its
-	// name and tier.
-	switch err := c.List(ctx, &quotas, client.MatchingLabels{schedv1.LabelManagedBy: schedv1.ManagedByValue}); {
-	case err == nil:
-		for i := range quotas.Items {
-			if q := &quotas.Items[i]; q.Name == schedv1.TierObjectName {
-				byNS[q.Namespace] = q
+	// name and tier. A member, who may not list namespaces, may not list
+	// every namespace's quotas either: they read their own.
+	each := ownOnly
+	if !each {
+		var quotas corev1.ResourceQuotaList
+		switch err := c.List(ctx, &quotas, client.MatchingLabels{schedv1.LabelManagedBy: schedv1.ManagedByValue}); {
+		case err == nil:
+			for i := range quotas.Items {
+				if q := &quotas.Items[i]; q.Name == schedv1.TierObjectName {
+					byNS[q.Namespace] = q
+				}
 			}
+		case apierrors.IsForbidden(err):
+			each = true
+		default:
+			return nil, cmdutil.API(err, "list", "resourcequotas")
 		}
-	case apierrors.IsForbidden(err):
-		for _, ns := range namespaces {
-			q := &corev1.ResourceQuota{}
-			switch err := c.Get(ctx, types.NamespacedName{Namespace: ns.Name, Name: schedv1.TierObjectName}, q); {
-			case err == nil:
-				byNS[ns.Name] = q
-			case !apierrors.IsNotFound(err):
-				return nil, cmdutil.API(err, "get", fmt.Sprintf("resourcequotas %q in namespace %q", schedv1.TierObjectName, ns.Name))
-			}
+	}
+	for i := 0; each && i < len(namespaces); i++ {
+		ns := namespaces[i].Name
+		q := &corev1.ResourceQuota{}
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); {
+		case err == nil:
+			byNS[ns] = q
+		case !apierrors.IsNotFound(err):
+			return nil, cmdutil.API(err, "get", fmt.Sprintf("resourcequotas %q in namespace %q", schedv1.TierObjectName, ns))
 		}
-	default:
-		return nil, cmdutil.API(err, "list", "resourcequotas")
 	}
 	rows := make([]tenantRow, 0, len(namespaces))
 	for _, ns := range namespaces {

@@ -116,23 +116,23 @@ func madeByCreate(rb *rbacv1.RoleBinding) bool {
 // tenantNamespaces are the namespaces tenant list shows: every tenant's,
 // or, for a user who may not list namespaces (a tenant's member), the
 // current namespace alone when it is a tenant's.
-func (o *ListOptions) tenantNamespaces(ctx context.Context, c *kube.Clients) ([]corev1.Namespace, error) {
+func (o *ListOptions) tenantNamespaces(ctx context.Context, c *kube.Clients) (namespaces []corev1.Namespace, ownOnly bool, err error) {
 	var list corev1.NamespaceList
-	err := c.Client.List(ctx, &list, client.HasLabels{schedv1.LabelTier})
+	err = c.Client.List(ctx, &list, client.HasLabels{schedv1.LabelTier})
 	if err == nil {
-		return list.Items, nil
+		return list.Items, false, nil
 	}
 	if !apierrors.IsForbidden(err) || c.Namespace == "" {
-		return nil, cmdutil.API(err, "list", "namespaces")
+		return nil, false, cmdutil.API(err, "list", "namespaces")
 	}
 	ns := &corev1.Namespace{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: c.Namespace}, ns); err != nil {
-		return nil, cmdutil.API(err, "get", fmt.Sprintf("namespaces %q", c.Namespace))
+		return nil, false, cmdutil.API(err, "get", fmt.Sprintf("namespaces %q", c.Namespace))
 	}
 	if ns.Labels[schedv1.LabelTier] == "" {
-		return nil, cmdutil.Errorf(cmdutil.ExitError, "Name a tenant's namespace with -n.",
+		return nil, false, cmdutil.Errorf(cmdutil.ExitError, "Name a tenant's namespace with -n.",
 			"namespace %s is not a tenant (it has no %s label), and you may not list the others", ns.Name, schedv1.LabelTier)
 	}
 	fmt.Fprintf(o.ErrOut, "You may not list namespaces: showing namespace %s only.\n", ns.Name)
-	return []corev1.Namespace{*ns}, nil
+	return []corev1.Namespace{*ns}, true, nil
 }

@@ -170,8 +170,8 @@ func member(t *testing.T, ns, user string) {
 func TestMembersMayRunEveryCommand(t *testing.T) {
 	installTiers(t)
 	for _, args := range [][]string{
-		{"tenant", "create", "members-a", "--tier", "free", "--user", "alice", "--group", "a-devs"},
-		{"tenant", "create", "members-b", "--tier", "free", "--user", "bob"},
+		{"tenant", "create", "members-a", "--tier", "free", "--user", "alice", "--group", "a-devs", "--wait=false"},
+		{"tenant", "create", "members-b", "--tier", "free", "--user", "bob", "--wait=false"},
 	} {
 		if res := env.Run(args...); res.Code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, res.Code, res.Stderr)
@@ -201,7 +201,7 @@ func TestMembersMayRunEveryCommand(t *testing.T) {
 // which is why members get kubectl-sched-tenant instead.
 func TestMembersMayNotGoAroundThePolicies(t *testing.T) {
 	installTiers(t)
-	if res := env.Run("tenant", "create", "members-c", "--tier", "free", "--user", "mallory"); res.Code != 0 {
+	if res := env.Run("tenant", "create", "members-c", "--tier", "free", "--user", "mallory", "--wait=false"); res.Code != 0 {
 		t.Fatalf("tenant create: exit %d: %s", res.Code, res.Stderr)
 	}
 	member(t, "members-c", "mallory")
@@ -269,7 +269,7 @@ func TestCreateUpdatesAnEarlierTenant(t *testing.T) {
 		t.Fatal("kubectl-sched-edit alone lets dana read logs: this test shows nothing")
 	}
 
-	res := env.Run("tenant", "create", "earlier", "--tier", "free")
+	res := env.Run("tenant", "create", "earlier", "--tier", "free", "--wait=false")
 	want := "namespace/earlier applied (tier free, Pod Security restricted)\n" +
 		"rolebinding.rbac.authorization.k8s.io/kubectl-sched-tenant applied in earlier (1 subject(s), ClusterRole kubectl-sched-tenant)\n" +
 		"rolebinding.rbac.authorization.k8s.io/kubectl-sched-edit deleted in earlier (made by an earlier tenant create; kubectl-sched-tenant replaces it)\n"
@@ -281,7 +281,7 @@ func TestCreateUpdatesAnEarlierTenant(t *testing.T) {
 		t.Errorf("the earlier binding is still there: %v", err)
 	}
 
-	res = env.Run("tenant", "create", "earlier", "--tier", "free", "--user", "erin")
+	res = env.Run("tenant", "create", "earlier", "--tier", "free", "--user", "erin", "--wait=false")
 	if res.Code != 0 || !strings.Contains(res.Stdout, "kubectl-sched-tenant applied in earlier (1 subject(s)") || strings.Contains(res.Stdout, "deleted") {
 		t.Fatalf("--user: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
@@ -298,7 +298,7 @@ func TestCreateUpdatesAnEarlierTenant(t *testing.T) {
 	if err := env.Client.Create(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
-	if res := env.Run("tenant", "create", "earlier", "--tier", "free"); res.Code != 0 || strings.Contains(res.Stdout, "deleted") {
+	if res := env.Run("tenant", "create", "earlier", "--tier", "free", "--wait=false"); res.Code != 0 || strings.Contains(res.Stdout, "deleted") {
 		t.Fatalf("with someone else's binding: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), &rbacv1.RoleBinding{}); err != nil {
@@ -335,8 +335,8 @@ func TestMemberRoleHasTheKinds(t *testing.T) {
 func TestMemberTenantList(t *testing.T) {
 	installTiers(t)
 	for _, args := range [][]string{
-		{"tenant", "create", "members-d", "--tier", "team", "--user", "ann"},
-		{"tenant", "create", "members-e", "--tier", "free", "--user", "ben"},
+		{"tenant", "create", "members-d", "--tier", "team", "--user", "ann", "--wait=false"},
+		{"tenant", "create", "members-e", "--tier", "free", "--user", "ben", "--wait=false"},
 	} {
 		if res := env.Run(args...); res.Code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, res.Code, res.Stderr)

@@ -260,8 +260,8 @@ func TestListAndDescribe(t *testing.T) {
 	t.Run("describe as a member", func(t *testing.T) {
 		// Reading quotas and limit ranges, as the built-in view and edit
 		// roles do (aggregated by kube-controller-manager, which this API
-		// server lacks), besides the kubectl-sched-edit create bound: no
-		// Namespace, no RoleBindings, the rest.
+		// server lacks), besides the kubectl-sched-tenant create bound
+		// (which reads the Namespace): no RoleBindings, the rest.
 		reader := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "quota-reader", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges"}, Verbs: []string{"get", "list"}}}}
 		binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-quota-reader", Namespace: ns},
@@ -278,7 +278,7 @@ func TestListAndDescribe(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := plugintest.RunWithInput("", "tenant", "describe", ns, "--kubeconfig", kc)
-		for _, want := range []string{`Tier:\s+free`, `Namespace:\s+<forbidden: you may not list namespaces>`, `Members:\s+<forbidden`,
+		for _, want := range []string{`Tier:\s+free`, `Pod Security:\s+restricted`, `Members:\s+<forbidden: user "alice" may not list rolebindings`,
 			`count/workflows.sched.kubectl-sched.dev\s+2\s+5`, `Workflow\s+nightly\s+Succeeded`} {
 			if res.Code != 0 || !regexp.MustCompile(want).MatchString(res.Stdout) {
 				t.Errorf("exit %d, stdout lacks %s:\n%s%s", res.Code, want, res.Stdout, res.Stderr)

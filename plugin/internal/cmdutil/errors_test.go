@@ -30,9 +30,11 @@ func TestForbidden(t *testing.T) {
 			msg:  []string{`forbidden: user "alice" may not list namespaces at the cluster scope`},
 			hint: []string{"ask a cluster admin for a ClusterRole that allows \"list\" on namespaces", "'kubectl auth can-i list namespaces' checks."},
 		},
-		"an admission policy": {
-			err:  apierrors.NewForbidden(tasks, "hello", errors.New(`ValidatingAdmissionPolicy 'kubectl-sched-restricted-pods' with binding 'kubectl-sched-restricted-pods' denied request: spec.securityContext.privileged: privileged containers are not allowed`)),
-			msg:  []string{"forbidden: the cluster refused to create agenttasks.sched.kubectl-sched.dev \"hello\":", "privileged containers are not allowed"},
+		// An admission policy's refusal is exit 7 and a quota's 9
+		// (TestAPIExitCodes); other admission checks stay forbidden.
+		"another admission check": {
+			err:  apierrors.NewForbidden(tasks, "hello", errors.New(`unable to create new content in namespace payments because it is being terminated`)),
+			msg:  []string{"forbidden: the cluster refused to create agenttasks.sched.kubectl-sched.dev \"hello\":", "it is being terminated"},
 			hint: []string{"Not a missing permission"},
 		},
 	}

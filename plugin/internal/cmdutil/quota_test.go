@@ -42,7 +42,7 @@ func TestQuotaRefusalOf(t *testing.T) {
 func TestAPIExitCodes(t *testing.T) {
 	quota := apierrors.NewForbidden(tasks, "x", errors.New("exceeded quota: q, requested: count/x=1, used: count/x=2, limited: count/x=2"))
 	policy := apierrors.NewForbidden(tasks, "x", errors.New("ValidatingAdmissionPolicy 'kubectl-sched-tier-ttl' with binding 'kubectl-sched-tier-ttl' denied request: spec.ttlAfterFinished 168h0m0s: tier free keeps finished tasks at most 24h"))
-	rbac := apierrors.NewForbidden(tasks, "x", errors.New(`User "bob" cannot create resource "agenttasks"`))
+	rbac := apierrors.NewForbidden(tasks, "x", errors.New(`User "bob" cannot create resource "agenttasks" in API group "sched.kubectl-sched.dev" in the namespace "payments"`))
 	for _, tc := range []struct {
 		err  error
 		code int
@@ -50,7 +50,7 @@ func TestAPIExitCodes(t *testing.T) {
 	}{
 		{quota, ExitQuota, `cannot create agenttasks "x": quota q is full (count/x: 2 used of 2, 1 more asked)`},
 		{policy, ExitInvalid, `the cluster refused agenttasks "x": spec.ttlAfterFinished 168h0m0s: tier free keeps finished tasks at most 24h`},
-		{rbac, ExitForbidden, `forbidden: you may not create agenttasks "x"`},
+		{rbac, ExitForbidden, `forbidden: user "bob" may not create agenttasks.sched.kubectl-sched.dev "x" in namespace "payments"`},
 	} {
 		err := API(tc.err, "create", `agenttasks "x"`)
 		var e *Error
