@@ -1,4 +1,4 @@
-package main
+package image
 
 import (
 	"archive/tar"
@@ -43,20 +43,20 @@ func startRegistry(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// The release's image step, as `make release` runs it, against a real
+// The release's image step, as `make release` runs it (hack/release calls Publish), against a real
 // registry: what a user pulls is an index of both platforms, each a static
 // non-root operator with the labels and an SBOM.
-func TestPublishImage(t *testing.T) {
+func TestPublish(t *testing.T) {
 	reg := startRegistry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const version, revision = "v0.2.0-rc.1", "0123456789abcdef0123456789abcdef01234567"
 	start := time.Now()
-	ref, err := PublishImage(ctx, Options{
+	ref, err := Publish(ctx, Options{
 		Version: version, Registry: reg + "/kubectl-sched", Revision: revision,
 		Created: time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC), Dir: root,
 		SBOMDir: t.TempDir(), Keychain: authn.NewMultiKeychain(),
