@@ -14,9 +14,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
-// PinTimeout bounds the registry lookup: an air-gapped cluster's admin
+// pinTimeout bounds the registry lookup: an air-gapped cluster's admin
 // should not wait on a registry that will never answer.
-var PinTimeout = 5 * time.Second
+const pinTimeout = 5 * time.Second
 
 // checkImageRef refuses a reference that names neither a tag nor a digest:
 // it would mean :latest, which anyone can move.
@@ -42,7 +42,7 @@ func PinImage(ctx context.Context, image string) (string, error) {
 	if _, ok := ref.(name.Digest); ok {
 		return image, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, PinTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pinTimeout)
 	defer cancel()
 	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
 	if err != nil {
