@@ -68,6 +68,20 @@ build: ## Build bin/kubectl-sched and bin/operator.
 dist: ## Cross-build the krew archives into dist/ and write their sha256s into krew/sched.yaml.
 	go run ./hack/dist -version $(if $(filter v%,$(VERSION)),$(VERSION),v0.1.0) -out dist -update-manifest
 
+##@ Release
+
+# REGISTRY is where the operator image goes (<REGISTRY>/operator:VERSION);
+# INSECURE=true pushes over plain HTTP (loopback and private addresses are).
+REGISTRY ?=
+INSECURE ?= false
+
+.PHONY: release
+release: ## Push the operator image (ko: linux/amd64+arm64, SBOMs) and write the krew archives, checksums and manifest into dist/: make release VERSION=v0.2.0 REGISTRY=ghcr.io/kubectl-sched
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION) is not a release version: make release VERSION=v0.2.0 REGISTRY=..."; exit 2; }
+	@test -n "$(REGISTRY)" || { echo "REGISTRY is not set: make release VERSION=$(VERSION) REGISTRY=ghcr.io/kubectl-sched"; exit 2; }
+	go run ./hack/release -version $(VERSION) -registry $(REGISTRY) -out dist $(if $(filter true,$(INSECURE)),-insecure)
+	go run ./hack/dist -version $(VERSION) -out dist -update-manifest
+
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a Docker engine).
 	docker build --build-arg VERSION=$(VERSION) -t $(IMG) .

@@ -255,6 +255,22 @@ func (c *Cluster) ImportImage(ctx context.Context, img Image) error {
 	return c.importArchive(ctx, n.Socket, "image", images)
 }
 
+// TrustRegistry lets the real node's containerd pull from the plain-HTTP
+// registry at host (host:port), as a test's local registry: containerd
+// pulls on the host's network, so a loopback address works. It reads the
+// hosts folder on every pull; nothing restarts.
+func (c *Cluster) TrustRegistry(host string) error {
+	if loadRealNode(c.Dir) == nil || c.RealNode == "" {
+		return errors.New("cluster: no real node")
+	}
+	dir := filepath.Join(nodeDir(c.Dir), "containerd", "certs.d", host)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = \"http://%[1]s\"\n\n[host.\"http://%[1]s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", host)
+	return os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hosts), 0o644)
+}
+
 func (c *Cluster) importArchive(ctx context.Context, socket, name string, images map[string]v1.Image) error {
 	path := filepath.Join(nodeDir(c.Dir), name+".tar")
 	if err := writeArchive(path, images); err != nil {
@@ -324,6 +340,9 @@ state = "%[1]s/containerd/state"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "%[4]s"
     conf_dir = "%[1]s/cni/net.d"
+  # One folder per registry host (TrustRegistry), read on every pull.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "%[1]s/containerd/certs.d"
 `
 
 const runcWrapper = `#!/bin/sh

@@ -1,7 +1,7 @@
 // Command dist cross-builds kubectl-sched, packs each binary with LICENSE
 // into the archives krew installs (.tar.gz, .zip on Windows), and writes
-// the krew manifest with their sha256. Archives are byte-for-byte
-// reproducible: fixed times, owners and order. With -update-manifest it
+// the krew manifest with their sha256, and checksums.txt. Archives are
+// byte-for-byte reproducible: fixed times, owners and order. With -update-manifest it
 // also pins config/manager's operator image and version label to the
 // release, so `kubectl apply -k config/default` installs the release's
 // operator, never :latest.
@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ func run(version, out string, platforms []string, update bool) error {
 		return fmt.Errorf("run from the repository root: %w", err)
 	}
 	sums := map[string]string{}
+	var checksums []string // sha256sum's format, for the GitHub release
 	for _, p := range platforms {
 		goos, goarch, ok := strings.Cut(strings.TrimSpace(p), "/")
 		if !ok {
@@ -95,7 +97,12 @@ func run(version, out string, platforms []string, update bool) error {
 		}
 		sum := sha256.Sum256(data)
 		sums[goos+"/"+goarch] = hex.EncodeToString(sum[:])
+		checksums = append(checksums, sums[goos+"/"+goarch]+"  "+name+"\n")
 		fmt.Fprintf(os.Stderr, "dist: %s %s\n", sums[goos+"/"+goarch], name)
+	}
+	sort.Strings(checksums)
+	if err := os.WriteFile(filepath.Join(out, "checksums.txt"), []byte(strings.Join(checksums, "")), 0o644); err != nil {
+		return err
 	}
 	m, err := fillManifest(version, sums)
 	if err != nil {

@@ -60,6 +60,7 @@ type Options struct {
 	Settings map[string]string
 
 	namespace string
+	image     string // the operator image as given, before pinning
 	objects   []*unstructured.Unstructured
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
@@ -75,8 +76,11 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 manifests as config/ in the repository, embedded in the plugin. The operator goes
 in namespace kubectl-sched-system unless -n says otherwise, with the operator image
 of this plugin's version (a development build: the release config/ pins, never
-:latest) unless --image says otherwise. Running it again updates the
-installation. Needs cluster-admin.
+:latest) unless --image says otherwise (REPO:TAG or REPO@sha256:DIGEST). A
+tag is pinned: the Deployment gets REPO:TAG@sha256:... as the registry serves
+it now; when the registry cannot be reached (air-gapped), the tag stays and a
+warning says so. Running it again updates the installation. Needs
+cluster-admin.
 
 The operator's cluster settings (ingress domain and class, Traefik, External
 Secrets store, cert-manager ClusterIssuer, priority classes, scheduler images)
@@ -114,7 +118,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Image, "image", "", "Operator image (default "+DefaultImage(version.ClientVersion())+").")
+	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
@@ -142,7 +146,10 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	image := o.Image
 	if image == "" {
 		image = DefaultImage(version.ClientVersion())
+	} else if err := checkImageRef(image); err != nil {
+		return err
 	}
+	o.image = image
 	var err error
 	if o.objects, err = Objects(image, o.namespace, VersionOf(image, version.ClientVersion())); err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
@@ -216,6 +223,7 @@ func (o *Options) Validate() error {
 
 // Run applies the objects in order, then waits for the CRDs.
 func (o *Options) Run(ctx context.Context) error {
+	o.pinOperator(ctx)
 	if err := o.configure(ctx); err != nil {
 		return err
 	}

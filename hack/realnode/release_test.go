@@ -1,0 +1,128 @@
+package realnode
+
+import (
+	"context"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os/exec"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/registry"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/release/image"
+)
+
+// The release as a user gets it: the operator image pushed by the release's
+// own image step (ko, the nonroot base) to a registry, pulled from there by
+// the real node's containerd over plain HTTP, installed pinned to its digest
+// by `kubectl sched install --wait`, and running a workflow whose steps run
+// on the real node.
+func TestReleasedOperatorFromARegistry(t *testing.T) {
+	e := need(t)
+	ctx := context.Background()
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	reg := l.Addr().String()
+	if err := e.cluster.TrustRegistry(reg); err != nil {
+		t.Fatal(err)
+	}
+
+	// The host's platform only: the node runs it, and the other one's
+	// build is hack/release/image's test.
+	const version = "v0.0.0-realnode"
+	start := time.Now()
+	pinned, err := image.Publish(ctx, image.Options{
+		Version: version, Registry: reg + "/kubectl-sched", Revision: "realnode", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Dir: e.root, Keychain: authn.NewMultiKeychain(), Platforms: []string{"linux/" + runtime.GOARCH},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pushed %s in %s", pinned, time.Since(start).Round(time.Millisecond))
+
+	t.Cleanup(func() {
+		// The other tests run the operator on the host; one leader only.
+		_, _, _ = e.kubectlRun(t, 2*time.Minute, "-n", schedv1.DefaultOperatorNamespace, "delete", "deployment", "kubectl-sched-operator", "--wait")
+	})
+	tagged := reg + "/kubectl-sched/operator:" + version
+	out, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--wait", "--timeout", "3m",
+		"--image", tagged, "--node-pool", cluster.RealNodePool)
+	if code != 0 {
+		pods, _ := exec.Command(e.kubectl, "--kubeconfig", e.cluster.Kubeconfig, "-n", schedv1.DefaultOperatorNamespace, "describe", "pods").CombinedOutput()
+		t.Fatalf("install --wait: exit %d\n%s%s\npods:\n%s", code, out, errOut, pods)
+	}
+	if strings.Contains(errOut, "not pinned") {
+		t.Errorf("install did not pin the image: %s", errOut)
+	}
+
+	dep := &appsv1.Deployment{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: schedv1.DefaultOperatorNamespace, Name: "kubectl-sched-operator"}, dep); err != nil {
+		t.Fatal(err)
+	}
+	if got := dep.Spec.Template.Spec.Containers[0].Image; got != pinned.String() {
+		t.Errorf("the Deployment runs %s, want %s (the tag pinned to what was pushed)", got, pinned)
+	}
+	_, digest, _ := strings.Cut(pinned.String(), "@")
+	pods := e.podsOf(t, schedv1.DefaultOperatorNamespace, map[string]string{"app.kubernetes.io/name": "kubectl-sched-operator"})
+	ready := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != cluster.RealNodeName {
+			t.Errorf("operator pod %s runs on %s, want the real node", p.Name, p.Spec.NodeName)
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready {
+				ready++
+			}
+			if !strings.HasSuffix(cs.ImageID, digest) {
+				t.Errorf("operator pod %s runs image %s, want the pushed %s", p.Name, cs.ImageID, digest)
+			}
+		}
+	}
+	if ready != 2 {
+		t.Errorf("%d ready operator pods, want the manifest's 2", ready)
+	}
+
+	step := func(name, script string) schedv1.WorkflowStep {
+		return schedv1.WorkflowStep{Name: name, Task: shTask("", script).Spec}
+	}
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "from-release", Namespace: ns},
+		Spec: schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{
+			step("pick", `echo "n=6" > /dev/termination-log`),
+			step("times", `echo "answer=$(( ${steps.pick.output.n} * 7 ))" > /dev/termination-log`),
+		}},
+	}
+	e.create(t, wf)
+	wf = eventually(t, e, wf, 3*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	if wf.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("workflow %s: %s", wf.Status.Phase, dump(wf))
+	}
+	got := map[string]map[string]string{}
+	for _, s := range wf.Status.Steps {
+		got[s.Name] = s.Outputs
+		if node := e.podNode(t, taskPod(t, e, s.TaskName)); node != cluster.RealNodeName {
+			t.Errorf("step %s ran on %s, want the real node", s.Name, node)
+		}
+	}
+	if diff := cmp.Diff(map[string]map[string]string{"pick": {"n": "6"}, "times": {"answer": "42"}}, got); diff != "" {
+		t.Errorf("step outputs (-want +got):\n%s", diff)
+	}
+}
