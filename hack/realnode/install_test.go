@@ -48,7 +48,7 @@ func TestInstalledOperatorRunsATask(t *testing.T) {
 		// The other tests run the operator on the host; one leader only.
 		_, _, _ = e.kubectlRun(t, 2*time.Minute, "-n", schedv1.DefaultOperatorNamespace, "delete", "deployment", "kubectl-sched-operator", "--wait")
 	})
-	out, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--wait", "--timeout", "3m",
+	out, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--pin-image=false", "--wait", "--timeout", "3m",
 		"--image", operatorImage, "--node-pool", cluster.RealNodePool)
 	if code != 0 {
 		pods, _ := exec.Command(e.kubectl, "--kubeconfig", e.cluster.Kubeconfig, "-n", schedv1.DefaultOperatorNamespace, "describe", "pods").CombinedOutput()

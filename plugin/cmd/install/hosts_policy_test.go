@@ -39,7 +39,7 @@ func TestInstalledHostPolicies(t *testing.T) {
 	const domain = "apps.example.org"
 	// Namespaces of their own: the bare API server never finishes deleting
 	// a namespace, and other tests install into the default ones.
-	res := runAs(kubeconfig, "install", "-n", "hosts-ops", "--scheduler-namespace", "hosts-schedulers", "--image", "example.com/operator:v0.0.7",
+	res := runAs(kubeconfig, "install", "--pin-image=false", "-n", "hosts-ops", "--scheduler-namespace", "hosts-schedulers", "--image", "example.com/operator:v0.0.7",
 		"--ingress-domain", domain, "--ingress-class", "nginx", "--allowed-ingress-classes", "internal", "-o", "name")
 	if res.Code != 0 {
 		t.Fatalf("install: exit %d\n%s", res.Code, res.Stderr)

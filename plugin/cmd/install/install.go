@@ -39,6 +39,9 @@ type Options struct {
 	genericiooptions.IOStreams
 
 	Image string
+	// PinImage resolves the image's tag to the digest its registry serves,
+	// in a client dry run too (pinned manifests to keep in git).
+	PinImage bool
 	// NodePool runs the operator on that pool's nodes, tolerating its taint.
 	NodePool string
 	DryRun   string
@@ -119,6 +122,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
+	f.BoolVar(&o.PinImage, "pin-image", true, "Look up the digest the image's registry serves for its tag and install REPO:TAG@DIGEST; false keeps the tag (a registry this machine cannot reach, images loaded onto the nodes).")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
 	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.Lookup("dry-run").NoOptDefVal = "client"
@@ -223,7 +227,9 @@ func (o *Options) Validate() error {
 
 // Run applies the objects in order, then waits for the CRDs.
 func (o *Options) Run(ctx context.Context) error {
-	o.pinOperator(ctx)
+	if o.PinImage {
+		o.pinOperator(ctx)
+	}
 	if err := o.configure(ctx); err != nil {
 		return err
 	}

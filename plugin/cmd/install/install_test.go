@@ -118,7 +118,7 @@ func decodeAll(t *testing.T, r io.Reader) []*unstructured.Unstructured {
 
 func TestInstallDryRunClient(t *testing.T) {
 	// Nothing is contacted: there is no kubeconfig.
-	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "-n", "ops", "--image", "registry.example.com/op:v1.2.3")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml", "-n", "ops", "--image", "registry.example.com/op:v1.2.3")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -234,13 +234,13 @@ func TestInstallDryRunClient(t *testing.T) {
 		}
 	}
 
-	res = plugintest.RunWithInput("", "install", "--dry-run=client")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
 	plugintest.Golden(t, "install-dry-run", res.Stdout)
 
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "json")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "json")
 	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "`+install.DefaultImage("devel")+`"`) {
 		t.Errorf("exit %d, want a List with the default image:\n%.2000s", res.Code, res.Stdout)
 	}
@@ -249,11 +249,11 @@ func TestInstallDryRunClient(t *testing.T) {
 // The scheduler namespace, its Role and RoleBinding follow the setting; it
 // may not be the operator's namespace.
 func TestInstallSchedulerNamespace(t *testing.T) {
-	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name", "--scheduler-namespace", "kernel")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "name", "--scheduler-namespace", "kernel")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--scheduler-namespace", "kernel")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml", "--scheduler-namespace", "kernel")
 	var got []string
 	for _, o := range decodeAll(t, strings.NewReader(res.Stdout)) {
 		if o.GetName() == "kernel" || o.GetNamespace() == "kernel" || o.GetName() == "kubectl-sched-schedulers" || o.GetNamespace() == "kubectl-sched-schedulers" {
@@ -269,14 +269,14 @@ func TestInstallSchedulerNamespace(t *testing.T) {
 		t.Errorf("the policies still name kubectl-sched-schedulers, or not kernel:\n%s", res.Stdout)
 	}
 
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-n", "ops", "--scheduler-namespace", "ops")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-n", "ops", "--scheduler-namespace", "ops")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `the scheduler namespace "ops" is the operator's`) {
 		t.Errorf("exit %d, want %d; stderr %q", res.Code, cmdutil.ExitUsage, res.Stderr)
 	}
 }
 
 func TestInstallNodePool(t *testing.T) {
-	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--node-pool", "system")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml", "--node-pool", "system")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -297,7 +297,7 @@ func TestInstallNodePool(t *testing.T) {
 		t.Errorf("tolerations (-want +got):\n%s", diff)
 	}
 
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "--node-pool", "Bad_Pool")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--node-pool", "Bad_Pool")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `--node-pool "Bad_Pool"`) {
 		t.Errorf("exit %d, want %d naming the flag; stderr %q", res.Code, cmdutil.ExitUsage, res.Stderr)
 	}
@@ -342,12 +342,12 @@ func TestInstallUninstall(t *testing.T) {
 	step("describe before install", []string{"describe", "ud", "x"}, cmdutil.ExitNotInstalled, notInstalled)
 	step("schedext status before install", []string{"schedext", "status"}, cmdutil.ExitNotInstalled, notInstalled)
 	t.Run("forbidden install", func(t *testing.T) {
-		res := runAs(nobody, "install")
+		res := runAs(nobody, "install", "--pin-image=false")
 		if res.Code != cmdutil.ExitForbidden || !strings.Contains(res.Stderr, `may not patch customresourcedefinitions.apiextensions.k8s.io "agenttasks.sched.kubectl-sched.dev" at the cluster scope`) {
 			t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
 		}
 	})
-	step("server dry run", []string{"install", "--dry-run=server"}, 0, func(t *testing.T, res plugintest.Result) {
+	step("server dry run", []string{"install", "--pin-image=false", "--dry-run=server"}, 0, func(t *testing.T, res plugintest.Result) {
 		if !strings.Contains(res.Stdout, "deployment.apps/kubectl-sched-operator skipped (server dry run): namespace \"kubectl-sched-system\" does not exist yet") {
 			t.Errorf("stdout:\n%s", res.Stdout)
 		}
@@ -356,7 +356,7 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("a server dry run created %d CRDs (%v)", len(crds.Items), err)
 		}
 	})
-	step("install", []string{"install", "--image", "example.com/operator:v0.0.7"}, 0, func(t *testing.T, res plugintest.Result) {
+	step("install", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.7"}, 0, func(t *testing.T, res plugintest.Result) {
 		plugintest.Golden(t, "install", res.Stdout)
 	})
 	step("get after install", []string{"get", "at"}, 0, func(t *testing.T, res plugintest.Result) {
@@ -377,7 +377,7 @@ func TestInstallUninstall(t *testing.T) {
 		checkPriorityClasses(t, map[string]int32{"kubectl-sched-critical": 1000000, "kubectl-sched-high": 10000, "kubectl-sched-medium": 100, "kubectl-sched-low": -100})
 	})
 	_, firstHash := installedSettings(t)
-	step("install with settings", []string{"install", "--image", "example.com/operator:v0.0.7", "--ingress-domain", "apps.example.org", "--cluster-issuer", "letsencrypt-prod", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
+	step("install with settings", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.7", "--ingress-domain", "apps.example.org", "--cluster-issuer", "letsencrypt-prod", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
 		data, hash := installedSettings(t)
 		if data["INGRESS_DOMAIN"] != "apps.example.org" || data["CLUSTER_ISSUER"] != "letsencrypt-prod" || data["INGRESS_PROVIDER"] != "ingress" {
 			t.Errorf("settings %v", data)
@@ -387,7 +387,7 @@ func TestInstallUninstall(t *testing.T) {
 		}
 	})
 	_, settingsHash := installedSettings(t)
-	step("install again changes nothing", []string{"install", "--image", "example.com/operator:v0.0.7", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
+	step("install again changes nothing", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.7", "-o", "name"}, 0, func(t *testing.T, res plugintest.Result) {
 		if !strings.Contains(res.Stdout, "deployment.apps/kubectl-sched-operator\n") {
 			t.Errorf("stdout:\n%s", res.Stdout)
 		}
@@ -457,7 +457,7 @@ func TestInstallUninstall(t *testing.T) {
 }
 
 func TestInstallUnreachable(t *testing.T) {
-	res := plugintest.RunWithInput("", "install", "--server", "https://127.0.0.1:1", "--request-timeout", "2s")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--server", "https://127.0.0.1:1", "--request-timeout", "2s")
 	if res.Code != cmdutil.ExitUnreachable || !strings.Contains(res.Stderr, "cannot reach the cluster") {
 		t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}

@@ -210,34 +210,34 @@ func TestExternalSecretsPolicy(t *testing.T) {
 // TestExternalSecretsPolicyFlags: the key template is checked, and the
 // policy can be asked for before External Secrets is installed.
 func TestExternalSecretsPolicyFlags(t *testing.T) {
-	res := plugintest.RunWithInput("", "install", "--dry-run=client", "--external-secret-key-template", "{{namespace}}")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--external-secret-key-template", "{{namespace}}")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `--external-secret-key-template "{{namespace}}" must end in /`) {
 		t.Errorf("a template without a trailing slash: exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "--external-secret-key-template", "shared/")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--external-secret-key-template", "shared/")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "must hold {{namespace}}") {
 		t.Errorf("a template without the namespace: exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "--external-secrets-policy", "maybe")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--external-secrets-policy", "maybe")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "--external-secrets-policy") {
 		t.Errorf("a bad --external-secrets-policy: exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "--external-secrets-policy=true", "--external-secret-key-template", "")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--external-secrets-policy=true", "--external-secret-key-template", "")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "needs a key template") {
 		t.Errorf("the policy without a template: exit %d, stderr:\n%s", res.Code, res.Stderr)
 	}
 
 	// auto: a client dry run asks the cluster nothing, so only a configured
 	// store brings the policy there.
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "name")
 	if res.Code != 0 || strings.Contains(res.Stdout, esPolicy) {
 		t.Errorf("exit %d, want no External Secrets policy:\n%s", res.Code, res.Stdout)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "name", "--cluster-secret-store", "vault")
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "name", "--cluster-secret-store", "vault")
 	if res.Code != 0 || !strings.Contains(res.Stdout, esPolicy) {
 		t.Errorf("exit %d, want the External Secrets policy with a store configured:\n%s", res.Code, res.Stdout)
 	}
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--external-secrets-policy=true",
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml", "--external-secrets-policy=true",
 		"--external-secret-key-template", "tenants/{{namespace}}/", "--external-secret-reserved-paths", "kv/tenants,shared")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)

@@ -82,7 +82,7 @@ func settingsOf(t *testing.T, objs []*unstructured.Unstructured) (map[string]str
 }
 
 func TestInstallSettingsDryRun(t *testing.T) {
-	res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml")
+	res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -104,7 +104,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		t.Errorf("operator settings from the defaults %+v", opts.Settings)
 	}
 
-	res = plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml",
+	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "yaml",
 		"--ingress-domain", "apps.example.org", "--ingress-class", "nginx", "--ingress-provider", "traefik",
 		"--ingress-namespace", "traefik", "--network-policies", "false", "--monitoring-namespace", "prometheus",
 		"--cluster-secret-store", "vault", "--cluster-issuer", "letsencrypt-prod",
@@ -178,7 +178,7 @@ func TestInstallSettingsRefused(t *testing.T) {
 		"ingress class":   {"--allowed-ingress-classes", "nginx,Public_LB"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res := plugintest.RunWithInput("", append([]string{"install", "--dry-run=client"}, args...)...)
+			res := plugintest.RunWithInput("", append([]string{"install", "--pin-image=false", "--dry-run=client"}, args...)...)
 			if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, "--"+strings.TrimPrefix(args[0], "--")) {
 				t.Errorf("exit %d, stderr:\n%s", res.Code, res.Stderr)
 			}
