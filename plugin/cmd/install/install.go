@@ -254,18 +254,31 @@ func (o *Options) Run(ctx context.Context) error {
 		nsMissing = apierrors.IsNotFound(err)
 	}
 	var applied []*unstructured.Unstructured
+	var changes upgrade
 	for _, obj := range o.objects {
 		if nsMissing && obj.GetNamespace() != "" {
 			fmt.Fprintf(o.Out, "%s skipped%s: namespace %q does not exist yet\n", Qualified(obj), suffix, o.namespace)
 			continue
+		}
+		prev, err := o.current(ctx, obj)
+		if err != nil {
+			return err
 		}
 		out, err := o.apply(ctx, obj)
 		if err != nil {
 			return err
 		}
 		applied = append(applied, out)
-		if o.Print.IsTable() {
+		if !o.Print.IsTable() {
+			continue
+		}
+		if o.DryRun == "server" {
 			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", Qualified(obj), suffix)
+			continue
+		}
+		fmt.Fprintf(o.Out, "%s %s\n", Qualified(obj), changes.add(prev, out))
+		if before, after := operatorImage(prev), operatorImage(out); prev != nil && before != after {
+			fmt.Fprintf(o.Out, "  operator image: %s -> %s\n", before, after)
 		}
 	}
 	if !o.Print.IsTable() {
@@ -285,6 +298,9 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	if o.Print.IsTable() {
+		if line := changes.summary(); line != "" {
+			fmt.Fprintln(o.Out, line)
+		}
 		if o.WithoutOperator {
 			fmt.Fprintf(o.Out, "kubectl-sched's API and RBAC are installed; run the operator yourself as service account %s/kubectl-sched-operator.\n", o.namespace)
 		} else {
@@ -410,6 +426,23 @@ func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*u
 	return out, nil
 }
 
+// current reads obj as the cluster has it, nil when it does not exist yet
+// or the user may not read it (the apply that follows says so better).
+func (o *Options) current(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if o.DryRun == "server" {
+		return nil, nil
+	}
+	res := o.dynamic.Resource(Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
+	prev, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return prev, nil
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	}
+	return nil, cmdutil.API(err, "get", what(obj))
+}
+
 // what names an object as kubectl RBAC errors do: resource.group "name".
 func what(obj *unstructured.Unstructured) string {
 	gvr := Resource(obj.GroupVersionKind())
@@ -504,4 +537,57 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 		}
 	}
 	return false
+}
+
+// upgrade counts what an install changed, as kubectl apply says it: an
+// object is created, configured (the apply changed it) or unchanged (the
+// same resourceVersion after the apply as before).
+type upgrade struct {
+	created, configured, unchanged int
+	// from is the version of the operator that was installed before.
+	from string
+}
+
+func (u *upgrade) add(prev, out *unstructured.Unstructured) string {
+	switch {
+	case prev == nil:
+		u.created++
+		return "created"
+	case prev.GetResourceVersion() == out.GetResourceVersion():
+		u.unchanged++
+		return "unchanged"
+	}
+	if prev.GetKind() == "Deployment" && prev.GetLabels()[versionLabel] != out.GetLabels()[versionLabel] {
+		u.from = prev.GetLabels()[versionLabel]
+	}
+	u.configured++
+	return "configured"
+}
+
+// summary is one line on an install over an earlier one, "" on a first.
+func (u *upgrade) summary() string {
+	if u.configured+u.unchanged == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("Installed over an earlier install: %d configured, %d created, %d unchanged.", u.configured, u.created, u.unchanged)
+	if u.from != "" {
+		line = fmt.Sprintf("Upgraded from operator %s: %d configured, %d created, %d unchanged.", u.from, u.configured, u.created, u.unchanged)
+	}
+	return line
+}
+
+// operatorImage is the image of the operator Deployment obj, "" for
+// other objects.
+func operatorImage(obj *unstructured.Unstructured) string {
+	if obj == nil || obj.GetKind() != "Deployment" {
+		return ""
+	}
+	containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		if m, ok := c.(map[string]any); ok && m["name"] == "manager" {
+			image, _ := m["image"].(string)
+			return image
+		}
+	}
+	return ""
 }

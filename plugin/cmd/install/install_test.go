@@ -397,6 +397,21 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("settings %v, hash %q (was %q)", data, hash, settingsHash)
 		}
 	})
+	step("upgrade says what changed", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.8"}, 0, func(t *testing.T, res plugintest.Result) {
+		for _, want := range []string{
+			"customresourcedefinition.apiextensions.k8s.io/agenttasks.sched.kubectl-sched.dev unchanged\n",
+			"clusterrole.rbac.authorization.k8s.io/kubectl-sched-operator unchanged\n",
+			"deployment.apps/kubectl-sched-operator configured\n  operator image: example.com/operator:v0.0.7 -> example.com/operator:v0.0.8\n",
+			"Upgraded from operator v0.0.7: 1 configured, 0 created, ",
+		} {
+			if !strings.Contains(res.Stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, res.Stdout)
+			}
+		}
+		if n := strings.Count(res.Stdout, " configured\n"); n != 1 {
+			t.Errorf("%d objects configured, want the operator Deployment alone:\n%s", n, res.Stdout)
+		}
+	})
 	// An object the CRDs' deletion takes with it.
 	task := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "sched.kubectl-sched.dev/v1alpha1", "kind": "AgentTask",
