@@ -2,10 +2,6 @@ package realnode
 
 import (
 	"context"
-	"io"
-	"log"
-	"net"
-	"net/http"
 	"os/exec"
 	"runtime"
 	"strings"
@@ -14,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/registry"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +17,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/release/image"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 // The release as a user gets it: the operator image pushed by the release's
@@ -33,14 +29,7 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	reg := l.Addr().String()
+	reg := testenv.Registry(t)
 	if err := e.cluster.TrustRegistry(reg); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"log"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,31 +20,18 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-)
 
-// StartRegistry serves an in-memory OCI registry on a loopback port (plain
-// HTTP, as go-containerregistry uses for loopback) until the test ends.
-func startRegistry(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	return l.Addr().String()
-}
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+)
 
 // The release's image step, as `make release` runs it (hack/release calls Publish), against a real
 // registry: what a user pulls is an index of both platforms, each a static
 // non-root operator with the labels and an SBOM.
 func TestPublish(t *testing.T) {
-	reg := startRegistry(t)
+	reg := testenv.Registry(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	root, err := filepath.Abs("../../..")

@@ -1,20 +1,15 @@
 package install_test
 
 import (
-	"io"
-	"log"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
@@ -46,14 +41,7 @@ func TestInstallRefusesImageWithoutTagOrDigest(t *testing.T) {
 // A tag is pinned to what the registry serves; a digest is kept; an
 // unreachable registry leaves the tag with one warning line.
 func TestInstallPinsImageByDigest(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: registry.New(registry.Logger(log.New(io.Discard, "", 0))), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	tagged := l.Addr().String() + "/kubectl-sched/operator:v9.9.9"
+	tagged := testenv.Registry(t) + "/kubectl-sched/operator:v9.9.9"
 	img, err := random.Image(512, 1)
 	if err != nil {
 		t.Fatal(err)
