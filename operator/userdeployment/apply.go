@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
 // applyObjects writes every planned object that is missing or differs from
@@ -43,7 +44,12 @@ func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {
 			continue
 		case err != nil:
 			s.errs = append(s.errs, fmt.Errorf("apply %s: %w", key, err))
-			s.problems = append(s.problems, err.Error())
+			// What a retry may pass (an object changed since it was read, a
+			// timeout) is retried with backoff and does not make the app
+			// Degraded; a refusal is the status's to say.
+			if refusal.Classify(err) != refusal.Transient {
+				s.problems = append(s.problems, err.Error())
+			}
 			continue
 		}
 		if key.kind == "Deployment" || key.kind == "StatefulSet" {
