@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,10 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
@@ -503,27 +500,7 @@ func TestErrors(t *testing.T) {
 // Against an API server without the kubectl-sched CRDs, deploy says to
 // install them.
 func TestCRDsNotInstalled(t *testing.T) {
-	bin, err := cluster.BinDir(ctx, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare := &envtest.Environment{BinaryAssetsDirectory: bin}
-	if _, err := bare.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bare.Stop() })
-	user, err := bare.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := plugintest.BareKubeconfig(t, "admin")
 
 	for _, tmpl := range [][]string{{"web-app", "--set", "apiImage=api:1"}, {"api-postgres", "--set", "image=api:1", "--secret", "POSTGRES_PASSWORD=x"}} {
 		t.Run(tmpl[0], func(t *testing.T) {

@@ -3,8 +3,6 @@ package doctor_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +16,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/doctor"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
@@ -40,27 +36,7 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 // A fresh API server: no CRDs, nothing installed. doctor says to install
 // and exits 4, as every command does there.
 func TestNotInstalled(t *testing.T) {
-	bin, err := cluster.BinDir(context.Background(), os.Stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bare := &envtest.Environment{BinaryAssetsDirectory: bin}
-	if _, err := bare.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bare.Stop() })
-	user, err := bare.ControlPlane.AddUser(envtest.User{Name: "doctor-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kc, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	kc := plugintest.BareKubeconfig(t, "doctor-admin")
 
 	r := plugintest.RunWithInput("", "doctor", "--kubeconfig", kc)
 	if r.Code != cmdutil.ExitNotInstalled {

@@ -87,11 +87,7 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	switch o.Output {
-	case "", "json", "yaml":
-		return nil
-	}
-	return cmdutil.Usage("Use -o json or -o yaml.", "--output must be json or yaml, got %q", o.Output)
+	return cmdutil.ValidateJSONOrYAML(o.Output)
 }
 
 // Run prints the versions.

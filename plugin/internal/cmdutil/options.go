@@ -28,3 +28,13 @@ func RunE(o Options) func(*cobra.Command, []string) error {
 		return o.Run(cmd.Context())
 	}
 }
+
+// ValidateJSONOrYAML checks -o of a command that prints one report, json
+// or yaml, or text when empty.
+func ValidateJSONOrYAML(output string) error {
+	switch output {
+	case "", "json", "yaml":
+		return nil
+	}
+	return Usage("Use -o json or -o yaml.", "--output must be json or yaml, got %q", output)
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -77,6 +79,36 @@ func writeKubeconfig(env *testenv.Env, name string, groups []string) (path, dir 
 	}
 	path = filepath.Join(dir, "kubeconfig")
 	return path, dir, os.WriteFile(path, data, 0o600)
+}
+
+// BareKubeconfig starts an API server of its own, without the CRDs or
+// anything else installed, for the test, and returns the path of a
+// kubeconfig for user in system:masters: what every command meets on a
+// cluster where kubectl-sched was never installed.
+func BareKubeconfig(t *testing.T, user string) string {
+	t.Helper()
+	bin, err := cluster.BinDir(context.Background(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &envtest.Environment{BinaryAssetsDirectory: bin}
+	if _, err := bare.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bare.Stop() })
+	u, err := bare.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Stop stops the API server.
