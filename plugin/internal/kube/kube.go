@@ -55,6 +55,10 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot load the kubeconfig: %w", err)
 	}
+	// client-go's default of 5 requests a second made install (two
+	// requests for each of its ~40 objects) take 18 s. The API server's
+	// priority and fairness, not the client, is what protects it.
+	cfg.QPS, cfg.Burst = 50, 100
 	ns, explicit, err := flags.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
