@@ -51,7 +51,11 @@ control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-sche
 test: control-plane ## Run every test against a real API server and the simulated cluster.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -count=1 -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT)
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -count=1 -short -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT)
+
+.PHONY: test-faults
+test-faults: control-plane ## Run the long fault runs make test skips: API server and etcd restarts, leader failover (CI runs them).
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover' -timeout 20m
 
 .PHONY: chaos
 chaos: control-plane ## Run the fault tests in full (figures in RELIABILITY.md).

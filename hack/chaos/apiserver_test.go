@@ -22,6 +22,7 @@ import (
 // Deployment restarts it) recovers by itself: its watches resume,
 // everything finishes once, and its process was never restarted.
 func TestAPIServerAndEtcdRestarts(t *testing.T) {
+	longFault(t)
 	s := startSim(t)
 	c := s.cluster
 	e := s.operator(t, "op", "--leader-elect=false")

@@ -26,6 +26,7 @@ import (
 // duration (15 s by default) bounds the failover, plus up to one retry
 // period (2 s). Nothing runs twice across it.
 func TestLeaderFailover(t *testing.T) {
+	longFault(t)
 	s := startSim(t)
 	// CHAOS_LEASE=8s,5s,1s: lease duration, renew deadline, retry period.
 	var args []string

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,23 @@ type simEnv struct {
 	dir     string
 }
 
+// The plugin and operator are built once for all the package's tests, into
+// the folder the other test packages share (tour.SharedBinDir).
+var (
+	binDir   string
+	buildErr error
+	build    sync.Once
+)
+
+// longFault skips a fault run that takes minutes under `go test -short`
+// (make test); make test-faults and make chaos run it.
+func longFault(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("a long fault run: make test-faults or make chaos runs it")
+	}
+}
+
 // startSim starts the cluster for one test; it stops with the test.
 func startSim(t *testing.T) *simEnv {
 	t.Helper()
@@ -44,11 +62,15 @@ func startSim(t *testing.T) *simEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.cluster.Stop() })
-	e := s.env(t, "build", nil)
-	if err := e.Build(ctx); err != nil {
-		t.Fatal(err)
+	build.Do(func() {
+		if binDir, buildErr = tour.SharedBinDir([]string{crashpoint.Tag}); buildErr == nil {
+			buildErr = s.env(t, "build", nil).Build(ctx)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
 	}
-	if out, errOut, code, err := e.KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
+	if out, errOut, code, err := s.env(t, "install", nil).KubectlRun(ctx, "sched", "install", "--without-operator"); err != nil || code != 0 {
 		t.Fatalf("install: exit %d %v\n%s%s", code, err, out, errOut)
 	}
 	cfg, err := s.cluster.RESTConfig()
@@ -69,7 +91,7 @@ func (s *simEnv) env(t *testing.T, name string, args []string) *tour.Env {
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &tour.Env{Root: s.root, Dir: d, BinDir: filepath.Join(s.dir, "bin"), Kubeconfig: s.cluster.Kubeconfig,
+	return &tour.Env{Root: s.root, Dir: d, BinDir: binDir, Kubeconfig: s.cluster.Kubeconfig,
 		Kubectl: s.kubectl, Cluster: s.cluster, Log: os.Stderr, OperatorArgs: args,
 		// The crash points TestKillsBetweenWrites aims at exist only in
 		// this build.

@@ -78,6 +78,24 @@ func BinDir(ctx context.Context, log io.Writer) (string, error) {
 	return resolveBinDir(ctx, "", logger{w: log})
 }
 
+// CacheRoot is where built binaries and the demo's cluster live, outside
+// the repository: $KUBECTL_SCHED_CACHE, else $XDG_CACHE_HOME/kubectl-sched,
+// else ~/.cache/kubectl-sched, as hack/build-control-plane.sh has it.
+func CacheRoot() string {
+	if root := os.Getenv("KUBECTL_SCHED_CACHE"); root != "" {
+		return root
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "kubectl-sched")
+}
+
 // RepoRoot walks up from the working directory to this module's go.mod.
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()

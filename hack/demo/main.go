@@ -32,16 +32,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cache := os.Getenv("KUBECTL_SCHED_CACHE")
-	if cache == "" {
-		base := os.Getenv("XDG_CACHE_HOME")
-		if base == "" {
-			home, _ := os.UserHomeDir()
-			base = filepath.Join(home, ".cache")
-		}
-		cache = filepath.Join(base, "kubectl-sched")
-	}
-	dir := filepath.Join(cache, "cluster")
+	dir := filepath.Join(cluster.CacheRoot(), "cluster")
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		return fmt.Errorf("the tour drives the real kubectl, and there is none on PATH: install kubectl 1.26 or later")

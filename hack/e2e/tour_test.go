@@ -98,7 +98,11 @@ func startCluster(t *testing.T, realNode bool) *tour.Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Stop() })
-	e := &tour.Env{Root: repoRoot(t), Dir: dir, BinDir: filepath.Join(dir, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
+	bin, err := tour.SharedBinDir(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &tour.Env{Root: repoRoot(t), Dir: dir, BinDir: bin, Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
 	if err := e.Build(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ type env struct {
 	root    string
 	kubectl string
 	dir     string
+	bin     string // the shared plugin and operator (tour.SharedBinDir)
 }
 
 var (
@@ -117,6 +118,9 @@ func setUp() (*env, string, error) {
 	if e.kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return e, "", err
 	}
+	if e.bin, err = tour.SharedBinDir(nil); err != nil {
+		return e, "", err
+	}
 	t := e.tour(filepath.Join(dir, "build"))
 	if err := t.Build(ctx); err != nil {
 		return e, "", err
@@ -130,7 +134,7 @@ func setUp() (*env, string, error) {
 // tour is a tour.Env in its own folder: the shared binaries and kubeconfig.
 func (e *env) tour(dir string) *tour.Env {
 	_ = os.MkdirAll(dir, 0o755)
-	return &tour.Env{Root: e.root, Dir: dir, BinDir: filepath.Join(e.dir, "bin"), Kubeconfig: e.cluster.Kubeconfig,
+	return &tour.Env{Root: e.root, Dir: dir, BinDir: e.bin, Kubeconfig: e.cluster.Kubeconfig,
 		Kubectl: e.kubectl, Cluster: e.cluster, Log: os.Stderr}
 }
 

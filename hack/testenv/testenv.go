@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,9 @@ func Start() (*Env, error) {
 		BinaryAssetsDirectory: bin,
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s is too short for kube-apiserver when make test
+		// runs four packages on two cores.
+		ControlPlaneStartTimeout: time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -129,18 +129,4 @@ func status(ctx context.Context, dir string) error {
 }
 
 // defaultDir follows hack/build-control-plane.sh's cache root.
-func defaultDir() string {
-	root := os.Getenv("KUBECTL_SCHED_CACHE")
-	if root == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, err := os.UserHomeDir()
-			if err != nil {
-				home = os.TempDir()
-			}
-			cache = filepath.Join(home, ".cache")
-		}
-		root = filepath.Join(cache, "kubectl-sched")
-	}
-	return filepath.Join(root, "cluster")
-}
+func defaultDir() string { return filepath.Join(cluster.CacheRoot(), "cluster") }
