@@ -32,15 +32,6 @@ var (
 // nonroot), so a pod that sets only runAsNonRoot can start.
 const nonRootUID = "65532"
 
-// Image is a file-system image for ImportImage: Files are written at their
-// paths (mode 0755), Entrypoint runs as User.
-type Image struct {
-	Tags       []string
-	Files      map[string]string // path in the image -> file on this host
-	Entrypoint []string
-	User       string
-}
-
 // busyboxImage is /bin/busybox with a link per applet, /tmp, and passwd
 // entries for root and the non-root user.
 func busyboxImage(busybox string, entrypoint []string) (v1.Image, error) {
@@ -66,21 +57,6 @@ func busyboxImage(busybox string, entrypoint []string) (v1.Image, error) {
 	l.dir("tmp", 0o1777)
 	l.dir("home/nonroot", 0o755)
 	return l.image(entrypoint, "", []string{"PATH=/bin"})
-}
-
-// fileImage is the given files on an empty base, as distroless/static is
-// for a static binary.
-func fileImage(img Image) (v1.Image, error) {
-	l := newLayer()
-	for path, src := range img.Files {
-		b, err := os.ReadFile(src)
-		if err != nil {
-			return nil, err
-		}
-		l.file(strings.TrimPrefix(path, "/"), b, 0o755)
-	}
-	l.dir("tmp", 0o1777)
-	return l.image(img.Entrypoint, img.User, nil)
 }
 
 // writeArchive writes images as one docker-archive tarball (what

@@ -237,24 +237,6 @@ func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 	return c.importArchive(ctx, n.Socket, "base", images)
 }
 
-// ImportImage builds img and loads it into the real node's containerd, as
-// "kind load" does; a test uses it for the operator's image.
-func (c *Cluster) ImportImage(ctx context.Context, img Image) error {
-	n := loadRealNode(c.Dir)
-	if n == nil || c.RealNode == "" {
-		return errors.New("cluster: no real node")
-	}
-	built, err := fileImage(img)
-	if err != nil {
-		return err
-	}
-	images := map[string]v1.Image{}
-	for _, tag := range img.Tags {
-		images[tag] = built
-	}
-	return c.importArchive(ctx, n.Socket, "image", images)
-}
-
 // TrustRegistry lets the real node's containerd pull from the plain-HTTP
 // registry at host (host:port), as a test's local registry: containerd
 // pulls on the host's network, so a loopback address works. It reads the

@@ -11,20 +11,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/authn"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/release/image"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // The release as a user gets it: the operator image pushed by the release's
 // own image step (ko, the nonroot base) to a registry, pulled from there by
 // the real node's containerd over plain HTTP, installed pinned to its digest
-// by `kubectl sched install --wait`, and running a workflow whose steps run
-// on the real node.
+// by `kubectl sched install --wait`, running as pods with config/manager's
+// security context, probes and leader election, and running a workflow
+// whose steps run on the real node.
 func TestReleasedOperatorFromARegistry(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
@@ -71,22 +75,35 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 	}
 	_, digest, _ := strings.Cut(pinned.String(), "@")
 	pods := e.podsOf(t, schedv1.DefaultOperatorNamespace, map[string]string{"app.kubernetes.io/name": "kubectl-sched-operator"})
-	ready := 0
+	var ready []string
 	for _, p := range pods {
 		if p.Spec.NodeName != cluster.RealNodeName {
 			t.Errorf("operator pod %s runs on %s, want the real node", p.Name, p.Spec.NodeName)
 		}
+		sc := p.Spec.Containers[0].SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+			t.Errorf("operator pod %s: the manifest's read-only root file system is gone", p.Name)
+		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Ready {
-				ready++
+				ready = append(ready, p.Name)
 			}
 			if !strings.HasSuffix(cs.ImageID, digest) {
 				t.Errorf("operator pod %s runs image %s, want the pushed %s", p.Name, cs.ImageID, digest)
 			}
 		}
 	}
-	if ready != 2 {
-		t.Errorf("%d ready operator pods, want the manifest's 2", ready)
+	if len(ready) != 2 {
+		t.Errorf("ready operator pods %v, want the manifest's 2 replicas", ready)
+	}
+	// One replica leads (the image runs config/manager's leader election);
+	// the lease names it.
+	lease := &coordinationv1.Lease{}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := e.client.Get(ctx, client.ObjectKey{Namespace: schedv1.DefaultOperatorNamespace, Name: app.DefaultOptions().LeaderElectionID}, lease)
+		return err == nil && lease.Spec.HolderIdentity != nil && holderIsPod(*lease.Spec.HolderIdentity, ready), nil
+	}); err != nil {
+		t.Fatalf("no operator pod holds the leader lease (lease %+v)", lease.Spec)
 	}
 
 	step := func(name, script string) schedv1.WorkflowStep {
@@ -114,4 +131,15 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 	if diff := cmp.Diff(map[string]map[string]string{"pick": {"n": "6"}, "times": {"answer": "42"}}, got); diff != "" {
 		t.Errorf("step outputs (-want +got):\n%s", diff)
 	}
+}
+
+// holderIsPod: controller-runtime's identity is the pod's host name and a
+// random suffix.
+func holderIsPod(holder string, pods []string) bool {
+	for _, p := range pods {
+		if strings.HasPrefix(holder, p+"_") {
+			return true
+		}
+	}
+	return false
 }

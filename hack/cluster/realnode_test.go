@@ -1,4 +1,4 @@
-package realnode
+package cluster
 
 import (
 	"context"
@@ -14,19 +14,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-
-	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 )
 
-// A second cluster with its own real node, beside the shared one: it runs
-// a pod, is found again by Attach, and leaves nothing on the host when it
-// stops (no container, shim, mount, cgroup, NAT rule or bridge).
+// A cluster with a real node runs a pod, is found again by Attach, and
+// leaves nothing on the host when it stops (no container, shim, mount,
+// cgroup, NAT rule or bridge). It runs here, beside hack/realnode's shared
+// cluster, rather than after that package's tests.
 func TestRealNodeStopsCleanly(t *testing.T) {
-	need(t)
 	ctx := context.Background()
+	needRealNode(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	rulesBefore := natRules(t)
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, RealNode: true, Log: os.Stderr})
+	c, err := Start(ctx, Options{Dir: dir, RealNode: true, Log: os.Stderr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +38,7 @@ func TestRealNodeStopsCleanly(t *testing.T) {
 	if c.RealNode == "" {
 		t.Fatal("no real node")
 	}
-	attached, err := cluster.Attach(ctx, dir)
+	attached, err := Attach(ctx, dir)
 	if err != nil || attached.RealNode != c.RealNode {
 		t.Fatalf("Attach: %v, real node %q", err, attached.RealNode)
 	}
@@ -52,8 +51,8 @@ func TestRealNodeStopsCleanly(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "sleeper", Namespace: "default"},
 		Spec: corev1.PodSpec{
-			NodeSelector:    map[string]string{cluster.LabelPool: cluster.RealNodePool},
-			Tolerations:     []corev1.Toleration{{Key: cluster.TaintPool, Value: cluster.RealNodePool, Effect: corev1.TaintEffectNoSchedule}},
+			NodeSelector:    map[string]string{LabelPool: RealNodePool},
+			Tolerations:     []corev1.Toleration{{Key: TaintPool, Value: RealNodePool, Effect: corev1.TaintEffectNoSchedule}},
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](65532)},
 			Containers:      []corev1.Container{{Name: "c", Image: "busybox:1.36", Command: []string{"sleep", "3599"}}},
 		},
@@ -105,6 +104,28 @@ func TestRealNodeStopsCleanly(t *testing.T) {
 			t.Errorf("the stopped cluster left its NAT rule %q; rules now:\n%s", r, after)
 		}
 	}
+}
+
+// needRealNode skips when this host cannot run the real node, or fails
+// under REQUIRE_REAL_NODE (as CI sets it), as hack/realnode's tests do.
+func needRealNode(t *testing.T) {
+	t.Helper()
+	why := "REAL_NODE=false"
+	if os.Getenv("REAL_NODE") != "false" {
+		bin, err := BinDir(context.Background(), os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = RealNodeUnavailable(bin)
+		if err == nil {
+			return
+		}
+		why = err.Error()
+	}
+	if os.Getenv("REQUIRE_REAL_NODE") != "" {
+		t.Fatalf("REQUIRE_REAL_NODE is set, but this host cannot run the real node: %s", why)
+	}
+	t.Skip("no real node on this host: " + why)
 }
 
 func natRules(t *testing.T) string {
