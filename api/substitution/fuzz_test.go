@@ -4,18 +4,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-sched/kubectl-sched/api/substitution/substitutiontest"
 )
 
 func FuzzExpand(f *testing.F) {
-	for _, s := range []string{
-		"", "plain", "$", "$$", "$$$", "${", "$${", "$$${", "}", "{}", "${}", "$}", "$ {",
-		"${steps.0.output.x}", "${steps.build.output.a.b}", "${params.p}",
-		"$${steps.0.output.x}", "$$${params.p}", "${params.a}${params.b}",
-		"${steps.01.output.x}", "${steps.a.outputs.x}", "${steps.a", "${foo}",
-		"${steps.${params.a}.output.x}", "${params.a.b}", "${steps.-1.output.x}",
-		"héllo ${params.a} ✓\n\"q\"\r\n", "\xff${params.a}\xfe", "$\x00{", "${params.a}\x00",
-		"${steps.99999999999999999999.output.x}",
-	} {
+	// The seeds, the tricky cases and the generated ones that the admission
+	// policy is also tested with (substitutiontest).
+	for _, s := range substitutiontest.Corpus() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

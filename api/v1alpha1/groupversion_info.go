@@ -1,8 +1,5 @@
-// Package v1alpha1 holds the kubectl-sched API: UserDeployment, AgentTask,
-// Workflow and SchedExt in the sched.kubectl-sched.dev group.
-//
-// +kubebuilder:object:generate=true
-// +groupName=sched.kubectl-sched.dev
+// The package's documentation, and its kubebuilder markers, are in doc.go.
+
 package v1alpha1
 
 import (

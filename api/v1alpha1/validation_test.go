@@ -228,6 +228,18 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validWorkflow().Param("repo", "x").Step("c", "busybox", "${params.branch}").Obj(),
 			wantField: "spec.steps", wantMsg: "not in spec.params",
 		},
+		"wf: a second param right after the first": {
+			obj:       validWorkflow().Param("tag", "x").Step("c", "busybox", "${params.tag}${params.branch}").Obj(),
+			wantField: "spec.steps", wantMsg: "not in spec.params",
+		},
+		"wf: malformed reference": {
+			obj:       validWorkflow().Step("c", "busybox", "--sha=${steps.fetch.outputs.sha}").Obj(),
+			wantField: "spec.steps", wantMsg: `step "c" holds "${steps.fetch.outputs.sha}", which is not a valid reference; references are ${steps.N.output.KEY}`,
+		},
+		"wf: unterminated reference, quoted short with its line break": {
+			obj:       validWorkflow().Step("c", "busybox", "${params.a\n"+strings.Repeat("x", 100)).Obj(),
+			wantField: "spec.steps", wantMsg: `step "c" holds "${params.a\n` + strings.Repeat("x", 53) + `...", which is not a valid reference`,
+		},
 		"wf: bad timeout": {
 			obj:       validWorkflow().Spec(func(s *schedv1.WorkflowSpec) { s.Timeout = &metav1.Duration{Duration: -time.Second} }).Obj(),
 			wantField: "spec.timeout", wantMsg: "should match",

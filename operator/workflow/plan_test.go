@@ -293,7 +293,7 @@ func TestDecide(t *testing.T) {
 				}
 			},
 		},
-		"a reference the API server could not check fails before anything runs": {
+		"a reference that got past admission (a cluster without the policy) fails before anything runs": {
 			wf:      MakeWorkflow("bad", "ns").Step("a", "busybox", "${params.x}${params.y}").Param("x", "1").Obj(),
 			prepare: func(*schedv1.Workflow) map[int]*schedv1.AgentTask { return nil },
 			want: summary{Phase: schedv1.WorkflowFailed, Reason: schedv1.ReasonInvalidSpec, Progress: "0/1",

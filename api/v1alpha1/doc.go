@@ -1,0 +1,62 @@
+// Package v1alpha1 holds the kubectl-sched API: UserDeployment, AgentTask,
+// Workflow and SchedExt in the sched.kubectl-sched.dev group.
+//
+// # Where validation lives
+//
+// Every rule has one home, chosen by what it needs to know. Before adding
+// one, find its layer here; a rule checked in two layers needs a test that
+// holds them to the same verdict.
+//
+//  1. The CRD schema: shape and per-object rules. The +kubebuilder markers
+//     in this package (types, enums, patterns, lengths, list sizes and
+//     keys) and their XValidation CEL rules (between fields of one object,
+//     immutability with self == oldSelf), generated into config/crd/bases.
+//     The API server applies them to every write by everyone, status
+//     included, so they must only look at the object and stay cheap: the
+//     API server estimates their cost when the CRD is installed
+//     (bounds_test.go and TestLargestAgentTaskAccepted hold the objects at
+//     every bound). validation_test.go tries each rule.
+//
+//  2. The ValidatingAdmissionPolicies in config/policy (installed with the
+//     CRDs by `kubectl sched install`): rules that need more than the
+//     object. The requesting user (reserved_labels, operator_confinement,
+//     operator_pod_patch, pod_owners), the namespace's labels and
+//     annotations (restricted_pods' opt-out, ingress_hosts' allowed
+//     hosts), other objects given as params (the tier's ResourceQuota in
+//     tier_placement and tier_ttl, the operator's ConfigMap in
+//     ingress_hosts), or only the CREATE operation, for checks too costly to
+//     repeat on every status write (workflow_references). Each file's
+//     header says what it checks and why it is a policy. The operator
+//     checks again what it must not get wrong when a policy is missing
+//     (operator/podsecurity, the host rules, api/substitution).
+//
+//  3. api/substitution: the ${steps.N.output.KEY}, ${steps.NAME.output.KEY}
+//     and ${params.NAME} grammar of Workflow step strings and the rules on
+//     what a reference may name. One Go implementation that the operator
+//     runs before it starts a workflow and resolves each step with, and the
+//     plugin runs before it submits one, so what one accepts the other
+//     does too; its doc.go is the reference. workflow_references.yaml
+//     re-states it in CEL for `kubectl apply` users, and
+//     TestWorkflowReferencesPolicyAgreesWithSubstitution (in this package)
+//     feeds both the corpus in api/substitution/substitutiontest and
+//     requires the same verdict on every string: api/substitution is right
+//     when they differ. Two of its rules are not in the policy (too costly
+//     in CEL): with dependsOn, a step may only use the outputs of the steps
+//     it depends on, directly or through others; and a step rendered with
+//     its params must fit in an AgentTask. The operator fails a workflow
+//     that breaks them with reason InvalidSpec before any step runs.
+//
+//  4. The template checker, plugin/internal/templates: on the user's
+//     machine, before anything is submitted. It checks a template when it
+//     is loaded (placeholders, parameters, types, known fields) and the
+//     object it renders (a Workflow through api/substitution), and explains
+//     each problem with the template's own names. It adds no rule of its
+//     own to the API: what it lets through, the layers above still check.
+//
+// Messages follow the same path: the plugin's (api/substitution's, the
+// template checker's) are the most detailed, and the server's name the
+// field and the fix in one line.
+//
+// +kubebuilder:object:generate=true
+// +groupName=sched.kubectl-sched.dev
+package v1alpha1

@@ -1,0 +1,142 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/api/substitution"
+	"github.com/kubectl-sched/kubectl-sched/api/substitution/substitutiontest"
+	. "github.com/kubectl-sched/kubectl-sched/api/testing"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// referencesPolicy is config/policy/workflow_references.yaml, which
+// re-implements in CEL the grammar and the reference rules of
+// api/substitution for `kubectl apply` users.
+const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-references'"
+
+// TestWorkflowReferencesPolicyAgreesWithSubstitution puts each string of
+// substitutiontest.Corpus into a step of a Workflow and requires the API
+// server (CRD rules and the policy) and substitution.ValidateWorkflow,
+// which the plugin and the operator run, to give the same verdict: a
+// Workflow the server admits must be one the operator runs, and one the
+// plugin refuses must not be admitted by `kubectl apply`. api/substitution
+// is the reference: when they disagree, the policy is what to fix.
+func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
+	corpus := substitutiontest.Corpus()
+	type verdict struct {
+		in       string
+		field    string
+		admitted bool   // by the API server
+		refusal  string // the server's message when refused
+		valid    bool   // by substitution.ValidateWorkflow
+		problems string
+	}
+	verdicts := make([]verdict, len(corpus))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for i := range work {
+				// What the server sees: JSON turns invalid UTF-8 into U+FFFD.
+				s := jsonString(t, corpus[i])
+				wf, field := referencesWorkflow(i, s)
+				v := verdict{in: s, field: field}
+				errs := substitution.ValidateWorkflow(&wf.Spec)
+				v.valid = len(errs) == 0
+				if !v.valid {
+					v.problems = errs.ToAggregate().Error()
+				}
+				err := env.Client.Create(context.Background(), wf, client.DryRunAll)
+				v.admitted = err == nil
+				if err != nil {
+					v.refusal = err.Error()
+				}
+				verdicts[i] = v
+			}
+		})
+	}
+	for i := range corpus {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	var admitted, valid, disagree int
+	for _, v := range verdicts {
+		if v.admitted {
+			admitted++
+		}
+		if v.valid {
+			valid++
+		}
+		switch {
+		case !v.admitted && !strings.Contains(v.refusal, referencesPolicy):
+			t.Errorf("%q in %s: refused by something other than the policy, so the case does not test it: %s", v.in, v.field, v.refusal)
+		case v.admitted && !v.valid:
+			disagree++
+			t.Errorf("%q in %s: the API server admits it, api/substitution refuses it: %s", v.in, v.field, v.problems)
+		case !v.admitted && v.valid:
+			disagree++
+			t.Errorf("%q in %s: api/substitution accepts it, the API server refuses it: %s", v.in, v.field, v.refusal)
+		}
+	}
+	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution, %d disagreements", len(verdicts), admitted, valid, disagree)
+	// The corpus must test both verdicts in numbers.
+	if valid < 100 || len(verdicts)-valid < 100 {
+		t.Errorf("%d of %d cases are valid; the corpus should hold at least 100 of each verdict", valid, len(verdicts))
+	}
+}
+
+// referencesWorkflow is a Workflow with params p, a, b and tag and steps
+// fetch, build, use and later, where step 2 ("use") holds s: in its args,
+// command, an env value or its image, taking turns by i so each field the
+// policy scans is tested. It returns the field's path.
+func referencesWorkflow(i int, s string) (*schedv1.Workflow, string) {
+	task := schedv1.AgentTaskSpec{Image: "busybox"}
+	var field string
+	switch i % 4 {
+	case 0:
+		task.Args, field = []string{"--in", s}, "args[1]"
+	case 1:
+		task.Command, field = []string{s}, "command[0]"
+	case 2:
+		task.Env, field = []schedv1.EnvVar{{Name: "IN", Value: s}}, "env[0].value"
+	}
+	if field == "" {
+		if len(s) >= 1 && len(s) <= 512 {
+			task.Image, field = s, "image"
+		} else {
+			task.Args, field = []string{s}, "args[0]"
+		}
+	}
+	wf := MakeWorkflow(fmt.Sprintf("refs-%d", i), ns).
+		Param("p", "v").Param("a", "1").Param("b", "2").Param("tag", "latest").
+		Step("fetch", "busybox").
+		Step("build", "busybox").
+		StepTask("use", task).
+		Step("later", "busybox").
+		Obj()
+	return wf, "spec.steps[2].task." + field
+}
+
+// jsonString returns s as it arrives through JSON.
+func jsonString(t *testing.T, s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Error(err)
+		return s
+	}
+	var out string
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Error(err)
+		return s
+	}
+	return out
+}
