@@ -110,14 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			continue
 		}
-		switch kind := refusal.Classify(err); {
+		switch class := refusal.Classify(err); {
 		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
-		case kind == refusal.Final:
+		case class == refusal.Final:
 			// Substituted outputs can make a task the server refuses;
 			// retrying cannot change them, so the step fails.
 			refused(wf, &p.status, c.step, refusal.Message(err), now)
-		case kind == refusal.Quota:
+		case class == refusal.Quota:
 			waitingForQuota(&p.status, c.step, wf.Spec.Steps[c.step].Name, refusal.Message(err))
 			quotaErr = err
 		default:
