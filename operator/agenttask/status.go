@@ -115,7 +115,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	case latest != nil && disruption(latest) != nil && !podRunning(latest):
 		c := disruption(latest)
 		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against spec.retries",
-			latest.Name, c.Reason, podstatus.Clip(c.Message)))
+			latest.Name, c.Reason, podstatus.ClipMessage(c.Message)))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
 		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
@@ -141,7 +141,7 @@ func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
 	if pod == nil {
 		if createFailure != "" {
-			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.Clip(createFailure)
+			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.ClipMessage(createFailure)
 		}
 		return schedv1.ReasonPending, "waiting for the pod to start"
 	}
@@ -185,11 +185,11 @@ func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.Job
 	case st.ExitCode != nil && *st.ExitCode != 0:
 		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
 		if term := terminatedState(pod); term != nil && strings.TrimSpace(term.Message) != "" {
-			msg += ": " + podstatus.Clip(strings.TrimSpace(term.Message))
+			msg += ": " + podstatus.ClipMessage(strings.TrimSpace(term.Message))
 		}
 		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
 	default:
-		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.Clip(c.Message)), now)
+		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.ClipMessage(c.Message)), now)
 	}
 }
 

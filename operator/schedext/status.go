@@ -374,7 +374,7 @@ func whyNotReady(pod *corev1.Pod) (reason, detail string) {
 		}
 		for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 			if term != nil && term.ExitCode == ExitUnsupported {
-				return schedv1.ReasonUnsupportedKernel, podstatus.Clip(strings.TrimSpace(term.Message))
+				return schedv1.ReasonUnsupportedKernel, podstatus.ClipMessage(strings.TrimSpace(term.Message))
 			}
 		}
 	}

@@ -347,9 +347,9 @@ func certificateState(p plan, cert *unstructured.Unstructured) (metav1.Condition
 		}
 		msg, _ := m["message"].(string)
 		if m["status"] == "True" {
-			return metav1.ConditionTrue, schedv1.ReasonCertificateIssued, fmt.Sprintf("Certificate %s is issued: %s", p.certificate, podstatus.Clip(msg))
+			return metav1.ConditionTrue, schedv1.ReasonCertificateIssued, fmt.Sprintf("Certificate %s is issued: %s", p.certificate, podstatus.ClipMessage(msg))
 		}
-		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is not ready: %s", p.certificate, podstatus.Clip(msg))
+		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is not ready: %s", p.certificate, podstatus.ClipMessage(msg))
 	}
 	return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is waiting for cert-manager to issue it", p.certificate)
 }
@@ -400,7 +400,7 @@ func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod) (reaso
 			if strings.Contains(c.Message, "forbidden") {
 				reason = schedv1.ReasonForbidden
 			}
-			return reason, "cannot create pods: " + podstatus.Clip(c.Message)
+			return reason, "cannot create pods: " + podstatus.ClipMessage(c.Message)
 		}
 	}
 	return waiting.reason, waiting.message
