@@ -23,7 +23,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -181,13 +180,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ud.Status = computeStatus(ud, p, o)
 	if err := r.patchStatus(ctx, ud, before); err != nil {
-		if apierrors.IsConflict(err) {
-			// Our cache was behind; the newer app may differ only in its
-			// status, whose events are filtered out, so come back, with
-			// the workqueue's growing backoff should a writer keep racing us.
-			return ctrl.Result{}, fmt.Errorf("status of %s is stale, retrying: %w", ud.Name, err)
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err

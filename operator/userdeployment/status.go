@@ -70,20 +70,17 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	sum := summarize(ud, p, o, &st)
 	st.Ready = fmt.Sprintf("%d/%d", sum.ready, sum.services)
 	st.Phase = phaseOf(sum)
-	set := func(c metav1.Condition) {
-		status.SetCondition(&st.Conditions, ud.Generation, c.Type, c.Status, c.Reason, c.Message)
-	}
 	degraded := degradedCondition(sum)
-	set(readyCondition(st.Phase, sum, degraded))
-	set(progressingCondition(st.Phase, sum, degraded))
-	set(degraded)
+	status.SetCondition(&st.Conditions, ud.Generation, readyCondition(st.Phase, sum, degraded))
+	status.SetCondition(&st.Conditions, ud.Generation, progressingCondition(st.Phase, sum, degraded))
+	status.SetCondition(&st.Conditions, ud.Generation, degraded)
 	if c := p.priority; c.Type != "" {
-		set(c)
+		status.SetCondition(&st.Conditions, ud.Generation, c)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
 	}
 	if s, reason, msg := certificateState(p, o.certificate); reason != "" {
-		set(metav1.Condition{Type: schedv1.ConditionCertificateReady, Status: s, Reason: reason, Message: msg})
+		status.SetCondition(&st.Conditions, ud.Generation, metav1.Condition{Type: schedv1.ConditionCertificateReady, Status: s, Reason: reason, Message: msg})
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
 	}

@@ -128,10 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, tier)
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{}, nil // the newer workflow's event brings us back
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 	if quotaErr != nil {
 		// The workqueue's backoff paces the retries until the quota has room.
