@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
+	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
@@ -28,38 +29,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
-// Settings are what the builders need to know about the cluster; the
-// operator fills them from its flags.
-type Settings struct {
-	// IngressDomain: public hosts default to <name>.<namespace>.<domain>.
-	IngressDomain string
-	// IngressProvider is "ingress" or "traefik".
-	IngressProvider string
-	// IngressClass is the ingressClassName when the spec names none.
-	IngressClass string
-	// AllowedIngressClasses are the other classes an app may name.
-	AllowedIngressClasses []string
-	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
-	IngressNamespace string
-	// NetworkPolicies switches isolation on.
-	NetworkPolicies bool
-	// MonitoringNamespace runs the cluster's Prometheus, admitted on the
-	// metrics ports an app's allowFrom names.
-	MonitoringNamespace string
-	// ClusterSecretStore backs external secret references.
-	ClusterSecretStore string
-	// ExternalSecretKeyTemplate is the prefix an app's external secret keys
-	// must start with, {{namespace}} replaced; any key when empty.
-	ExternalSecretKeyTemplate string
-	// ExternalSecretReservedPaths are top-level paths of the store that no
-	// namespace's prefix may cover (its mount, shared folders).
-	ExternalSecretReservedPaths []string
-	// PriorityClasses maps placement priorities to PriorityClass names.
-	PriorityClasses map[string]string
-	// ClusterIssuer signs public apps' certificates when cert-manager is
-	// installed; none when empty.
-	ClusterIssuer string
-}
+// Settings are the operator's cluster settings (api/settings), which the
+// builders and the host rules read.
+type Settings = settings.Values
 
 // apis records which optional APIs the operator uses: the cluster serves
 // them and their caches are synced (optional.go).
