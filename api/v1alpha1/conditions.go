@@ -71,7 +71,6 @@ const (
 	ReasonFailed           = "Failed"
 	ReasonNonZeroExit      = "NonZeroExit"
 	ReasonDeadlineExceeded = "DeadlineExceeded"
-	ReasonBackoffLimit     = "BackoffLimitExceeded"
 	ReasonCancelled        = "Cancelled"
 	// ReasonDisrupted: the task's pod was preempted, evicted or drained
 	// (its DisruptionTarget condition); the Job starts another, which does
@@ -84,7 +83,6 @@ const (
 	// holds once its references are substituted; its task is not built.
 	ReasonTooLarge   = "TooLarge"
 	ReasonStepFailed = "StepFailed"
-	ReasonSkipped    = "Skipped"
 	// Workflow events for a step's phase change: Step<Phase>.
 	ReasonStepPending   = "StepPending"
 	ReasonStepRunning   = "StepRunning"
@@ -101,6 +99,12 @@ const (
 	// (QuotaRecount), or it still has not after minutes (QuotaNotCounted).
 	ReasonQuotaRecount    = "QuotaRecount"
 	ReasonQuotaNotCounted = "QuotaNotCounted"
+	// ReasonTiersMissing: no tiers ConfigMap in the operator's namespace,
+	// so a tenant namespace's tier cannot be applied.
+	ReasonTiersMissing = "TiersMissing"
+	// ReasonUnknownTier: a namespace names a tier the tiers ConfigMap does
+	// not define, or defines so that it does not parse.
+	ReasonUnknownTier = "UnknownTier"
 
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"

@@ -14,7 +14,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
@@ -130,14 +129,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
 	if c, ok := placement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
-		c.ObservedGeneration = task.Generation
-		meta.SetStatusCondition(&task.Status.Conditions, c)
+		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}
 	if err := r.patchStatus(ctx, task, before); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{}, nil // the newer task's event brings us back
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 
 	if o.createErr != nil && !task.Status.Phase.Finished() {

@@ -115,12 +115,12 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	case latest != nil && disruption(latest) != nil && !podRunning(latest):
 		c := disruption(latest)
 		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against spec.retries",
-			latest.Name, c.Reason, podstatus.Clip(c.Message)))
+			latest.Name, c.Reason, podstatus.ClipMessage(c.Message)))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
 		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
-		setCond(&st, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonRunning, st.Message)
-		setCond(&st, schedv1.ConditionSucceeded, metav1.ConditionUnknown, schedv1.ReasonRunning, "the task has not finished")
+		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
+		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
 	default:
 		reason, msg := whyPending(latest, o.createFailure)
 		setPending(&st, reason, msg)
@@ -131,8 +131,8 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 	st.Phase = schedv1.TaskPending
 	st.Reason, st.Message = reason, msg
-	setCond(st, schedv1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	setCond(st, schedv1.ConditionSucceeded, metav1.ConditionUnknown, reason, "the task has not finished")
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: reason, Message: "the task has not finished"})
 }
 
 // whyPending explains a pod that does not run yet, from the most specific
@@ -141,7 +141,7 @@ func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
 	if pod == nil {
 		if createFailure != "" {
-			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.Clip(createFailure)
+			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.ClipMessage(createFailure)
 		}
 		return schedv1.ReasonPending, "waiting for the pod to start"
 	}
@@ -185,11 +185,11 @@ func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.Job
 	case st.ExitCode != nil && *st.ExitCode != 0:
 		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
 		if term := terminatedState(pod); term != nil && strings.TrimSpace(term.Message) != "" {
-			msg += ": " + podstatus.Clip(strings.TrimSpace(term.Message))
+			msg += ": " + podstatus.ClipMessage(strings.TrimSpace(term.Message))
 		}
 		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
 	default:
-		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.Clip(c.Message)), now)
+		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.ClipMessage(c.Message)), now)
 	}
 }
 
@@ -201,12 +201,12 @@ func finish(st *schedv1.AgentTaskStatus, phase schedv1.AgentTaskPhase, reason, m
 		st.CompletionTime = &now
 	}
 	if phase == schedv1.TaskSucceeded {
-		setCond(st, schedv1.ConditionReady, metav1.ConditionTrue, reason, msg)
-		setCond(st, schedv1.ConditionSucceeded, metav1.ConditionTrue, reason, msg)
+		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
+		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 		return
 	}
-	setCond(st, schedv1.ConditionReady, metav1.ConditionFalse, reason, msg)
-	setCond(st, schedv1.ConditionSucceeded, metav1.ConditionFalse, reason, msg)
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
 func setExit(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
@@ -217,10 +217,6 @@ func setExit(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
 			st.CompletionTime = &t
 		}
 	}
-}
-
-func setCond(st *schedv1.AgentTaskStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
-	status.SetCondition(&st.Conditions, st.ObservedGeneration, typ, s, reason, msg)
 }
 
 func jobCondition(job *batchv1.Job, t batchv1.JobConditionType) *batchv1.JobCondition {

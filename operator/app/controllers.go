@@ -2,11 +2,11 @@ package app
 
 import (
 	"fmt"
-	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"sort"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
@@ -22,7 +22,6 @@ type Controller func(mgr ctrl.Manager, o Options) error
 // name --controllers takes.
 var controllers = map[string]Controller{
 	"userdeployment": func(mgr ctrl.Manager, o Options) error {
-		s := o.Settings
 		// The status Lease goes beside the leader Lease.
 		ns := o.LeaderElectionNamespace
 		if ns == "" {
@@ -33,20 +32,7 @@ var controllers = map[string]Controller{
 			APIReader:       mgr.GetAPIReader(),
 			Recorder:        mgr.GetEventRecorder("userdeployment-controller"),
 			StatusNamespace: ns,
-			Settings: userdeployment.Settings{
-				IngressDomain:               s.IngressDomain,
-				IngressProvider:             s.IngressProvider,
-				IngressClass:                s.IngressClass,
-				AllowedIngressClasses:       s.AllowedIngressClasses,
-				IngressNamespace:            s.IngressNamespace,
-				NetworkPolicies:             s.NetworkPolicies,
-				MonitoringNamespace:         s.MonitoringNamespace,
-				ClusterSecretStore:          s.ClusterSecretStore,
-				ExternalSecretKeyTemplate:   s.ExternalSecretKeyTemplate,
-				PriorityClasses:             s.PriorityClasses,
-				ClusterIssuer:               s.ClusterIssuer,
-				ExternalSecretReservedPaths: s.ExternalSecretReservedPaths,
-			},
+			Settings:        o.Settings,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"schedext": func(mgr ctrl.Manager, o Options) error {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
+	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -55,56 +56,9 @@ type Options struct {
 	// Controllers to run, by name; all when empty.
 	Controllers []string
 
-	Settings Settings
-}
-
-// Settings are what the controllers need to know about the cluster.
-type Settings struct {
-	// IngressDomain is the domain public services get hosts under:
-	// <name>.<namespace>.<domain>.
-	IngressDomain string
-	// IngressProvider is "ingress" (networking.k8s.io/v1) or "traefik"
-	// (an IngressRoute, when that API is served).
-	IngressProvider string
-	// IngressClass is the default ingressClassName.
-	IngressClass string
-	// AllowedIngressClasses are the classes besides IngressClass that an
-	// app may name in spec.ingress.className; none when empty.
-	AllowedIngressClasses []string
-	// IngressNamespace runs the ingress controller; NetworkPolicies admit it.
-	IngressNamespace string
-	// NetworkPolicies switches NetworkPolicy isolation on (off for development
-	// clusters): apps' policies and tenant namespaces' default deny.
-	NetworkPolicies bool
-	// MonitoringNamespace runs the cluster's Prometheus: tenant namespaces
-	// admit it, and apps on the metrics ports their allowFrom names.
-	MonitoringNamespace string
-	// ClusterSecretStore is the External Secrets store for external references.
-	ClusterSecretStore string
-	// ExternalSecretKeyTemplate confines each namespace's external secret
-	// keys to a prefix of the shared store; {{namespace}} is replaced.
-	ExternalSecretKeyTemplate string
-	// ExternalSecretReservedPaths are top-level paths of the shared store no
-	// namespace's prefix may cover: its mount, which External Secrets
-	// strips from a key that starts with it (so a namespace named like the
-	// mount would reach every key), and folders of shared secrets.
-	ExternalSecretReservedPaths []string
-	// SchedulerNamespace holds the SchedExt DaemonSets.
-	SchedulerNamespace string
-	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
-	SchedulerImages map[string]string
-	// HelperImage runs the SchedExt pods' kernel preflight and attach check;
-	// it needs only sh and cat, so scheduler images need no shell.
-	HelperImage string
-	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
-	PriorityClasses map[string]string
-	// AllowedSchedulerRegistries limit the images a SchedExt names itself
-	// (spec.scheduler.image) to these registries or repositories; any
-	// when empty. Images of --scheduler-image are the admin's own.
-	AllowedSchedulerRegistries []string
-	// ClusterIssuer is the cert-manager ClusterIssuer that signs public
-	// apps' certificates when cert-manager is installed; none when empty.
-	ClusterIssuer string
+	// Settings are the cluster settings (api/settings), each a flag and an
+	// environment variable.
+	Settings settings.Values
 }
 
 // DefaultOptions returns the options a deployment starts from.
@@ -125,7 +79,7 @@ func DefaultOptions() Options {
 		// Reconciles are a few API calls each; 15s leaves the Lease's
 		// release (up to RenewDeadline) inside the pod's 30s grace period.
 		GracefulShutdownTimeout: 15 * time.Second,
-		Settings: Settings{
+		Settings: settings.Values{
 			IngressDomain:    "apps.example.com",
 			IngressProvider:  "ingress",
 			IngressNamespace: "ingress-nginx",
@@ -190,32 +144,37 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		o.Controllers = strings.Split(v, ",")
 		return nil
 	})
-	s := &o.Settings
-	fs.StringVar(&s.IngressDomain, "ingress-domain", s.IngressDomain, "Domain of public hosts: <name>.<namespace>.<domain>. (env INGRESS_DOMAIN, or DEPLOYMENT_DOMAIN)")
-	fs.StringVar(&s.IngressProvider, "ingress-provider", s.IngressProvider, "ingress (networking.k8s.io/v1 Ingress) or traefik (IngressRoute when served). (env INGRESS_PROVIDER)")
-	fs.StringVar(&s.IngressClass, "ingress-class", s.IngressClass, "Default ingressClassName. (env INGRESS_CLASS)")
-	fs.Func("allowed-ingress-classes", "Comma-separated ingress classes an app may name in spec.ingress.className besides --ingress-class; none when empty. (env ALLOWED_INGRESS_CLASSES)", func(v string) error {
-		s.AllowedIngressClasses = splitList(v)
-		return nil
-	})
-	fs.StringVar(&s.IngressNamespace, "ingress-namespace", s.IngressNamespace, "Namespace of the ingress controller, admitted by NetworkPolicies. (env INGRESS_NAMESPACE)")
-	fs.StringVar(&s.MonitoringNamespace, "monitoring-namespace", s.MonitoringNamespace, "Namespace of the cluster's Prometheus, admitted by tenant namespaces and on apps' allowFrom.metricsPorts. (env MONITORING_NAMESPACE)")
-	fs.BoolVar(&s.NetworkPolicies, "network-policies", s.NetworkPolicies, "Isolate apps and tenant namespaces with NetworkPolicies; turn off on development clusters. (env NETWORK_POLICIES, or DISABLE_NETWORK_POLICIES=true)")
-	fs.StringVar(&s.ClusterSecretStore, "cluster-secret-store", s.ClusterSecretStore, "External Secrets ClusterSecretStore for external secret references. (env CLUSTER_SECRET_STORE)")
-	fs.StringVar(&s.ExternalSecretKeyTemplate, "external-secret-key-template", s.ExternalSecretKeyTemplate, "Prefix every external secret key of an app must start with; {{namespace}} is the app's namespace; empty allows any key. (env EXTERNAL_SECRET_KEY_TEMPLATE)")
-	fs.Func("external-secret-reserved-paths", "Comma-separated top-level paths of the ClusterSecretStore that no namespace's key prefix may cover: its mount (Vault's path; External Secrets strips it from keys that start with it) and folders of shared secrets. (env EXTERNAL_SECRET_RESERVED_PATHS; default secret)", func(v string) error {
-		s.ExternalSecretReservedPaths = secretstore.ParsePaths(v)
-		return nil
-	})
-	fs.StringVar(&s.SchedulerNamespace, "scheduler-namespace", s.SchedulerNamespace, "Namespace of the SchedExt DaemonSets. (env SCHEDULER_NAMESPACE)")
-	fs.StringVar(&s.HelperImage, "helper-image", s.HelperImage, "Image with sh and cat for the SchedExt pods' kernel preflight and attach check. (env HELPER_IMAGE)")
-	fs.Var(mapFlag(s.SchedulerImages), "scheduler-image", "NAME=IMAGE resolving a well-known scheduler; repeatable. (env SCHEDULER_IMAGES, comma-separated)")
-	fs.Var(mapFlag(s.PriorityClasses), "priority-class", "PRIORITY=CLASS mapping a placement priority to a PriorityClass; repeatable. (env PRIORITY_CLASSES)")
-	fs.Func("allowed-scheduler-registries", "Comma-separated registries or repositories (ghcr.io/sched-ext,registry.example.com) a SchedExt's own scheduler.image must come from; any when empty. (env ALLOWED_SCHEDULER_REGISTRIES)", func(v string) error {
-		s.AllowedSchedulerRegistries = splitList(v)
-		return nil
-	})
-	fs.StringVar(&s.ClusterIssuer, "cluster-issuer", s.ClusterIssuer, "cert-manager ClusterIssuer for public apps' certificates, used when cert-manager is installed. (env CLUSTER_ISSUER)")
+	for _, st := range settings.All {
+		switch p := st.Field(&o.Settings).(type) {
+		case *string:
+			fs.StringVar(p, st.Flag, *p, usage(st, p))
+		case *bool:
+			fs.BoolVar(p, st.Flag, *p, usage(st, p))
+		case *[]string:
+			fs.Func(st.Flag, usage(st, p), func(v string) error {
+				*p = st.Split(v)
+				return nil
+			})
+		case map[string]string:
+			fs.Var(mapFlag(p), st.Flag, usage(st, p))
+		}
+	}
+}
+
+// usage is a setting's flag help: its text, then the variables it may come
+// from, and a list's default, which a flag.Func does not show.
+func usage(st settings.Setting, value any) string {
+	env := st.Env
+	if st.Seed != "" {
+		env += ", or " + st.Seed
+		if st.SeedNegates {
+			env += "=true"
+		}
+	}
+	if l, ok := value.(*[]string); ok && len(*l) > 0 {
+		env += "; default " + strings.Join(*l, ",")
+	}
+	return fmt.Sprintf("%s (env %s%s)", st.Help, env, st.EnvNote)
 }
 
 // ApplyEnv fills options from the environment where fs (parsed) had no flag,
@@ -223,40 +182,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	str := func(flagName, env string, dst *string) {
-		if v, ok := lookup(env); ok && !given[flagName] {
-			*dst = v
-		}
-	}
-	s := &o.Settings
-	str("leader-election-namespace", "POD_NAMESPACE", &o.LeaderElectionNamespace)
-	// The seed's names, read first so that ours win when both are set.
-	str("ingress-domain", "DEPLOYMENT_DOMAIN", &s.IngressDomain)
-	if v, ok := lookup("DISABLE_NETWORK_POLICIES"); ok && !given["network-policies"] {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("DISABLE_NETWORK_POLICIES=%q is not true or false", v)
-		}
-		s.NetworkPolicies = !b
-	}
-	str("ingress-domain", "INGRESS_DOMAIN", &s.IngressDomain)
-	str("monitoring-namespace", "MONITORING_NAMESPACE", &s.MonitoringNamespace)
-	str("ingress-provider", "INGRESS_PROVIDER", &s.IngressProvider)
-	str("ingress-class", "INGRESS_CLASS", &s.IngressClass)
-	str("ingress-namespace", "INGRESS_NAMESPACE", &s.IngressNamespace)
-	str("cluster-secret-store", "CLUSTER_SECRET_STORE", &s.ClusterSecretStore)
-	str("external-secret-key-template", "EXTERNAL_SECRET_KEY_TEMPLATE", &s.ExternalSecretKeyTemplate)
-	str("scheduler-namespace", "SCHEDULER_NAMESPACE", &s.SchedulerNamespace)
-	str("helper-image", "HELPER_IMAGE", &s.HelperImage)
-	str("cluster-issuer", "CLUSTER_ISSUER", &s.ClusterIssuer)
-	if v, ok := lookup("EXTERNAL_SECRET_RESERVED_PATHS"); ok && !given["external-secret-reserved-paths"] {
-		s.ExternalSecretReservedPaths = secretstore.ParsePaths(v)
-	}
-	if v, ok := lookup("ALLOWED_SCHEDULER_REGISTRIES"); ok && !given["allowed-scheduler-registries"] {
-		s.AllowedSchedulerRegistries = splitList(v)
-	}
-	if v, ok := lookup("ALLOWED_INGRESS_CLASSES"); ok && !given["allowed-ingress-classes"] {
-		s.AllowedIngressClasses = splitList(v)
+	if v, ok := lookup("POD_NAMESPACE"); ok && !given["leader-election-namespace"] {
+		o.LeaderElectionNamespace = v
 	}
 	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
 		n, err := strconv.Atoi(v)
@@ -265,25 +192,21 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 		}
 		o.MaxConcurrentReconciles = n
 	}
-	if v, ok := lookup("NETWORK_POLICIES"); ok && !given["network-policies"] {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("NETWORK_POLICIES=%q is not true or false", v)
-		}
-		s.NetworkPolicies = b
-	}
-	for flagName, env := range map[string]string{"scheduler-image": "SCHEDULER_IMAGES", "priority-class": "PRIORITY_CLASSES"} {
-		v, ok := lookup(env)
-		if !ok || given[flagName] || v == "" {
+	for _, st := range settings.All {
+		if given[st.Flag] {
 			continue
 		}
-		dst := s.SchedulerImages
-		if flagName == "priority-class" {
-			dst = s.PriorityClasses
-		}
-		for _, kv := range strings.Split(v, ",") {
-			if err := mapFlag(dst).Set(strings.TrimSpace(kv)); err != nil {
-				return fmt.Errorf("%s: %w", env, err)
+		// The seed's name first, so that ours wins when both are set.
+		for _, name := range []string{st.Seed, st.Env} {
+			if name == "" {
+				continue
+			}
+			v, ok := lookup(name)
+			if !ok {
+				continue
+			}
+			if err := setFromEnv(st, &o.Settings, name, v, name == st.Seed && st.SeedNegates); err != nil {
+				return err
 			}
 		}
 	}
@@ -333,15 +256,31 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// splitList reads a comma-separated list, without empty items.
-func splitList(v string) []string {
-	var out []string
-	for _, item := range strings.Split(v, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
+// setFromEnv sets st in values from the variable name's value v; negate
+// reads a Bool the other way round.
+func setFromEnv(st settings.Setting, values *settings.Values, name, v string, negate bool) error {
+	switch p := st.Field(values).(type) {
+	case *string:
+		*p = v
+	case *bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not true or false", name, v)
+		}
+		*p = b != negate
+	case *[]string:
+		*p = st.Split(v)
+	case map[string]string:
+		if v == "" {
+			return nil
+		}
+		for _, kv := range strings.Split(v, ",") {
+			if err := mapFlag(p).Set(strings.TrimSpace(kv)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
 		}
 	}
-	return out
+	return nil
 }
 
 // mapFlag is a repeatable KEY=VALUE flag.

@@ -14,7 +14,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
-// MaxMessage bounds the messages copied from pods into a status.
+// MaxMessage bounds the messages copied into a status (ClipMessage).
 const MaxMessage = 1024
 
 // Cause returns a condition reason and message for a pod that cannot run, or
@@ -22,7 +22,7 @@ const MaxMessage = 1024
 func Cause(pod *corev1.Pod) (reason, message string) {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return schedv1.ReasonUnschedulable, "no node can run the pod: " + Clip(c.Message)
+			return schedv1.ReasonUnschedulable, "no node can run the pod: " + ClipMessage(c.Message)
 		}
 	}
 	statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
@@ -42,13 +42,13 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 		}
 		switch w.Reason {
 		case "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull":
-			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, Clip(w.Message))
+			return schedv1.ReasonImagePull, fmt.Sprintf("cannot pull image %s: %s: %s", cs.Image, w.Reason, ClipMessage(w.Message))
 		case "CrashLoopBackOff":
 			return schedv1.ReasonCrashLoop, crashMessage(cs, cs.LastTerminationState.Terminated)
 		case "CreateContainerConfigError":
-			return schedv1.ReasonMissingRef, "the container cannot be configured: " + Clip(w.Message)
+			return schedv1.ReasonMissingRef, "the container cannot be configured: " + ClipMessage(w.Message)
 		case "CreateContainerError", "RunContainerError":
-			return schedv1.ReasonCreateFailed, fmt.Sprintf("%s: %s", w.Reason, Clip(w.Message))
+			return schedv1.ReasonCreateFailed, fmt.Sprintf("%s: %s", w.Reason, ClipMessage(w.Message))
 		}
 	}
 	return "", ""
@@ -64,7 +64,7 @@ func Starting(pod *corev1.Pod) (reason, message string) {
 		if w := cs.State.Waiting; w != nil && (w.Reason == "ContainerCreating" || w.Reason == "PodInitializing") {
 			msg := fmt.Sprintf("container %s is starting (%s)", cs.Name, w.Reason)
 			if m := strings.TrimSpace(w.Message); m != "" {
-				msg += ": " + Clip(m)
+				msg += ": " + ClipMessage(m)
 			}
 			return schedv1.ReasonContainersStarting, msg
 		}
@@ -98,7 +98,7 @@ func crashMessage(cs corev1.ContainerStatus, last *corev1.ContainerStateTerminat
 	if last != nil {
 		msg += fmt.Sprintf(", last exit code %d", last.ExitCode)
 		if m := strings.TrimSpace(last.Message); m != "" {
-			msg += ": " + ClipTail(m)
+			msg += ": " + ClipMessageTail(m)
 		}
 	}
 	return msg
@@ -111,9 +111,10 @@ func restartsAlways(pod *corev1.Pod) bool {
 	return pod.Spec.RestartPolicy == corev1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
 }
 
-// Clip shortens s to its first MaxMessage bytes, on a rune boundary, as
-// valid UTF-8 (see validUTF8).
-func Clip(s string) string {
+// ClipMessage shortens any message bound for a status (a pod's, the API
+// server's, another controller's) to its first MaxMessage bytes, on a rune
+// boundary, as valid UTF-8 (see validUTF8).
+func ClipMessage(s string) string {
 	s = validUTF8(s)
 	if len(s) <= MaxMessage {
 		return s
@@ -125,9 +126,9 @@ func Clip(s string) string {
 	return s[:cut] + "…"
 }
 
-// ClipTail is Clip keeping the last MaxMessage bytes: the end of a log
-// says why a container ended.
-func ClipTail(s string) string {
+// ClipMessageTail is ClipMessage keeping the last MaxMessage bytes: the
+// end of a log says why a container ended.
+func ClipMessageTail(s string) string {
 	s = validUTF8(s)
 	if len(s) <= MaxMessage {
 		return s

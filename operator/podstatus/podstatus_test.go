@@ -170,20 +170,20 @@ func TestCrashShowsTheLogsEnd(t *testing.T) {
 	}
 }
 
-func TestClipTailKeepsTheEnd(t *testing.T) {
+func TestClipMessageTailKeepsTheEnd(t *testing.T) {
 	s := "first " + strings.Repeat("é", MaxMessage) + " last"
-	got := ClipTail(s)
+	got := ClipMessageTail(s)
 	if !utf8.ValidString(got) || len(got) > MaxMessage+len("…") || !strings.HasPrefix(got, "…") || !strings.HasSuffix(got, " last") {
-		t.Errorf("ClipTail gave %d bytes %q…, valid UTF-8 %v", len(got), got[:16], utf8.ValidString(got))
+		t.Errorf("ClipMessageTail gave %d bytes %q…, valid UTF-8 %v", len(got), got[:16], utf8.ValidString(got))
 	}
-	if ClipTail("short") != "short" {
-		t.Errorf("ClipTail changed a short message")
+	if ClipMessageTail("short") != "short" {
+		t.Errorf("ClipMessageTail changed a short message")
 	}
 }
 
-// TestClipReplacesBytesAsJSONDoes: a message read back from the API server
+// TestClipMessageReplacesBytesAsJSONDoes: a message read back from the API server
 // equals the one computed, so an unchanged status is not written again.
-func TestClipReplacesBytesAsJSONDoes(t *testing.T) {
+func TestClipMessageReplacesBytesAsJSONDoes(t *testing.T) {
 	for _, s := range []string{"ok \xff\xfe end", "cut \xe2\x82", "fine"} {
 		want, err := json.Marshal(s)
 		if err != nil {
@@ -193,20 +193,20 @@ func TestClipReplacesBytesAsJSONDoes(t *testing.T) {
 		if err := json.Unmarshal(want, &back); err != nil {
 			t.Fatal(err)
 		}
-		if Clip(s) != back || ClipTail(s) != back {
-			t.Errorf("Clip(%q) = %q, ClipTail %q; the API server keeps %q", s, Clip(s), ClipTail(s), back)
+		if ClipMessage(s) != back || ClipMessageTail(s) != back {
+			t.Errorf("ClipMessage(%q) = %q, ClipMessageTail %q; the API server keeps %q", s, ClipMessage(s), ClipMessageTail(s), back)
 		}
 	}
 }
 
-func TestClipKeepsUTF8(t *testing.T) {
+func TestClipMessageKeepsUTF8(t *testing.T) {
 	s := strings.Repeat("é", MaxMessage) // two bytes each
-	got := Clip(s)
+	got := ClipMessage(s)
 	if !utf8.ValidString(got) || len(got) > MaxMessage+len("…") {
-		t.Errorf("Clip gave %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
+		t.Errorf("ClipMessage gave %d bytes, valid UTF-8 %v", len(got), utf8.ValidString(got))
 	}
-	if Clip("short") != "short" {
-		t.Errorf("Clip changed a short message")
+	if ClipMessage("short") != "short" {
+		t.Errorf("ClipMessage changed a short message")
 	}
 }
 

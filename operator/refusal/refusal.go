@@ -11,13 +11,13 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
 
-// Kind is how a create error should be handled.
-type Kind int
+// ErrorClass is a class of create errors: how one should be handled.
+type ErrorClass int
 
 const (
 	// Transient errors (timeouts, conflicts, the server away) are retried
 	// with the workqueue's backoff.
-	Transient Kind = iota
+	Transient ErrorClass = iota
 	// Quota is a ResourceQuota that is full: it may pass once usage drops,
 	// so the owner waits, with backoff, and says which quota.
 	Quota
@@ -26,8 +26,8 @@ const (
 	Final
 )
 
-// Classify tells how to handle err from creating an object.
-func Classify(err error) Kind {
+// Classify tells the class of err from creating an object.
+func Classify(err error) ErrorClass {
 	switch {
 	case err == nil:
 		return Transient
@@ -44,7 +44,7 @@ func Classify(err error) Kind {
 // Message is the server's message, clipped for a status.
 func Message(err error) string {
 	if s, ok := err.(apierrors.APIStatus); ok && s.Status().Message != "" {
-		return podstatus.Clip(s.Status().Message)
+		return podstatus.ClipMessage(s.Status().Message)
 	}
-	return podstatus.Clip(err.Error())
+	return podstatus.ClipMessage(err.Error())
 }

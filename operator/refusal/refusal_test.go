@@ -14,7 +14,7 @@ func TestClassify(t *testing.T) {
 	jobKind := schema.GroupKind{Group: "batch", Kind: "Job"}
 	cases := map[string]struct {
 		err  error
-		want Kind
+		want ErrorClass
 	}{
 		"quota full": {
 			err:  apierrors.NewForbidden(job, "t", errors.New("exceeded quota: jobs, requested: count/jobs.batch=1, used: count/jobs.batch=1, limited: count/jobs.batch=1")),

@@ -135,7 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := scx.Status.DeepCopy()
 	scx.Status = computeStatus(scx, o, metav1.NewTime(r.Clock.Now()))
-	return ctrl.Result{}, r.patchStatus(ctx, scx, before)
+	return ctrl.Result{}, r.patchStatus(ctx, scx, before) // a Conflict too: see status.Patch
 }
 
 // observe reads the SchedExt's world from the cache: arbitration over all

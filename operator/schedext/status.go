@@ -7,11 +7,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // maxNamed bounds how many node names a condition message lists; the
@@ -111,8 +111,8 @@ func computeStatus(scx *schedv1.SchedExt, o observed, now metav1.Time) schedv1.S
 		order = []metav1.Condition{ready, progressing, degraded}
 	}
 	for _, c := range order {
-		c.ObservedGeneration, c.LastTransitionTime = scx.Generation, now
-		meta.SetStatusCondition(&st.Conditions, c)
+		c.LastTransitionTime = now
+		status.SetCondition(&st.Conditions, scx.Generation, c)
 	}
 	return st
 }
@@ -374,7 +374,7 @@ func whyNotReady(pod *corev1.Pod) (reason, detail string) {
 		}
 		for _, term := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 			if term != nil && term.ExitCode == ExitUnsupported {
-				return schedv1.ReasonUnsupportedKernel, podstatus.Clip(strings.TrimSpace(term.Message))
+				return schedv1.ReasonUnsupportedKernel, podstatus.ClipMessage(strings.TrimSpace(term.Message))
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestPatchWritesOnlyChanges(t *testing.T) {
 	if wrote, err := Patch(ctx, c, task, before); wrote || err != nil {
 		t.Fatalf("unchanged: wrote %v, %v", wrote, err)
 	}
-	SetCondition(&task.Status.Conditions, 3, schedv1.ConditionReady, metav1.ConditionTrue, "Done", "all done")
+	SetCondition(&task.Status.Conditions, 3, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Done", Message: "all done"})
 	task.Status.Phase = schedv1.TaskSucceeded
 	if wrote, err := Patch(ctx, c, task, before); !wrote || err != nil {
 		t.Fatalf("changed: wrote %v, %v", wrote, err)

@@ -80,7 +80,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cm := &corev1.ConfigMap{}
 	err := r.tiers.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedv1.TiersConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "TiersMissing", "ApplyTier", "no ConfigMap %s/%s defines the tiers; install it (kubectl sched install)", r.Namespace, schedv1.TiersConfigMap)
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, schedv1.ReasonTiersMissing, "ApplyTier", "no ConfigMap %s/%s defines the tiers; install it (kubectl sched install)", r.Namespace, schedv1.TiersConfigMap)
 		return ctrl.Result{}, nil
 	}
 	if err != nil {
@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := bad[tierName]; err != nil {
 			why = fmt.Sprintf("tier %q in ConfigMap %s/%s does not parse: %v", tierName, r.Namespace, schedv1.TiersConfigMap, err)
 		}
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, "UnknownTier", "ApplyTier", "%s", why)
+		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, schedv1.ReasonUnknownTier, "ApplyTier", "%s", why)
 		log.FromContext(ctx).Info("Tier not applied", "namespace", ns.Name, "reason", why)
 		return ctrl.Result{}, nil
 	}

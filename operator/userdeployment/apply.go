@@ -22,6 +22,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
+// fieldOwner is the server-side apply field manager of every object written.
+const fieldOwner = "kubectl-sched-operator"
+
 // applyObjects writes every planned object that is missing or differs from
 // the cluster's copy, and nothing else.
 func (r *Reconciler) applyObjects(ctx context.Context, s *syncState, p plan) {

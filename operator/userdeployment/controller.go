@@ -1,20 +1,9 @@
-// Package userdeployment reconciles UserDeployments: per service a
-// Deployment and a ClusterIP Service, the app's ConfigMap, ExternalSecrets
-// for external secret references, an Ingress (or a Traefik IngressRoute) for
-// public services and a NetworkPolicy, all owned by the UserDeployment so
-// the garbage collector removes them with it.
-//
-// Every reconcile (controller.go) builds the desired objects from the spec
-// (resources.go), compares them with the cached ones and writes only what
-// differs, with server-side apply (apply.go); the status comes from a pure
-// function (status.go). What wakes it up is in watches.go.
 package userdeployment
 
 import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,10 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
@@ -38,12 +24,8 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
-	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
-
-// fieldOwner is the server-side apply field manager of every object written.
-const fieldOwner = "kubectl-sched-operator"
 
 // conflictRetry is how often an object name taken by someone else, or a
 // host that another namespace's route serves, is checked again: no event
@@ -124,36 +106,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	notAllowed, err := r.privilegeRefused(ctx, ud)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
 	// One view of the optional APIs for the whole reconcile.
 	a := r.apisInUse()
-	var p plan
-	if len(notAllowed) == 0 {
-		p = buildPlan(ud, r.Settings, a)
-	} else {
-		p = buildPlan(withoutPrivilege(ud, notAllowed), r.Settings, a)
-		p.notAllowed = map[string]string{}
-		for svc, fields := range notAllowed {
-			p.notAllowed[svc] = "not started: " + podsecurity.NotAllowed(ud.Namespace, fields) + "; remove the field(s) and the service starts again"
-		}
+	p, err := r.planFor(ctx, ud, a)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	owned, err := r.observeOwned(ctx, ud, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	heldByRoute := false
-	if p.host != "" && p.routeWithheld.reason == "" {
-		reason, msg, foreign, err := r.routeProblem(ctx, ud, p.host, owned)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if reason != "" {
-			p.withholdRoute(reason, msg)
-		}
-		heldByRoute = foreign
+	heldByRoute, err := r.checkHost(ctx, ud, &p, owned)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	targets, err := r.autoscaled(ctx, ud.Namespace)
 	if err != nil {
@@ -181,13 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	ud.Status = computeStatus(ud, p, o)
 	if err := r.patchStatus(ctx, ud, before); err != nil {
-		if apierrors.IsConflict(err) {
-			// Our cache was behind; the newer app may differ only in its
-			// status, whose events are filtered out, so come back, with
-			// the workqueue's growing backoff should a writer keep racing us.
-			return ctrl.Result{}, fmt.Errorf("status of %s is stale, retrying: %w", ud.Name, err)
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
@@ -198,23 +157,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		after = min(conflictRetry, cmp.Or(after, conflictRetry))
 	}
 	return ctrl.Result{RequeueAfter: after}, nil
-}
-
-// privilegeRefused lists, by service, the fields that ask for privilege
-// when the app's namespace is not, or no longer, opted out. Admission
-// refuses such a spec from the start; this catches what was admitted while
-// an admin's opt-out label was there. The cache decides: should it lag
-// behind a new label, the label's event brings the app back.
-func (r *Reconciler) privilegeRefused(ctx context.Context, ud *schedv1.UserDeployment) (map[string][]string, error) {
-	asked := privilegeAsked(ud)
-	if len(asked) == 0 {
-		return nil, nil
-	}
-	allowed, err := podsecurity.AllowsPrivileged(ctx, r.Client, nil, ud.Namespace)
-	if err != nil || allowed {
-		return nil, err
-	}
-	return asked, nil
 }
 
 // syncState collects what one reconcile did and found.
@@ -229,58 +171,6 @@ type syncState struct {
 	errs                       []error  // to retry with backoff
 	conflict                   bool
 	terminating                bool // the namespace refuses new objects
-}
-
-// objectKey identifies an owned object; the kinds' names do not collide.
-type objectKey struct{ kind, name string }
-
-func (k objectKey) String() string { return k.kind + " " + k.name }
-
-// builtinKinds are the built-in kinds the controller creates, with how to
-// list them.
-var builtinKinds = []struct {
-	kind string
-	list func() client.ObjectList
-}{
-	{"Deployment", func() client.ObjectList { return &appsv1.DeploymentList{} }},
-	{"StatefulSet", func() client.ObjectList { return &appsv1.StatefulSetList{} }},
-	{"Service", func() client.ObjectList { return &corev1.ServiceList{} }},
-	{"ConfigMap", func() client.ObjectList { return &corev1.ConfigMapList{} }},
-	{"Ingress", func() client.ObjectList { return &networkingv1.IngressList{} }},
-	{"NetworkPolicy", func() client.ObjectList { return &networkingv1.NetworkPolicyList{} }},
-}
-
-// observeOwned lists, from the caches, the objects ud controls.
-func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeployment, a apis) (map[objectKey]client.Object, error) {
-	owned := map[objectKey]client.Object{}
-	// A label lookup scans the namespace's cached objects of the kind; an
-	// index would make it a lookup but costs about 0.4 KiB per cached
-	// object (measured by operator/bench/heap), which matters more.
-	opts := []client.ListOption{client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}}
-	collect := func(kind string, reader client.Reader, list client.ObjectList) error {
-		if err := reader.List(ctx, list, opts...); err != nil {
-			return fmt.Errorf("list %ss: %w", kind, err)
-		}
-		return meta.EachListItem(list, func(o runtime.Object) error {
-			if obj := o.(client.Object); metav1.IsControlledBy(obj, ud) {
-				owned[objectKey{kind, obj.GetName()}] = obj
-			}
-			return nil
-		})
-	}
-	for _, k := range builtinKinds {
-		if err := collect(k.kind, r.Client, k.list()); err != nil {
-			return nil, err
-		}
-	}
-	for _, gvk := range a.kinds() {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := collect(gvk.Kind, r.optional, list); err != nil {
-			return nil, err
-		}
-	}
-	return owned, nil
 }
 
 // recordChanges logs and reports what this reconcile changed, one event per
@@ -315,19 +205,6 @@ func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
 	}
 }
 
-func (r *Reconciler) observePods(ctx context.Context, ud *schedv1.UserDeployment) (map[string][]corev1.Pod, error) {
-	var list corev1.PodList
-	if err := r.List(ctx, &list, client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	pods := map[string][]corev1.Pod{}
-	for _, pod := range list.Items {
-		svc := pod.Labels[schedv1.LabelService]
-		pods[svc] = append(pods[svc], pod)
-	}
-	return pods, nil
-}
-
 // patchStatus writes the status only when it changed, with an event when
 // the app reaches Running, Stopped or Degraded.
 func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment, before *schedv1.UserDeploymentStatus) error {
@@ -349,29 +226,4 @@ func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment
 	}
 	// Pending and Progressing are on the way; the status shows them.
 	return nil
-}
-
-// asDeployment reads a service's workload, a Deployment or a StatefulSet
-// (seen through statefulSetView).
-func asDeployment(obj client.Object) (*appsv1.Deployment, error) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return o, nil
-	case *appsv1.StatefulSet:
-		return statefulSetView(o), nil
-	case *unstructured.Unstructured:
-		if o.GetKind() == "StatefulSet" {
-			sts := &appsv1.StatefulSet{}
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, sts); err != nil {
-				return nil, fmt.Errorf("read StatefulSet %s: %w", o.GetName(), err)
-			}
-			return statefulSetView(sts), nil
-		}
-		dep := &appsv1.Deployment{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, dep); err != nil {
-			return nil, fmt.Errorf("read Deployment %s: %w", o.GetName(), err)
-		}
-		return dep, nil
-	}
-	return nil, fmt.Errorf("unexpected %T for a Deployment", obj)
 }

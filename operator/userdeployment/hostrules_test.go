@@ -6,11 +6,7 @@ import (
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
-	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -159,63 +155,6 @@ func TestRouteServes(t *testing.T) {
 		if got := tc.rh.serves(tc.host); got != tc.want {
 			t.Errorf("%+v serves %s = %v, want %v", tc.rh, tc.host, got, tc.want)
 		}
-	}
-}
-
-// TestTrimRoute: the cache keeps only the name, namespace, UID, an app's
-// controller reference and the hosts; the trimmed object reads as the
-// original does.
-func TestTrimRoute(t *testing.T) {
-	appRef := metav1.OwnerReference{APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: "shop", UID: "u1", Controller: ptr.To(true)}
-	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "i1", ResourceVersion: "7",
-			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": strings.Repeat("x", 4096)},
-			OwnerReferences: []metav1.OwnerReference{appRef}},
-		Spec: networkingv1.IngressSpec{
-			IngressClassName: ptr.To("nginx"),
-			TLS:              []networkingv1.IngressTLS{{Hosts: []string{"tls.example.com"}, SecretName: "s"}},
-			Rules: []networkingv1.IngressRule{
-				{Host: "Shop.Example.com", IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/"}}}}},
-				{Host: "shop.example.com"}, {Host: "*.example.org"}, {},
-			},
-		},
-	}
-	got, err := trimRoute(ing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "i1", OwnerReferences: []metav1.OwnerReference{appRef}},
-		Spec:       networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: "shop.example.com"}, {Host: "*.example.org"}}},
-	}
-	if diff := gocmp.Diff(want, got); diff != "" {
-		t.Errorf("trimmed Ingress (-want +got):\n%s", diff)
-	}
-
-	ir := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "r1", "ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "c1", "controller": true}}},
-		"spec": map[string]any{"entryPoints": []any{"web"}, "routes": []any{
-			map[string]any{"match": "Host(`a.example.com`) && PathPrefix(`/`)", "services": []any{map[string]any{"name": "s", "port": int64(80)}}},
-			map[string]any{"match": "HostRegexp(`^.+\\.example\\.org$`)"},
-		}},
-	}}
-	ir.SetGroupVersionKind(ingressRouteGVK)
-	trimmed, err := trimRoute(ir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := trimmed.(*unstructured.Unstructured)
-	if u.GetName() != "r" || u.GetNamespace() != "ns" || u.GetUID() != "r1" || len(u.GetOwnerReferences()) != 0 || u.GroupVersionKind() != ingressRouteGVK {
-		t.Errorf("trimmed IngressRoute metadata: %v", u.Object["metadata"])
-	}
-	if diff := gocmp.Diff(hostsOf(ir), hostsOf(u), gocmp.AllowUnexported(routeHosts{})); diff != "" {
-		t.Errorf("hosts of the trimmed IngressRoute (-original +trimmed):\n%s", diff)
-	}
-	if diff := gocmp.Diff([]string{"a.example.com", indexRegexp}, routeIndex(u)); diff != "" {
-		t.Errorf("index keys (-want +got):\n%s", diff)
-	}
-	if _, found := u.Object["spec"].(map[string]any)["routes"]; found {
-		t.Errorf("the trimmed IngressRoute keeps its routes: %v", u.Object["spec"])
 	}
 }
 

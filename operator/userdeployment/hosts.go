@@ -49,6 +49,23 @@ func (r *Reconciler) hostIndex(o client.Object) []string {
 	return nil
 }
 
+// checkHost withholds p's route when ud may not route its host or someone
+// else holds it (routeProblem). heldByRoute is true when a route object of
+// another namespace holds it, which the caller checks again later.
+func (r *Reconciler) checkHost(ctx context.Context, ud *schedv1.UserDeployment, p *plan, owned map[objectKey]client.Object) (heldByRoute bool, err error) {
+	if p.host == "" || p.routeWithheld.reason != "" {
+		return false, nil
+	}
+	reason, msg, foreign, err := r.routeProblem(ctx, ud, p.host, owned)
+	if err != nil {
+		return false, err
+	}
+	if reason != "" {
+		p.withholdRoute(reason, msg)
+	}
+	return foreign, nil
+}
+
 // routeProblem says why ud gets no route for host, with the reason of its
 // Degraded condition, beyond what buildPlan found: a host outside the
 // ingress domain that its namespace's allow-list lacks, or a host that

@@ -45,6 +45,54 @@ import (
 // The controller's workers start once the APIs served at start are in
 // use (optionalSource), so no app is planned without an API it has.
 
+// apis records which optional APIs the operator uses: the cluster serves
+// them and their caches are synced (follow).
+type apis struct {
+	externalSecrets bool
+	ingressRoutes   bool
+	certificates    bool
+}
+
+// has reports whether api is in use.
+func (a apis) has(api optionalapi.API) bool { return *a.field(&api) }
+
+// with is a with api in use or not.
+func (a apis) with(api optionalapi.API, inUse bool) apis {
+	*a.field(&api) = inUse
+	return a
+}
+
+func (a *apis) field(api *optionalapi.API) *bool {
+	switch api.GVK {
+	case externalSecretGVK:
+		return &a.externalSecrets
+	case ingressRouteGVK:
+		return &a.ingressRoutes
+	case certificateGVK:
+		return &a.certificates
+	}
+	return new(bool)
+}
+
+// kinds are the optional kinds in use, which the app's objects may include.
+func (a apis) kinds() []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
+	for _, api := range optionalapi.All {
+		if a.has(api) {
+			out = append(out, api.GVK)
+		}
+	}
+	return out
+}
+
+// Optional APIs, handled as unstructured so the operator needs neither
+// project's Go module.
+var (
+	externalSecretGVK = optionalapi.ExternalSecrets.GVK
+	ingressRouteGVK   = optionalapi.Traefik.GVK
+	certificateGVK    = optionalapi.CertManager.GVK
+)
+
 // apiRetry bounds the wait between tries to start an API's informers (its
 // group may not be in discovery yet right after the CRD is established).
 const apiRetry = 30 * time.Second

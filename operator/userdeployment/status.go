@@ -70,20 +70,17 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	sum := summarize(ud, p, o, &st)
 	st.Ready = fmt.Sprintf("%d/%d", sum.ready, sum.services)
 	st.Phase = phaseOf(sum)
-	set := func(c metav1.Condition) {
-		status.SetCondition(&st.Conditions, ud.Generation, c.Type, c.Status, c.Reason, c.Message)
-	}
 	degraded := degradedCondition(sum)
-	set(readyCondition(st.Phase, sum, degraded))
-	set(progressingCondition(st.Phase, sum, degraded))
-	set(degraded)
+	status.SetCondition(&st.Conditions, ud.Generation, readyCondition(st.Phase, sum, degraded))
+	status.SetCondition(&st.Conditions, ud.Generation, progressingCondition(st.Phase, sum, degraded))
+	status.SetCondition(&st.Conditions, ud.Generation, degraded)
 	if c := p.priority; c.Type != "" {
-		set(c)
+		status.SetCondition(&st.Conditions, ud.Generation, c)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionPriorityMapped)
 	}
 	if s, reason, msg := certificateState(p, o.certificate); reason != "" {
-		set(metav1.Condition{Type: schedv1.ConditionCertificateReady, Status: s, Reason: reason, Message: msg})
+		status.SetCondition(&st.Conditions, ud.Generation, metav1.Condition{Type: schedv1.ConditionCertificateReady, Status: s, Reason: reason, Message: msg})
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
 	}
@@ -347,9 +344,9 @@ func certificateState(p plan, cert *unstructured.Unstructured) (metav1.Condition
 		}
 		msg, _ := m["message"].(string)
 		if m["status"] == "True" {
-			return metav1.ConditionTrue, schedv1.ReasonCertificateIssued, fmt.Sprintf("Certificate %s is issued: %s", p.certificate, podstatus.Clip(msg))
+			return metav1.ConditionTrue, schedv1.ReasonCertificateIssued, fmt.Sprintf("Certificate %s is issued: %s", p.certificate, podstatus.ClipMessage(msg))
 		}
-		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is not ready: %s", p.certificate, podstatus.Clip(msg))
+		return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is not ready: %s", p.certificate, podstatus.ClipMessage(msg))
 	}
 	return metav1.ConditionFalse, schedv1.ReasonCertificatePending, fmt.Sprintf("Certificate %s is waiting for cert-manager to issue it", p.certificate)
 }
@@ -400,7 +397,7 @@ func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod) (reaso
 			if strings.Contains(c.Message, "forbidden") {
 				reason = schedv1.ReasonForbidden
 			}
-			return reason, "cannot create pods: " + podstatus.Clip(c.Message)
+			return reason, "cannot create pods: " + podstatus.ClipMessage(c.Message)
 		}
 	}
 	return waiting.reason, waiting.message

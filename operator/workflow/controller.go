@@ -110,14 +110,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			continue
 		}
-		switch kind := refusal.Classify(err); {
+		switch class := refusal.Classify(err); {
 		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
-		case kind == refusal.Final:
+		case class == refusal.Final:
 			// Substituted outputs can make a task the server refuses;
 			// retrying cannot change them, so the step fails.
 			refused(wf, &p.status, c.step, refusal.Message(err), now)
-		case kind == refusal.Quota:
+		case class == refusal.Quota:
 			waitingForQuota(&p.status, c.step, wf.Spec.Steps[c.step].Name, refusal.Message(err))
 			quotaErr = err
 		default:
@@ -128,10 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, tier)
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{}, nil // the newer workflow's event brings us back
-		}
-		return ctrl.Result{}, err
+		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 	if quotaErr != nil {
 		// The workqueue's backoff paces the retries until the quota has room.

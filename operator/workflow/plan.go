@@ -436,26 +436,26 @@ func waitingForQuota(st *schedv1.WorkflowStatus, i int, name, msg string) {
 	s.Message = "waiting for quota: " + msg
 	running(st, fmt.Sprintf("step %d (%s) is waiting for quota: %s", i, name, msg))
 	st.Reason = schedv1.ReasonQuotaExceeded
-	setCond(st, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonQuotaExceeded, st.Message)
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonQuotaExceeded, Message: st.Message})
 }
 
 func running(st *schedv1.WorkflowStatus, msg string) {
 	st.Phase, st.Reason, st.Message = schedv1.WorkflowRunning, schedv1.ReasonRunning, msg
 	setProgress(st)
-	setCond(st, schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonRunning, msg)
-	setCond(st, schedv1.ConditionSucceeded, metav1.ConditionUnknown, schedv1.ReasonRunning, "the workflow has not finished")
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: msg})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the workflow has not finished"})
 }
 
 func end(st *schedv1.WorkflowStatus, phase schedv1.WorkflowPhase, reason, msg string, now metav1.Time) {
 	st.Phase, st.Reason, st.Message = phase, reason, msg
 	st.CompletionTime = &now
 	setProgress(st)
-	status := metav1.ConditionFalse
+	cs := metav1.ConditionFalse
 	if phase == schedv1.WorkflowSucceeded {
-		status = metav1.ConditionTrue
+		cs = metav1.ConditionTrue
 	}
-	setCond(st, schedv1.ConditionReady, status, reason, msg)
-	setCond(st, schedv1.ConditionSucceeded, status, reason, msg)
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: cs, Reason: reason, Message: msg})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: cs, Reason: reason, Message: msg})
 }
 
 func skipFrom(st *schedv1.WorkflowStatus, from int, why string) {
@@ -497,10 +497,6 @@ func setProgress(st *schedv1.WorkflowStatus) {
 		}
 	}
 	st.Progress = fmt.Sprintf("%d/%d", done, len(st.Steps))
-}
-
-func setCond(st *schedv1.WorkflowStatus, typ string, s metav1.ConditionStatus, reason, msg string) {
-	status.SetCondition(&st.Conditions, st.ObservedGeneration, typ, s, reason, msg)
 }
 
 func phaseWord(p schedv1.StepPhase) string {

@@ -1,0 +1,116 @@
+package settings
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the README's table of settings from All")
+
+// readme holds the settings table, from the line after its header row to
+// the blank line that ends it.
+const (
+	readme      = "../../README.md"
+	tableHeader = "| install and operator flag | environment variable | default | what it does |\n|---|---|---|---|\n"
+)
+
+// TestREADMETable keeps the README's table of settings in step with All:
+// go test ./api/settings -run README -update rewrites it.
+func TestREADMETable(t *testing.T) {
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	start := strings.Index(text, tableHeader)
+	if start < 0 {
+		t.Fatalf("%s has no table of settings (header %q)", readme, tableHeader)
+	}
+	start += len(tableHeader)
+	end := start + strings.Index(text[start:], "\n\n") + 1
+	want := markdownRows()
+	if got := text[start:end]; got != want {
+		if *update {
+			if err := os.WriteFile(readme, []byte(text[:start]+want+text[end:]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		t.Errorf("the README's table of settings differs from settings.All; run go test ./api/settings -run README -update (-README +All):\n%s",
+			cmp.Diff(strings.Split(got, "\n"), strings.Split(want, "\n")))
+	}
+}
+
+// markdownRows are the README table's rows, one per setting.
+func markdownRows() string {
+	var b strings.Builder
+	for _, s := range All {
+		flag := "--" + s.Flag
+		if s.Metavar != "" {
+			flag += " " + s.Metavar
+		}
+		env := "`" + s.Env + "`"
+		switch {
+		case s.Seed != "" && s.SeedNegates:
+			env += fmt.Sprintf(" (or the seed's `%s=true` for `false`)", s.Seed)
+		case s.Seed != "":
+			env += fmt.Sprintf(" (or the seed's `%s`)", s.Seed)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", flag, env, s.Default, s.Doc)
+	}
+	return b.String()
+}
+
+// TestTable: every field of Values is one setting's, of its kind, and no
+// flag or variable is named twice.
+func TestTable(t *testing.T) {
+	var v Values
+	fields := map[uintptr]string{}
+	for i := range reflect.TypeOf(v).NumField() {
+		f := reflect.ValueOf(&v).Elem().Field(i)
+		fields[f.Addr().Pointer()] = reflect.TypeOf(v).Field(i).Name
+	}
+	v.SchedulerImages, v.PriorityClasses = map[string]string{}, map[string]string{}
+	maps := map[uintptr]string{
+		reflect.ValueOf(v.SchedulerImages).Pointer(): "SchedulerImages",
+		reflect.ValueOf(v.PriorityClasses).Pointer(): "PriorityClasses",
+	}
+	flags, envs, covered := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, s := range All {
+		if flags[s.Flag] || envs[s.Env] || (s.Seed != "" && envs[s.Seed]) {
+			t.Errorf("%s: flag or variable named twice", s.Flag)
+		}
+		flags[s.Flag], envs[s.Env], envs[s.Seed] = true, true, s.Seed != ""
+		var name string
+		var ok bool
+		switch p := s.Field(&v).(type) {
+		case *string:
+			name, ok = fields[reflect.ValueOf(p).Pointer()], s.Kind == String
+		case *bool:
+			name, ok = fields[reflect.ValueOf(p).Pointer()], s.Kind == Bool
+		case *[]string:
+			name, ok = fields[reflect.ValueOf(p).Pointer()], s.Kind == List && s.Split != nil
+		case map[string]string:
+			name, ok = maps[reflect.ValueOf(p).Pointer()], s.Kind == Map && s.Metavar != ""
+		}
+		if !ok || name == "" {
+			t.Errorf("%s: field %T does not fit kind %d (a List needs Split, a Map a Metavar)", s.Flag, s.Field(&v), s.Kind)
+		}
+		if covered[name] {
+			t.Errorf("%s: field %s is another setting's too", s.Flag, name)
+		}
+		covered[name] = true
+		if s.Help == "" || s.InstallHelp == "" || s.Default == "" || s.Doc == "" {
+			t.Errorf("%s: help or README text missing", s.Flag)
+		}
+	}
+	if len(covered) != len(fields) {
+		t.Errorf("settings cover %d of the %d fields of Values", len(covered), len(fields))
+	}
+}
