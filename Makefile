@@ -8,6 +8,9 @@ IMG ?= ghcr.io/kubectl-sched/operator:$(VERSION)
 BIN ?= bin
 LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=$(VERSION) -X main.version=$(VERSION)
 CONTROLLER_GEN := go tool controller-gen
+# golangci-lint, pinned and built by go run (cached after the first run),
+# so its dependencies stay out of go.mod.
+GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 # Test timeout: the first run builds the control plane before any test starts.
 TEST_TIMEOUT ?= 30m
 # Packages tested at once. Most wait on their clusters (leases, restarts,
@@ -47,8 +50,12 @@ vet: ## Run go vet.
 control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into the cache (minutes, once).
 	@hack/build-control-plane.sh >/dev/null
 
+.PHONY: lint
+lint: ## Run golangci-lint with .golangci.yml.
+	$(GOLANGCI_LINT) run ./...
+
 .PHONY: test
-test: control-plane ## Run every test against a real API server and the simulated cluster.
+test: control-plane lint ## Run every test against a real API server and the simulated cluster.
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	go vet ./...
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -count=1 -short -p $(TEST_PARALLEL) -timeout $(TEST_TIMEOUT)

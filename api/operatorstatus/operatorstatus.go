@@ -23,12 +23,12 @@ const (
 type State string
 
 const (
-	// InUse: the cluster serves it and the operator's settings use it.
+	// InUse means the cluster serves it and the operator's settings use it.
 	InUse State = "InUse"
-	// Installed: the cluster serves it, but the settings do not use it, or
+	// Installed means the cluster serves it, but the settings do not use it, or
 	// the operator is still starting its watch.
 	Installed State = "Installed"
-	// NotInstalled: the cluster does not serve the version the operator uses.
+	// NotInstalled means the cluster does not serve the version the operator uses.
 	NotInstalled State = "NotInstalled"
 )
 

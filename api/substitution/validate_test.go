@@ -96,6 +96,7 @@ func TestValidateWorkflow(t *testing.T) {
 				`step "fetch" uses ${steps.deploy.output.x}, but no step is named "deploy"; it is the first step, so it can use no outputs`)},
 		},
 		"unknown param": {
+			//nolint:misspell // a misspelled param is the case
 			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Image = "${params.regsitry}/builder" },
 			want: field.ErrorList{notFoundErr("spec.steps[1].task.image",
 				`step "build" uses ${params.regsitry}, but spec.params has no param "regsitry"; params are: tag, registry`)},

@@ -114,18 +114,18 @@ type AgentTaskSpec struct {
 type AgentTaskPhase string
 
 const (
-	// TaskPending: the Job exists, its pod is not running yet. The Ready
+	// TaskPending means the Job exists, its pod is not running yet. The Ready
 	// condition says why when it cannot start.
 	TaskPending AgentTaskPhase = "Pending"
-	// TaskRunning: the container runs.
+	// TaskRunning means the container runs.
 	TaskRunning AgentTaskPhase = "Running"
-	// TaskSucceeded: the container exited 0.
+	// TaskSucceeded means the container exited 0.
 	TaskSucceeded AgentTaskPhase = "Succeeded"
-	// TaskFailed: the last attempt exited non-zero.
+	// TaskFailed means the last attempt exited non-zero.
 	TaskFailed AgentTaskPhase = "Failed"
-	// TaskTimeout: the task ran past spec.timeout.
+	// TaskTimeout means the task ran past spec.timeout.
 	TaskTimeout AgentTaskPhase = "Timeout"
-	// TaskCancelled: spec.cancel stopped it. Tasks and Workflows share the
+	// TaskCancelled means spec.cancel stopped it. Tasks and Workflows share the
 	// name: an ending someone chose, final, unlike an app's Stopped, which
 	// Running undoes.
 	TaskCancelled AgentTaskPhase = "Cancelled"

@@ -287,7 +287,7 @@ func TestLargestAgentTaskAccepted(t *testing.T) {
 // largest workflow steps, are past the API server's own limit on a stored
 // object (1.5 MiB by default), which is then what bounds those two kinds.
 func TestLargestObjectSizes(t *testing.T) {
-	s := func(c string, n int) string { return strings.Repeat(c, n) }
+	s := strings.Repeat
 	id := func(prefix string, i, n int) string {
 		p := fmt.Sprintf("%s%d-", prefix, i)
 		return p + s("x", n-len(p))
@@ -342,7 +342,7 @@ func mustJSON(t *testing.T, v any) []byte {
 
 // largestTaskSpec fills every list, map and string of an AgentTask spec.
 func largestTaskSpec() schedv1.AgentTaskSpec {
-	s := func(c string, n int) string { return strings.Repeat(c, n) }
+	s := strings.Repeat
 	id := func(prefix string, i, n int) string {
 		p := fmt.Sprintf("%s%d-", prefix, i)
 		return p + s("x", n-len(p))

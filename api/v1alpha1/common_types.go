@@ -93,6 +93,7 @@ const GroupName = "sched.kubectl-sched.dev"
 // +kubebuilder:validation:MaxLength=16
 type WorkloadType string
 
+// The workload types.
 const (
 	WorkloadCompute WorkloadType = "Compute"
 	WorkloadMemory  WorkloadType = "Memory"
@@ -105,6 +106,7 @@ const (
 // +kubebuilder:validation:MaxLength=16
 type Priority string
 
+// The priorities, highest first.
 const (
 	PriorityCritical Priority = "Critical"
 	PriorityHigh     Priority = "High"
@@ -120,6 +122,7 @@ var Priorities = []Priority{PriorityCritical, PriorityHigh, PriorityMedium, Prio
 // +kubebuilder:validation:MaxLength=16
 type SpotPolicy string
 
+// The spot policies.
 const (
 	SpotNever     SpotPolicy = "Never"
 	SpotAllowed   SpotPolicy = "Allowed"
@@ -223,7 +226,7 @@ type PodMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// LabelAllowPrivilegedPods=true on a Namespace opts it out of the
+// LabelAllowPrivilegedPods, set to "true" on a Namespace, opts it out of the
 // restricted-pods admission policy: its tasks, workflow steps and apps may
 // ask for what Pod Security "restricted" refuses. Only who may update
 // Namespaces (cluster admins) can set it. The operator checks it again on
@@ -276,12 +279,12 @@ const (
 type ExpirySource string
 
 const (
-	// ExpiryFromSpec: the object's own spec.ttlAfterFinished.
+	// ExpiryFromSpec means the object's own spec.ttlAfterFinished.
 	ExpiryFromSpec ExpirySource = "Spec"
-	// ExpiryFromTierDefault: the spec has no ttlAfterFinished, and the
+	// ExpiryFromTierDefault means the spec has no ttlAfterFinished, and the
 	// namespace's tier has a default.
 	ExpiryFromTierDefault ExpirySource = "TierDefault"
-	// ExpiryFromTierMaximum: the tier's maximum, because the spec asks
+	// ExpiryFromTierMaximum means the tier's maximum, because the spec asks
 	// for longer (made before the tier was tightened) or, for a task whose
 	// cleanup is Job, to bound how long the task's record is kept.
 	ExpiryFromTierMaximum ExpirySource = "TierMaximum"

@@ -27,6 +27,7 @@ const (
 // +kubebuilder:validation:MaxLength=16
 type DesiredState string
 
+// The desired states.
 const (
 	StateRunning DesiredState = "Running"
 	StateStopped DesiredState = "Stopped"
@@ -495,6 +496,7 @@ type IngressTLS struct {
 // +kubebuilder:validation:MaxLength=16
 type UserDeploymentPhase string
 
+// The app phases.
 const (
 	UserDeploymentPending     UserDeploymentPhase = "Pending"
 	UserDeploymentProgressing UserDeploymentPhase = "Progressing"

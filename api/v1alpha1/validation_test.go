@@ -348,7 +348,7 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 	if err := env.Client.Create(ctx, wf); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, wf)
+	defer func() { _ = env.Client.Delete(ctx, wf) }()
 	for name, change := range map[string]func(*schedv1.WorkflowSpec){
 		"a step":   func(s *schedv1.WorkflowSpec) { s.Steps[0].Task.Image = "alpine" },
 		"a param":  func(s *schedv1.WorkflowSpec) { s.Params = []schedv1.WorkflowParam{{Name: "x", Value: "1"}} },
@@ -387,7 +387,7 @@ func TestServiceVolumesImmutable(t *testing.T) {
 	if err := env.Client.Create(ctx, ud); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(ctx, ud)
+	defer func() { _ = env.Client.Delete(ctx, ud) }()
 	changed := ud.DeepCopy()
 	changed.Spec.Services[0].Volumes[0].Size = resource.MustParse("2Gi")
 	if err := env.Client.Update(ctx, changed); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "volumes cannot change once it has them") {

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// WorkflowSpec is the steps a Workflow runs, with its params and limits.
 // References in step strings (${steps.N.output.KEY}, ${params.NAME}) are
 // checked when a Workflow is created by the ValidatingAdmissionPolicy in
 // config/policy, not by CRD rules: CRD rules run on every write, status
@@ -141,13 +142,14 @@ type WorkflowStep struct {
 // +kubebuilder:validation:MaxLength=16
 type WorkflowPhase string
 
+// The workflow phases.
 const (
 	WorkflowPending   WorkflowPhase = "Pending"
 	WorkflowRunning   WorkflowPhase = "Running"
 	WorkflowSucceeded WorkflowPhase = "Succeeded"
 	WorkflowFailed    WorkflowPhase = "Failed"
 	WorkflowTimeout   WorkflowPhase = "Timeout"
-	// WorkflowCancelled: spec.cancel stopped it (see TaskCancelled).
+	// WorkflowCancelled means spec.cancel stopped it (see TaskCancelled).
 	WorkflowCancelled WorkflowPhase = "Cancelled"
 )
 
@@ -162,6 +164,7 @@ func (p WorkflowPhase) Finished() bool {
 // +kubebuilder:validation:MaxLength=16
 type StepPhase string
 
+// The step phases.
 const (
 	StepWaiting   StepPhase = "Waiting"
 	StepPending   StepPhase = "Pending"
@@ -170,7 +173,7 @@ const (
 	StepFailed    StepPhase = "Failed"
 	StepTimeout   StepPhase = "Timeout"
 	StepSkipped   StepPhase = "Skipped"
-	// StepCancelled: the step's task was cancelled, by the workflow's
+	// StepCancelled means the step's task was cancelled, by the workflow's
 	// spec.cancel or on its own.
 	StepCancelled StepPhase = "Cancelled"
 )

@@ -117,7 +117,7 @@ func (e *Env) Environ() []string {
 	return append(env, "PATH="+e.BinDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+e.Kubeconfig)
 }
 
-// Kubectl runs kubectl ARGS and returns what it printed and its exit code.
+// KubectlRun runs kubectl ARGS and returns what it printed and its exit code.
 func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
 	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
 	cmd.Env, cmd.Dir = e.Environ(), e.Root
@@ -232,8 +232,8 @@ func (e *Env) WaitOperatorExit(timeout time.Duration) (*os.ProcessState, error) 
 	if e.operator == nil || e.operator.Process == nil {
 		return nil, fmt.Errorf("no operator running")
 	}
-	done := make(chan error, 1)
-	go func() { done <- e.operator.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = e.operator.Wait(); close(done) }()
 	select {
 	case <-done:
 		st := e.operator.ProcessState
@@ -250,8 +250,8 @@ func (e *Env) StopOperator() error {
 		return nil
 	}
 	_ = e.operator.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- e.operator.Wait() }()
+	done := make(chan struct{})
+	go func() { _ = e.operator.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):

@@ -218,7 +218,7 @@ func (o *Options) Validate() error {
 	if o.MaxConcurrentReconciles < 1 {
 		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
-	if !(o.RetryPeriod > 0 && o.RetryPeriod < o.RenewDeadline && o.RenewDeadline < o.LeaseDuration) {
+	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got %v, %v, %v", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
 	}
 	if o.GracefulShutdownTimeout <= 0 {

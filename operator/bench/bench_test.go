@@ -444,16 +444,6 @@ func (w *writeCounter) observe(ev watch.Event, _ time.Time) {
 	w.byKind[kind]++
 }
 
-func (w *writeCounter) total() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t := 0
-	for _, v := range w.byKind {
-		t += v
-	}
-	return t
-}
-
 // per formats the counts divided by n, largest kind first.
 func (w *writeCounter) per(n int) string {
 	w.mu.Lock()
@@ -493,13 +483,6 @@ func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool)
 	if err != nil {
 		b.Fatalf("waiting for %s: %v", what, err)
 	}
-}
-
-func timeIt(b *testing.B, f func()) time.Duration {
-	b.Helper()
-	start := time.Now()
-	f()
-	return time.Since(start)
 }
 
 func percentile(d []time.Duration, p int) time.Duration {

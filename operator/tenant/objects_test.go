@@ -151,7 +151,7 @@ func TestParseTiersTTL(t *testing.T) {
 		"too long":   "quota: {pods: '1'}\nttl: {max: 9000h}",
 		"zero":       "quota: {pods: '1'}\nttl: {default: 0s}",
 		"not a time": "quota: {pods: '1'}\nttl: {default: tomorrow}",
-		"misspelled": "quota: {pods: '1'}\nttl: {defualt: 1h}",
+		"misspelled": "quota: {pods: '1'}\nttl: {defualt: 1h}", //nolint:misspell // the typo is the case
 	}}
 	tiers, bad := ParseTiers(cm)
 	if diff := cmp.Diff([]string{"ok", "only max"}, Names(tiers)); diff != "" {
@@ -159,7 +159,7 @@ func TestParseTiersTTL(t *testing.T) {
 	}
 	for name, want := range map[string]string{
 		"above max": "ttl.default 48h is above ttl.max 24h", "too long": "ttl.max 9000h0m0s is not between",
-		"zero": "ttl.default 0s is not between", "not a time": "tomorrow", "misspelled": "defualt",
+		"zero": "ttl.default 0s is not between", "not a time": "tomorrow", "misspelled": "defualt", //nolint:misspell // the typo is the case
 	} {
 		if err := bad[name]; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want it to say %q", name, err, want)

@@ -395,7 +395,7 @@ func TestServiceRemoved(t *testing.T) {
 	if svc2.ResourceVersion != svc.ResourceVersion {
 		t.Errorf("Service app-web was written: resourceVersion %s -> %s", svc.ResourceVersion, svc2.ResourceVersion)
 	}
-	if dep2.Generation != dep.Generation || !cmp.Equal(dep.ObjectMeta.Labels, dep2.ObjectMeta.Labels) || !cmp.Equal(dep.Annotations, dep2.Annotations) {
+	if dep2.Generation != dep.Generation || !cmp.Equal(dep.Labels, dep2.Labels) || !cmp.Equal(dep.Annotations, dep2.Annotations) {
 		t.Errorf("Deployment app-web was written: generation %d -> %d", dep.Generation, dep2.Generation)
 	}
 	waitEvent(t, ns, "app", schedv1.ReasonDeleted)
@@ -1169,7 +1169,7 @@ func TestCertificates(t *testing.T) {
 		s.Ingress = &schedv1.IngressSpec{TLS: &schedv1.IngressTLS{SecretName: "mine"}}
 	})
 	gone(t, cert)
-	ud = waitUD(t, ns, "shop", "Running without a certificate condition", func(ud *schedv1.UserDeployment) bool {
+	waitUD(t, ns, "shop", "Running without a certificate condition", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Type == ""
 	})
 	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ing); err != nil {
@@ -1183,7 +1183,7 @@ func TestCertificates(t *testing.T) {
 	// allow-list has, gets no certificate, and says why.
 	allowHosts(t, ns, "*.example.com")
 	update(t, ns, "shop", func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "bank.example.com"} })
-	ud = waitUD(t, ns, "shop", "CertificateNotRequested", func(ud *schedv1.UserDeployment) bool {
+	waitUD(t, ns, "shop", "CertificateNotRequested", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && condition(ud, schedv1.ConditionCertificateReady).Reason == schedv1.ReasonCertificateNotRequested
 	})
 	if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, cert); !apierrors.IsNotFound(err) {

@@ -1,7 +1,6 @@
 package userdeployment
 
 import (
-	"bytes"
 	"reflect"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -57,7 +56,7 @@ func trimToApplied(o client.Object, gvk schema.GroupVersionKind) client.Object {
 			continue
 		}
 		s := &fieldpath.Set{}
-		if err := s.FromJSON(bytes.NewReader(e.FieldsV1.Raw)); err != nil {
+		if err := s.FromJSON(e.FieldsV1.GetRawReader()); err != nil {
 			return nil
 		}
 		set, found = set.Union(s), true

@@ -119,7 +119,7 @@ func BenchmarkOperatorHeap(b *testing.B) {
 		}
 	}()
 	op := operator{"http://" + opts.MetricsAddr, "http://" + opts.ProbeAddr}
-	poll(b, "the operator's caches to sync", time.Minute, func(ctx context.Context) error { return op.ready(ctx) })
+	poll(b, "the operator's caches to sync", time.Minute, op.ready)
 
 	// One round per call whatever b.N is: each step keeps the objects of
 	// the one before. A second call (-benchtime above 1x) measures again on
