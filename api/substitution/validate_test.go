@@ -99,7 +99,7 @@ func TestValidateWorkflow(t *testing.T) {
 			//nolint:misspell // a misspelled param is the case
 			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Image = "${params.regsitry}/builder" },
 			want: field.ErrorList{notFoundErr("spec.steps[1].task.image",
-				`step "build" uses ${params.regsitry}, but spec.params has no param "regsitry"; params are: tag, registry`)},
+				`step "build" uses ${params.regsitry}, but spec.params has no param "regsitry"; params are: tag, registry`)}, //nolint:misspell // as above
 		},
 		"no params at all": {
 			edit: func(s *v1alpha1.WorkflowSpec) {

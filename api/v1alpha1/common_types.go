@@ -226,7 +226,7 @@ type PodMetadata struct {
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// LabelAllowPrivilegedPods, set to "true" on a Namespace, opts it out of the
+// LabelAllowPrivilegedPods set to "true" on a Namespace opts it out of the
 // restricted-pods admission policy: its tasks, workflow steps and apps may
 // ask for what Pod Security "restricted" refuses. Only who may update
 // Namespaces (cluster admins) can set it. The operator checks it again on
