@@ -35,8 +35,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 // Options for `kubectl sched logs`.
@@ -247,7 +248,7 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	src := &source{kind: k, name: obj.GetName()}
 	podName := func(p *corev1.Pod) string { return p.Name }
-	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(watch.ContainerName)} }
+	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(podlogs.TaskContainer)} }
 	switch t := obj.(type) {
 	case *schedv1.UserDeployment:
 		set := labels.Set{schedv1.LabelUserDeployment: t.Name}
@@ -318,7 +319,7 @@ func (o *Options) finishedWhen(k kinds.Kind, of client.Object, done func(client.
 			obj := k.New()
 			obj.SetNamespace(of.GetNamespace())
 			obj.SetName(of.GetName())
-			_ = watch.Until(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
+			_ = waitfor.Object(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
 		}()
 		return ch
 	}
@@ -376,7 +377,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 				restarted++
 			}
 			err := o.stream(ctx, w, p, c, src.prefix(p), false, previous)
-			var nl *watch.NoLogsError
+			var nl *podlogs.NoLogsError
 			switch {
 			case errors.As(err, &nl):
 				noLogs++
@@ -428,8 +429,8 @@ func lastEnded(p *corev1.Pod, c string) (previous, ended bool) {
 func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow, previous bool) error {
 	lw := w.For(prefix)
 	defer lw.Close()
-	err := watch.StreamPodLogs(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
-	var nl *watch.NoLogsError
+	err := podlogs.Stream(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
+	var nl *podlogs.NoLogsError
 	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) && !(previous && apierrors.IsBadRequest(err)) {
 		return cmdutil.API(err, "get", "pods/log "+p.Name)
 	}

@@ -1,8 +1,8 @@
-// Package watch follows kubectl-sched objects through watch events, never by
-// polling: Until for one object, TaskFollower for a task and its pod logs,
-// and View, the live workflow view (redrawn in place on a terminal, one
-// appended line per change elsewhere).
-package watch
+// Package waitfor follows objects through watch events until a condition
+// holds, never by polling, as kubectl rollout status does: an informer
+// (client-go's watchtools.UntilWithSync), so a dropped watch is resumed or
+// re-listed.
+package waitfor
 
 import (
 	"context"
@@ -20,16 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrDeleted is returned by Until when the object is deleted while watched.
+// ErrDeleted is returned by Object when the object is deleted while watched.
 var ErrDeleted = errors.New("it was deleted while being watched")
 
-// Until calls fn with each version of obj (found by obj's namespace and
+// Object calls fn with each version of obj (found by obj's namespace and
 // name; list is its list kind), the current one first, until fn returns true
 // or an error, or ctx ends (then it returns ctx.Err()). Like kubectl rollout
 // status it runs an informer on the one object, so a dropped watch is
 // resumed or re-listed, and nothing is polled. fn must not keep or change
 // the object it is given.
-func Until[T client.Object](ctx context.Context, c client.WithWatch, obj T, list client.ObjectList, fn func(T) (bool, error)) error {
+func Object[T client.Object](ctx context.Context, c client.WithWatch, obj T, list client.ObjectList, fn func(T) (bool, error)) error {
 	ns, name := obj.GetNamespace(), obj.GetName()
 	precondition := func(store cache.Store) (bool, error) {
 		if _, exists, err := store.Get(obj); err != nil || exists {
