@@ -21,12 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -476,18 +473,8 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 	cancels := map[string]context.CancelFunc{} // by pod UID and container
 	var wg sync.WaitGroup
 	ns := o.clients.Namespace
-	sel := src.selector.String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = sel
-			return o.clients.Kube.CoreV1().Pods(ns).List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-			opts.LabelSelector = sel
-			return o.clients.Kube.CoreV1().Pods(ns).Watch(ctx, opts)
-		},
-	}
-	_, err := watchtools.UntilWithSync(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
+	lw := waitfor.ListWatch(o.clients.Client, &corev1.PodList{}, ns, metav1.ListOptions{LabelSelector: src.selector.String()})
+	err := waitfor.Condition(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {
 			return false, nil
