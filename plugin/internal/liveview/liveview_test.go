@@ -342,3 +342,36 @@ func TestViewShowsContainerTextEscaped(t *testing.T) {
 		}
 	}
 }
+
+// A DAG's columns before DETAILS can be wider than the terminal on their
+// own (long step names, in STEP and again in AFTER): every column is cut
+// to fit, or the lines wrap and the redraw breaks.
+func TestLongStepNamesFitTheWidth(t *testing.T) {
+	const (
+		fetch = "fetch-sources-from-the-monorepo"
+		build = "build-the-container-image-for-every-platform"
+		ship  = "publish-to-every-registry-mirror"
+	)
+	s := State{Name: "release-pipeline-for-the-storefront", Phase: schedv1.WorkflowRunning, Created: t0, Start: t0, Steps: []Step{
+		{Name: fetch, Phase: schedv1.StepSucceeded, Start: t0, End: t0.Add(time.Second), Outputs: map[string]string{"sha": "4f2a9c0e"}},
+		{Name: build, Phase: schedv1.StepRunning, Start: t0.Add(time.Second), After: []string{fetch}},
+		{Name: ship, Phase: schedv1.StepWaiting, After: []string{build, fetch}},
+	}}
+	var out bytes.Buffer
+	New(&out, true, 40, (&clock{now: t0.Add(3 * time.Second)}).Now).Update(s)
+	got := plain(out.String())
+	for line := range strings.SplitSeq(strings.TrimSuffix(got, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 40 {
+			t.Errorf("line of %d runes exceeds 40: %q", n, line)
+		}
+		// The last column is left free too: a line that fills it moves
+		// the cursor on, and the redraw no longer counts right.
+		if w := runewidth.StringWidth(line); w >= 40 {
+			t.Errorf("line of %d columns reaches the edge of a 40-column terminal: %q", w, line)
+		}
+	}
+	// The long columns are cut, not left out.
+	if !strings.Contains(got, "  1  build…  fetc…") {
+		t.Errorf("want step 1's name and what it waits for, cut:\n%s", got)
+	}
+}
