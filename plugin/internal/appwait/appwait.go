@@ -45,11 +45,11 @@ func Wait(ctx context.Context, c client.WithWatch, ud *schedv1.UserDeployment, t
 		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 			fmt.Sprintf("It may still get there: 'kubectl sched get ud %s%s -w' follows it, and 'kubectl sched describe ud %s%s' says what it waits for.", ud.Name, w.nsFlag, ud.Name, w.nsFlag),
 			"timed out after %v waiting for userdeployment %q to be %s (last phase: %s)", timeout, ud.Name, w.target(), w.lastPhase())
-	case errors.Is(err, waitfor.ErrDeleted), apierrors.IsNotFound(err):
+	case errors.Is(err, waitfor.ErrDeleted), apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err):
 		// Gone before the watch began, or while it ran.
 		return cmdutil.Errorf(cmdutil.ExitFailed, "", "userdeployment %q was deleted while waiting for it", ud.Name)
 	}
-	return err
+	return cmdutil.API(err, "watch", fmt.Sprintf("userdeployment %q", ud.Name))
 }
 
 // waitingFor is what a Progressing app waits out before its progress
