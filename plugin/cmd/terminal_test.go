@@ -16,7 +16,7 @@ import (
 	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 // hostile is what a tenant's container can write into its termination

@@ -34,7 +34,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/tenant"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var (

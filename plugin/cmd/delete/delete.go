@@ -23,7 +23,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 const examples = `  # Delete a task (its Job and pods go with it)
@@ -268,12 +268,12 @@ func (o *Options) waitGone(ctx context.Context, v victim) error {
 	obj := v.kind.New()
 	obj.SetNamespace(v.namespace)
 	obj.SetName(v.name)
-	err := watch.Until(ctx, o.clients.Client, obj, v.kind.NewList(), func(cur client.Object) (bool, error) {
+	err := waitfor.Object(ctx, o.clients.Client, obj, v.kind.NewList(), func(cur client.Object) (bool, error) {
 		// Another object of the same name: ours is gone.
 		return v.uid != "" && cur.GetUID() != v.uid, nil
 	})
 	switch {
-	case err == nil, errors.Is(err, watch.ErrDeleted), apierrors.IsNotFound(err):
+	case err == nil, errors.Is(err, waitfor.ErrDeleted), apierrors.IsNotFound(err):
 		return nil
 	case ctx.Err() != nil:
 		return o.timedOut(v)

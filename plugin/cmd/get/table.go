@@ -2,10 +2,8 @@ package get
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
@@ -66,8 +65,9 @@ type tableEvent struct {
 	Table *metav1.Table
 }
 
-// watchTables streams watch events of k as tables, from resourceVersion
-// rv, until ctx ends or the server closes the watch. It calls fn for each
+// watchTables follows k as tables from resourceVersion rv, until ctx ends
+// or the server closes the watch, as kubectl get -w does: client-go decodes
+// the stream, watchtools.UntilWithoutRetry runs it. It calls fn for each
 // event; an ERROR event becomes the returned API error.
 func watchTables(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, selector, rv string, timeout time.Duration, fn func(tableEvent) error) error {
 	c := rest.CopyConfig(cfg)
@@ -92,41 +92,30 @@ func watchTables(ctx context.Context, cfg *rest.Config, k kinds.Kind, ns, name, 
 	if timeout > 0 {
 		req = req.Param("timeoutSeconds", strconv.Itoa(max(1, int(timeout.Seconds()))))
 	}
-	body, err := req.Stream(ctx)
+	w, err := req.Watch(ctx)
 	if err != nil {
 		return err
 	}
-	defer body.Close()
-	dec := json.NewDecoder(body)
-	for {
-		var ev metav1.WatchEvent
-		if err := dec.Decode(&ev); err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		switch watch.EventType(ev.Type) {
+	_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
+		switch ev.Type {
 		case watch.Bookmark:
-			continue
+			return false, nil
 		case watch.Error:
-			status := &metav1.Status{}
-			if err := json.Unmarshal(ev.Object.Raw, status); err != nil {
-				return fmt.Errorf("the watch failed: %s", ev.Object.Raw)
-			}
-			return apierrors.FromObject(status)
+			return false, apierrors.FromObject(ev.Object)
 		}
-		t := &metav1.Table{}
-		if err := json.Unmarshal(ev.Object.Raw, t); err != nil {
-			return fmt.Errorf("cannot decode a watch event: %w", err)
+		t, ok := ev.Object.(*metav1.Table)
+		if !ok {
+			return false, fmt.Errorf("cannot decode a watch event: got %T, not a table", ev.Object)
 		}
 		if err := decodeRows(t); err != nil {
-			return err
+			return false, err
 		}
-		if err := fn(tableEvent{Type: watch.EventType(ev.Type), Table: t}); err != nil {
-			return err
-		}
+		return false, fn(tableEvent{Type: ev.Type, Table: t})
+	})
+	if errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 // rowObjects are the objects of a table's rows.

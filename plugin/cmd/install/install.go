@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
@@ -28,6 +27,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -475,33 +475,37 @@ func (o *Options) printObjects(objs []*unstructured.Unstructured) error {
 	return o.Print.Print(list, o.Out)
 }
 
-// waitEstablished waits until the API server serves every CRD.
+// waitEstablished waits until the API server serves every CRD, following
+// each by watch.
 func (o *Options) waitEstablished(ctx context.Context) error {
-	var pending string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		for _, obj := range o.objects {
-			if obj.GetKind() != "CustomResourceDefinition" {
-				continue
-			}
-			crd, err := o.dynamic.Resource(crdGVR).Get(ctx, obj.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return false, cmdutil.API(err, "get", what(obj))
-			}
-			if !hasCondition(crd, "Established") {
-				pending = obj.GetName()
-				return false, nil
-			}
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	for _, obj := range o.objects {
+		if obj.GetKind() != "CustomResourceDefinition" {
+			continue
 		}
-		return true, nil
-	})
-	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
-		return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+pending+" -o yaml' shows its conditions.",
-			"timed out after %s waiting for CRD %s to be established", o.Timeout, pending)
+		err := waitfor.Resource(wctx, o.dynamic.Resource(crdGVR), obj.GetName(), func(crd *unstructured.Unstructured) (bool, error) {
+			if crd == nil {
+				return false, apierrors.NewNotFound(crdGVR.GroupResource(), obj.GetName())
+			}
+			return hasCondition(crd, "Established"), nil
+		})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return err
+		case wctx.Err() != nil:
+			return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+obj.GetName()+" -o yaml' shows its conditions.",
+				"timed out after %s waiting for CRD %s to be established", o.Timeout, obj.GetName())
+		default:
+			return cmdutil.API(err, "get", what(obj))
+		}
 	}
-	return err
+	return nil
 }
 
-// waitAvailable waits for the operator Deployment's Available condition.
+// waitAvailable follows the operator Deployment by watch until its
+// Available condition holds.
 func (o *Options) waitAvailable(ctx context.Context) error {
 	var dep *unstructured.Unstructured
 	for _, obj := range o.objects {
@@ -512,20 +516,24 @@ func (o *Options) waitAvailable(ctx context.Context) error {
 	if dep == nil {
 		return nil
 	}
-	res := o.dynamic.Resource(Resource(dep.GroupVersionKind())).Namespace(dep.GetNamespace())
-	err := wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		got, err := res.Get(ctx, dep.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, cmdutil.API(err, "get", what(dep))
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	gvr := Resource(dep.GroupVersionKind())
+	err := waitfor.Resource(wctx, o.dynamic.Resource(gvr).Namespace(dep.GetNamespace()), dep.GetName(), func(got *unstructured.Unstructured) (bool, error) {
+		if got == nil {
+			return false, apierrors.NewNotFound(gvr.GroupResource(), dep.GetName())
 		}
 		return hasCondition(got, "Available"), nil
 	})
-	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
+	switch {
+	case err == nil, ctx.Err() != nil:
+		return err
+	case wctx.Err() != nil:
 		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 			fmt.Sprintf("'kubectl -n %s describe deployment %s' shows why.", dep.GetNamespace(), dep.GetName()),
 			"timed out after %s waiting for the operator Deployment to be available", o.Timeout)
 	}
-	return err
+	return cmdutil.API(err, "get", what(dep))
 }
 
 func hasCondition(u *unstructured.Unstructured, typ string) bool {

@@ -397,6 +397,18 @@ func TestInstallUninstall(t *testing.T) {
 			t.Errorf("settings %v, hash %q (was %q)", data, hash, settingsHash)
 		}
 	})
+	// Nothing runs the operator's pods here: --wait follows the Deployment
+	// by watch until --timeout, then exits 12.
+	step("install --wait times out", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.7", "-o", "name", "--wait", "--timeout", "1s"}, cmdutil.ExitWatchTimeout, func(t *testing.T, res plugintest.Result) {
+		for _, want := range []string{
+			"timed out after 1s waiting for the operator Deployment to be available",
+			"'kubectl -n kubectl-sched-system describe deployment kubectl-sched-operator' shows why.",
+		} {
+			if !strings.Contains(res.Stderr, want) {
+				t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
+			}
+		}
+	})
 	step("upgrade says what changed", []string{"install", "--pin-image=false", "--image", "example.com/operator:v0.0.8"}, 0, func(t *testing.T, res plugintest.Result) {
 		for _, want := range []string{
 			"customresourcedefinition.apiextensions.k8s.io/agenttasks.sched.kubectl-sched.dev unchanged\n",

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
@@ -23,6 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -228,29 +228,27 @@ var podGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // releaseByHand is the same release for one pod, for when uninstall cannot.
 const releaseByHand = "kubectl patch pod POD -n NAMESPACE -p '" + schedv1.ReleaseOutputsPatch + "'"
 
-// waitGone waits until the API server has removed the CRDs, which it does
-// after deleting every object of them.
+// waitGone follows the CRDs by watch until the API server has removed
+// them, which it does after deleting every object of them.
 func (o *UninstallOptions) waitGone(ctx context.Context, crds []string) error {
-	var pending string
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, o.Timeout, true, func(ctx context.Context) (bool, error) {
-		for _, name := range crds {
-			_, err := o.dynamic.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return false, cmdutil.API(err, "get", fmt.Sprintf("customresourcedefinitions.apiextensions.k8s.io %q", name))
-			}
-			pending = name
-			return false, nil
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	for _, name := range crds {
+		err := waitfor.Resource(wctx, o.dynamic.Resource(crdGVR), name, func(crd *unstructured.Unstructured) (bool, error) {
+			return crd == nil, nil
+		})
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return err
+		case wctx.Err() != nil:
+			return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+name+" -o yaml' shows what holds it; run uninstall again to finish.",
+				"timed out after %s waiting for CRD %s to be deleted", o.Timeout, name)
+		default:
+			return cmdutil.API(err, "get", fmt.Sprintf("customresourcedefinitions.apiextensions.k8s.io %q", name))
 		}
-		return true, nil
-	})
-	if err != nil && ctx.Err() == nil && wait.Interrupted(err) {
-		return cmdutil.Errorf(cmdutil.ExitWatchTimeout, "'kubectl get crd "+pending+" -o yaml' shows what holds it; run uninstall again to finish.",
-			"timed out after %s waiting for CRD %s to be deleted", o.Timeout, pending)
 	}
-	return err
+	return nil
 }
 
 // census counts the objects the CRDs' deletion would take, for the

@@ -21,12 +21,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,8 +32,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 // Options for `kubectl sched logs`.
@@ -247,7 +245,7 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	src := &source{kind: k, name: obj.GetName()}
 	podName := func(p *corev1.Pod) string { return p.Name }
-	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(watch.ContainerName)} }
+	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(podlogs.TaskContainer)} }
 	switch t := obj.(type) {
 	case *schedv1.UserDeployment:
 		set := labels.Set{schedv1.LabelUserDeployment: t.Name}
@@ -318,7 +316,7 @@ func (o *Options) finishedWhen(k kinds.Kind, of client.Object, done func(client.
 			obj := k.New()
 			obj.SetNamespace(of.GetNamespace())
 			obj.SetName(of.GetName())
-			_ = watch.Until(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
+			_ = waitfor.Object(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
 		}()
 		return ch
 	}
@@ -376,7 +374,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 				restarted++
 			}
 			err := o.stream(ctx, w, p, c, src.prefix(p), false, previous)
-			var nl *watch.NoLogsError
+			var nl *podlogs.NoLogsError
 			switch {
 			case errors.As(err, &nl):
 				noLogs++
@@ -428,8 +426,8 @@ func lastEnded(p *corev1.Pod, c string) (previous, ended bool) {
 func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow, previous bool) error {
 	lw := w.For(prefix)
 	defer lw.Close()
-	err := watch.StreamPodLogs(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
-	var nl *watch.NoLogsError
+	err := podlogs.Stream(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
+	var nl *podlogs.NoLogsError
 	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) && !(previous && apierrors.IsBadRequest(err)) {
 		return cmdutil.API(err, "get", "pods/log "+p.Name)
 	}
@@ -475,18 +473,8 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 	cancels := map[string]context.CancelFunc{} // by pod UID and container
 	var wg sync.WaitGroup
 	ns := o.clients.Namespace
-	sel := src.selector.String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			opts.LabelSelector = sel
-			return o.clients.Kube.CoreV1().Pods(ns).List(ctx, opts)
-		},
-		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (apiwatch.Interface, error) {
-			opts.LabelSelector = sel
-			return o.clients.Kube.CoreV1().Pods(ns).Watch(ctx, opts)
-		},
-	}
-	_, err := watchtools.UntilWithSync(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
+	lw := waitfor.ListWatch(o.clients.Client, &corev1.PodList{}, ns, metav1.ListOptions{LabelSelector: src.selector.String()})
+	err := waitfor.Condition(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {
 			return false, nil

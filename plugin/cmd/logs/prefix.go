@@ -5,8 +5,8 @@ import (
 	"io"
 	"sync"
 
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
 // colors for prefixes on a terminal: one per pod, in the order pods are
@@ -30,12 +30,12 @@ func newPrefixWriter(out io.Writer, color bool) *prefixWriter {
 
 // For returns the writer of one stream; Close it to flush a last line
 // without a newline.
-func (w *prefixWriter) For(prefix string) *watch.LineWriter {
-	return watch.Lines(func(line string) { w.line(prefix, line) })
+func (w *prefixWriter) For(prefix string) *podlogs.LineWriter {
+	return podlogs.Lines(func(line string) { w.line(prefix, line) })
 }
 
 // line writes one line behind its prefix. The line is the container's
-// (watch.StreamPodLogs made it safe already; Text again costs nothing on
+// (podlogs.Stream made it safe already; Text again costs nothing on
 // clean text), the prefix names its pod: neither may carry a control.
 func (w *prefixWriter) line(prefix, line string) {
 	prefix, line = printing.Line(prefix), printing.Text(line)

@@ -17,8 +17,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/taskfollow"
 )
 
 // LogsOptions for `kubectl sched task logs`.
@@ -93,7 +94,7 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 	case pod == "" || o.Follow && !t.Status.Phase.Finished():
 		return o.follow(ctx, t, opts)
 	}
-	if err := watch.StreamLogs(ctx, o.clients.Kube, ns, pod, opts, o.Out); err != nil {
+	if err := podlogs.StreamTask(ctx, o.clients.Kube, ns, pod, opts, o.Out); err != nil {
 		return logsError(err, t)
 	}
 	return nil
@@ -104,7 +105,7 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 	if t.Status.Phase.Finished() {
 		return noPod(t) // it ended without a pod; nothing will come
 	}
-	f := &watch.TaskFollower{
+	f := &taskfollow.Follower{
 		Client: o.clients.Client,
 		Kube:   o.clients.Kube,
 		Logs:   true,
@@ -115,7 +116,7 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 	said := ""
 	f.OnChange = func(t *schedv1.AgentTask) {
 		if t.Status.PodName == "" && !t.Status.Phase.Finished() {
-			if why := watch.Explain(t); why != said {
+			if why := taskfollow.Explain(t); why != said {
 				said = why
 				fmt.Fprintf(o.ErrOut, "agenttask/%s has no pod yet: %s\n", t.Name, why)
 			}
@@ -131,11 +132,11 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 func noPod(t *schedv1.AgentTask) error {
 	if t.Status.Phase.Finished() {
 		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe agenttask %s' shows what happened.", t.Name),
-			"agenttask %s ended without a pod, so it has no logs: %s", t.Name, watch.Explain(t))
+			"agenttask %s ended without a pod, so it has no logs: %s", t.Name, taskfollow.Explain(t))
 	}
 	return cmdutil.Errorf(cmdutil.ExitError,
 		fmt.Sprintf("'kubectl sched task logs %s -f' waits for the pod; 'kubectl sched describe agenttask %s' shows events.", t.Name, t.Name),
-		"agenttask %s has no pod yet: %s", t.Name, watch.Explain(t))
+		"agenttask %s has no pod yet: %s", t.Name, taskfollow.Explain(t))
 }
 
 func logsError(err error, t *schedv1.AgentTask) error {
@@ -145,7 +146,7 @@ func logsError(err error, t *schedv1.AgentTask) error {
 			fmt.Sprintf("Its outputs are kept: kubectl sched describe agenttask %s", t.Name),
 			"pod %s of agenttask %s is gone (deleted after the task finished, or by its TTL), and its logs with it", pod, t.Name)
 	}
-	var nl *watch.NoLogsError
+	var nl *podlogs.NoLogsError
 	if errors.As(err, &nl) {
 		hint := fmt.Sprintf("The task's status and outputs do not need its logs: kubectl sched describe agenttask %s", t.Name)
 		if !nl.Simulated && !nl.NodeHidden {

@@ -20,7 +20,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/taskfollow"
 )
 
 const runExamples = `  # Run a command in busybox and wait: exit 0 and its outputs as KEY=VALUE
@@ -270,7 +270,7 @@ func (o *RunOptions) follow(ctx context.Context) error {
 	defer cancel()
 	var last *schedv1.AgentTask
 	lastSaid := ""
-	f := &watch.TaskFollower{
+	f := &taskfollow.Follower{
 		Client: o.clients.Client,
 		Kube:   o.clients.Kube,
 		Logs:   o.Follow,
@@ -281,7 +281,7 @@ func (o *RunOptions) follow(ctx context.Context) error {
 			if t.Status.Phase.Finished() {
 				return // the outcome says it
 			}
-			if say := watch.Explain(t); say != lastSaid {
+			if say := taskfollow.Explain(t); say != lastSaid {
 				lastSaid = say
 				fmt.Fprintf(o.ErrOut, "agenttask/%s %s\n", t.Name, say)
 			}

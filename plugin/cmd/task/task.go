@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 // NewCommand returns `kubectl sched task` with its subcommands.
@@ -113,7 +113,7 @@ func watchError(err error, name string, timeout time.Duration, last *schedv1.Age
 		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 			fmt.Sprintf("It goes on in the cluster: 'kubectl sched task logs %s -f' follows it, 'kubectl sched get agenttask %s' shows it.", name, name),
 			"stopped waiting after %s: agenttask %s is %s", timeout, name, phase)
-	case errors.Is(err, watch.ErrDeleted):
+	case errors.Is(err, waitfor.ErrDeleted):
 		return cmdutil.Errorf(cmdutil.ExitNotFound, "Someone or its TTL deleted it; 'kubectl sched get agenttasks' lists what exists.",
 			"agenttask %s was deleted before it finished", name)
 	}

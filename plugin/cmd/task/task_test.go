@@ -17,7 +17,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var env *plugintest.Env

@@ -21,8 +21,11 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/liveview"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/taskfollow"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 const watchLong = `Follow a Workflow until it ends: a header (phase, elapsed time, steps done
@@ -126,7 +129,7 @@ type followOptions struct {
 func follow(ctx context.Context, c *kube.Clients, ns, name string, fo followOptions) error {
 	ctx, cancel := watchtools.ContextWithOptionalTimeout(ctx, fo.timeout)
 	defer cancel()
-	view := watch.NewView(fo.out, fo.tty, fo.width, time.Now)
+	view := liveview.New(fo.out, fo.tty, fo.width, time.Now)
 	if fo.tty {
 		// Elapsed times move on between events; Tick redraws only when
 		// the drawing changed. This reads the clock, not the cluster.
@@ -147,10 +150,10 @@ func follow(ctx context.Context, c *kube.Clients, ns, name string, fo followOpti
 	logsCtx, stopLogs := context.WithCancel(ctx)
 	defer stopLogs()
 
-	var final *watch.State
-	err := watch.Until(ctx, c.Client, &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, &schedv1.WorkflowList{},
+	var final *liveview.State
+	err := waitfor.Object(ctx, c.Client, &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, &schedv1.WorkflowList{},
 		func(wf *schedv1.Workflow) (bool, error) {
-			s := watch.StateOf(wf)
+			s := liveview.StateOf(wf)
 			view.Update(s)
 			logs.sync(logsCtx, s)
 			if wf.Status.Phase.Finished() {
@@ -167,7 +170,7 @@ func follow(ctx context.Context, c *kube.Clients, ns, name string, fo followOpti
 			return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 				fmt.Sprintf("It goes on in the cluster; 'kubectl sched workflow watch %s' picks it up again.", name),
 				"stopped watching workflow %s after %s", name, fo.timeout)
-		case errors.Is(err, watch.ErrDeleted):
+		case errors.Is(err, waitfor.ErrDeleted):
 			return cmdutil.Errorf(cmdutil.ExitNotFound, "Someone or its TTL deleted it; 'kubectl sched get workflows' lists what exists.",
 				"workflow %s was deleted before it ended", name)
 		}
@@ -178,7 +181,7 @@ func follow(ctx context.Context, c *kube.Clients, ns, name string, fo followOpti
 }
 
 // outcome is the exit code of a finished workflow.
-func outcome(s watch.State) error {
+func outcome(s liveview.State) error {
 	hint := ""
 	if st := s.FailedStep(); st != nil && st.TaskName != "" {
 		hint = fmt.Sprintf("See the step's logs: kubectl sched task logs %s", st.TaskName)
@@ -198,7 +201,7 @@ func outcome(s watch.State) error {
 type stepLogs struct {
 	clients *kube.Clients
 	ns      string
-	view    *watch.View
+	view    *liveview.View
 	enabled bool
 
 	wg      sync.WaitGroup
@@ -206,7 +209,7 @@ type stepLogs struct {
 }
 
 // sync starts following each step that is pending or running.
-func (l *stepLogs) sync(ctx context.Context, s watch.State) {
+func (l *stepLogs) sync(ctx context.Context, s liveview.State) {
 	if !l.enabled {
 		return
 	}
@@ -222,15 +225,15 @@ func (l *stepLogs) sync(ctx context.Context, s watch.State) {
 
 func (l *stepLogs) follow(ctx context.Context, step, task string) {
 	defer l.wg.Done()
-	out := watch.Lines(func(line string) { l.view.Log(step + " | " + line) })
+	out := podlogs.Lines(func(line string) { l.view.Log(step + " | " + line) })
 	defer out.Close()
 	note := func(s string) { l.view.Log(step + ": " + s) }
 	said := ""
-	f := &watch.TaskFollower{
+	f := &taskfollow.Follower{
 		Client: l.clients.Client, Kube: l.clients.Kube, Logs: true, Out: out, Note: note,
 		OnChange: func(t *schedv1.AgentTask) {
 			if t.Status.PodName == "" && !t.Status.Phase.Finished() {
-				if why := watch.Explain(t); why != said {
+				if why := taskfollow.Explain(t); why != said {
 					said = why
 					note("waiting for its pod: " + why)
 				}

@@ -10,19 +10,15 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 // Wait follows ud with a watch until it is Running (Stopped when its spec
@@ -39,36 +35,21 @@ func Wait(ctx context.Context, c client.WithWatch, ud *schedv1.UserDeployment, t
 	w := &follower{out: out, name: ud.Name, nsFlag: nsFlag, stopped: ud.Spec.State == schedv1.StateStopped}
 	fmt.Fprintf(w.out, "Waiting for userdeployment %q to be %s...\n", ud.Name, w.target())
 
-	lw := listWatch(c, ud.Namespace, ud.Name)
-	_, err := watchtools.UntilWithSync(ctx, lw, &schedv1.UserDeployment{}, nil, w.condition)
+	obj := &schedv1.UserDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ud.Namespace, Name: ud.Name}}
+	err := waitfor.Object(ctx, c, obj, &schedv1.UserDeploymentList{}, w.condition)
 	switch {
 	case err == nil:
 		fmt.Fprintf(w.out, "Next: kubectl sched describe ud %s%s\n", ud.Name, w.nsFlag)
 		return nil
-	case errors.Is(err, wait.ErrWaitTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+	case ctx.Err() != nil:
 		return cmdutil.Errorf(cmdutil.ExitWatchTimeout,
 			fmt.Sprintf("It may still get there: 'kubectl sched get ud %s%s -w' follows it, and 'kubectl sched describe ud %s%s' says what it waits for.", ud.Name, w.nsFlag, ud.Name, w.nsFlag),
 			"timed out after %v waiting for userdeployment %q to be %s (last phase: %s)", timeout, ud.Name, w.target(), w.lastPhase())
+	case errors.Is(err, waitfor.ErrDeleted), apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err):
+		// Gone before the watch began, or while it ran.
+		return cmdutil.Errorf(cmdutil.ExitFailed, "", "userdeployment %q was deleted while waiting for it", ud.Name)
 	}
-	return err
-}
-
-// listWatch lists and watches the one UserDeployment, by name, through
-// the controller-runtime client.
-func listWatch(c client.WithWatch, namespace, name string) cache.ListerWatcher {
-	sel := fields.OneTermEqualSelector("metadata.name", name)
-	opts := func(raw metav1.ListOptions) *client.ListOptions {
-		return &client.ListOptions{Namespace: namespace, FieldSelector: sel, Raw: &raw}
-	}
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, raw metav1.ListOptions) (runtime.Object, error) {
-			list := &schedv1.UserDeploymentList{}
-			return list, c.List(ctx, list, opts(raw))
-		},
-		WatchFuncWithContext: func(ctx context.Context, raw metav1.ListOptions) (watch.Interface, error) {
-			return c.Watch(ctx, &schedv1.UserDeploymentList{}, opts(raw))
-		},
-	}
+	return cmdutil.API(err, "watch", fmt.Sprintf("userdeployment %q", ud.Name))
 }
 
 // waitingFor is what a Progressing app waits out before its progress
@@ -112,14 +93,7 @@ func (f *follower) lastPhase() string {
 	return string(f.status.Phase)
 }
 
-func (f *follower) condition(ev watch.Event) (bool, error) {
-	if ev.Type == watch.Deleted {
-		return false, cmdutil.Errorf(cmdutil.ExitFailed, "", "userdeployment %q was deleted while waiting for it", f.name)
-	}
-	ud, ok := ev.Object.(*schedv1.UserDeployment)
-	if !ok {
-		return false, nil
-	}
+func (f *follower) condition(ud *schedv1.UserDeployment) (bool, error) {
 	// A status older than the spec describes the previous deploy.
 	if ud.Status.ObservedGeneration < ud.Generation {
 		return false, nil

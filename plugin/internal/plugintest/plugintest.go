@@ -30,7 +30,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch/watchtest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files with the current output")

@@ -16,9 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -106,6 +107,16 @@ func Table(ctx context.Context, cfg *rest.Config, gvr schema.GroupVersionResourc
 	return table, nil
 }
 
+// tableCodecs decode what a TableClient gets: tables, and the Status of an
+// error. client-go's scheme lacks meta.k8s.io's Table, which a watch's
+// events need: they are decoded without a typed object to decode into.
+var tableCodecs = func() serializer.CodecFactory {
+	s := runtime.NewScheme()
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	utilruntime.Must(metav1.AddMetaToScheme(s))
+	return serializer.NewCodecFactory(s)
+}()
+
 // TableAccept asks the API server for a metav1.Table, as kubectl get does.
 const TableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 
@@ -118,7 +129,7 @@ func TableClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, er
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.NegotiatedSerializer = tableCodecs.WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -19,7 +19,8 @@ type TableStyle struct {
 	// Indent is the spaces before every line.
 	Indent int
 	// MaxWidth, when positive, is the widest a line may be, in terminal
-	// cells: the last column is cut, marked with "…", to fit.
+	// cells: cells are cut, marked with "…", to fit; the last column
+	// first (see fit).
 	MaxWidth int
 	// Paint, when set, styles a row's cell (colours it) once it is made
 	// safe and cut; the escape codes it adds take no width.
@@ -128,20 +129,74 @@ func (t *TableWriter) Render() error {
 	return err
 }
 
-// fit cuts the last column so no line is wider than MaxWidth.
+// fit cuts cells so no line is wider than MaxWidth. The last column (a
+// message, outputs) gives way first, down to its header's width; if the
+// columns before it are still too wide (a DAG's step names, in STEP and
+// again in AFTER), the widest columns are cut, to one width. Columns at
+// the end that would not get a cell each are left out.
 func (t *TableWriter) fit(rows [][]string, cols int) {
-	used := t.style.Indent
-	for c := range cols - 1 {
-		w := 0
+	shown := cols
+	for shown > 1 && t.style.Indent+(shown-1)*t.gap()+shown > t.style.MaxWidth {
+		shown--
+	}
+	widths := make([]int, shown)
+	for c := range widths {
 		for _, r := range rows {
-			w = max(w, Width(r[c]))
+			widths[c] = max(widths[c], Width(r[c]))
 		}
-		used += w + t.gap()
 	}
-	room := t.style.MaxWidth - used
+	floor := 1
+	if t.header != nil {
+		floor = max(floor, Width(t.header[shown-1]))
+	}
+	limits := fitWidths(widths, t.style.MaxWidth-t.style.Indent-(shown-1)*t.gap(), floor)
 	for _, r := range rows {
-		r[cols-1] = Truncate(r[cols-1], room)
+		for c := range r {
+			if c < shown {
+				r[c] = Truncate(r[c], limits[c])
+			} else {
+				r[c] = ""
+			}
+		}
 	}
+}
+
+// fitWidths cuts column widths to add up to room at most: the last one
+// first, down to floor, then the widest ones to a common width, the
+// cells left over going to the leftmost of them.
+func fitWidths(widths []int, room, floor int) []int {
+	out := slices.Clone(widths)
+	last := len(out) - 1
+	others := 0
+	for _, w := range out[:last] {
+		others += w
+	}
+	out[last] = min(out[last], max(room-others, floor))
+	if others+out[last] <= room {
+		return out
+	}
+	// The widest k columns get level cells each, the rest keep theirs.
+	sorted := slices.Sorted(slices.Values(out))
+	used, level, k := 0, 0, 0
+	for i, w := range sorted {
+		k = len(sorted) - i
+		if used+w*k > room {
+			level = max((room-used)/k, 0)
+			break
+		}
+		used += w
+	}
+	extra := room - used - level*k
+	for c, w := range out {
+		if w > level {
+			out[c] = level
+			if extra > 0 {
+				out[c]++
+				extra--
+			}
+		}
+	}
+	return out
 }
 
 // cleanCells makes cells safe to print as kubectl's table printer does (a

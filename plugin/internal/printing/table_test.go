@@ -83,3 +83,28 @@ func TestTableMeasuresTerminalCells(t *testing.T) {
 		}
 	}
 }
+
+// Columns before the last can be too wide on their own: once the last is
+// down to its header's width, the widest are cut to one width.
+func TestTableCutsEveryColumnToFit(t *testing.T) {
+	var out bytes.Buffer
+	tbl := NewTableWriter(&out, TableStyle{Gap: 2, Indent: 2, MaxWidth: 30})
+	tbl.Header("#", "STEP", "AFTER", "DETAILS")
+	tbl.Row("0", "fetch-sources-from-the-monorepo", "", "sha=4f2a9c0e")
+	tbl.Row("1", "build-the-image", "fetch-sources-from-the-monorepo", "")
+	if err := tbl.Render(); err != nil {
+		t.Fatal(err)
+	}
+	want := `  #  STEP     AFTER    DETAILS
+  0  fetch-…           sha=4f…
+  1  build-…  fetch-…
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for line := range strings.Lines(out.String()) {
+		if w := runewidth.StringWidth(strings.TrimSuffix(line, "\n")); w > 30 {
+			t.Errorf("line of %d cells, want at most 30: %q", w, line)
+		}
+	}
+}

@@ -1,4 +1,7 @@
-package watch
+// Package liveview is the live view of a workflow: redrawn in place on a
+// terminal, and only when something in it changed; one appended line per
+// change anywhere else.
+package liveview
 
 import (
 	"fmt"
@@ -171,10 +174,10 @@ type View struct {
 	height int    // its lines
 }
 
-// NewView returns a view writing to out. tty picks the in-place drawing;
+// New returns a view writing to out. tty picks the in-place drawing;
 // width (0: unlimited) cuts lines so they do not wrap, which would break
 // the redraw; now is the clock.
-func NewView(out io.Writer, tty bool, width int, now func() time.Time) *View {
+func New(out io.Writer, tty bool, width int, now func() time.Time) *View {
 	if now == nil {
 		now = time.Now
 	}

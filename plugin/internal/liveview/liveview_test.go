@@ -1,8 +1,7 @@
-package watch
+package liveview
 
 import (
 	"bytes"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -54,7 +53,7 @@ func states() []State {
 func TestAppendModeWritesOneLinePerChangeAndNoEscapes(t *testing.T) {
 	var out bytes.Buffer
 	c := &clock{now: t0}
-	v := NewView(&out, false, 0, c.Now)
+	v := New(&out, false, 0, c.Now)
 	ss := states()
 	for i, s := range ss[:3] {
 		c.now = t0.Add(time.Duration(i) * time.Second)
@@ -90,7 +89,7 @@ Workflow demo Failed after 9s (1/3 steps): step 1 (test) failed: exit code 3: 2 
 func TestTerminalModeRedrawsOnlyOnChange(t *testing.T) {
 	var out bytes.Buffer
 	c := &clock{now: t0}
-	v := NewView(&out, true, 0, c.Now)
+	v := New(&out, true, 0, c.Now)
 	ss := states()
 
 	v.Update(ss[1])
@@ -163,7 +162,7 @@ func TestTerminalModeRedrawsOnlyOnChange(t *testing.T) {
 
 func TestTerminalLinesFitTheWidth(t *testing.T) {
 	var out bytes.Buffer
-	v := NewView(&out, true, 40, (&clock{now: t0}).Now)
+	v := New(&out, true, 40, (&clock{now: t0}).Now)
 	for _, s := range states() {
 		v.Update(s)
 	}
@@ -228,21 +227,6 @@ func TestSummary(t *testing.T) {
 	}
 }
 
-func TestLineWriter(t *testing.T) {
-	var lines []string
-	w := Lines(func(s string) { lines = append(lines, s) })
-	for _, chunk := range []string{"one\ntw", "o\r\n", "", "three"} {
-		fmt.Fprint(w, chunk)
-	}
-	if diff := cmp.Diff([]string{"one", "two"}, lines); diff != "" {
-		t.Errorf("before Close (-want +got):\n%s", diff)
-	}
-	_ = w.Close()
-	if diff := cmp.Diff([]string{"one", "two", "three"}, lines); diff != "" {
-		t.Errorf("after Close (-want +got):\n%s", diff)
-	}
-}
-
 var ansi = regexp.MustCompile(`\x1b\[[0-9;]*[A-Za-z]`)
 
 func plain(s string) string { return ansi.ReplaceAllString(strings.ReplaceAll(s, "\r", ""), "") }
@@ -261,7 +245,7 @@ func TestWideCharactersFitTheWidth(t *testing.T) {
 	s.Steps[0].Outputs = map[string]string{"note": "ビルド完了しました🚀 すべてのテストに合格", "tag": "v1"}
 	s.Steps[1].Message = "失敗: 2 件のテストが失敗しました 💥💥💥 詳細はログを参照"
 	var out bytes.Buffer
-	v := NewView(&out, true, 50, (&clock{now: t0.Add(time.Minute)}).Now)
+	v := New(&out, true, 50, (&clock{now: t0.Add(time.Minute)}).Now)
 	v.Update(s)
 	got := plain(out.String())
 	want := `Workflow demo  Failed  9s  1/3 steps
@@ -290,7 +274,7 @@ func TestBranchesShowWhatTheyWaitFor(t *testing.T) {
 		{Name: "ship", Phase: schedv1.StepWaiting, After: []string{"lint", "test"}},
 	}}
 	var out bytes.Buffer
-	NewView(&out, true, 0, (&clock{now: t0.Add(3 * time.Second)}).Now).Update(s)
+	New(&out, true, 0, (&clock{now: t0.Add(3 * time.Second)}).Now).Update(s)
 	want := `Workflow checks  Running  3s  1/4 steps
   #  STEP   AFTER      PHASE      DURATION  DETAILS
   0  fetch             Succeeded  1s        sha=4f2a
@@ -303,7 +287,7 @@ func TestBranchesShowWhatTheyWaitFor(t *testing.T) {
 	}
 
 	out.Reset()
-	v := NewView(&out, false, 0, (&clock{now: t0}).Now)
+	v := New(&out, false, 0, (&clock{now: t0}).Now)
 	v.Update(s)
 	for _, line := range []string{"step 1 lint (after fetch) Running\n", "step 2 test (after fetch) Running\n"} {
 		if !strings.Contains(out.String(), line) {
@@ -338,7 +322,7 @@ func TestViewShowsContainerTextEscaped(t *testing.T) {
 	ours := regexp.MustCompile(`\x1b\[(\d+A\r\x1b\[J|\d+m)`)
 	for _, tty := range []bool{true, false} {
 		var out bytes.Buffer
-		v := NewView(&out, tty, 120, func() time.Time { return t0 })
+		v := New(&out, tty, 120, func() time.Time { return t0 })
 		v.Update(StateOf(wf))
 		v.Log("build | " + hostile)
 		v.Finish(StateOf(wf))
@@ -356,5 +340,38 @@ func TestViewShowsContainerTextEscaped(t *testing.T) {
 		if !strings.Contains(rest, "x^[]52;c;cHduZWQ=^G^[[2J") {
 			t.Errorf("tty=%v: want the text shown escaped:\n%q", tty, got)
 		}
+	}
+}
+
+// A DAG's columns before DETAILS can be wider than the terminal on their
+// own (long step names, in STEP and again in AFTER): every column is cut
+// to fit, or the lines wrap and the redraw breaks.
+func TestLongStepNamesFitTheWidth(t *testing.T) {
+	const (
+		fetch = "fetch-sources-from-the-monorepo"
+		build = "build-the-container-image-for-every-platform"
+		ship  = "publish-to-every-registry-mirror"
+	)
+	s := State{Name: "release-pipeline-for-the-storefront", Phase: schedv1.WorkflowRunning, Created: t0, Start: t0, Steps: []Step{
+		{Name: fetch, Phase: schedv1.StepSucceeded, Start: t0, End: t0.Add(time.Second), Outputs: map[string]string{"sha": "4f2a9c0e"}},
+		{Name: build, Phase: schedv1.StepRunning, Start: t0.Add(time.Second), After: []string{fetch}},
+		{Name: ship, Phase: schedv1.StepWaiting, After: []string{build, fetch}},
+	}}
+	var out bytes.Buffer
+	New(&out, true, 40, (&clock{now: t0.Add(3 * time.Second)}).Now).Update(s)
+	got := plain(out.String())
+	for line := range strings.SplitSeq(strings.TrimSuffix(got, "\n"), "\n") {
+		if n := utf8.RuneCountInString(line); n > 40 {
+			t.Errorf("line of %d runes exceeds 40: %q", n, line)
+		}
+		// The last column is left free too: a line that fills it moves
+		// the cursor on, and the redraw no longer counts right.
+		if w := runewidth.StringWidth(line); w >= 40 {
+			t.Errorf("line of %d columns reaches the edge of a 40-column terminal: %q", w, line)
+		}
+	}
+	// The long columns are cut, not left out.
+	if !strings.Contains(got, "  1  build…  fetc…") {
+		t.Errorf("want step 1's name and what it waits for, cut:\n%s", got)
 	}
 }
