@@ -1,6 +1,6 @@
 // Package get implements `kubectl sched get`: the four kinds listed as
 // kubectl lists them, with tables the API server builds from the CRDs'
-// printer columns. Its kinds.go resolves KIND arguments for every command.
+// printer columns. KIND arguments are resolved by plugin/internal/kinds.
 package get
 
 import (

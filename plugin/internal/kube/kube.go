@@ -84,8 +84,6 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	return &Clients{Config: cfg, Client: c, Kube: kc, Dynamic: dc, Metadata: mc, Namespace: ns, ExplicitNamespace: explicit}, nil
 }
 
-// Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
-// "server". With "client" nothing is sent.
 // Create creates obj as field manager kubectl-sched, or only has the API
 // server check it with dryRun "server"; "client" sends nothing. Unlike
 // Apply it fails with AlreadyExists rather than change an object that is
@@ -101,6 +99,8 @@ func (c *Clients) Create(ctx context.Context, obj client.Object, dryRun string) 
 	return c.Client.Create(ctx, obj, opts...)
 }
 
+// Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
+// "server". With "client" nothing is sent.
 func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) error {
 	if dryRun == "client" {
 		return nil
