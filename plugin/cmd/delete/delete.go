@@ -78,8 +78,7 @@ deleted with them by the garbage collector.`,
 	f.StringVarP(&o.Selector, "selector", "l", "", "Delete the objects with these labels, e.g. -l key=value.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait until the objects are gone.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --wait, give up after this long (exit code 12).")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints what would be deleted; "server" also has the API server check it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be deleted; "server" also has the API server check it.`)
 	f.StringVar(&o.Cascade, "cascade", o.Cascade, `"background", "foreground" (wait for dependents first) or "orphan" (keep them).`)
 	f.BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "Succeed when a named object does not exist.")
 	return cmd

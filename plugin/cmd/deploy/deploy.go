@@ -75,7 +75,7 @@ type Options struct {
 
 // NewCommand returns `kubectl sched deploy`.
 func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, Getter: kube.New}
+	o := &Options{Flags: flags, IOStreams: streams, Getter: kube.New, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "deploy NAME --template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] [--secret NAME=VALUE]...",
 		Short: "Render a template into a UserDeployment and apply it",
@@ -100,7 +100,8 @@ default).`,
 	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
 	o.Values.AddFlags(f, "f")
 	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
+	// As kubectl's: a bare --dry-run is an error asking for a value.
 	f.Lookup("dry-run").NoOptDefVal = "unchanged"
 	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")

@@ -107,22 +107,16 @@ func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericioo
 		use += " [SERVICE]"
 	}
 	cmd := &cobra.Command{
-		Use:     use,
-		Short:   v.short,
-		Long:    v.long,
-		Example: v.example,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 || len(args) > v.maxArgs {
-				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes %s, got %d arguments", cmd.CommandPath(), strings.TrimPrefix(use, v.name+" "), len(args))
-			}
-			return nil
-		},
+		Use:               use,
+		Short:             v.short,
+		Long:              v.long,
+		Example:           v.example,
+		Args:              cmdutil.ArgsTaking(1, v.maxArgs, strings.TrimPrefix(use, v.name+" ")),
 		ValidArgsFunction: kinds.CompleteNames(flags, udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the app.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app.`)
 	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
 	return cmd

@@ -79,8 +79,7 @@ out are removed from an existing one.`,
 	f.StringArrayVar(&o.ArgList, "arg", nil, "One argument to the scheduler, as is; repeat for more (after --args).")
 	f.StringVar(&o.OpsName, "ops-name", "", "With an image: the ops name the kernel reports when it is attached.")
 	f.StringVar(&o.Image, "image", "", "With a well-known --sched: the image to run it from, in place of the operator's (another scx release).")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the object without sending it; "server" has the API server check it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the object without sending it; "server" has the API server check it.`)
 	_ = cmd.RegisterFlagCompletionFunc("sched", cobra.FixedCompletions(schedv1.WellKnownSchedulers, cobra.ShellCompDirectiveNoFileComp))
 	o.Print.AddFlags(cmd, false)
 	return cmd

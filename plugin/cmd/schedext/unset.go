@@ -40,8 +40,7 @@ func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 		ValidArgsFunction: kinds.CompleteNames(flags, kind, 0),
 		RunE:              cmdutil.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" only checks it exists; "server" has the API server check the deletion.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" only checks it exists; "server" has the API server check the deletion.`)
 	return cmd
 }
 

@@ -68,7 +68,7 @@ type RunOptions struct {
 }
 
 func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
 		Short: "Create an AgentTask: one container run to completion, with outputs",
@@ -106,8 +106,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
 	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --wait or -f, stop waiting after this long and exit 12 (0: no limit).")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the AgentTask without sending it; "server" has the API server check it without persisting it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the AgentTask without sending it; "server" has the API server check it without persisting it.`)
 	o.Print.AddFlags(cmd, false)
 	return cmd
 }

@@ -106,19 +106,13 @@ run again on it, with or without --user.`,
 	f.StringArrayVar(&o.Users, "user", nil, "A member: a user who may use every command of the plugin in the namespace (repeatable; with --group, the whole list).")
 	f.StringArrayVar(&o.Groups, "group", nil, "A group whose users are members (repeatable).")
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
-	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the objects without creating them; "client" sends nothing.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the objects without creating them; "client" sends nothing.`)
 	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
 	return cmd
 }
 
-func nameArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one tenant name, got %d arguments", cmd.CommandPath(), len(args))
-	}
-	return nil
-}
+var nameArg = cmdutil.NameArg("tenant")
 
 // Complete builds the clients.
 func (o *CreateOptions) Complete(_ *cobra.Command, args []string) error {
@@ -220,8 +214,7 @@ func newDeleteCommand(flags *genericclioptions.ConfigFlags, streams genericioopt
 			return o.Run(cmd.Context(), c)
 		},
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the delete without doing it; "client" only reads the namespace.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the delete without doing it; "client" only reads the namespace.`)
 	return cmd
 }
 

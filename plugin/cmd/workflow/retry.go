@@ -50,12 +50,7 @@ and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 
   # Run everything from the build step again
   kubectl sched workflow retry nightly --from build`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one workflow name, got %d arguments", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
+		Args: cmdutil.NameArg("workflow"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
@@ -69,8 +64,7 @@ and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "The first step to run again; the failed step when empty.")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" prints what would be created; "server" has the API server check it.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be created; "server" has the API server check it.`)
 	return cmd
 }
 

@@ -97,7 +97,7 @@ type RunOptions struct {
 }
 
 func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
 		Short:   "Submit a Workflow from a file or a template, after checking its step references",
@@ -118,8 +118,7 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
 	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
 	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
 	// Only -o: the other printing flags include --template, which here
 	// names a workflow template (-o go-template=... still works).
 	f.StringVarP(o.Print.OutputFormat, "output", "o", "", "Output format: json, yaml, name, jsonpath=..., go-template=... (default: a line saying what was done).")

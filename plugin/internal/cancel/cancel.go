@@ -48,21 +48,15 @@ type Options struct {
 func NewCommand(t Target, short, long, example string, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{Flags: flags, IOStreams: streams, Target: t, NewClients: kube.New}
 	cmd := &cobra.Command{
-		Use:     t.Verb + " NAME",
-		Short:   short,
-		Long:    long,
-		Example: example,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one %s name, got %d arguments", cmd.CommandPath(), t.Kind.Singular, len(args))
-			}
-			return nil
-		},
+		Use:               t.Verb + " NAME",
+		Short:             short,
+		Long:              long,
+		Example:           example,
+		Args:              cmdutil.NameArg(t.Kind.Singular),
 		ValidArgsFunction: kinds.CompleteNames(flags, t.Kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the object.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the object.`)
 	return cmd
 }
 
