@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
@@ -29,16 +27,13 @@ var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespa
 
 // UninstallOptions for `kubectl sched uninstall`.
 type UninstallOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	KeepCRDs           bool
 	Yes                bool
 	DryRun             string
 	Timeout            time.Duration
 	SchedulerNamespace string
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
 
 	namespace string
 	objects   []*unstructured.Unstructured
@@ -46,8 +41,8 @@ type UninstallOptions struct {
 }
 
 // NewUninstallCommand returns `kubectl sched uninstall`.
-func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace, NewClients: kube.New}
+func NewUninstallCommand(c kube.ClientOptions) *cobra.Command {
+	o := &UninstallOptions{ClientOptions: c, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
@@ -78,7 +73,7 @@ reconciled).`,
 }
 
 // Complete reads the manifests and builds the client.
-func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *UninstallOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	var err error
 	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {
@@ -93,11 +88,10 @@ func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.KeepCRDs {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
 	}
-	c, err := o.NewClients(o.Flags)
-	if err != nil {
+	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.dynamic = c.Dynamic
+	o.dynamic = o.Clients.Dynamic
 	return nil
 }
 

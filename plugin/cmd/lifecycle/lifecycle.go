@@ -14,8 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -67,24 +65,23 @@ the pod template. With --wait it follows the app until it is Running again
 )
 
 // NewStopCommand returns `kubectl sched stop`.
-func NewStopCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(stop, f, s)
+func NewStopCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(stop, c)
 }
 
 // NewStartCommand returns `kubectl sched start`.
-func NewStartCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(start, f, s)
+func NewStartCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(start, c)
 }
 
 // NewRestartCommand returns `kubectl sched restart`.
-func NewRestartCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(restart, f, s)
+func NewRestartCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(restart, c)
 }
 
 // Options for the commands.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	verb    verb
 	Name    string
@@ -95,13 +92,10 @@ type Options struct {
 
 	// Now is the restart time; tests may fix it.
 	Now func() time.Time
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, verb: v, Now: time.Now, NewClients: kube.New}
+func newCommand(v verb, c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, verb: v, Now: time.Now}
 	use := v.name + " NAME"
 	if v.maxArgs == 2 {
 		use += " [SERVICE]"
@@ -112,7 +106,7 @@ func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericioo
 		Long:              v.long,
 		Example:           v.example,
 		Args:              cmdutil.ArgsTaking(1, v.maxArgs, strings.TrimPrefix(use, v.name+" ")),
-		ValidArgsFunction: kinds.CompleteNames(flags, udKind, 1),
+		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -130,14 +124,12 @@ func target(v verb) string {
 }
 
 // Complete reads the arguments and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	if len(args) > 1 {
 		o.Service = args[1]
 	}
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -156,7 +148,7 @@ func (o *Options) Validate() error {
 
 // Run patches the app and, with --wait, follows it.
 func (o *Options) Run(ctx context.Context) error {
-	c, ns := o.clients.Client, o.clients.Namespace
+	c, ns := o.Clients.Client, o.Clients.Namespace
 	ud := &schedv1.UserDeployment{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, ud); err != nil {
 		return cmdutil.API(err, "get", udKind.What(ns, o.Name))
@@ -228,8 +220,8 @@ func (o *Options) patch(ud *schedv1.UserDeployment) ([]byte, error) {
 }
 
 func (o *Options) nsFlag() string {
-	if o.clients.ExplicitNamespace && o.clients.Namespace != "" {
-		return " -n " + o.clients.Namespace
+	if o.Clients.ExplicitNamespace && o.Clients.Namespace != "" {
+		return " -n " + o.Clients.Namespace
 	}
 	return ""
 }

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,12 +19,13 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watch"
 )
 
 // NewCommand returns `kubectl sched task` with its subcommands.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "task",
 		Aliases: []string{"tasks", "agenttask", "at"},
@@ -40,11 +39,11 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   # Cancel it, keeping its record
   kubectl sched task cancel hello`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newLogsCommand(flags, streams), newCancelCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(c), newLogsCommand(c), newCancelCommand(c))
 	return cmd
 }
 
-func newCancelCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func newCancelCommand(c kube.ClientOptions) *cobra.Command {
 	return cancel.NewCommand(cancel.Target{
 		Kind: agentTaskKind, Verb: "cancel", Done: "cancelled",
 		New: func() client.Object { return &schedv1.AgentTask{} },
@@ -58,7 +57,7 @@ suspended) and ends the task in phase Cancelled, with its logs and events
 still there to read. It cannot be resumed. A task that has already ended is
 left as it is. A task that is a workflow's step ends the workflow too.`,
 		`  # Cancel task hello
-  kubectl sched task cancel hello`, flags, streams)
+  kubectl sched task cancel hello`, c)
 }
 
 // agentTaskKind is the kind for name completion.

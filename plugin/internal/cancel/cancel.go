@@ -10,8 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -32,40 +30,33 @@ type Target struct {
 
 // Options for the command.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 	Target Target
 
 	Name   string
 	DryRun string
-
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
 // NewCommand returns the command for t.
-func NewCommand(t Target, short, long, example string, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, Target: t, NewClients: kube.New}
+func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Target: t}
 	cmd := &cobra.Command{
 		Use:               t.Verb + " NAME",
 		Short:             short,
 		Long:              long,
 		Example:           example,
 		Args:              cmdutil.NameArg(t.Kind.Singular),
-		ValidArgsFunction: kinds.CompleteNames(flags, t.Kind, 1),
+		ValidArgsFunction: o.CompleteNames(t.Kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the object.`)
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -76,9 +67,9 @@ var cancelPatch = []byte(`{"spec":{"cancel":true}}`)
 
 // Run sets spec.cancel, unless the object has already ended.
 func (o *Options) Run(ctx context.Context) error {
-	t, ns := o.Target, o.clients.Namespace
+	t, ns := o.Target, o.Clients.Namespace
 	obj := t.New()
-	if err := o.clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
+	if err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
 		return cmdutil.API(err, "get", t.Kind.What(ns, o.Name))
 	}
 	ref := t.Kind.Qualified() + "/" + o.Name
@@ -91,14 +82,14 @@ func (o *Options) Run(ctx context.Context) error {
 		if o.DryRun == "server" {
 			opts = append(opts, client.DryRunAll)
 		}
-		if err := o.clients.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, cancelPatch), opts...); err != nil {
+		if err := o.Clients.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, cancelPatch), opts...); err != nil {
 			return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
 		}
 	}
 	fmt.Fprintf(o.Out, "%s %s%s\n", ref, t.Done, cmdutil.DryRunSuffix(o.DryRun))
 	if o.DryRun == "" {
 		nsFlag := ""
-		if o.clients.ExplicitNamespace {
+		if o.Clients.ExplicitNamespace {
 			nsFlag = " -n " + ns
 		}
 		fmt.Fprintf(o.Out, "It ends in phase Cancelled and keeps its record: kubectl sched describe %s %s%s\n", t.Kind.Short, o.Name, nsFlag)

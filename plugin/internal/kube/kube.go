@@ -6,6 +6,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,6 +64,10 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
 	}
+	return forConfig(cfg, ns, explicit)
+}
+
+func forConfig(cfg *rest.Config, ns string, explicit bool) (*Clients, error) {
 	// The mapper is fixed to our scheme's kinds, so commands do not pay for
 	// discovery of every API in the cluster (kubectl's largest startup cost).
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme, Mapper: restMapper()})
@@ -82,6 +87,19 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 		return nil, err
 	}
 	return &Clients{Config: cfg, Client: c, Kube: kc, Dynamic: dc, Metadata: mc, Namespace: ns, ExplicitNamespace: explicit}, nil
+}
+
+// WithTimeout is c with each request bounded by d, whatever
+// --request-timeout says: for the quick asks (version, completion) that
+// must not hang on a cluster that does not answer. Clients not built from
+// a config (a test's) are returned as they are.
+func (c *Clients) WithTimeout(d time.Duration) (*Clients, error) {
+	if c.Config == nil {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = d
+	return forConfig(cfg, c.Namespace, c.ExplicitNamespace)
 }
 
 // Create creates obj as field manager kubectl-sched, or only has the API
