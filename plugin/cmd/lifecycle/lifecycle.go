@@ -1,7 +1,9 @@
-// Package lifecycle implements `kubectl sched stop`, `start` and `restart`
-// for UserDeployments: each changes one field of the spec with a merge
-// patch (spec.state, or spec.restartedAt for the services to roll) and,
-// with --wait, follows the app as `deploy --wait` does.
+// Package lifecycle implements the commands that change one field of an
+// object's spec with a merge patch: `kubectl sched stop`, `start` and
+// `restart` for UserDeployments (spec.state, or spec.restartedAt for the
+// services to roll), which with --wait follow the app as `deploy --wait`
+// does, and the cancel (spec.cancel) behind `task cancel` and `workflow
+// stop` (cancel.go).
 package lifecycle
 
 import (
@@ -161,14 +163,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if patch == nil {
 		fmt.Fprintf(o.Out, "%s is already %s: nothing to do\n", ref, strings.ToLower(target(o.verb)))
 	} else {
-		if o.DryRun != "client" {
-			opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-			if o.DryRun == "server" {
-				opts = append(opts, client.DryRunAll)
-			}
-			if err := c.Patch(ctx, ud, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-				return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
-			}
+		if err := mergePatch(ctx, c, ud, patch, o.DryRun); err != nil {
+			return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
 		}
 		what := ref
 		if o.Service != "" {
@@ -180,6 +176,19 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return appwait.Wait(ctx, c, ud, o.Timeout, o.Out, o.nsFlag())
+}
+
+// mergePatch sends patch to obj as kubectl-sched, as dryRun says: "client"
+// sends nothing, "server" has the API server check it without making it.
+func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch []byte, dryRun string) error {
+	if dryRun == "client" {
+		return nil
+	}
+	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
+	if dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
 }
 
 // patch is the merge patch for the verb, nil when the app already is as asked.

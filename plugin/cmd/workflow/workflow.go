@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -35,9 +35,8 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 }
 
 func newStopCommand(c kube.ClientOptions) *cobra.Command {
-	return cancel.NewCommand(cancel.Target{
+	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
 		Kind: workflowKind, Verb: "stop", Done: "stopped",
-		New: func() client.Object { return &schedv1.Workflow{} },
 		Phase: func(o client.Object) (string, bool) {
 			p := o.(*schedv1.Workflow).Status.Phase
 			return string(p), p.Finished()

@@ -1,8 +1,4 @@
-// Package cancel stops an AgentTask or a Workflow without deleting it: it
-// sets spec.cancel, and the operator stops the pod and ends the object in
-// phase Cancelled, keeping its record. `task cancel` and `workflow stop`
-// are this command for their kind.
-package cancel
+package lifecycle
 
 import (
 	"context"
@@ -17,29 +13,30 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-// Target is what differs between the kinds.
-type Target struct {
+// CancelTarget is what differs between the kinds a cancel stops.
+type CancelTarget struct {
 	Kind kinds.Kind
 	// Verb is the command's name and Done its past tense: cancel/cancelled.
 	Verb, Done string
-	// New returns an empty object of the kind.
-	New func() client.Object
 	// Phase reads the object's phase and whether it is final.
 	Phase func(client.Object) (phase string, finished bool)
 }
 
-// Options for the command.
-type Options struct {
+// CancelOptions for `task cancel` and `workflow stop`.
+type CancelOptions struct {
 	kube.ClientOptions
-	Target Target
+	Target CancelTarget
 
 	Name   string
 	DryRun string
 }
 
-// NewCommand returns the command for t.
-func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, Target: t}
+// NewCancelCommand returns `task cancel` or `workflow stop`, as t says: it
+// stops an AgentTask or a Workflow without deleting it. It sets
+// spec.cancel, and the operator stops the pod and ends the object in phase
+// Cancelled, keeping its record.
+func NewCancelCommand(t CancelTarget, short, long, example string, c kube.ClientOptions) *cobra.Command {
+	o := &CancelOptions{ClientOptions: c, Target: t}
 	cmd := &cobra.Command{
 		Use:               t.Verb + " NAME",
 		Short:             short,
@@ -54,21 +51,21 @@ func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *co
 }
 
 // Complete reads the arguments and builds the clients.
-func (o *Options) Complete(cmd *cobra.Command, args []string) error {
+func (o *CancelOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
-func (o *Options) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+func (o *CancelOptions) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
 
 // cancelPatch is all the command changes.
 var cancelPatch = []byte(`{"spec":{"cancel":true}}`)
 
 // Run sets spec.cancel, unless the object has already ended.
-func (o *Options) Run(ctx context.Context) error {
+func (o *CancelOptions) Run(ctx context.Context) error {
 	t, ns := o.Target, o.Clients.Namespace
-	obj := t.New()
+	obj := t.Kind.New()
 	if err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
 		return cmdutil.API(err, "get", t.Kind.What(ns, o.Name))
 	}
@@ -77,14 +74,8 @@ func (o *Options) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "%s already ended (%s): nothing to %s\n", ref, phase, t.Verb)
 		return nil
 	}
-	if o.DryRun != "client" {
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		if err := o.Clients.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, cancelPatch), opts...); err != nil {
-			return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
-		}
+	if err := mergePatch(ctx, o.Clients.Client, obj, cancelPatch, o.DryRun); err != nil {
+		return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
 	}
 	fmt.Fprintf(o.Out, "%s %s%s\n", ref, t.Done, cmdutil.DryRunSuffix(o.DryRun))
 	if o.DryRun == "" {
