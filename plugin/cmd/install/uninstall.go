@@ -20,6 +20,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -253,9 +254,9 @@ func (o *UninstallOptions) census(ctx context.Context) string {
 		return ""
 	}
 	var parts []string
-	for _, plural := range []string{"userdeployments", "agenttasks", "workflows", "schedexts"} {
+	for _, k := range kinds.Kinds {
 		// One item and the server's count of the rest: cheap on big clusters.
-		list, err := o.dynamic.Resource(schedv1.GroupVersion.WithResource(plural)).List(ctx, metav1.ListOptions{Limit: 1})
+		list, err := o.dynamic.Resource(k.GVR()).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return ""
 		}
@@ -264,7 +265,7 @@ func (o *UninstallOptions) census(ctx context.Context) string {
 			n += *rest
 		}
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, plural))
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.Plural))
 		}
 	}
 	if len(parts) == 0 {

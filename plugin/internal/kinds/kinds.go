@@ -31,7 +31,11 @@ type Kind struct {
 	NewList func() client.ObjectList
 }
 
-// Kinds in the order `get` with no KIND prints them.
+// Category is every kind's CRD category: `kubectl get sched` lists them all.
+const Category = "sched"
+
+// Kinds in the order `get` with no KIND prints them. A test checks them
+// against the CRDs (config/crd/bases).
 var Kinds = []Kind{
 	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }},
 	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }},
@@ -82,6 +86,17 @@ func KindNames() string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", k.Singular, k.Short))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ByKind finds a kind by its Kind exactly ("AgentTask"), as an object's
+// kind field names it.
+func ByKind(kind string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // Lookup finds a kind by any of its names, case-insensitively, with or
