@@ -1,6 +1,7 @@
 // Package kube builds the clients a command needs from the kubectl flags
 // (--kubeconfig, --context, -n, --as, ...), and applies objects with
-// server-side apply as field manager kubectl-sched.
+// server-side apply as field manager kubectl-sched. Every command's options
+// embed its ClientOptions, which also complete object names.
 package kube
 
 import (
