@@ -1,5 +1,7 @@
 // Package cmd builds the kubectl sched command tree. Each subcommand lives in
-// its own package with an options struct (Complete, Validate, Run).
+// its own package with an options struct (Complete, Validate, Run) that
+// embeds kube.ClientOptions: the root gives every command the same flags,
+// streams and client getter.
 package cmd
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/workflow"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
@@ -40,10 +43,33 @@ const rootExamples = `  # Show the plugin and operator versions
   # List everything kubectl-sched manages, with kubectl itself
   kubectl get sched`
 
+// RootOptions is what the root command gives every subcommand. Flags and
+// NewClients are for tests: nil means the kubectl flags and kube.New.
+type RootOptions struct {
+	genericiooptions.IOStreams
+	Flags *genericclioptions.ConfigFlags
+	// NewClients is the one client getter every command builds its
+	// clients with, completion and version included: a test that swaps it
+	// here points the whole plugin at what it returns.
+	NewClients kube.Getter
+}
+
 // NewRootCommand returns `kubectl sched` with the kubectl connection flags
 // (--kubeconfig, --context, -n, --as, ...) and every subcommand.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	flags := genericclioptions.NewConfigFlags(true)
+	return NewRootCommandWithOptions(RootOptions{IOStreams: streams})
+}
+
+// NewRootCommandWithOptions is NewRootCommand with o's flags and client
+// getter, as kueuectl's NewKueuectlCmd takes its ClientGetter.
+func NewRootCommandWithOptions(o RootOptions) *cobra.Command {
+	if o.Flags == nil {
+		o.Flags = genericclioptions.NewConfigFlags(true)
+	}
+	if o.NewClients == nil {
+		o.NewClients = kube.New
+	}
+	streams := o.IOStreams
 	root := &cobra.Command{
 		Use:   "kubectl-sched",
 		Short: "Run templated apps, agent tasks, workflows and sched_ext schedulers on Kubernetes",
@@ -57,7 +83,7 @@ see 'kubectl sched install'.`,
 		// kubectl runs plugins as kubectl-<name>; show the name users type.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl sched"},
 	}
-	flags.AddFlags(root.PersistentFlags())
+	o.Flags.AddFlags(root.PersistentFlags())
 	// The API server's warnings (an admission policy's, say) may quote the
 	// object: print them as kubectl does, made safe for the terminal.
 	rest.SetDefaultWarningHandler(rest.NewWarningWriter(safeWriter{streams.ErrOut}, rest.WarningWriterOptions{Deduplicate: true}))
@@ -65,13 +91,16 @@ see 'kubectl sched install'.`,
 	root.SetErr(streams.ErrOut)
 	root.SetIn(streams.In)
 
-	root.AddCommand(version.NewCommand(flags, streams), doctor.NewCommand(flags, streams))
-	root.AddCommand(deploy.NewCommand(flags, streams), templatecmd.NewCommand(flags, streams))
-	root.AddCommand(get.NewCommand(flags, streams), describe.NewCommand(flags, streams), deletecmd.NewCommand(flags, streams), schedext.NewCommand(flags, streams), install.NewCommand(flags, streams), install.NewUninstallCommand(flags, streams))
-	root.AddCommand(task.NewCommand(flags, streams), workflow.NewCommand(flags, streams))
-	root.AddCommand(lifecycle.NewStopCommand(flags, streams), lifecycle.NewStartCommand(flags, streams), lifecycle.NewRestartCommand(flags, streams))
-	root.AddCommand(logscmd.NewCommand(flags, streams))
-	root.AddCommand(tenant.NewCommand(flags, streams))
+	// Each command copies c into its options; Clients stay nil until its
+	// Complete.
+	c := kube.ClientOptions{Flags: o.Flags, IOStreams: streams, NewClients: o.NewClients}
+	root.AddCommand(version.NewCommand(c), doctor.NewCommand(c))
+	root.AddCommand(deploy.NewCommand(c), templatecmd.NewCommand(c))
+	root.AddCommand(get.NewCommand(c), describe.NewCommand(c), deletecmd.NewCommand(c), schedext.NewCommand(c), install.NewCommand(c), install.NewUninstallCommand(c))
+	root.AddCommand(task.NewCommand(c), workflow.NewCommand(c))
+	root.AddCommand(lifecycle.NewStopCommand(c), lifecycle.NewStartCommand(c), lifecycle.NewRestartCommand(c))
+	root.AddCommand(logscmd.NewCommand(c))
+	root.AddCommand(tenant.NewCommand(c))
 	return root
 }
 

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -40,8 +38,7 @@ const examples = `  # Delete a task (its Job and pods go with it)
 
 // Options for `kubectl sched delete`.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	All            bool
 	AllNamespaces  bool
@@ -52,16 +49,13 @@ type Options struct {
 	Cascade        string
 	IgnoreNotFound bool
 
-	NewClients kube.Getter
-
 	targets []kinds.Target
-	clients *kube.Clients
 	meta    metadata.Interface
 }
 
 // NewCommand returns `kubectl sched delete`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, Timeout: 5 * time.Minute, Cascade: "background"}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Timeout: 5 * time.Minute, Cascade: "background"}
 	cmd := &cobra.Command{
 		Use:   "delete KIND (NAME... | --all | -l SELECTOR)",
 		Short: "Delete UserDeployments, AgentTasks, Workflows or SchedExts",
@@ -69,7 +63,7 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 operator created for them (Jobs, pods, Deployments, step tasks, DaemonSets) are
 deleted with them by the garbage collector.`,
 		Example:           examples,
-		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
+		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -78,23 +72,22 @@ deleted with them by the garbage collector.`,
 	f.StringVarP(&o.Selector, "selector", "l", "", "Delete the objects with these labels, e.g. -l key=value.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait until the objects are gone.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --wait, give up after this long (exit code 12).")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints what would be deleted; "server" also has the API server check it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be deleted; "server" also has the API server check it.`)
 	f.StringVar(&o.Cascade, "cascade", o.Cascade, `"background", "foreground" (wait for dependents first) or "orphan" (keep them).`)
 	f.BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "Succeed when a named object does not exist.")
 	return cmd
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err
 	}
-	if o.clients, err = o.NewClients(o.Flags); err != nil {
+	if err = o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.meta = o.clients.Metadata
+	o.meta = o.Clients.Metadata
 	return nil
 }
 
@@ -149,7 +142,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if len(victims) == 0 && len(t.Names) == 0 {
-			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.clients.Namespace, o.AllNamespaces))
+			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.Clients.Namespace, o.AllNamespaces))
 		}
 		for _, v := range victims {
 			uid, err := o.delete(ctx, v)
@@ -197,7 +190,7 @@ func (o *Options) suffix() string {
 
 // victims are the named objects, or the kind's objects that --all or -l select.
 func (o *Options) victims(ctx context.Context, t kinds.Target) ([]victim, error) {
-	ns := o.clients.Namespace
+	ns := o.Clients.Namespace
 	if !t.Kind.Namespaced {
 		ns = ""
 	}
@@ -268,7 +261,7 @@ func (o *Options) waitGone(ctx context.Context, v victim) error {
 	obj := v.kind.New()
 	obj.SetNamespace(v.namespace)
 	obj.SetName(v.name)
-	err := waitfor.Object(ctx, o.clients.Client, obj, v.kind.NewList(), func(cur client.Object) (bool, error) {
+	err := waitfor.Object(ctx, o.Clients.Client, obj, v.kind.NewList(), func(cur client.Object) (bool, error) {
 		// Another object of the same name: ours is gone.
 		return v.uid != "" && cur.GetUID() != v.uid, nil
 	})

@@ -23,7 +23,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -52,7 +51,7 @@ const resource = "userdeployment.sched.kubectl-sched.dev"
 
 // Options for `kubectl sched deploy`.
 type Options struct {
-	Flags           *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Name            string
 	Template        string
 	TemplateDirs    []string
@@ -63,19 +62,15 @@ type Options struct {
 	ShowManaged     bool
 	Wait            bool
 	Timeout         time.Duration
-	genericiooptions.IOStreams
 
-	// Getter builds the clients; tests may swap it.
-	Getter  kube.Getter
-	clients *kube.Clients
 	print   *genericclioptions.PrintFlags
 	params  map[string]string
 	secrets map[string][]byte
 }
 
 // NewCommand returns `kubectl sched deploy`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, Getter: kube.New}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "deploy NAME --template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] [--secret NAME=VALUE]...",
 		Short: "Render a template into a UserDeployment and apply it",
@@ -100,7 +95,8 @@ default).`,
 	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
 	o.Values.AddFlags(f, "f")
 	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
+	// As kubectl's: a bare --dry-run is an error asking for a value.
 	f.Lookup("dry-run").NoOptDefVal = "unchanged"
 	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
@@ -120,7 +116,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.print = genericclioptions.NewPrintFlags("").WithTypeSetter(kube.Scheme)
 	o.print.OutputFormat = &o.Output
 	o.print.JSONYamlPrintFlags.ShowManagedFields = o.ShowManaged
-	if o.clients, err = o.Getter(o.Flags); err != nil {
+	if err = o.ClientOptions.Complete(cmd, args); err != nil {
 		return cmdutil.Errorf(cmdutil.ExitUnreachable, "Check --kubeconfig and --context (kubectl config view).", "%v", err)
 	}
 	return nil
@@ -168,7 +164,7 @@ func (o *Options) msgOut() io.Writer {
 
 // Run renders, applies and, with --wait, follows the UserDeployment.
 func (o *Options) Run(ctx context.Context) error {
-	c, ns := o.clients, o.clients.Namespace
+	c, ns := o.Clients, o.Clients.Namespace
 	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
 		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
 	t, err := src.Get(ctx, o.Template)
@@ -232,7 +228,7 @@ func (o *Options) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Wait {
-		return appwait.Wait(ctx, o.clients.Client, ud, o.Timeout, o.msgOut(), o.nsFlag())
+		return appwait.Wait(ctx, o.Clients.Client, ud, o.Timeout, o.msgOut(), o.nsFlag())
 	}
 	if o.DryRun == "" {
 		fmt.Fprintf(o.msgOut(), "Follow it with: kubectl sched get ud %s%s -w\n", o.Name, o.nsFlag())
@@ -267,8 +263,8 @@ func otherKindHint(kind, ref string) string {
 }
 
 func (o *Options) nsFlag() string {
-	if o.clients.ExplicitNamespace && o.clients.Namespace != "" {
-		return " -n " + o.clients.Namespace
+	if o.Clients.ExplicitNamespace && o.Clients.Namespace != "" {
+		return " -n " + o.Clients.Namespace
 	}
 	return ""
 }
@@ -279,8 +275,8 @@ func (o *Options) nsFlag() string {
 // only to be sent back.
 func (o *Options) keepSecrets(ctx context.Context, t *templates.Template) error {
 	existing := &corev1.Secret{}
-	key := client.ObjectKey{Namespace: o.clients.Namespace, Name: templates.SecretName(o.Name)}
-	err := o.clients.Client.Get(ctx, key, existing)
+	key := client.ObjectKey{Namespace: o.Clients.Namespace, Name: templates.SecretName(o.Name)}
+	err := o.Clients.Client.Get(ctx, key, existing)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -302,7 +298,7 @@ func (o *Options) keepSecrets(ctx context.Context, t *templates.Template) error 
 // manager set before and no longer sends.
 func (o *Options) ownSecret(ctx context.Context, secret *corev1.Secret) (bool, error) {
 	current := &schedv1.UserDeployment{}
-	err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: o.clients.Namespace, Name: o.Name}, current)
+	err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, current)
 	switch {
 	case cmdutil.NotInstalled(err):
 		return false, notInstalled()
@@ -343,7 +339,7 @@ func (o *Options) ensureNamespace(ctx context.Context, ns string) (created bool,
 	if o.DryRun == "server" {
 		opts = append(opts, client.DryRunAll)
 	}
-	err = o.clients.Client.Create(ctx, nsObj, opts...)
+	err = o.Clients.Client.Create(ctx, nsObj, opts...)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return false, nil
@@ -358,12 +354,12 @@ func (o *Options) applyErr(ctx context.Context, err error, plural, name string) 
 	switch {
 	case isNamespaceNotFound(err):
 		return cmdutil.Errorf(cmdutil.ExitNotFound, "Add --create-namespace to create it, or pick another with -n.",
-			"namespace %q not found", o.clients.Namespace)
+			"namespace %q not found", o.Clients.Namespace)
 	case apierrors.IsNotFound(err):
 		// Apply creates what is missing, so only the resource type can be.
 		return notInstalled()
 	}
-	if qe := quota.Refused(ctx, o.clients.Client, o.clients.Namespace, err, time.Now()); qe != nil {
+	if qe := quota.Refused(ctx, o.Clients.Client, o.Clients.Namespace, err, time.Now()); qe != nil {
 		return qe
 	}
 	return cmdutil.API(err, "patch", fmt.Sprintf("%s %q", plural, name))

@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -34,23 +32,19 @@ const examples = `  # A task's phase, outputs, Job, pods and events
 
 // Options for `kubectl sched describe`.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	Selector           string
 	AllNamespaces      bool
 	ShowEvents         bool
 	SchedulerNamespace string
 
-	NewClients kube.Getter
-
 	targets []kinds.Target
-	clients *kube.Clients
 }
 
 // NewCommand returns `kubectl sched describe`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, ShowEvents: true, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, ShowEvents: true, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "describe KIND [NAME...]",
 		Short: "Show an object's status, conditions, the objects it owns and its events",
@@ -60,7 +54,7 @@ operator created for them, and their recent events (oldest first). With no NAME,
 every object of the kind (matching -l) is described. Secrets are shown as
 references, never values.`,
 		Example:           examples,
-		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
+		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -72,13 +66,12 @@ references, never values.`,
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, false); err != nil {
 		return err
 	}
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -107,7 +100,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 		if len(keys) == 0 && len(t.Names) == 0 {
-			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.clients.Namespace, o.AllNamespaces))
+			printing.NoResources(o.ErrOut, t.Kind.ListNamespace(o.Clients.Namespace, o.AllNamespaces))
 		}
 		for _, key := range keys {
 			var buf bytes.Buffer
@@ -134,7 +127,7 @@ func (o *Options) Run(ctx context.Context) error {
 // keys are the objects to describe: the names given, or every object of
 // the kind that matches the selector.
 func (o *Options) keys(ctx context.Context, t kinds.Target) ([]client.ObjectKey, error) {
-	ns := o.clients.Namespace
+	ns := o.Clients.Namespace
 	if !t.Kind.Namespaced {
 		ns = ""
 	}
@@ -148,7 +141,7 @@ func (o *Options) keys(ctx context.Context, t kinds.Target) ([]client.ObjectKey,
 	if o.AllNamespaces {
 		ns = ""
 	}
-	list, err := o.clients.Metadata.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	list, err := o.Clients.Metadata.Resource(t.Kind.GVR()).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
 		return nil, cmdutil.API(err, "list", t.Kind.What(ns, ""))
 	}
@@ -161,10 +154,10 @@ func (o *Options) keys(ctx context.Context, t kinds.Target) ([]client.ObjectKey,
 
 func (o *Options) describe(ctx context.Context, k kinds.Kind, key client.ObjectKey, buf *bytes.Buffer) error {
 	obj := k.New()
-	if err := o.clients.Client.Get(ctx, key, obj); err != nil {
+	if err := o.Clients.Client.Get(ctx, key, obj); err != nil {
 		return cmdutil.API(err, "get", k.What(key.Namespace, key.Name))
 	}
-	d := &describer{ctx: ctx, clients: o.clients, kind: k, schedulerNamespace: o.SchedulerNamespace}
+	d := &describer{ctx: ctx, clients: o.Clients, kind: k, schedulerNamespace: o.SchedulerNamespace}
 	w := newWriter(buf)
 	switch obj := obj.(type) {
 	case *schedv1.UserDeployment:

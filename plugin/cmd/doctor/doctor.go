@@ -14,8 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -63,24 +61,19 @@ type Report struct {
 
 // Options for `kubectl sched doctor`.
 type Options struct {
-	Flags  *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Output string
 	// OperatorNamespace is where to look for the operator's Leases and
 	// settings; its Deployment's namespace when empty.
 	OperatorNamespace string
-	genericiooptions.IOStreams
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
 	// Now is the clock for the leader Lease's age.
 	Now func() time.Time
-
-	clients *kube.Clients
 }
 
 // NewCommand returns `kubectl sched doctor`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, Now: time.Now}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check what kubectl-sched needs in the cluster, and say how to fix what is wrong",
@@ -107,18 +100,13 @@ installed ('kubectl sched install' fixes it).`,
 }
 
 // Complete builds the clients.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	// A check must not hang on a cluster that stopped answering; an
 	// explicit --request-timeout wins.
 	if t := o.Flags.Timeout; t == nil || *t == "" || *t == "0" {
 		o.Flags.Timeout = ptr.To("10s")
 	}
-	c, err := o.NewClients(o.Flags)
-	if err != nil {
-		return err
-	}
-	o.clients = c
-	return nil
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -129,7 +117,7 @@ func (o *Options) Validate() error {
 // Run runs the checks, prints them and exits by the worst of them.
 func (o *Options) Run(ctx context.Context) error {
 	// Everyone may read the version: failing here means no cluster.
-	if _, err := o.clients.Kube.Discovery().ServerVersion(); err != nil {
+	if _, err := o.Clients.Kube.Discovery().ServerVersion(); err != nil {
 		return cmdutil.API(err, "get", "the server version")
 	}
 	rep := o.report(ctx)
@@ -140,8 +128,8 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 func (o *Options) report(ctx context.Context) Report {
-	d := &doctor{c: o.clients, now: o.Now(), plugin: version.ClientVersion()}
-	rep := Report{PluginVersion: d.plugin, Namespace: o.clients.Namespace, User: d.whoami(ctx)}
+	d := &doctor{c: o.Clients, now: o.Now(), plugin: version.ClientVersion()}
+	rep := Report{PluginVersion: d.plugin, Namespace: o.Clients.Namespace, User: d.whoami(ctx)}
 
 	crds := d.crds(ctx)
 	dep, depCheck := d.operatorDeployment(ctx)

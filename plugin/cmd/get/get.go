@@ -1,6 +1,6 @@
 // Package get implements `kubectl sched get`: the four kinds listed as
 // kubectl lists them, with tables the API server builds from the CRDs'
-// printer columns. Its kinds.go resolves KIND arguments for every command.
+// printer columns. KIND arguments are resolved by plugin/internal/kinds.
 package get
 
 import (
@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -43,9 +41,8 @@ const examples = `  # Everything kubectl sched manages in the current namespace
 
 // Options for `kubectl sched get`.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
 
 	AllNamespaces     bool
 	Selector          string
@@ -57,11 +54,7 @@ type Options struct {
 	LabelColumns      []string
 	IgnoreNotFound    bool
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-
 	targets   []kinds.Target
-	clients   *kube.Clients
 	namespace string
 	// watchFor bounds a watch (--request-timeout); 0 is until Ctrl-C.
 	watchFor time.Duration
@@ -70,8 +63,8 @@ type Options struct {
 }
 
 // NewCommand returns `kubectl sched get`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "get [KIND [NAME...]]",
 		Short: "List UserDeployments, AgentTasks, Workflows and SchedExts",
@@ -80,7 +73,7 @@ its short name: userdeployment (ud), agenttask (at), workflow (wf), schedext (sc
 several separated by commas, or "all". With no KIND every kind is listed, each
 name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
-		ValidArgsFunction: kinds.CompleteKindsAndNames(flags),
+		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -98,16 +91,16 @@ name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not appl
 }
 
 // Complete parses the arguments and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	var err error
 	if o.targets, err = kinds.ParseArgs(args, true); err != nil {
 		return err
 	}
 	o.everyKind = len(args) == 0 || len(args) == 1 && strings.EqualFold(args[0], "all")
-	if o.clients, err = o.NewClients(o.Flags); err != nil {
+	if err = o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.namespace = o.clients.Namespace
+	o.namespace = o.Clients.Namespace
 	if o.AllNamespaces {
 		o.namespace = ""
 	}
@@ -215,7 +208,7 @@ func (o *Options) Run(ctx context.Context) error {
 // table. Not-found names go to errs so the others still print.
 func (o *Options) tableFor(ctx context.Context, t kinds.Target, errs *[]error) (*metav1.Table, error) {
 	if len(t.Names) == 0 {
-		table, err := fetchTable(ctx, o.clients.Config, t.Kind, o.namespace, "", o.Selector)
+		table, err := fetchTable(ctx, o.Clients.Config, t.Kind, o.namespace, "", o.Selector)
 		if err != nil {
 			return nil, cmdutil.API(err, "list", t.Kind.What(o.namespace, ""))
 		}
@@ -223,9 +216,9 @@ func (o *Options) tableFor(ctx context.Context, t kinds.Target, errs *[]error) (
 	}
 	var merged *metav1.Table
 	for _, name := range t.Names {
-		table, err := fetchTable(ctx, o.clients.Config, t.Kind, o.clients.Namespace, name, "")
+		table, err := fetchTable(ctx, o.Clients.Config, t.Kind, o.Clients.Namespace, name, "")
 		if err != nil {
-			err = cmdutil.API(err, "get", t.Kind.What(o.clients.Namespace, name))
+			err = cmdutil.API(err, "get", t.Kind.What(o.Clients.Namespace, name))
 			if cmdutil.ExitCode(err) != cmdutil.ExitNotFound {
 				return nil, err
 			}
@@ -298,14 +291,14 @@ func (o *Options) watch(ctx context.Context) error {
 	name := ""
 	ns := o.namespace
 	if len(t.Names) == 1 {
-		name, ns = t.Names[0], o.clients.Namespace
+		name, ns = t.Names[0], o.Clients.Namespace
 	}
 	if o.watchFor > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.watchFor)
 		defer cancel()
 	}
-	table, err := fetchTable(ctx, o.clients.Config, t.Kind, ns, name, o.Selector)
+	table, err := fetchTable(ctx, o.Clients.Config, t.Kind, ns, name, o.Selector)
 	if err != nil {
 		verb := "list"
 		if name != "" {
@@ -354,7 +347,7 @@ func (o *Options) watch(ctx context.Context) error {
 			}
 		}
 	}
-	err = watchTables(ctx, o.clients.Config, t.Kind, ns, name, o.Selector, rv, o.watchFor, func(ev tableEvent) error {
+	err = watchTables(ctx, o.Clients.Config, t.Kind, ns, name, o.Selector, rv, o.watchFor, func(ev tableEvent) error {
 		return print(ev.Type, ev.Table)
 	})
 	if err != nil && ctx.Err() == nil {

@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
@@ -34,9 +33,8 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // Options for `kubectl sched install`.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
 
 	Image string
 	// PinImage resolves the image's tag to the digest its registry serves,
@@ -54,9 +52,6 @@ type Options struct {
 	// when the cluster serves External Secrets), true or false.
 	ExternalSecretsPolicy string
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-
 	settingFlags *settingFlags
 	// Settings are the operator's settings as installed: the manifest's
 	// defaults, then what the cluster has, then the flags given.
@@ -70,8 +65,8 @@ type Options struct {
 }
 
 // NewCommand returns `kubectl sched install`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Timeout: 2 * time.Minute, NewClients: kube.New, ExternalSecretsPolicy: "auto"}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Print: printing.NewFlags(), Timeout: 2 * time.Minute, ExternalSecretsPolicy: "auto"}
 	cmd := &cobra.Command{
 		Use:   "install",
 		Short: "Install the CRDs, RBAC and operator in the cluster (server-side apply)",
@@ -124,8 +119,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
 	f.BoolVar(&o.PinImage, "pin-image", true, "Look up the digest the image's registry serves for its tag and install REPO:TAG@DIGEST; false keeps the tag (a registry this machine cannot reach, images loaded onto the nodes).")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
 	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
@@ -145,7 +139,7 @@ func operatorNamespace(flags *genericclioptions.ConfigFlags) string {
 }
 
 // Complete reads the manifests and, unless nothing is sent, builds the client.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	image := o.Image
 	if image == "" {
@@ -172,12 +166,11 @@ func (o *Options) Complete(_ *cobra.Command, _ []string) error {
 	if o.DryRun == "client" {
 		return nil
 	}
-	c, err := o.NewClients(o.Flags)
-	if err != nil {
+	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.dynamic = c.Dynamic
-	o.discovery = c.Kube.Discovery()
+	o.dynamic = o.Clients.Dynamic
+	o.discovery = o.Clients.Kube.Discovery()
 	return nil
 }
 

@@ -13,14 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
@@ -29,16 +28,13 @@ var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespa
 
 // UninstallOptions for `kubectl sched uninstall`.
 type UninstallOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	KeepCRDs           bool
 	Yes                bool
 	DryRun             string
 	Timeout            time.Duration
 	SchedulerNamespace string
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
 
 	namespace string
 	objects   []*unstructured.Unstructured
@@ -46,8 +42,8 @@ type UninstallOptions struct {
 }
 
 // NewUninstallCommand returns `kubectl sched uninstall`.
-func NewUninstallCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UninstallOptions{Flags: flags, IOStreams: streams, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace, NewClients: kube.New}
+func NewUninstallCommand(c kube.ClientOptions) *cobra.Command {
+	o := &UninstallOptions{ClientOptions: c, Timeout: 2 * time.Minute, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "uninstall",
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
@@ -71,15 +67,14 @@ reconciled).`,
 	f := cmd.Flags()
 	f.BoolVar(&o.KeepCRDs, "keep-crds", false, "Keep the CRDs and so every kubectl-sched object.")
 	f.BoolVar(&o.Yes, "yes", false, "Confirm that the CRDs and every kubectl-sched object are to be deleted.")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" lists what exists and would be deleted; "server" has the API server check each deletion.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" lists what exists and would be deleted; "server" has the API server check each deletion.`)
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
 	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace the operator created for SchedExt DaemonSets; deleted with the CRDs.")
 	return cmd
 }
 
 // Complete reads the manifests and builds the client.
-func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
+func (o *UninstallOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	var err error
 	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {
@@ -94,11 +89,10 @@ func (o *UninstallOptions) Complete(_ *cobra.Command, _ []string) error {
 	if o.KeepCRDs {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
 	}
-	c, err := o.NewClients(o.Flags)
-	if err != nil {
+	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.dynamic = c.Dynamic
+	o.dynamic = o.Clients.Dynamic
 	return nil
 }
 
@@ -258,9 +252,9 @@ func (o *UninstallOptions) census(ctx context.Context) string {
 		return ""
 	}
 	var parts []string
-	for _, plural := range []string{"userdeployments", "agenttasks", "workflows", "schedexts"} {
+	for _, k := range kinds.Kinds {
 		// One item and the server's count of the rest: cheap on big clusters.
-		list, err := o.dynamic.Resource(schedv1.GroupVersion.WithResource(plural)).List(ctx, metav1.ListOptions{Limit: 1})
+		list, err := o.dynamic.Resource(k.GVR()).List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return ""
 		}
@@ -269,7 +263,7 @@ func (o *UninstallOptions) census(ctx context.Context) string {
 			n += *rest
 		}
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, plural))
+			parts = append(parts, fmt.Sprintf("%d %s", n, k.Plural))
 		}
 	}
 	if len(parts) == 0 {

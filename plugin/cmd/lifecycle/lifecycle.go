@@ -1,7 +1,9 @@
-// Package lifecycle implements `kubectl sched stop`, `start` and `restart`
-// for UserDeployments: each changes one field of the spec with a merge
-// patch (spec.state, or spec.restartedAt for the services to roll) and,
-// with --wait, follows the app as `deploy --wait` does.
+// Package lifecycle implements the commands that change one field of an
+// object's spec with a merge patch: `kubectl sched stop`, `start` and
+// `restart` for UserDeployments (spec.state, or spec.restartedAt for the
+// services to roll), which with --wait follow the app as `deploy --wait`
+// does, and the cancel (spec.cancel) behind `task cancel` and `workflow
+// stop` (cancel.go).
 package lifecycle
 
 import (
@@ -14,8 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -67,24 +67,23 @@ the pod template. With --wait it follows the app until it is Running again
 )
 
 // NewStopCommand returns `kubectl sched stop`.
-func NewStopCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(stop, f, s)
+func NewStopCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(stop, c)
 }
 
 // NewStartCommand returns `kubectl sched start`.
-func NewStartCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(start, f, s)
+func NewStartCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(start, c)
 }
 
 // NewRestartCommand returns `kubectl sched restart`.
-func NewRestartCommand(f *genericclioptions.ConfigFlags, s genericiooptions.IOStreams) *cobra.Command {
-	return newCommand(restart, f, s)
+func NewRestartCommand(c kube.ClientOptions) *cobra.Command {
+	return newCommand(restart, c)
 }
 
 // Options for the commands.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	verb    verb
 	Name    string
@@ -95,34 +94,25 @@ type Options struct {
 
 	// Now is the restart time; tests may fix it.
 	Now func() time.Time
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newCommand(v verb, flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, verb: v, Now: time.Now, NewClients: kube.New}
+func newCommand(v verb, c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, verb: v, Now: time.Now}
 	use := v.name + " NAME"
 	if v.maxArgs == 2 {
 		use += " [SERVICE]"
 	}
 	cmd := &cobra.Command{
-		Use:     use,
-		Short:   v.short,
-		Long:    v.long,
-		Example: v.example,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 || len(args) > v.maxArgs {
-				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes %s, got %d arguments", cmd.CommandPath(), strings.TrimPrefix(use, v.name+" "), len(args))
-			}
-			return nil
-		},
-		ValidArgsFunction: kinds.CompleteNames(flags, udKind, 1),
+		Use:               use,
+		Short:             v.short,
+		Long:              v.long,
+		Example:           v.example,
+		Args:              cmdutil.ArgsTaking(1, v.maxArgs, strings.TrimPrefix(use, v.name+" ")),
+		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the change without making it; "client" only reads the app.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app.`)
 	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
 	return cmd
@@ -136,14 +126,12 @@ func target(v verb) string {
 }
 
 // Complete reads the arguments and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
 	if len(args) > 1 {
 		o.Service = args[1]
 	}
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -162,7 +150,7 @@ func (o *Options) Validate() error {
 
 // Run patches the app and, with --wait, follows it.
 func (o *Options) Run(ctx context.Context) error {
-	c, ns := o.clients.Client, o.clients.Namespace
+	c, ns := o.Clients.Client, o.Clients.Namespace
 	ud := &schedv1.UserDeployment{}
 	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, ud); err != nil {
 		return cmdutil.API(err, "get", udKind.What(ns, o.Name))
@@ -175,14 +163,8 @@ func (o *Options) Run(ctx context.Context) error {
 	if patch == nil {
 		fmt.Fprintf(o.Out, "%s is already %s: nothing to do\n", ref, strings.ToLower(target(o.verb)))
 	} else {
-		if o.DryRun != "client" {
-			opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-			if o.DryRun == "server" {
-				opts = append(opts, client.DryRunAll)
-			}
-			if err := c.Patch(ctx, ud, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-				return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
-			}
+		if err := mergePatch(ctx, c, ud, patch, o.DryRun); err != nil {
+			return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
 		}
 		what := ref
 		if o.Service != "" {
@@ -194,6 +176,19 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return appwait.Wait(ctx, c, ud, o.Timeout, o.Out, o.nsFlag())
+}
+
+// mergePatch sends patch to obj as kubectl-sched, as dryRun says: "client"
+// sends nothing, "server" has the API server check it without making it.
+func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch []byte, dryRun string) error {
+	if dryRun == "client" {
+		return nil
+	}
+	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
+	if dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
 }
 
 // patch is the merge patch for the verb, nil when the app already is as asked.
@@ -234,8 +229,8 @@ func (o *Options) patch(ud *schedv1.UserDeployment) ([]byte, error) {
 }
 
 func (o *Options) nsFlag() string {
-	if o.clients.ExplicitNamespace && o.clients.Namespace != "" {
-		return " -n " + o.clients.Namespace
+	if o.Clients.ExplicitNamespace && o.Clients.Namespace != "" {
+		return " -n " + o.Clients.Namespace
 	}
 	return ""
 }

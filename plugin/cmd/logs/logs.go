@@ -22,8 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,8 +37,7 @@ import (
 
 // Options for `kubectl sched logs`.
 type Options struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	// Target is NAME (an app, else a task, else a workflow) or KIND/NAME.
 	Target     string
@@ -53,20 +50,17 @@ type Options struct {
 	// Previous shows each container's last instance that ended.
 	Previous bool
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
-	kind       *kinds.Kind // nil: find it by name
-	name       string
-	color      bool
+	kind  *kinds.Kind // nil: find it by name
+	name  string
+	color bool
 }
 
 // logKinds are the kinds with pods of their own in the user's namespace.
 var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
 
 // NewCommand returns `kubectl sched logs`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams, NewClients: kube.New, Tail: -1}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c, Tail: -1}
 	cmd := &cobra.Command{
 		Use:   "logs (APP [SERVICE] | KIND/NAME) [-f | -p] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
 		Short: "Print the logs of every pod of an app, task or workflow",
@@ -106,7 +100,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
   # Every step of workflow release, in order
   kubectl sched logs workflow/release`,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: kinds.CompleteNames(flags, kinds.Kinds[0], 1),
+		ValidArgsFunction: o.CompleteNames(kinds.Kinds[0], 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -120,7 +114,7 @@ pod and goes on. It exits 8 when no pod had logs to show.`,
 }
 
 // Complete parses the target and builds the clients.
-func (o *Options) Complete(_ *cobra.Command, args []string) error {
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Target = args[0]
 	if len(args) > 1 {
 		o.Service = args[1]
@@ -135,9 +129,7 @@ func (o *Options) Complete(_ *cobra.Command, args []string) error {
 		o.kind, o.name = &k, name
 	}
 	o.color = printing.Color(o.Out)
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -201,7 +193,7 @@ type source struct {
 }
 
 func (o *Options) resolve(ctx context.Context) (*source, error) {
-	ns := o.clients.Namespace
+	ns := o.Clients.Namespace
 	candidates := logKinds
 	if o.kind != nil {
 		candidates = []kinds.Kind{*o.kind}
@@ -215,7 +207,7 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 	var found []hit
 	for _, k := range candidates {
 		obj := k.New()
-		err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, obj)
+		err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.name}, obj)
 		if apierrors.IsNotFound(err) && !cmdutil.NotInstalled(err) {
 			continue
 		}
@@ -316,7 +308,7 @@ func (o *Options) finishedWhen(k kinds.Kind, of client.Object, done func(client.
 			obj := k.New()
 			obj.SetNamespace(of.GetNamespace())
 			obj.SetName(of.GetName())
-			_ = waitfor.Object(ctx, o.clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
+			_ = waitfor.Object(ctx, o.Clients.Client, obj, k.NewList(), func(obj client.Object) (bool, error) { return done(obj), nil })
 		}()
 		return ch
 	}
@@ -335,8 +327,8 @@ func (o *Options) logOptions(container string, follow, previous bool) corev1.Pod
 
 // printAll prints the logs of the pods that exist now, in order.
 func (o *Options) printAll(ctx context.Context, src *source) error {
-	ns := o.clients.Namespace
-	list, err := o.clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: src.selector.String()})
+	ns := o.Clients.Namespace
+	list, err := o.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: src.selector.String()})
 	if err != nil {
 		return cmdutil.API(err, "list", "pods")
 	}
@@ -426,7 +418,7 @@ func lastEnded(p *corev1.Pod, c string) (previous, ended bool) {
 func (o *Options) stream(ctx context.Context, w *prefixWriter, p *corev1.Pod, container, prefix string, follow, previous bool) error {
 	lw := w.For(prefix)
 	defer lw.Close()
-	err := podlogs.Stream(ctx, o.clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
+	err := podlogs.Stream(ctx, o.Clients.Kube, p.Namespace, p.Name, o.logOptions(container, follow, previous), lw)
 	var nl *podlogs.NoLogsError
 	if err != nil && !errors.As(err, &nl) && !apierrors.IsNotFound(err) && !(previous && apierrors.IsBadRequest(err)) {
 		return cmdutil.API(err, "get", "pods/log "+p.Name)
@@ -472,8 +464,8 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 	w := newPrefixWriter(o.Out, o.color)
 	cancels := map[string]context.CancelFunc{} // by pod UID and container
 	var wg sync.WaitGroup
-	ns := o.clients.Namespace
-	lw := waitfor.ListWatch(o.clients.Client, &corev1.PodList{}, ns, metav1.ListOptions{LabelSelector: src.selector.String()})
+	ns := o.Clients.Namespace
+	lw := waitfor.ListWatch(o.Clients.Client, &corev1.PodList{}, ns, metav1.ListOptions{LabelSelector: src.selector.String()})
 	err := waitfor.Condition(watchCtx, lw, &corev1.Pod{}, nil, func(ev apiwatch.Event) (bool, error) {
 		p, ok := ev.Object.(*corev1.Pod)
 		if !ok {

@@ -5,16 +5,15 @@ package schedext
 
 import (
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
 var kind, _ = kinds.Lookup("schedext")
 
 // NewCommand returns `kubectl sched schedext` and its subcommands.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "schedext",
 		Aliases: []string{"scx"},
@@ -29,6 +28,6 @@ conflict, and a kernel without sched_ext is unsupported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newSetCommand(flags, streams), newStatusCommand(flags, streams), newUnsetCommand(flags, streams))
+	cmd.AddCommand(newSetCommand(c), newStatusCommand(c), newUnsetCommand(c))
 	return cmd
 }

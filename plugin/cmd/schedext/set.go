@@ -12,12 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -27,9 +24,8 @@ var wellKnownName = regexp.MustCompile(`^scx_[a-z0-9_]+$`)
 
 // SetOptions for `kubectl sched schedext set`.
 type SetOptions struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
 
 	Sched   string
 	Nodes   string
@@ -39,14 +35,11 @@ type SetOptions struct {
 	Image   string
 	DryRun  string
 
-	NewClients kube.Getter
-
-	obj     *schedv1.SchedExt
-	clients *kube.Clients
+	obj *schedv1.SchedExt
 }
 
-func newSetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &SetOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+func newSetCommand(c kube.ClientOptions) *cobra.Command {
+	o := &SetOptions{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "set NAME --sched scx_NAME|IMAGE [--nodes k=v,...] [--args \"...\"]",
 		Short: "Create or replace a SchedExt (server-side apply)",
@@ -69,7 +62,7 @@ out are removed from an existing one.`,
   # Print the object without creating it
   kubectl sched schedext set lavd --sched scx_lavd --dry-run=client -o yaml`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
+		ValidArgsFunction: o.CompleteNames(kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -79,15 +72,14 @@ out are removed from an existing one.`,
 	f.StringArrayVar(&o.ArgList, "arg", nil, "One argument to the scheduler, as is; repeat for more (after --args).")
 	f.StringVar(&o.OpsName, "ops-name", "", "With an image: the ops name the kernel reports when it is attached.")
 	f.StringVar(&o.Image, "image", "", "With a well-known --sched: the image to run it from, in place of the operator's (another scx release).")
-	f.StringVar(&o.DryRun, "dry-run", "", `"client" prints the object without sending it; "server" has the API server check it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the object without sending it; "server" has the API server check it.`)
 	_ = cmd.RegisterFlagCompletionFunc("sched", cobra.FixedCompletions(schedv1.WellKnownSchedulers, cobra.ShellCompDirectiveNoFileComp))
 	o.Print.AddFlags(cmd, false)
 	return cmd
 }
 
 // Complete builds the SchedExt from the flags.
-func (o *SetOptions) Complete(_ *cobra.Command, args []string) error {
+func (o *SetOptions) Complete(cmd *cobra.Command, args []string) error {
 	obj := &schedv1.SchedExt{
 		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "SchedExt"},
 		ObjectMeta: metav1.ObjectMeta{Name: args[0]},
@@ -115,8 +107,7 @@ func (o *SetOptions) Complete(_ *cobra.Command, args []string) error {
 	if o.DryRun == "client" {
 		return nil
 	}
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks what the API server would refuse, with clearer words.
@@ -155,7 +146,7 @@ func (o *SetOptions) Validate() error {
 // Run applies the SchedExt and prints it.
 func (o *SetOptions) Run(ctx context.Context) error {
 	if o.DryRun != "client" {
-		if err := o.clients.Apply(ctx, o.obj, o.DryRun); err != nil {
+		if err := o.Clients.Apply(ctx, o.obj, o.DryRun); err != nil {
 			return cmdutil.API(err, "patch", kind.What("", o.obj.Name))
 		}
 		o.obj.SetGroupVersionKind(kind.GVK())

@@ -14,14 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -63,21 +60,17 @@ type Report struct {
 
 // StatusOptions for `kubectl sched schedext status`.
 type StatusOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	SchedulerNamespace string
 	Output             string
 	NoHeaders          bool
 
-	NewClients kube.Getter
-
-	name    string
-	clients *kube.Clients
+	name string
 }
 
-func newStatusCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &StatusOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
+func newStatusCommand(c kube.ClientOptions) *cobra.Command {
+	o := &StatusOptions{ClientOptions: c, SchedulerNamespace: schedv1.DefaultSchedulerNamespace}
 	cmd := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show, per node, whether each SchedExt's scheduler is attached",
@@ -89,7 +82,7 @@ scheduler pod. A summary line per SchedExt follows.`,
   kubectl sched schedext status lavd -o wide
   kubectl sched schedext status lavd -o json`,
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: kinds.CompleteNames(flags, kind, 1),
+		ValidArgsFunction: o.CompleteNames(kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -99,14 +92,12 @@ scheduler pod. A summary line per SchedExt follows.`,
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *StatusOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.name = args[0]
 	}
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -123,13 +114,13 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	var items []schedv1.SchedExt
 	if o.name != "" {
 		var scx schedv1.SchedExt
-		if err := o.clients.Client.Get(ctx, client.ObjectKey{Name: o.name}, &scx); err != nil {
+		if err := o.Clients.Client.Get(ctx, client.ObjectKey{Name: o.name}, &scx); err != nil {
 			return cmdutil.API(err, "get", kind.What("", o.name))
 		}
 		items = []schedv1.SchedExt{scx}
 	} else {
 		var list schedv1.SchedExtList
-		if err := o.clients.Client.List(ctx, &list); err != nil {
+		if err := o.Clients.Client.List(ctx, &list); err != nil {
 			return cmdutil.API(err, "list", kind.What("", ""))
 		}
 		items = list.Items
@@ -171,7 +162,7 @@ func (o *StatusOptions) pods(ctx context.Context, scx *schedv1.SchedExt) ([]core
 	// Without the DaemonSet (not there yet, or not readable) the label does.
 	if name := scx.Status.DaemonSetName; name != "" {
 		var ds appsv1.DaemonSet
-		err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: o.SchedulerNamespace, Name: name}, &ds)
+		err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.SchedulerNamespace, Name: name}, &ds)
 		switch {
 		case err == nil && ds.Spec.Selector != nil:
 			sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
@@ -187,7 +178,7 @@ func (o *StatusOptions) pods(ctx context.Context, scx *schedv1.SchedExt) ([]core
 		opts = append(opts, selector)
 	}
 	var pods corev1.PodList
-	if err := o.clients.Client.List(ctx, &pods, append(opts, client.InNamespace(o.SchedulerNamespace))...); err != nil {
+	if err := o.Clients.Client.List(ctx, &pods, append(opts, client.InNamespace(o.SchedulerNamespace))...); err != nil {
 		return nil, err
 	}
 	return pods.Items, nil

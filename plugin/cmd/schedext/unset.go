@@ -6,51 +6,41 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
 // UnsetOptions for `kubectl sched schedext unset`.
 type UnsetOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	DryRun string
 
-	NewClients kube.Getter
-
-	names   []string
-	clients *kube.Clients
+	names []string
 }
 
-func newUnsetCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UnsetOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+func newUnsetCommand(c kube.ClientOptions) *cobra.Command {
+	o := &UnsetOptions{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "unset NAME...",
 		Short: "Delete SchedExts: their schedulers detach and the nodes fall back to the kernel's default",
 		Example: `  kubectl sched schedext unset lavd
   kubectl sched schedext unset lavd --dry-run=server`,
 		Args:              cobra.MinimumNArgs(1),
-		ValidArgsFunction: kinds.CompleteNames(flags, kind, 0),
+		ValidArgsFunction: o.CompleteNames(kind, 0),
 		RunE:              cmdutil.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" only checks it exists; "server" has the API server check the deletion.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" only checks it exists; "server" has the API server check the deletion.`)
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *UnsetOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *UnsetOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.names = args
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -67,11 +57,11 @@ func (o *UnsetOptions) Run(ctx context.Context) error {
 		var err error
 		switch o.DryRun {
 		case "client":
-			err = o.clients.Client.Get(ctx, client.ObjectKey{Name: name}, scx)
+			err = o.Clients.Client.Get(ctx, client.ObjectKey{Name: name}, scx)
 		case "server":
-			err = o.clients.Client.Delete(ctx, scx, client.DryRunAll)
+			err = o.Clients.Client.Delete(ctx, scx, client.DryRunAll)
 		default:
-			err = o.clients.Client.Delete(ctx, scx)
+			err = o.Clients.Client.Delete(ctx, scx)
 		}
 		if err != nil {
 			return cmdutil.API(err, "delete", kind.What("", name))

@@ -8,14 +8,11 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/podlogs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
@@ -24,20 +21,15 @@ import (
 
 // LogsOptions for `kubectl sched task logs`.
 type LogsOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	Name   string
 	Follow bool
 	Tail   int64
-
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newLogsCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &LogsOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+func newLogsCommand(c kube.ClientOptions) *cobra.Command {
+	o := &LogsOptions{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "logs NAME [-f] [--tail N]",
 		Short: "Print the logs of an AgentTask's pod",
@@ -52,7 +44,7 @@ escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
   # The last 20 lines, then follow until the task ends
   kubectl sched task logs hello -f --tail 20`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: kinds.CompleteNames(flags, agentTaskKind, 1),
+		ValidArgsFunction: o.CompleteNames(agentTaskKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs until the task finishes, waiting for its pod if needed.")
@@ -60,12 +52,10 @@ escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *LogsOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *LogsOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -78,9 +68,9 @@ func (o *LogsOptions) Validate() error {
 
 // Run prints the logs.
 func (o *LogsOptions) Run(ctx context.Context) error {
-	ns := o.clients.Namespace
+	ns := o.Clients.Namespace
 	t := &schedv1.AgentTask{}
-	if err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Name}, t); err != nil {
+	if err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.Name}, t); err != nil {
 		return cmdutil.API(err, "get", what(o.Name))
 	}
 	opts := corev1.PodLogOptions{}
@@ -94,7 +84,7 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 	case pod == "" || o.Follow && !t.Status.Phase.Finished():
 		return o.follow(ctx, t, opts)
 	}
-	if err := podlogs.StreamTask(ctx, o.clients.Kube, ns, pod, opts, o.Out); err != nil {
+	if err := podlogs.StreamTask(ctx, o.Clients.Kube, ns, pod, opts, o.Out); err != nil {
 		return logsError(err, t)
 	}
 	return nil
@@ -106,8 +96,8 @@ func (o *LogsOptions) follow(ctx context.Context, t *schedv1.AgentTask, opts cor
 		return noPod(t) // it ended without a pod; nothing will come
 	}
 	f := &taskfollow.Follower{
-		Client: o.clients.Client,
-		Kube:   o.clients.Kube,
+		Client: o.Clients.Client,
+		Kube:   o.Clients.Kube,
 		Logs:   true,
 		Tail:   opts.TailLines,
 		Out:    o.Out,

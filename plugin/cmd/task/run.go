@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 
@@ -39,9 +37,8 @@ const runExamples = `  # Run a command in busybox and wait: exit 0 and its outpu
 
 // RunOptions for `kubectl sched task run`.
 type RunOptions struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
 
 	Name         string
 	Image        string
@@ -59,16 +56,12 @@ type RunOptions struct {
 	WatchTimeout time.Duration
 	DryRun       string
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-
 	retriesSet bool
 	task       *schedv1.AgentTask
-	clients    *kube.Clients
 }
 
-func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+func newRunCommand(c kube.ClientOptions) *cobra.Command {
+	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
 		Short: "Create an AgentTask: one container run to completion, with outputs",
@@ -106,8 +99,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
 	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --wait or -f, stop waiting after this long and exit 12 (0: no limit).")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the AgentTask without sending it; "server" has the API server check it without persisting it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the AgentTask without sending it; "server" has the API server check it without persisting it.`)
 	o.Print.AddFlags(cmd, false)
 	return cmd
 }
@@ -134,10 +126,10 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.DryRun = ""
 	}
 	var err error
-	if o.clients, err = o.NewClients(o.Flags); err != nil {
+	if err = o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
-	o.task, err = o.build(o.clients.Namespace)
+	o.task, err = o.build(o.Clients.Namespace)
 	return err
 }
 
@@ -234,13 +226,13 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	t := o.task
 	// Create, not apply: apply would quietly change a task that exists (and
 	// may have run); like kubectl run, refuse instead.
-	if err := o.clients.Create(ctx, t, o.DryRun); err != nil {
+	if err := o.Clients.Create(ctx, t, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name, or delete it first: kubectl sched delete agenttask %s -n %s", t.Name, t.Namespace),
 				"agenttask %s already exists in namespace %s", t.Name, t.Namespace)
 		}
-		if qe := quota.Refused(ctx, o.clients.Client, t.Namespace, err, time.Now()); qe != nil {
+		if qe := quota.Refused(ctx, o.Clients.Client, t.Namespace, err, time.Now()); qe != nil {
 			return qe
 		}
 		return cmdutil.API(err, "create", what(t.Name))
@@ -271,8 +263,8 @@ func (o *RunOptions) follow(ctx context.Context) error {
 	var last *schedv1.AgentTask
 	lastSaid := ""
 	f := &taskfollow.Follower{
-		Client: o.clients.Client,
-		Kube:   o.clients.Kube,
+		Client: o.Clients.Client,
+		Kube:   o.Clients.Kube,
 		Logs:   o.Follow,
 		Out:    o.Out,
 		Note:   func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },

@@ -12,21 +12,20 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
 // NewCommand returns `kubectl sched task` with its subcommands.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "task",
 		Aliases: []string{"tasks", "agenttask", "at"},
@@ -40,14 +39,13 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   # Cancel it, keeping its record
   kubectl sched task cancel hello`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newLogsCommand(flags, streams), newCancelCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(c), newLogsCommand(c), newCancelCommand(c))
 	return cmd
 }
 
-func newCancelCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	return cancel.NewCommand(cancel.Target{
+func newCancelCommand(c kube.ClientOptions) *cobra.Command {
+	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
 		Kind: agentTaskKind, Verb: "cancel", Done: "cancelled",
-		New: func() client.Object { return &schedv1.AgentTask{} },
 		Phase: func(o client.Object) (string, bool) {
 			p := o.(*schedv1.AgentTask).Status.Phase
 			return string(p), p.Finished()
@@ -58,7 +56,7 @@ suspended) and ends the task in phase Cancelled, with its logs and events
 still there to read. It cannot be resumed. A task that has already ended is
 left as it is. A task that is a workflow's step ends the workflow too.`,
 		`  # Cancel task hello
-  kubectl sched task cancel hello`, flags, streams)
+  kubectl sched task cancel hello`, c)
 }
 
 // agentTaskKind is the kind for name completion.

@@ -6,11 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
@@ -25,8 +24,8 @@ type ListOptions struct {
 	Print *printing.Flags
 }
 
-func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{common: common{Flags: flags, IOStreams: streams}, Print: printing.NewFlags()}
+func newListCommand(c kube.ClientOptions) *cobra.Command {
+	o := &ListOptions{common: common{ClientOptions: c}, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
@@ -35,13 +34,7 @@ func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
   kubectl sched template list --template-dir ./templates -o wide
   kubectl sched template list -o name`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			o.complete()
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	o.addFlags(cmd)
 	o.Print.AddFlags(cmd, true)
@@ -61,6 +54,7 @@ func (o *ListOptions) Validate() error {
 
 // Run lists the templates.
 func (o *ListOptions) Run(ctx context.Context) error {
+	o.open()
 	ts, err := o.source.List(ctx)
 	if err != nil {
 		return err

@@ -11,11 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
@@ -28,8 +27,8 @@ type RenderOptions struct {
 	Output    string
 }
 
-func newRenderCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RenderOptions{common: common{Flags: flags, IOStreams: streams}}
+func newRenderCommand(c kube.ClientOptions) *cobra.Command {
+	o := &RenderOptions{common: common{ClientOptions: c}}
 	cmd := &cobra.Command{
 		Use:   "render (TEMPLATE | PATH) NAME [--set NAME=VALUE]...",
 		Short: "Print the object a template makes, without applying it",
@@ -40,19 +39,18 @@ apply is left out, and a note on stderr says so.`,
 		Example: `  kubectl sched template render agent-task hello --set script='echo "greeting=hi" > /dev/termination-log'
   kubectl sched template render scx-lavd lavd --set nodes=node.kubectl-sched.dev/pool=batch | kubectl apply --server-side -f -`,
 		Args: cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Ref, o.Name = args[0], args[1]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			o.complete()
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	o.addFlags(cmd)
 	o.Values.AddFlags(cmd.Flags(), "f")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "Output format: yaml or json.")
 	return cmd
+}
+
+// Complete reads the template and the object's name.
+func (o *RenderOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Ref, o.Name = args[0], args[1]
+	return nil
 }
 
 // Validate checks the flags and the name.
@@ -68,6 +66,7 @@ func (o *RenderOptions) Validate() error {
 
 // Run renders and prints the object.
 func (o *RenderOptions) Run(ctx context.Context) error {
+	o.open()
 	params, secrets, err := o.Values.Values()
 	if err != nil {
 		return err

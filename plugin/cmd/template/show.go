@@ -10,11 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 	yamlv3 "go.yaml.in/yaml/v3"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
@@ -26,8 +25,8 @@ type ShowOptions struct {
 	Output string
 }
 
-func newShowCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ShowOptions{common: common{Flags: flags, IOStreams: streams}}
+func newShowCommand(c kube.ClientOptions) *cobra.Command {
+	o := &ShowOptions{common: common{ClientOptions: c}}
 	cmd := &cobra.Command{
 		Use:     "show (NAME | PATH)",
 		Aliases: []string{"describe"},
@@ -37,18 +36,17 @@ func newShowCommand(flags *genericclioptions.ConfigFlags, streams genericiooptio
   # The template as written, to copy and change
   kubectl sched template show api-postgres -o yaml > my-api.yaml`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Ref = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			o.complete()
-			return o.Run(cmd.Context())
-		},
+		RunE: cmdutil.RunE(o),
 	}
 	o.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: yaml (the template as written) or json.")
 	return cmd
+}
+
+// Complete reads the template's name or path.
+func (o *ShowOptions) Complete(_ *cobra.Command, args []string) error {
+	o.Ref = args[0]
+	return nil
 }
 
 // Validate checks the flags.
@@ -63,6 +61,7 @@ func (o *ShowOptions) Validate() error {
 // Run prints the template. A template shared in a namespace is anyone's
 // text: what is printed is made safe for the terminal (printing.Text).
 func (o *ShowOptions) Run(ctx context.Context) error {
+	o.open()
 	t, err := o.get(ctx, o.Ref)
 	if err != nil {
 		return err

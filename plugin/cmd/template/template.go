@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
@@ -17,7 +15,7 @@ import (
 )
 
 // NewCommand returns `kubectl sched template` and its subcommands.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "template",
 		Aliases: []string{"templates", "tpl"},
@@ -40,18 +38,15 @@ render, deploy and workflow run says on stderr where its template came from.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	cmd.AddCommand(newListCommand(flags, streams), newShowCommand(flags, streams), newRenderCommand(flags, streams))
+	cmd.AddCommand(newListCommand(c), newShowCommand(c), newRenderCommand(c))
 	return cmd
 }
 
 // common is what every subcommand needs to find templates.
 type common struct {
-	Flags *genericclioptions.ConfigFlags
-	Dirs  []string
-	genericiooptions.IOStreams
+	kube.ClientOptions
+	Dirs []string
 
-	// getter builds the clients; tests may swap it.
-	getter    kube.Getter
 	source    *templates.Source
 	namespace string
 }
@@ -60,16 +55,18 @@ func (o *common) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringArrayVar(&o.Dirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
 }
 
-// complete builds the template source. The cluster is optional here: these
+// Complete reads no arguments and builds no clients: Run opens the
+// template source, after Validate, so that a usage error does not follow
+// a warning about the cluster.
+func (o *common) Complete(*cobra.Command, []string) error { return nil }
+
+// open builds the template source. The cluster is optional here: these
 // commands still show local and built-in templates without one, with a
 // warning saying what was skipped.
-func (o *common) complete() {
-	if o.getter == nil {
-		o.getter = kube.New
-	}
+func (o *common) open() {
 	o.source = &templates.Source{Dirs: o.Dirs, TolerateUnreachable: true, Warn: o.warn}
 	o.namespace = "default"
-	c, err := o.getter(o.Flags)
+	c, err := o.NewClients(o.Flags)
 	if err != nil {
 		o.warn(fmt.Sprintf("not searching templates in the cluster: %v", err))
 		return

@@ -16,8 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
@@ -34,17 +32,13 @@ const maxRunsShown = 20
 
 // DescribeOptions for `tenant describe`.
 type DescribeOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
-	Name       string
-	Now        func() time.Time
-	NewClients kube.Getter
-
-	clients *kube.Clients
+	kube.ClientOptions
+	Name string
+	Now  func() time.Time
 }
 
-func newDescribeCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &DescribeOptions{Flags: flags, IOStreams: streams, Now: time.Now, NewClients: kube.New}
+func newDescribeCommand(c kube.ClientOptions) *cobra.Command {
+	o := &DescribeOptions{ClientOptions: c, Now: time.Now}
 	return &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a tenant's members, limits and the objects that count against its quota",
@@ -60,12 +54,10 @@ first with when each is deleted, and the namespace's events.`,
 	}
 }
 
-// Complete builds the clients.
-func (o *DescribeOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *DescribeOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate has nothing to check.
@@ -73,7 +65,7 @@ func (o *DescribeOptions) Validate() error { return nil }
 
 // Run describes the tenant.
 func (o *DescribeOptions) Run(ctx context.Context) error {
-	c := o.clients.Client
+	c := o.Clients.Client
 	q := &corev1.ResourceQuota{}
 	qErr := c.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, q)
 	ns := &corev1.Namespace{}
@@ -128,7 +120,7 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 // any other part-of kubectl-sched), with the role each binds.
 func (o *DescribeOptions) members(ctx context.Context, w *describe.Writer) {
 	var list rbacv1.RoleBindingList
-	if err := o.clients.Client.List(ctx, &list, client.InNamespace(o.Name), client.MatchingLabels{"app.kubernetes.io/part-of": "kubectl-sched"}); err != nil {
+	if err := o.Clients.Client.List(ctx, &list, client.InNamespace(o.Name), client.MatchingLabels{"app.kubernetes.io/part-of": "kubectl-sched"}); err != nil {
 		w.Line(0, "Members:\t%s", readError(err, "rolebindings.rbac.authorization.k8s.io"))
 		return
 	}
@@ -167,7 +159,7 @@ func quotaTable(w *describe.Writer, q *corev1.ResourceQuota) {
 // limitRange writes the container defaults and bounds.
 func (o *DescribeOptions) limitRange(ctx context.Context, w *describe.Writer) {
 	lr := &corev1.LimitRange{}
-	err := o.clients.Client.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, lr)
+	err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, lr)
 	switch {
 	case apierrors.IsNotFound(err):
 		w.Line(0, "Container Limits:\t<none>")
@@ -233,7 +225,7 @@ type countedRun struct {
 // counted lists what counts against the tier's count/ quotas: workflows,
 // tasks (step tasks as a number: they go with their workflow) and apps.
 func (o *DescribeOptions) counted(ctx context.Context, w *describe.Writer, now time.Time) {
-	c := o.clients.Client
+	c := o.Clients.Client
 	var runs []countedRun
 	var problems []string
 	steps := 0
@@ -353,7 +345,7 @@ func source(e *schedv1.Expiry) string {
 // events are in the default namespace.
 func (o *DescribeOptions) events(ctx context.Context, w *describe.Writer) {
 	sel := fields.Set{"involvedObject.kind": "Namespace", "involvedObject.name": o.Name}.AsSelector().String()
-	list, err := o.clients.Kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	list, err := o.Clients.Kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		w.Line(0, "Events:\t%s", readError(err, "events"))
 		return

@@ -14,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
@@ -28,17 +26,13 @@ import (
 
 // ListOptions for `tenant list`.
 type ListOptions struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
-	Now        func() time.Time
-	NewClients kube.Getter
-
-	clients *kube.Clients
+	Now   func() time.Time
 }
 
-func newListCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ListOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, Now: time.Now, NewClients: kube.New}
+func newListCommand(c kube.ClientOptions) *cobra.Command {
+	o := &ListOptions{ClientOptions: c, Print: printing.NewFlags(), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the tenants, their tiers and how much of their quota they use",
@@ -56,13 +50,6 @@ each tenant's Namespace and ResourceQuota; -o name the namespaces.`,
 	}
 	o.Print.AddFlags(cmd, true)
 	return cmd
-}
-
-// Complete builds the clients.
-func (o *ListOptions) Complete(*cobra.Command, []string) error {
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
 }
 
 // Validate checks the output format.
@@ -124,8 +111,8 @@ func (o *ListOptions) Run(ctx context.Context) error {
 // A member, who may list neither namespaces nor every namespace's quotas,
 // gets their own tenant (tenantNamespaces says so on stderr).
 func (o *ListOptions) rows(ctx context.Context) ([]tenantRow, error) {
-	c := o.clients.Client
-	namespaces, ownOnly, err := o.tenantNamespaces(ctx, o.clients)
+	c := o.Clients.Client
+	namespaces, ownOnly, err := o.tenantNamespaces(ctx, o.Clients)
 	if err != nil {
 		return nil, err
 	}

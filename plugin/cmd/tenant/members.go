@@ -35,7 +35,7 @@ const partOf = "app.kubernetes.io/part-of"
 // gives its members the whole plugin. That binding is deleted once its
 // subjects are bound here.
 func (o *CreateOptions) bindMembers(ctx context.Context) error {
-	c := o.clients
+	c := o.Clients
 	subjects := o.subjects()
 	current, err := o.binding(ctx, c, MemberRole)
 	if err != nil {

@@ -17,8 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -27,7 +25,7 @@ import (
 )
 
 // NewCommand returns `kubectl sched tenant`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tenant",
 		Short: "Create, list, describe and delete team namespaces with limits by tier",
@@ -52,14 +50,13 @@ describe' show their own namespace.`,
   # A tenant's members, limits, and the runs that count against its quota
   kubectl sched tenant describe payments`,
 	}
-	cmd.AddCommand(newCreateCommand(flags, streams), newListCommand(flags, streams), newDescribeCommand(flags, streams), newDeleteCommand(flags, streams))
+	cmd.AddCommand(newCreateCommand(c), newListCommand(c), newDescribeCommand(c), newDeleteCommand(c))
 	return cmd
 }
 
 // CreateOptions for `tenant create`.
 type CreateOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 	Name, Tier    string
 	Users, Groups []string
 	// OperatorNamespace holds the tiers ConfigMap.
@@ -69,13 +66,10 @@ type CreateOptions struct {
 	// counted (wait.go), for at most Timeout.
 	Wait    bool
 	Timeout time.Duration
-
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newCreateCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CreateOptions{Flags: flags, IOStreams: streams, NewClients: kube.New, Wait: true, Timeout: 2 * time.Minute}
+func newCreateCommand(c kube.ClientOptions) *cobra.Command {
+	o := &CreateOptions{ClientOptions: c, Wait: true, Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
 		Short: "Create a tenant namespace of a tier, and wait until it is usable",
@@ -106,26 +100,18 @@ run again on it, with or without --user.`,
 	f.StringArrayVar(&o.Users, "user", nil, "A member: a user who may use every command of the plugin in the namespace (repeatable; with --group, the whole list).")
 	f.StringArrayVar(&o.Groups, "group", nil, "A group whose users are members (repeatable).")
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
-	f.StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the objects without creating them; "client" sends nothing.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the objects without creating them; "client" sends nothing.`)
 	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
 	return cmd
 }
 
-func nameArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one tenant name, got %d arguments", cmd.CommandPath(), len(args))
-	}
-	return nil
-}
+var nameArg = cmdutil.NameArg("tenant")
 
-// Complete builds the clients.
-func (o *CreateOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *CreateOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -144,7 +130,7 @@ func (o *CreateOptions) Validate() error {
 
 // Run checks the tier exists, then applies the namespace and the binding.
 func (o *CreateOptions) Run(ctx context.Context) error {
-	c := o.clients
+	c := o.Clients
 	cm := &corev1.ConfigMap{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: o.OperatorNamespace, Name: schedv1.TiersConfigMap}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -190,43 +176,40 @@ func (o *CreateOptions) wait(ctx context.Context) error {
 	if !o.Wait || o.DryRun != "" {
 		return nil
 	}
-	return waitUsable(ctx, o.clients.Client, o.Out, o.Name, o.Tier, o.OperatorNamespace, o.Timeout)
+	return waitUsable(ctx, o.Clients.Client, o.Out, o.Name, o.Tier, o.OperatorNamespace, o.Timeout)
 }
 
 // DeleteOptions for `tenant delete`.
 type DeleteOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
-	Name       string
-	DryRun     string
-	NewClients kube.Getter
+	kube.ClientOptions
+	Name   string
+	DryRun string
 }
 
-func newDeleteCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &DeleteOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+func newDeleteCommand(c kube.ClientOptions) *cobra.Command {
+	o := &DeleteOptions{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a tenant namespace and everything in it",
 		Args:  nameArg,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
-				return err
-			}
-			c, err := o.NewClients(o.Flags)
-			if err != nil {
-				return err
-			}
-			return o.Run(cmd.Context(), c)
-		},
+		RunE:  cmdutil.RunE(o),
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"server" has the API server check the delete without doing it; "client" only reads the namespace.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the delete without doing it; "client" only reads the namespace.`)
 	return cmd
 }
 
+// Complete reads the name and builds the clients.
+func (o *DeleteOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	return o.ClientOptions.Complete(cmd, args)
+}
+
+// Validate checks the flags.
+func (o *DeleteOptions) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+
 // Run deletes the namespace, only if it is a tenant's.
-func (o *DeleteOptions) Run(ctx context.Context, c *kube.Clients) error {
+func (o *DeleteOptions) Run(ctx context.Context) error {
+	c := o.Clients
 	ns := &corev1.Namespace{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Name: o.Name}, ns); err != nil {
 		return cmdutil.API(err, "get", fmt.Sprintf("namespaces %q", o.Name))

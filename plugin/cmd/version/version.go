@@ -12,14 +12,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
@@ -47,17 +46,16 @@ type Info struct {
 
 // Options for `kubectl sched version`.
 type Options struct {
-	Flags      *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	ClientOnly bool
 	Output     string
-	genericiooptions.IOStreams
 
 	client kubernetes.Interface
 }
 
 // NewCommand returns `kubectl sched version`.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{Flags: flags, IOStreams: streams}
+func NewCommand(c kube.ClientOptions) *cobra.Command {
+	o := &Options{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the plugin version and, when it can reach one, the operator version and the optional APIs it uses",
@@ -71,18 +69,21 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *Options) Complete(_ *cobra.Command, _ []string) error {
+// Complete builds the clients, unless --client.
+func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	if o.ClientOnly {
 		return nil
 	}
-	cfg, err := o.Flags.ToRESTConfig()
+	if err := o.ClientOptions.Complete(cmd, args); err != nil {
+		return err
+	}
+	// A version must not hang on a cluster that does not answer.
+	c, err := o.Clients.WithTimeout(5 * time.Second)
 	if err != nil {
 		return err
 	}
-	cfg.Timeout = 5 * time.Second
-	o.client, err = kubernetes.NewForConfig(cfg)
-	return err
+	o.client = c.Kube
+	return nil
 }
 
 // Validate checks the flags.

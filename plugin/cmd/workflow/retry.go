@@ -10,8 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -25,17 +23,13 @@ const AnnotationRetriedBy = schedv1.GroupName + "/retried-by"
 
 // RetryOptions for `workflow retry`.
 type RetryOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 	Name, From string
 	DryRun     string
-
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newRetryCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RetryOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+func newRetryCommand(c kube.ClientOptions) *cobra.Command {
+	o := &RetryOptions{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "retry NAME [--from STEP]",
 		Short: "Run a finished workflow again from its failed step, reusing the outputs before it",
@@ -50,33 +44,26 @@ and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 
   # Run everything from the build step again
   kubectl sched workflow retry nightly --from build`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "%s takes one workflow name, got %d arguments", cmd.CommandPath(), len(args))
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Name = args[0]
-			if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
-				return err
-			}
-			var err error
-			if o.clients, err = o.NewClients(o.Flags); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		Args: cmdutil.NameArg("workflow"),
+		RunE: cmdutil.RunE(o),
 	}
 	cmd.Flags().StringVar(&o.From, "from", "", "The first step to run again; the failed step when empty.")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" prints what would be created; "server" has the API server check it.`)
-	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be created; "server" has the API server check it.`)
 	return cmd
 }
 
+// Complete reads the name and builds the clients.
+func (o *RetryOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	return o.ClientOptions.Complete(cmd, args)
+}
+
+// Validate checks the flags.
+func (o *RetryOptions) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+
 // Run creates the new attempt.
 func (o *RetryOptions) Run(ctx context.Context) error {
-	c, ns := o.clients, o.clients.Namespace
+	c, ns := o.Clients, o.Clients.Namespace
 	old := &schedv1.Workflow{}
 	if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, old); err != nil {
 		return cmdutil.API(err, "get", what(o.Name))

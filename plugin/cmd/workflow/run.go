@@ -19,8 +19,6 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -67,9 +65,8 @@ const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 
 
 // RunOptions for `kubectl sched workflow run`.
 type RunOptions struct {
-	Flags *genericclioptions.ConfigFlags
+	kube.ClientOptions
 	Print *printing.Flags
-	genericiooptions.IOStreams
 
 	File         string
 	Template     string
@@ -85,19 +82,15 @@ type RunOptions struct {
 	WatchTimeout time.Duration
 	DryRun       string
 
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-
 	// generate: the name gets a random suffix.
 	generate bool
 	wf       *schedv1.Workflow
 	secret   *corev1.Secret
 	source   string
-	clients  *kube.Clients
 }
 
-func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RunOptions{Flags: flags, Print: printing.NewFlags(), IOStreams: streams, NewClients: kube.New}
+func newRunCommand(c kube.ClientOptions) *cobra.Command {
+	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}
 	cmd := &cobra.Command{
 		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
 		Short:   "Submit a Workflow from a file or a template, after checking its step references",
@@ -118,8 +111,7 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
 	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
 	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
-	f.StringVar(&o.DryRun, "dry-run", "none", `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
-	f.Lookup("dry-run").NoOptDefVal = "client"
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
 	// Only -o: the other printing flags include --template, which here
 	// names a workflow template (-o go-template=... still works).
 	f.StringVarP(o.Print.OutputFormat, "output", "o", "", "Output format: json, yaml, name, jsonpath=..., go-template=... (default: a line saying what was done).")
@@ -127,7 +119,7 @@ func newRunCommand(flags *genericclioptions.ConfigFlags, streams genericiooption
 }
 
 // Complete reads the workflow and builds the clients.
-func (o *RunOptions) Complete(cmd *cobra.Command, _ []string) error {
+func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
 	if o.DryRun == "none" {
 		o.DryRun = ""
@@ -142,7 +134,7 @@ func (o *RunOptions) Complete(cmd *cobra.Command, _ []string) error {
 			"template parameters need --template")
 	}
 	var err error
-	if o.clients, err = o.NewClients(o.Flags); err != nil {
+	if err = o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
 	o.generate = o.GenerateName || (o.Template != "" && o.Name == "")
@@ -171,10 +163,10 @@ func (o *RunOptions) Complete(cmd *cobra.Command, _ []string) error {
 	}
 	switch ns := o.wf.Namespace; {
 	case ns == "":
-		o.wf.Namespace = o.clients.Namespace
-	case o.clients.ExplicitNamespace && ns != o.clients.Namespace:
+		o.wf.Namespace = o.Clients.Namespace
+	case o.Clients.ExplicitNamespace && ns != o.Clients.Namespace:
 		return cmdutil.Usage(fmt.Sprintf("Drop metadata.namespace from %s, or run with -n %s.", o.source, ns),
-			"%s is for namespace %q, not %q", o.source, ns, o.clients.Namespace)
+			"%s is for namespace %q, not %q", o.source, ns, o.Clients.Namespace)
 	}
 	return nil
 }
@@ -209,20 +201,20 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	if o.secret != nil {
 		// First, so the steps that read it find it.
-		if err := o.clients.Apply(ctx, o.secret, o.DryRun); err != nil {
+		if err := o.Clients.Apply(ctx, o.secret, o.DryRun); err != nil {
 			return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
 		}
 	}
 	// Create, not apply: its spec cannot change once created, and
 	// re-applying the same spec would silently show an old run. Refuse,
 	// like kubectl run.
-	if err := o.clients.Create(ctx, wf, o.DryRun); err != nil {
+	if err := o.Clients.Create(ctx, wf, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError,
 				fmt.Sprintf("Pick another name with --name, or delete it first: kubectl sched delete workflow %s -n %s", wf.Name, wf.Namespace),
 				"workflow %s already exists in namespace %s", wf.Name, wf.Namespace)
 		}
-		if qe := quota.Refused(ctx, o.clients.Client, wf.Namespace, err, time.Now()); qe != nil {
+		if qe := quota.Refused(ctx, o.Clients.Client, wf.Namespace, err, time.Now()); qe != nil {
 			return qe
 		}
 		return cmdutil.API(err, "create", what(wf.Name))
@@ -239,7 +231,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	tty := printing.Color(o.Out)
-	return follow(ctx, o.clients, wf.Namespace, wf.Name, followOptions{
+	return follow(ctx, o.Clients, wf.Namespace, wf.Name, followOptions{
 		out: o.Out, tty: tty, width: width(o.Out, tty), logs: o.Logs, timeout: o.WatchTimeout,
 	})
 }
@@ -280,7 +272,7 @@ func problems(wf *schedv1.Workflow) []string {
 func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	o.source = "template " + o.Template
 	src := &templates.Source{
-		Dirs: o.TemplateDirs, Client: o.clients.Client, Namespace: o.clients.Namespace,
+		Dirs: o.TemplateDirs, Client: o.Clients.Client, Namespace: o.Clients.Namespace,
 		// Printing a rendered workflow should not need the cluster.
 		TolerateUnreachable: o.DryRun == "client",
 		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
@@ -305,7 +297,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 		// Before rendering: the template may use the name.
 		name = generatedName(name)
 	}
-	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.clients.Namespace, Params: params, Secrets: secrets})
+	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.Clients.Namespace, Params: params, Secrets: secrets})
 	if err != nil {
 		return nil, templateError(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -53,20 +51,15 @@ const logsGrace = 5 * time.Second
 
 // WatchOptions for `kubectl sched workflow watch`.
 type WatchOptions struct {
-	Flags *genericclioptions.ConfigFlags
-	genericiooptions.IOStreams
+	kube.ClientOptions
 
 	Name    string
 	Logs    bool
 	Timeout time.Duration
-
-	// NewClients builds the clients; tests may swap it.
-	NewClients kube.Getter
-	clients    *kube.Clients
 }
 
-func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &WatchOptions{Flags: flags, IOStreams: streams, NewClients: kube.New}
+func newWatchCommand(c kube.ClientOptions) *cobra.Command {
+	o := &WatchOptions{ClientOptions: c}
 	cmd := &cobra.Command{
 		Use:   "watch NAME [--logs] [--timeout D]",
 		Short: "Follow a Workflow live until it ends; the exit code is its outcome",
@@ -80,7 +73,7 @@ func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
   # In CI: plain appended lines, no escape codes
   kubectl sched workflow watch nightly | tee watch.log`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: kinds.CompleteNames(flags, workflowKind, 1),
+		ValidArgsFunction: o.CompleteNames(workflowKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.Logs, "logs", false, "Stream the running step's pod logs, each line prefixed with the step name.")
@@ -88,12 +81,10 @@ func newWatchCommand(flags *genericclioptions.ConfigFlags, streams genericioopti
 	return cmd
 }
 
-// Complete builds the clients.
-func (o *WatchOptions) Complete(_ *cobra.Command, args []string) error {
+// Complete reads the arguments and builds the clients.
+func (o *WatchOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	var err error
-	o.clients, err = o.NewClients(o.Flags)
-	return err
+	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -107,11 +98,11 @@ func (o *WatchOptions) Validate() error {
 // Run checks the workflow exists, then watches it.
 func (o *WatchOptions) Run(ctx context.Context) error {
 	wf := &schedv1.Workflow{}
-	if err := o.clients.Client.Get(ctx, client.ObjectKey{Namespace: o.clients.Namespace, Name: o.Name}, wf); err != nil {
+	if err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, wf); err != nil {
 		return cmdutil.API(err, "get", what(o.Name))
 	}
 	tty := printing.Color(o.Out)
-	return follow(ctx, o.clients, o.clients.Namespace, o.Name, followOptions{
+	return follow(ctx, o.Clients, o.Clients.Namespace, o.Name, followOptions{
 		out: o.Out, tty: tty, width: width(o.Out, tty), logs: o.Logs, timeout: o.Timeout,
 	})
 }

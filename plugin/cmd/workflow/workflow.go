@@ -7,17 +7,16 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
 // NewCommand returns `kubectl sched workflow` with its subcommands.
-func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "workflow",
 		Aliases: []string{"workflows", "wf"},
@@ -31,14 +30,13 @@ func NewCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.I
   # Stop it, keeping its record
   kubectl sched workflow stop nightly`,
 	}
-	cmd.AddCommand(newRunCommand(flags, streams), newWatchCommand(flags, streams), newStopCommand(flags, streams), newRetryCommand(flags, streams))
+	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c))
 	return cmd
 }
 
-func newStopCommand(flags *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	return cancel.NewCommand(cancel.Target{
+func newStopCommand(c kube.ClientOptions) *cobra.Command {
+	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
 		Kind: workflowKind, Verb: "stop", Done: "stopped",
-		New: func() client.Object { return &schedv1.Workflow{} },
 		Phase: func(o client.Object) (string, bool) {
 			p := o.(*schedv1.Workflow).Status.Phase
 			return string(p), p.Finished()
@@ -53,7 +51,7 @@ under another name. A workflow that has already ended is left as it is.`,
   kubectl sched workflow stop nightly
 
   # Check first that it may be stopped
-  kubectl sched workflow stop nightly --dry-run=server`, flags, streams)
+  kubectl sched workflow stop nightly --dry-run=server`, c)
 }
 
 // what names a workflow in errors the way kubectl names objects.

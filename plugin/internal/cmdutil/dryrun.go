@@ -1,5 +1,16 @@
 package cmdutil
 
+import "github.com/spf13/cobra"
+
+// AddDryRunFlag registers --dry-run into p, as kubectl's
+// cmdutil.AddDryRunFlag does; usage says what client and server do for
+// this command. Its default is p's value ("" for most commands, kubectl's
+// "none" for those that take it), and a bare --dry-run means client.
+func AddDryRunFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "dry-run", *p, usage)
+	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+}
+
 // ValidateDryRun checks a --dry-run value once a command has read it:
 // empty for none, "client" or "server".
 func ValidateDryRun(v string) error {

@@ -4,17 +4,11 @@
 package kinds
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/metadata"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -37,7 +31,11 @@ type Kind struct {
 	NewList func() client.ObjectList
 }
 
-// Kinds in the order `get` with no KIND prints them.
+// Category is every kind's CRD category: `kubectl get sched` lists them all.
+const Category = "sched"
+
+// Kinds in the order `get` with no KIND prints them. A test checks them
+// against the CRDs (config/crd/bases).
 var Kinds = []Kind{
 	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }},
 	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }},
@@ -88,6 +86,17 @@ func KindNames() string {
 		parts = append(parts, fmt.Sprintf("%s (%s)", k.Singular, k.Short))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// ByKind finds a kind by its Kind exactly ("AgentTask"), as an object's
+// kind field names it.
+func ByKind(kind string) (Kind, bool) {
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			return k, true
+		}
+	}
+	return Kind{}, false
 }
 
 // Lookup finds a kind by any of its names, case-insensitively, with or
@@ -181,81 +190,4 @@ func ParseArgs(args []string, allowEmpty bool) ([]Target, error) {
 		targets = append(targets, Target{Kind: k, Names: slices.Clone(names)})
 	}
 	return targets, nil
-}
-
-// CompleteKindsAndNames completes the first argument with the kinds and
-// the next ones with the names of that kind in the cluster. kubectl's
-// __complete passes the connection flags, so -n and --context apply.
-func CompleteKindsAndNames(flags *genericclioptions.ConfigFlags) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if len(args) == 0 {
-			var out []cobra.Completion
-			for _, k := range Kinds {
-				if strings.HasPrefix(k.Singular, toComplete) {
-					out = append(out, cobra.CompletionWithDesc(k.Singular, k.Kind+" ("+k.Short+")"))
-				}
-			}
-			return out, cobra.ShellCompDirectiveNoFileComp
-		}
-		k, ok := Lookup(args[0])
-		if !ok {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		names := ListNames(flags, k)
-		out := make([]cobra.Completion, 0, len(names))
-		for _, n := range names {
-			if strings.HasPrefix(n, toComplete) && !slices.Contains(args[1:], n) {
-				out = append(out, n)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// CompleteNames completes arguments with the names of one kind.
-func CompleteNames(flags *genericclioptions.ConfigFlags, k Kind, max int) cobra.CompletionFunc {
-	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if max > 0 && len(args) >= max {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		var out []cobra.Completion
-		for _, n := range ListNames(flags, k) {
-			if strings.HasPrefix(n, toComplete) {
-				out = append(out, n)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// ListNames lists the names of kind k in the flags' namespace with a
-// metadata-only request; completion stays quiet on errors.
-func ListNames(flags *genericclioptions.ConfigFlags, k Kind) []string {
-	cfg, err := flags.ToRESTConfig()
-	if err != nil {
-		return nil
-	}
-	cfg.Timeout = 5 * time.Second
-	mc, err := metadata.NewForConfig(cfg)
-	if err != nil {
-		return nil
-	}
-	var list *metav1.PartialObjectMetadataList
-	if k.Namespaced {
-		ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return nil
-		}
-		list, err = mc.Resource(k.GVR()).Namespace(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			return nil
-		}
-	} else if list, err = mc.Resource(k.GVR()).List(context.Background(), metav1.ListOptions{}); err != nil {
-		return nil
-	}
-	names := make([]string, 0, len(list.Items))
-	for _, o := range list.Items {
-		names = append(names, o.Name)
-	}
-	return names
 }

@@ -1,11 +1,13 @@
 // Package kube builds the clients a command needs from the kubectl flags
 // (--kubeconfig, --context, -n, --as, ...), and applies objects with
-// server-side apply as field manager kubectl-sched.
+// server-side apply as field manager kubectl-sched. Every command's options
+// embed its ClientOptions, which also complete object names.
 package kube
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,6 +65,10 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the namespace from the kubeconfig: %w", err)
 	}
+	return forConfig(cfg, ns, explicit)
+}
+
+func forConfig(cfg *rest.Config, ns string, explicit bool) (*Clients, error) {
 	// The mapper is fixed to our scheme's kinds, so commands do not pay for
 	// discovery of every API in the cluster (kubectl's largest startup cost).
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: Scheme, Mapper: restMapper()})
@@ -84,8 +90,19 @@ func New(flags *genericclioptions.ConfigFlags) (*Clients, error) {
 	return &Clients{Config: cfg, Client: c, Kube: kc, Dynamic: dc, Metadata: mc, Namespace: ns, ExplicitNamespace: explicit}, nil
 }
 
-// Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
-// "server". With "client" nothing is sent.
+// WithTimeout is c with each request bounded by d, whatever
+// --request-timeout says: for the quick asks (version, completion) that
+// must not hang on a cluster that does not answer. Clients not built from
+// a config (a test's) are returned as they are.
+func (c *Clients) WithTimeout(d time.Duration) (*Clients, error) {
+	if c.Config == nil {
+		return c, nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Timeout = d
+	return forConfig(cfg, c.Namespace, c.ExplicitNamespace)
+}
+
 // Create creates obj as field manager kubectl-sched, or only has the API
 // server check it with dryRun "server"; "client" sends nothing. Unlike
 // Apply it fails with AlreadyExists rather than change an object that is
@@ -101,6 +118,8 @@ func (c *Clients) Create(ctx context.Context, obj client.Object, dryRun string) 
 	return c.Client.Create(ctx, obj, opts...)
 }
 
+// Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
+// "server". With "client" nothing is sent.
 func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) error {
 	if dryRun == "client" {
 		return nil

@@ -131,9 +131,17 @@ func (e *Env) Run(args ...string) Result {
 // RunWithInput executes `kubectl sched ARGS` with stdin, without adding a
 // kubeconfig.
 func RunWithInput(stdin string, args ...string) Result {
+	return RunWith(cmd.RootOptions{}, stdin, args...)
+}
+
+// RunWith executes `kubectl sched ARGS` with stdin, built with o's flags
+// and client getter (its streams are the Result's): the seam through
+// which a test gives every command its clients.
+func RunWith(o cmd.RootOptions, stdin string, args ...string) Result {
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	root := cmd.NewRootCommand(streams)
+	o.IOStreams = streams
+	root := cmd.NewRootCommandWithOptions(o)
 	root.SetArgs(args)
 	code := cmd.Execute(root, streams)
 	return Result{Stdout: out.String(), Stderr: errOut.String(), Code: code}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
 
 // Input is what a template is rendered with.
@@ -99,10 +100,12 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 		return nil, nil, t.invalid(err)
 	}
 
-	obj, err := newObject(kind)
-	if err != nil {
-		return nil, nil, t.invalid(err)
+	k, ok := kinds.ByKind(kind)
+	if !ok {
+		return nil, nil, t.invalid(fmt.Errorf("cannot make a %q", kind))
 	}
+	obj := k.New()
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK())
 	strict, err := k8sjson.UnmarshalStrict(data, obj)
 	if err != nil {
 		return nil, nil, t.invalid(fmt.Errorf("the object does not decode into a %s: %w", kind, err))
@@ -111,7 +114,7 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 		return nil, nil, t.invalid(fmt.Errorf("the object does not decode into a %s: %w", kind, joinErrs(strict)))
 	}
 	obj.SetName(in.Name)
-	if kind != "SchedExt" {
+	if k.Namespaced {
 		obj.SetNamespace(in.Namespace)
 	}
 	ann := obj.GetAnnotations()
@@ -143,24 +146,6 @@ func joinErrs(errs []error) error {
 		s[i] = e.Error()
 	}
 	return fmt.Errorf("%s", strings.Join(s, "; "))
-}
-
-func newObject(kind string) (client.Object, error) {
-	var obj client.Object
-	switch kind {
-	case "UserDeployment":
-		obj = &schedv1.UserDeployment{}
-	case "AgentTask":
-		obj = &schedv1.AgentTask{}
-	case "Workflow":
-		obj = &schedv1.Workflow{}
-	case "SchedExt":
-		obj = &schedv1.SchedExt{}
-	default:
-		return nil, fmt.Errorf("cannot make a %q", kind)
-	}
-	obj.GetObjectKind().SetGroupVersionKind(schedv1.GroupVersion.WithKind(kind))
-	return obj, nil
 }
 
 // isStepString reports whether path is a Workflow step string that the

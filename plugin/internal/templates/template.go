@@ -16,6 +16,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
 
 // Identity of the template format.
@@ -44,9 +45,6 @@ const SecretRefName = "params"
 
 // AnnotationTemplate records on a rendered object the template it came from.
 const AnnotationTemplate = schedv1.GroupName + "/template"
-
-// Kinds a template can produce.
-var Kinds = []string{"UserDeployment", "AgentTask", "Workflow", "SchedExt"}
 
 // maxTemplateSize bounds what is read from a file or ConfigMap.
 const maxTemplateSize = 1 << 20
@@ -290,8 +288,13 @@ func (t *Template) validateObject() []string {
 		return []string{"object is required"}
 	}
 	kind := t.ObjectKind()
-	if !slices.Contains(Kinds, kind) {
-		add("object.kind must be one of %s, got %q", strings.Join(Kinds, ", "), t.Object["kind"])
+	k, ok := kinds.ByKind(kind)
+	if !ok {
+		var names []string
+		for _, k := range kinds.Kinds {
+			names = append(names, k.Kind)
+		}
+		add("object.kind must be one of %s, got %q", strings.Join(names, ", "), t.Object["kind"])
 		return problems
 	}
 	if av, ok := t.Object["apiVersion"]; ok && av != schedv1.GroupVersion.String() {
@@ -307,8 +310,8 @@ func (t *Template) validateObject() []string {
 	if _, ok := t.Object["status"]; ok {
 		add("object.status cannot be set")
 	}
-	if kind == "SchedExt" && t.HasSecrets() {
-		add("a SchedExt is cluster scoped and cannot reference a Secret: remove the secret parameters")
+	if !k.Namespaced && t.HasSecrets() {
+		add("a %s is cluster scoped and cannot reference a Secret: remove the secret parameters", kind)
 	}
 
 	// Every placeholder names a declared non-secret parameter or a built-in,

@@ -1,0 +1,89 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+)
+
+// CancelTarget is what differs between the kinds a cancel stops.
+type CancelTarget struct {
+	Kind kinds.Kind
+	// Verb is the command's name and Done its past tense: cancel/cancelled.
+	Verb, Done string
+	// Phase reads the object's phase and whether it is final.
+	Phase func(client.Object) (phase string, finished bool)
+}
+
+// CancelOptions for `task cancel` and `workflow stop`.
+type CancelOptions struct {
+	kube.ClientOptions
+	Target CancelTarget
+
+	Name   string
+	DryRun string
+}
+
+// NewCancelCommand returns `task cancel` or `workflow stop`, as t says: it
+// stops an AgentTask or a Workflow without deleting it. It sets
+// spec.cancel, and the operator stops the pod and ends the object in phase
+// Cancelled, keeping its record.
+func NewCancelCommand(t CancelTarget, short, long, example string, c kube.ClientOptions) *cobra.Command {
+	o := &CancelOptions{ClientOptions: c, Target: t}
+	cmd := &cobra.Command{
+		Use:               t.Verb + " NAME",
+		Short:             short,
+		Long:              long,
+		Example:           example,
+		Args:              cmdutil.NameArg(t.Kind.Singular),
+		ValidArgsFunction: o.CompleteNames(t.Kind, 1),
+		RunE:              cmdutil.RunE(o),
+	}
+	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the object.`)
+	return cmd
+}
+
+// Complete reads the arguments and builds the clients.
+func (o *CancelOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Name = args[0]
+	return o.ClientOptions.Complete(cmd, args)
+}
+
+// Validate checks the flags.
+func (o *CancelOptions) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+
+// cancelPatch is all the command changes.
+var cancelPatch = []byte(`{"spec":{"cancel":true}}`)
+
+// Run sets spec.cancel, unless the object has already ended.
+func (o *CancelOptions) Run(ctx context.Context) error {
+	t, ns := o.Target, o.Clients.Namespace
+	obj := t.Kind.New()
+	if err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
+		return cmdutil.API(err, "get", t.Kind.What(ns, o.Name))
+	}
+	ref := t.Kind.Qualified() + "/" + o.Name
+	if phase, finished := t.Phase(obj); finished {
+		fmt.Fprintf(o.Out, "%s already ended (%s): nothing to %s\n", ref, phase, t.Verb)
+		return nil
+	}
+	if err := mergePatch(ctx, o.Clients.Client, obj, cancelPatch, o.DryRun); err != nil {
+		return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
+	}
+	fmt.Fprintf(o.Out, "%s %s%s\n", ref, t.Done, cmdutil.DryRunSuffix(o.DryRun))
+	if o.DryRun == "" {
+		nsFlag := ""
+		if o.Clients.ExplicitNamespace {
+			nsFlag = " -n " + ns
+		}
+		fmt.Fprintf(o.Out, "It ends in phase Cancelled and keeps its record: kubectl sched describe %s %s%s\n", t.Kind.Short, o.Name, nsFlag)
+	}
+	return nil
+}
