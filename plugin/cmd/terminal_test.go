@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
@@ -130,7 +130,7 @@ func TestClusterDataReachesTheTerminalEscaped(t *testing.T) {
 		}
 	})
 
-	task := schedtesting.MakeAgentTask("shown", ns).Image("busybox").Obj()
+	task := builders.MakeAgentTask("shown", ns).Image("busybox").Obj()
 	task.Annotations = map[string]string{"example.com/note": hostile}
 	create(t, task)
 	writeStatus(t, task, func() {
@@ -144,7 +144,7 @@ func TestClusterDataReachesTheTerminalEscaped(t *testing.T) {
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	})
 
-	wf := schedtesting.MakeWorkflow("shown", ns).Step("build", "busybox").Step("ship", "busybox").Obj()
+	wf := builders.MakeWorkflow("shown", ns).Step("build", "busybox").Step("ship", "busybox").Obj()
 	create(t, wf)
 	writeStatus(t, wf, func() {
 		wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Reason: "StepFailed", Message: hostile, Progress: "1/2", StartTime: &now, CompletionTime: &now,
@@ -154,14 +154,14 @@ func TestClusterDataReachesTheTerminalEscaped(t *testing.T) {
 			}}
 	})
 
-	scx := schedtesting.MakeSchedExt("shown-scx").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "general").Obj()
+	scx := builders.MakeSchedExt("shown-scx").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "general").Obj()
 	create(t, scx)
 	writeStatus(t, scx, func() {
 		scx.Status.Conditions = []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: "Progressing", Message: hostile, LastTransitionTime: now}}
 		scx.Status.UnsupportedNodes = []string{"node-a"}
 	})
 
-	ud := schedtesting.MakeUserDeployment("shown", ns).Service("web", "nginx:1", 80, schedv1.ExposurePublic).State(schedv1.StateRunning).Obj()
+	ud := builders.MakeUserDeployment("shown", ns).Service("web", "nginx:1", 80, schedv1.ExposurePublic).State(schedv1.StateRunning).Obj()
 	create(t, ud)
 	writeStatus(t, ud, func() {
 		ud.Status = schedv1.UserDeploymentStatus{ObservedGeneration: ud.Generation, Phase: schedv1.UserDeploymentDegraded, Ready: "0/1\x1b[2J",

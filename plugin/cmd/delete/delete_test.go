@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
@@ -33,7 +33,7 @@ func namespace(t *testing.T, name string) {
 func tasks(t *testing.T, ns string, labels map[string]string, names ...string) {
 	t.Helper()
 	for _, n := range names {
-		at := schedtesting.MakeAgentTask(n, ns).Image("busybox").Obj()
+		at := builders.MakeAgentTask(n, ns).Image("busybox").Obj()
 		at.Labels = labels
 		if err := env.Client.Create(context.Background(), at); err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestDelete(t *testing.T) {
 
 func TestDeleteWaitTimesOut(t *testing.T) {
 	namespace(t, "delete-finalizer")
-	at := schedtesting.MakeAgentTask("held", "delete-finalizer").Image("busybox").Obj()
+	at := builders.MakeAgentTask("held", "delete-finalizer").Image("busybox").Obj()
 	at.Finalizers = []string{"example.com/hold"}
 	if err := env.Client.Create(context.Background(), at); err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestDeleteWaitTimesOut(t *testing.T) {
 }
 
 func TestDeleteSchedExtAndForbidden(t *testing.T) {
-	scx := schedtesting.MakeSchedExt("gone").Scheduler("scx_lavd").Obj()
+	scx := builders.MakeSchedExt("gone").Scheduler("scx_lavd").Obj()
 	if err := env.Client.Create(context.Background(), scx); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
@@ -132,7 +132,7 @@ func TestDescribe(t *testing.T) {
 	}
 
 	// AgentTask with its Job, pod, conditions and events.
-	task := schedtesting.MakeAgentTask("hello", ns).Image("busybox:1.37").Command("sh", "-c", "echo answer=42 > /dev/termination-log").
+	task := builders.MakeAgentTask("hello", ns).Image("busybox:1.37").Command("sh", "-c", "echo answer=42 > /dev/termination-log").
 		Env("GREETING", "hi there").Timeout(10*time.Minute).Retries(2).TTL(time.Hour, schedv1.CleanupJob).Obj()
 	task.Spec.Env = append(task.Spec.Env, schedv1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}})
@@ -159,7 +159,7 @@ func TestDescribe(t *testing.T) {
 	event(t, task, "AgentTask", corev1.EventTypeWarning, "OutputsTruncated", "Output url was cut\nto 1 KiB", 5*time.Second, 3)
 
 	// Workflow with step statuses and its step tasks.
-	wf := schedtesting.MakeWorkflow("nightly", ns).Param("env", "staging").
+	wf := builders.MakeWorkflow("nightly", ns).Param("env", "staging").
 		Step("fetch", "busybox", "fetch").Step("build", "busybox", "build", "${steps.fetch.output.url}").Step("ship", "busybox").Timeout(time.Hour).Obj()
 	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Progress: "1/3", CurrentStep: 1, StartTime: at(0), CompletionTime: at(95 * time.Second),
 		Reason: schedv1.ReasonStepFailed, Message: "step 1 (build) failed: exit code 2",
@@ -172,7 +172,7 @@ func TestDescribe(t *testing.T) {
 		// Its tier's default deleted it long ago, as far as this clock goes.
 		Expiry: &schedv1.Expiry{TTLAfterFinished: metav1.Duration{Duration: 15 * time.Minute}, Source: schedv1.ExpiryFromTierDefault, Tier: "free", DeleteTime: at(95*time.Second + 15*time.Minute)}}
 	stepTask := func(name, step string, phase schedv1.AgentTaskPhase, exit int32) *schedv1.AgentTask {
-		st := schedtesting.MakeAgentTask(name, ns).Image("busybox").Obj()
+		st := builders.MakeAgentTask(name, ns).Image("busybox").Obj()
 		st.Labels = map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelWorkflow: "nightly", schedv1.LabelWorkflowStep: step}
 		st.Status = schedv1.AgentTaskStatus{Phase: phase, ExitCode: ptr.To(exit), Attempts: 1, JobName: name}
 		return st
@@ -181,7 +181,7 @@ func TestDescribe(t *testing.T) {
 	event(t, wf, "Workflow", corev1.EventTypeWarning, "StepFailed", "Step 1 (build) failed: exit code 2", 95*time.Second, 1)
 
 	// UserDeployment with secrets by reference, and what the operator made.
-	ud := schedtesting.MakeUserDeployment("shop", ns).
+	ud := builders.MakeUserDeployment("shop", ns).
 		Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Service("api", "shop/api:2.1", 8080, schedv1.ExposureInternal).
 		Config("LOG_LEVEL", "debug").Config("FEATURES", "cart").Ingress("shop.example.com").TLS("shop-tls").Obj()
 	ud.Spec.Secrets = []schedv1.SecretReference{
@@ -220,7 +220,7 @@ func TestDescribe(t *testing.T) {
 	create(t, ud, secret, deployment("web"), deployment("api"), svc, ing)
 
 	// SchedExt with its DaemonSet's pods in the scheduler namespace.
-	scx := schedtesting.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "batch").Args("--performance").Obj()
+	scx := builders.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "batch").Args("--performance").Obj()
 	scx.Status = schedv1.SchedExtStatus{ResolvedImage: "ghcr.io/sched-ext/scx_lavd:1.0", DaemonSetName: "scx-lavd", DesiredNodes: 3, ReadyNodes: 1, AvailableNodes: 1, UnavailableNodes: 2,
 		ConflictingNodes: []string{"node-3"}, UnsupportedNodes: []string{"node-4"},
 		Conditions: []metav1.Condition{
@@ -302,7 +302,7 @@ func TestDescribeVolumes(t *testing.T) {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vns}}); err != nil {
 		t.Fatal(err)
 	}
-	ud := schedtesting.MakeUserDeployment("db", vns).Service("postgres", "postgres:17", 5432, schedv1.ExposureInternal).
+	ud := builders.MakeUserDeployment("db", vns).Service("postgres", "postgres:17", 5432, schedv1.ExposureInternal).
 		EditService("postgres", func(s *schedv1.ServiceSpec) {
 			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("5Gi"), MountPath: "/var/lib/postgresql/data"}}
 		}).Obj()
@@ -341,7 +341,7 @@ func TestDescribeBranches(t *testing.T) {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bns}}); err != nil {
 		t.Fatal(err)
 	}
-	wf := schedtesting.MakeWorkflow("dia", bns).Step("fetch", "busybox").
+	wf := builders.MakeWorkflow("dia", bns).Step("fetch", "busybox").
 		Step("lint", "busybox").DependsOn("fetch").Step("test", "busybox").DependsOn("fetch").
 		Step("ship", "busybox").DependsOn("lint", "test").Obj()
 	create(t, wf)

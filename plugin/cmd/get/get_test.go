@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -73,7 +73,7 @@ func namespace(t *testing.T, name string) {
 }
 
 func task(name, ns string, phase schedv1.AgentTaskPhase, exit int32, labels map[string]string) *schedv1.AgentTask {
-	at := schedtesting.MakeAgentTask(name, ns).Image("busybox:1.37").Args("echo", "hi").Obj()
+	at := builders.MakeAgentTask(name, ns).Image("busybox:1.37").Args("echo", "hi").Obj()
 	at.Labels = labels
 	at.Status = schedv1.AgentTaskStatus{Phase: phase, Attempts: 1, JobName: name, Reason: string(phase)}
 	if phase.Finished() {
@@ -94,12 +94,12 @@ func seed(t *testing.T) {
 func seedObjects(t *testing.T) {
 	namespace(t, "get-test")
 	namespace(t, "get-other")
-	ud := schedtesting.MakeUserDeployment("web", "get-test").Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Obj()
+	ud := builders.MakeUserDeployment("web", "get-test").Service("web", "nginx:1.27", 80, schedv1.ExposurePublic).Obj()
 	ud.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning, Ready: "1/1", URLs: []string{"http://web-get-test.apps.example.com/"},
 		Conditions: []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonAvailable, Message: "all services ready", LastTransitionTime: metav1.Now()}}}
-	wf := schedtesting.MakeWorkflow("nightly", "get-test").Step("fetch", "busybox").Step("build", "busybox").Step("ship", "busybox").Obj()
+	wf := builders.MakeWorkflow("nightly", "get-test").Step("fetch", "busybox").Step("build", "busybox").Step("ship", "busybox").Obj()
 	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "1/3", CurrentStep: 1, Reason: schedv1.ReasonRunning, Message: "step 1 (build) is running"}
-	scx := schedtesting.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("pool", "batch").Obj()
+	scx := builders.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("pool", "batch").Obj()
 	scx.Status = schedv1.SchedExtStatus{ResolvedImage: "ghcr.io/sched-ext/scx_lavd:1.0", DesiredNodes: 3, ReadyNodes: 2, AvailableNodes: 2, UnavailableNodes: 1,
 		Conditions: []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonNotAttached, Message: "attached on 2 of 3 nodes", LastTransitionTime: metav1.Now()}}}
 	mustCreate(t,

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedtesting "github.com/kubectl-sched/kubectl-sched/api/testing"
+	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -191,12 +191,12 @@ func TestStatus(t *testing.T) {
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: schedNS}}); err != nil {
 		t.Fatal(err)
 	}
-	lavd := schedtesting.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("pool", "batch").Obj()
+	lavd := builders.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("pool", "batch").Obj()
 	lavd.Status = schedv1.SchedExtStatus{DaemonSetName: "scx-lavd", DesiredNodes: 4, ReadyNodes: 1,
 		ConflictingNodes: []string{"node-3"}, UnsupportedNodes: []string{"node-4"},
 		Conditions: []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonNotAttached,
 			Message: "attached on 1 of 4 nodes", LastTransitionTime: metav1.Now()}}}
-	rusty := schedtesting.MakeSchedExt("rusty").Scheduler("scx_rusty").Obj()
+	rusty := builders.MakeSchedExt("rusty").Scheduler("scx_rusty").Obj()
 	rusty.Status = schedv1.SchedExtStatus{DaemonSetName: "scx-rusty", DesiredNodes: 1, ReadyNodes: 1,
 		Conditions: []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonAttached,
 			Message: "attached on all 1 nodes", LastTransitionTime: metav1.Now()}}}
@@ -285,7 +285,7 @@ func grantSchedExtRead(t *testing.T, user string) {
 }
 
 func TestBuildReport(t *testing.T) {
-	scx := schedtesting.MakeSchedExt("a").Scheduler("scx_lavd").Obj()
+	scx := builders.MakeSchedExt("a").Scheduler("scx_lavd").Obj()
 	scx.Status.UnsupportedNodes = []string{"n3"}
 	scx.Status.ConflictingNodes = []string{"n4"}
 	deleting := schedulerPod("a", "p-old", "n1", true, nil)

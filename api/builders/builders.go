@@ -1,8 +1,8 @@
-// Package testing holds fluent builders for the API kinds, in the style of
+// Package builders holds fluent builders for the API kinds, in the style of
 // kueue's wrappers, so tests read as the object they build:
 //
 //	MakeAgentTask("hello", "default").Image("busybox").Args("echo", "hi").Obj()
-package testing
+package builders
 
 import (
 	"time"
