@@ -34,32 +34,47 @@ func (w *AgentTaskWrapper) Spec(f func(*schedv1.AgentTaskSpec)) *AgentTaskWrappe
 	return w
 }
 
+// Image sets spec.image.
 func (w *AgentTaskWrapper) Image(img string) *AgentTaskWrapper {
 	w.AgentTask.Spec.Image = img
 	return w
 }
+
+// Command sets spec.command.
 func (w *AgentTaskWrapper) Command(c ...string) *AgentTaskWrapper {
 	w.AgentTask.Spec.Command = c
 	return w
 }
+
+// Args sets spec.args.
 func (w *AgentTaskWrapper) Args(a ...string) *AgentTaskWrapper { w.AgentTask.Spec.Args = a; return w }
+
+// Env adds an environment variable.
 func (w *AgentTaskWrapper) Env(name, value string) *AgentTaskWrapper {
 	w.AgentTask.Spec.Env = append(w.AgentTask.Spec.Env, schedv1.EnvVar{Name: name, Value: value})
 	return w
 }
+
+// Timeout sets spec.timeout.
 func (w *AgentTaskWrapper) Timeout(d time.Duration) *AgentTaskWrapper {
 	w.AgentTask.Spec.Timeout = &metav1.Duration{Duration: d}
 	return w
 }
+
+// Retries sets spec.retries.
 func (w *AgentTaskWrapper) Retries(n int32) *AgentTaskWrapper {
 	w.AgentTask.Spec.Retries = ptr.To(n)
 	return w
 }
+
+// TTL sets spec.ttlAfterFinished and spec.cleanup.
 func (w *AgentTaskWrapper) TTL(d time.Duration, cleanup schedv1.CleanupPolicy) *AgentTaskWrapper {
 	w.AgentTask.Spec.TTLAfterFinished = &metav1.Duration{Duration: d}
 	w.AgentTask.Spec.Cleanup = cleanup
 	return w
 }
+
+// Placement sets spec.placement.
 func (w *AgentTaskWrapper) Placement(p schedv1.Placement) *AgentTaskWrapper {
 	w.AgentTask.Spec.Placement = &p
 	return w
@@ -84,6 +99,7 @@ func (w *AgentTaskWrapper) SecurityContext(sc *schedv1.SecurityContext) *AgentTa
 	return w
 }
 
+// Cancel sets spec.cancel.
 func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
 
 // UserDeploymentWrapper builds a UserDeployment.
@@ -115,6 +131,8 @@ func (w *UserDeploymentWrapper) Spec(f func(*schedv1.UserDeploymentSpec)) *UserD
 	f(&w.UserDeployment.Spec)
 	return w
 }
+
+// Config adds a config value.
 func (w *UserDeploymentWrapper) Config(k, v string) *UserDeploymentWrapper {
 	if w.UserDeployment.Spec.Config == nil {
 		w.UserDeployment.Spec.Config = map[string]string{}
@@ -122,22 +140,32 @@ func (w *UserDeploymentWrapper) Config(k, v string) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.Config[k] = v
 	return w
 }
+
+// SecretRef adds a reference to a Secret of the namespace.
 func (w *UserDeploymentWrapper) SecretRef(name, secretName string) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.Secrets = append(w.UserDeployment.Spec.Secrets, schedv1.SecretReference{Name: name, SecretName: secretName})
 	return w
 }
+
+// Ingress exposes the app at host.
 func (w *UserDeploymentWrapper) Ingress(host string) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.Ingress = &schedv1.IngressSpec{Host: host}
 	return w
 }
+
+// Placement sets spec.placement.
 func (w *UserDeploymentWrapper) Placement(p schedv1.Placement) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.Placement = &p
 	return w
 }
+
+// State sets spec.state.
 func (w *UserDeploymentWrapper) State(s schedv1.DesiredState) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.State = s
 	return w
 }
+
+// Isolation sets the network isolation.
 func (w *UserDeploymentWrapper) Isolation(i schedv1.NetworkIsolation) *UserDeploymentWrapper {
 	w.UserDeployment.Spec.NetworkIsolation = i
 	return w
@@ -169,6 +197,8 @@ func (w *UserDeploymentWrapper) EditService(name string, f func(*schedv1.Service
 	}
 	return w
 }
+
+// Replicas sets a service's replicas.
 func (w *UserDeploymentWrapper) Replicas(service string, n int32) *UserDeploymentWrapper {
 	return w.EditService(service, func(s *schedv1.ServiceSpec) { s.Replicas = ptr.To(n) })
 }
@@ -189,7 +219,7 @@ func (w *UserDeploymentWrapper) ServicePodAnnotation(service, k, v string) *User
 
 // Meta edits the object's metadata, for pure tests (UID, generation).
 func (w *UserDeploymentWrapper) Meta(f func(*metav1.ObjectMeta)) *UserDeploymentWrapper {
-	f(&w.UserDeployment.ObjectMeta)
+	f(&w.ObjectMeta)
 	return w
 }
 
@@ -237,6 +267,7 @@ func (w *WorkflowWrapper) FailFast() *WorkflowWrapper {
 	return w
 }
 
+// Timeout sets spec.timeout.
 func (w *WorkflowWrapper) Timeout(d time.Duration) *WorkflowWrapper {
 	w.Workflow.Spec.Timeout = &metav1.Duration{Duration: d}
 	return w
@@ -256,15 +287,20 @@ func MakeSchedExt(name string) *SchedExtWrapper {
 // Obj returns the SchedExt.
 func (w *SchedExtWrapper) Obj() *schedv1.SchedExt { return &w.SchedExt }
 
+// Scheduler sets spec.scheduler.
 func (w *SchedExtWrapper) Scheduler(name string) *SchedExtWrapper {
 	w.SchedExt.Spec.Scheduler.Name = name
 	return w
 }
+
+// Image sets the loader image and the scheduler's name in sched_ext.
 func (w *SchedExtWrapper) Image(image, opsName string) *SchedExtWrapper {
 	w.SchedExt.Spec.Scheduler.Image = image
 	w.SchedExt.Spec.Scheduler.OpsName = opsName
 	return w
 }
+
+// NodeSelector adds a node selector label.
 func (w *SchedExtWrapper) NodeSelector(k, v string) *SchedExtWrapper {
 	if w.SchedExt.Spec.NodeSelector == nil {
 		w.SchedExt.Spec.NodeSelector = map[string]string{}
@@ -272,11 +308,17 @@ func (w *SchedExtWrapper) NodeSelector(k, v string) *SchedExtWrapper {
 	w.SchedExt.Spec.NodeSelector[k] = v
 	return w
 }
+
+// Toleration adds a toleration.
 func (w *SchedExtWrapper) Toleration(t corev1.Toleration) *SchedExtWrapper {
 	w.SchedExt.Spec.Tolerations = append(w.SchedExt.Spec.Tolerations, t)
 	return w
 }
+
+// Args sets spec.args.
 func (w *SchedExtWrapper) Args(a ...string) *SchedExtWrapper { w.SchedExt.Spec.Args = a; return w }
+
+// Env adds an environment variable.
 func (w *SchedExtWrapper) Env(name, value string) *SchedExtWrapper {
 	w.SchedExt.Spec.Env = append(w.SchedExt.Spec.Env, schedv1.EnvVar{Name: name, Value: value})
 	return w
@@ -297,7 +339,7 @@ func (w *SchedExtWrapper) PodAnnotation(k, v string) *SchedExtWrapper {
 
 // Created sets the creation time, for pure tests of arbitration.
 func (w *SchedExtWrapper) Created(t time.Time) *SchedExtWrapper {
-	w.SchedExt.CreationTimestamp = metav1.NewTime(t)
+	w.CreationTimestamp = metav1.NewTime(t)
 	return w
 }
 

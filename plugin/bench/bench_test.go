@@ -50,7 +50,7 @@ func setUp(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer env.Stop()
+	defer func() { _ = env.Stop() }()
 	if work, err = os.MkdirTemp("", "plugin-bench-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := func() int {
-		defer env.Stop()
+		defer func() { _ = env.Stop() }()
 		user, err := env.ControlPlane.AddUser(envtest.User{Name: "plugin-admin", Groups: []string{"system:masters"}}, nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -103,7 +103,7 @@ func TestVersion(t *testing.T) {
 	if err := env.Client.Create(context.Background(), dep); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(context.Background(), dep)
+	defer func() { _ = env.Client.Delete(context.Background(), dep) }()
 	stdout, _, code = run("version", "--kubeconfig", kubeconfig, "-o", "json")
 	if code != 0 || !strings.Contains(stdout, `"operatorVersion": "v9.8.7"`) {
 		t.Errorf("exit %d, want the operator version in JSON:\n%s", code, stdout)
@@ -121,7 +121,7 @@ func TestVersion(t *testing.T) {
 	if err := env.Client.Create(context.Background(), lease); err != nil {
 		t.Fatal(err)
 	}
-	defer env.Client.Delete(context.Background(), lease)
+	defer func() { _ = env.Client.Delete(context.Background(), lease) }()
 	stdout, stderr, code = run("version", "--kubeconfig", kubeconfig)
 	want := `Client Version: devel
 Operator Version: v9.8.7

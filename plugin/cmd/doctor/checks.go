@@ -410,7 +410,8 @@ func policiesStatus(want []wantBinding, policies []admissionregistrationv1.Valid
 			broken++
 		}
 	}
-	c.Details = append(problems, warned...)
+	problems = append(problems, warned...)
+	c.Details = problems
 	switch {
 	case len(gotPolicy) == 0 && len(gotBinding) == 0 && len(want) > 0:
 		// Nothing installed: a line per object would say nothing more.

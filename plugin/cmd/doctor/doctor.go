@@ -27,11 +27,12 @@ import (
 // Status is a check's verdict.
 type Status string
 
+// The verdicts.
 const (
 	OK   Status = "OK"
 	Warn Status = "WARN"
 	Fail Status = "FAIL"
-	// Skip: the user may not read what the check looks at, or it depends
+	// Skip means the user may not read what the check looks at, or it depends
 	// on something missing.
 	Skip Status = "SKIP"
 )

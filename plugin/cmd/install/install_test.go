@@ -59,7 +59,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer bare.Stop()
+	defer func() { _ = bare.Stop() }()
 	scheme := app.Scheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		return 0, err

@@ -102,7 +102,8 @@ func (o *SetOptions) Complete(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return cmdutil.Usage(`Close the quote, or pass each argument with --arg.`, "bad --args: %v", err)
 	}
-	obj.Spec.Args = append(split, o.ArgList...)
+	split = append(split, o.ArgList...)
+	obj.Spec.Args = split
 	o.obj = obj
 	if o.DryRun == "client" {
 		return nil
