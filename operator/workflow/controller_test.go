@@ -587,9 +587,11 @@ func TestRetryReusesEarlierOutputs(t *testing.T) {
 }
 
 // TestTenantCannotMultiplyAStep: a namespace user's 4 KiB output, repeated
-// 215 times in each of 64 args, would render one step to 52 MiB. The
+// 195 times in each of 32 args, would render one step to 25 MiB. The
 // operator counts before it builds: the step fails with reason TooLarge,
-// naming the step, its size and the cap, and no task is created.
+// naming the step, its size and the cap, and no task is created. (At 64
+// such args, 12,480 references, the admission policy's CEL cost budget
+// refuses the workflow before the operator sees it.)
 func TestTenantCannotMultiplyAStep(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
@@ -601,7 +603,7 @@ func TestTenantCannotMultiplyAStep(t *testing.T) {
 	ref := "${steps.a.output.big}"
 	arg := strings.Repeat(ref, 4096/len(ref))
 	big := step("x", 0, "", 0)
-	for range 64 {
+	for range 32 {
 		big.Args = append(big.Args, arg)
 	}
 	wf := MakeWorkflow("multiply", ns).StepTask("a", step("x", 0, "big="+strings.Repeat("x", 4000), 0)).StepTask("b", big).Obj()
