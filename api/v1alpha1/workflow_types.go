@@ -68,9 +68,10 @@ type WorkflowSpec struct {
 	FailFast bool `json:"failFast,omitempty"`
 
 	// RetryOf makes this workflow a new attempt of a finished one in the
-	// same namespace: the steps listed before fromStep are not run again
-	// but take the outputs they had there (they must have Succeeded), and
-	// the run goes on from fromStep. `kubectl sched workflow retry` sets it.
+	// same namespace: every step that Succeeded there is not run again but
+	// takes the outputs it had, except fromStep and the steps that depend
+	// on it (in a sequence, every step after it), which run again, as do
+	// the steps that did not succeed. `kubectl sched workflow retry` sets it.
 	// +optional
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
@@ -90,8 +91,8 @@ type WorkflowRetry struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Workflow string `json:"workflow"`
-	// FromStep is the first step that runs again; the steps before it
-	// reuse the earlier attempt's outputs.
+	// FromStep runs again, with the steps that depend on it; the other
+	// steps that Succeeded reuse the earlier attempt's outputs.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=40
 	FromStep string `json:"fromStep"`

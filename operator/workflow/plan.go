@@ -167,10 +167,12 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	return p
 }
 
-// reuseSteps gives a retry the outputs of the steps before spec.retryOf's
-// fromStep that Succeeded in the earlier attempt; they do not run again.
-// Those that did not succeed run again. It returns why the retry cannot
-// run, or "".
+// reuseSteps gives a retry the outputs of every step that Succeeded in the
+// earlier attempt, except spec.retryOf's fromStep and the steps that depend
+// on it, directly or through others: those do not run again. In a DAG a
+// branch that succeeded keeps its outputs wherever it is listed; in a
+// sequence every step after fromStep depends on it. Steps that did not
+// succeed run again. It returns why the retry cannot run, or "".
 func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.WorkflowStatus) string {
 	r := wf.Spec.RetryOf
 	if r == nil {
@@ -185,9 +187,18 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 	if from < 0 {
 		return fmt.Sprintf("spec.retryOf.fromStep %q is not a step of this workflow", r.FromStep)
 	}
+	// Steps depend only on earlier ones, so one pass in order finds every
+	// step downstream of fromStep.
+	rerun := make([]bool, len(wf.Spec.Steps))
+	rerun[from] = true
+	for i := from + 1; i < len(wf.Spec.Steps); i++ {
+		for _, d := range wf.Spec.Dependencies(i) {
+			rerun[i] = rerun[i] || rerun[d]
+		}
+	}
 	needed := false
-	for i := 0; i < from; i++ {
-		needed = needed || st.Steps[i].Phase == schedv1.StepWaiting
+	for i := range st.Steps {
+		needed = needed || (!rerun[i] && st.Steps[i].Phase == schedv1.StepWaiting)
 	}
 	if !needed {
 		return ""
@@ -199,10 +210,10 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 	for _, s := range prev.Status.Steps {
 		old[s.Name] = s
 	}
-	for i := 0; i < from; i++ {
+	for i := range st.Steps {
 		s := &st.Steps[i]
 		o, ok := old[s.Name]
-		if s.Phase != schedv1.StepWaiting || !ok || o.Phase != schedv1.StepSucceeded {
+		if rerun[i] || s.Phase != schedv1.StepWaiting || !ok || o.Phase != schedv1.StepSucceeded {
 			continue
 		}
 		s.Phase, s.Outputs, s.StartTime, s.CompletionTime = schedv1.StepSucceeded, o.Outputs, o.StartTime, o.CompletionTime

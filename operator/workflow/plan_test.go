@@ -483,6 +483,37 @@ func TestDecideRetry(t *testing.T) {
 		t.Errorf("retry from the first step creates %q, want rel-0-fetch", got)
 	}
 
+	// In a DAG, a branch that succeeded keeps its outputs even when it is
+	// listed after the failed step; only the failed step and what depends
+	// on it run again.
+	dag := func() *WorkflowWrapper {
+		return MakeWorkflow("dag", "default").Step("root", "x").Step("a", "x").DependsOn("root").
+			Step("b", "x").DependsOn("root").Step("c", "x").DependsOn("a")
+	}
+	prevDAG := dag().Obj()
+	prevDAG.Name = "dag-old"
+	prevDAG.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Steps: []schedv1.StepStatus{
+		{Name: "root", Phase: schedv1.StepSucceeded, Outputs: map[string]string{"k": "1"}, StartTime: &t0, CompletionTime: &t0},
+		{Name: "a", Phase: schedv1.StepFailed, Message: "exit 1"},
+		{Name: "b", Phase: schedv1.StepSucceeded, Outputs: map[string]string{"k": "2"}, StartTime: &t0, CompletionTime: &t0},
+		{Name: "c", Phase: schedv1.StepSkipped},
+	}}
+	retryDAG := dag().Obj()
+	retryDAG.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "dag-old", FromStep: "a"}
+	p = decide(retryDAG, nil, prevDAG, now)
+	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/4",
+		Steps: []string{"root=Succeeded", "a=Pending", "b=Succeeded", "c=Waiting"}, Create: "dag-1-a"}, summarize(p)); diff != "" {
+		t.Errorf("DAG retry plan (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"k": "2"}, p.status.Steps[2].Outputs); diff != "" {
+		t.Errorf("the succeeded branch's outputs (-want +got):\n%s", diff)
+	}
+	// Retrying from root runs the whole graph again.
+	retryDAG.Spec.RetryOf.FromStep = "root"
+	if got := summarize(decide(retryDAG, nil, prevDAG, now)).Create; got != "dag-0-root" {
+		t.Errorf("retry from root creates %q, want dag-0-root", got)
+	}
+
 	// The earlier attempt is gone: nothing can be reused.
 	p = decide(retry("build"), nil, nil, now)
 	if p.status.Phase != schedv1.WorkflowFailed || !strings.Contains(p.status.Message, "workflow rel-old, which this one retries, is gone") {

@@ -34,9 +34,12 @@ func newRetryCommand(c kube.ClientOptions) *cobra.Command {
 		Use:   "retry NAME [--from STEP]",
 		Short: "Run a finished workflow again from its failed step, reusing the outputs before it",
 		Long: `Retry creates a new attempt of a finished workflow, named NAME-retry-XXXXX,
-with the same spec and spec.retryOf naming NAME: the steps listed before
-the failed step (or --from STEP) that Succeeded are not run again but keep
-their outputs, and the run goes on from there. The earlier attempt is kept
+with the same spec and spec.retryOf naming NAME: every step that
+Succeeded is not run again but keeps its outputs, except the failed step
+(or --from STEP) and the steps that depend on it, which run again, as do
+the other steps that did not succeed. In a sequence that is every step from
+there on; in a DAG a branch that succeeded keeps its outputs wherever it is
+listed. The earlier attempt is kept
 and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 		Example: `  # Retry the nightly workflow from the step that failed, and watch it
   kubectl sched workflow retry nightly
