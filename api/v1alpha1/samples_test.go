@@ -95,19 +95,7 @@ func TestExplain(t *testing.T) {
 
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
-	user, err := env.ControlPlane.AddUser(envtestAdmin, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.AdminKubeconfig(t, &env.ControlPlane, envtestAdmin.Name)
 }
 
 var envtestAdmin = envtest.User{Name: "explain-admin", Groups: []string{"system:masters"}}

@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +14,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
@@ -64,19 +61,7 @@ func eventually(t *testing.T, what string, cond func(context.Context) error) {
 // kubeconfig writes an admin kubeconfig for the plugin.
 func kubeconfig(t *testing.T) string {
 	t.Helper()
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "optional-admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.AdminKubeconfig(t, &env.ControlPlane, "optional-admin")
 }
 
 // reconciles reads the operator's count of finished userdeployment

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
@@ -40,16 +39,6 @@ func TestMain(m *testing.M) {
 	}
 	code := func() int {
 		defer func() { _ = env.Stop() }()
-		user, err := env.ControlPlane.AddUser(envtest.User{Name: "plugin-admin", Groups: []string{"system:masters"}}, nil)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		data, err := user.KubeConfig()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
 		dir, err := os.MkdirTemp("", "plugin-test")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -57,7 +46,7 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		kubeconfig = filepath.Join(dir, "kubeconfig")
-		if err := os.WriteFile(kubeconfig, data, 0o600); err != nil {
+		if err := testenv.WriteKubeconfig(&env.ControlPlane, kubeconfig, testenv.Admin("plugin-admin")); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -82,16 +82,8 @@ func run(m *testing.M) (int, error) {
 }
 
 func writeKubeconfig(dir, name string, groups ...string) (string, error) {
-	user, err := bare.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		return "", err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", err
-	}
 	path := filepath.Join(dir, name+".kubeconfig")
-	return path, os.WriteFile(path, data, 0o600)
+	return path, testenv.WriteKubeconfig(&bare.ControlPlane, path, envtest.User{Name: name, Groups: groups})
 }
 
 func runAs(kc string, args ...string) plugintest.Result {

@@ -65,20 +65,12 @@ func (e *Env) UserKubeconfig(name string, groups ...string) (string, error) {
 }
 
 func writeKubeconfig(env *testenv.Env, name string, groups []string) (path, dir string, err error) {
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: name, Groups: groups}, nil)
-	if err != nil {
-		return "", "", err
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		return "", "", err
-	}
 	dir, err = os.MkdirTemp("", "plugintest-")
 	if err != nil {
 		return "", "", err
 	}
 	path = filepath.Join(dir, "kubeconfig")
-	return path, dir, os.WriteFile(path, data, 0o600)
+	return path, dir, testenv.WriteKubeconfig(&env.ControlPlane, path, envtest.User{Name: name, Groups: groups})
 }
 
 // BareKubeconfig starts an API server of its own, without the CRDs or
@@ -96,19 +88,7 @@ func BareKubeconfig(t *testing.T, user string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bare.Stop() })
-	u, err := bare.ControlPlane.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := u.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.AdminKubeconfig(t, &bare.ControlPlane, user)
 }
 
 // Stop stops the API server.
