@@ -40,6 +40,13 @@ const (
 	NodeLabelGPU  = "node.kubectl-sched.dev/gpu"
 	NodeLabelZone = "topology.kubernetes.io/zone"
 
+	// NodeLabelCPUScheduler is set by the SchedExt controller, never by
+	// hand: the sched_ext scheduler (for example scx_lavd) the kernel of
+	// the node reports attached. It is removed when the scheduler detaches
+	// or the node leaves the SchedExt's selection. placement.cpuScheduler
+	// requires it.
+	NodeLabelCPUScheduler = "node.kubectl-sched.dev/cpu-scheduler"
+
 	TaintSpot = "node.kubectl-sched.dev/spot"
 	TaintGPU  = "nvidia.com/gpu"
 	// TaintPool reserves a pool's nodes (value: the pool): only workloads
@@ -173,6 +180,16 @@ type Placement struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(t, (!has(t.key) || size(t.key) <= 317) && (!has(t.value) || size(t.value) <= 63) && (!has(t.operator) || size(t.operator) <= 16) && (!has(t.effect) || size(t.effect) <= 16))",message="each toleration's key may have at most 317 characters, its value 63, its operator and effect 16"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// CPUScheduler is the sched_ext scheduler (for example scx_lavd) the
+	// pods need: they run only on nodes where a SchedExt reports it
+	// attached (the node label node.kubectl-sched.dev/cpu-scheduler, which
+	// only the operator sets). With no such node they stay Pending, and a
+	// condition names the scheduler and the SchedExts that could provide it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^scx_[a-z0-9_]+$`
+	CPUScheduler string `json:"cpuScheduler,omitempty"`
 }
 
 // EnvVar is an environment variable with a literal value or a reference.
