@@ -90,6 +90,9 @@ func requireCPUScheduler(spec *corev1.PodSpec, p *schedv1.Placement) {
 	if p == nil || p.CPUScheduler == "" {
 		return
 	}
+	if _, ok := spec.NodeSelector[schedv1.NodeLabelCPUScheduler]; ok {
+		return
+	}
 	req := corev1.NodeSelectorRequirement{Key: schedv1.NodeLabelCPUScheduler, Operator: corev1.NodeSelectorOpIn, Values: []string{p.CPUScheduler}}
 	if spec.Affinity == nil {
 		spec.Affinity = &corev1.Affinity{}

@@ -219,7 +219,13 @@ func affinityReasons(pod *corev1.Pod, node *corev1.Node) []Reason {
 			best = failed
 		}
 	}
-	return append(out, best...)
+	for _, r := range best {
+		// A requirement the nodeSelector states too speaks once.
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // matches evaluates one term against node with the scheduler's own

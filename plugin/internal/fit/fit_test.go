@@ -145,6 +145,16 @@ func TestWhy(t *testing.T) {
 			want: []fit.Reason{{Kind: fit.KindNotReady, Message: "not Ready", Detail: "node.kubernetes.io/unreachable:NoExecute"}}},
 		"cordoned": {pod: placed(nil), node: cordoned,
 			want: []fit.Reason{{Kind: fit.KindUnschedulable, Message: "cordoned", Detail: "spec.unschedulable"}}},
+		"a requirement in nodeSelector and node affinity speaks once": {
+			pod: func() *corev1.Pod {
+				p := placed(&schedv1.Placement{NodePools: []string{"general"}})
+				p.Spec.NodeSelector = map[string]string{schedv1.NodeLabelPool: "general"}
+				return p
+			}(), node: gpu,
+			want: []fit.Reason{
+				{Kind: fit.KindPool, Message: "not in node pool general", Detail: "node.kubectl-sched.dev/pool in (general)"},
+				{Kind: fit.KindGPU, Message: "GPU node, for workloadType GPU only", Detail: "nvidia.com/gpu=present:NoSchedule"},
+			}},
 		"a pod tolerating every taint still needs a Ready node": {
 			pod: &corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}}}, node: dedicated},
 		"several reasons at once": {pod: withRequired(placed(&schedv1.Placement{NodePools: []string{"general"}}), schedv1.NodeLabelCPUScheduler, corev1.NodeSelectorOpIn, "scx_lavd"), node: gpu,
