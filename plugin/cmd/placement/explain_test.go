@@ -198,7 +198,7 @@ func TestExplainFile(t *testing.T) {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", res.Code, tc.wantCode, res.Stdout, res.Stderr)
 			}
 			plugintest.Golden(t, tc.golden, res.Stdout)
-			want := "error: wf/release/train has no node it may use\nThe reasons are above (-o wide lists every node): change the placement, or ask a cluster admin about the nodes or the quota.\n"
+			want := "error: wf/release/train has no node it may use: no node fits\nThe reasons are above (-o wide lists every node): change the placement, or ask a cluster admin about the nodes or the quota.\n"
 			if res.Stderr != want {
 				t.Errorf("stderr:\n%s\nwant:\n%s", res.Stderr, want)
 			}
@@ -450,7 +450,7 @@ func TestExplainQuota(t *testing.T) {
 		t.Errorf("one replica: exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}
 	res = plugintest.RunWithInput(app(2), "placement", "explain", "-f", "-", "-n", ns, "--kubeconfig", env.Kubeconfig)
-	if res.Code != cmdutil.ExitNoNode || res.Stderr != "error: ud/shop/web has no node it may use\nThe reasons are above (-o wide lists every node): change the placement, or ask a cluster admin about the nodes or the quota.\n" {
+	if res.Code != cmdutil.ExitNoNode || res.Stderr != "error: ud/shop/web has no node it may use: a quota refuses its pods\nThe reasons are above (-o wide lists every node): change the placement, or ask a cluster admin about the nodes or the quota.\n" {
 		t.Errorf("two replicas: exit %d\nstderr:\n%s", res.Code, res.Stderr)
 	}
 	plugintest.Golden(t, "quota", res.Stdout)

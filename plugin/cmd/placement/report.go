@@ -216,7 +216,13 @@ func (r Report) Err() error {
 	}
 	hint := "The reasons are above (-o wide lists every node): change the placement, or ask a cluster admin about the nodes or the quota."
 	if len(none) == 1 {
-		return cmdutil.Errorf(cmdutil.ExitNoNode, hint, "%s has no node it may use", none[0])
+		why := "no node fits"
+		for _, p := range r.Pods {
+			if p.Name == none[0] && len(p.Quota) > 0 {
+				why = "a quota refuses its pods"
+			}
+		}
+		return cmdutil.Errorf(cmdutil.ExitNoNode, hint, "%s has no node it may use: %s", none[0], why)
 	}
 	return cmdutil.Errorf(cmdutil.ExitNoNode, hint, "%d of %d pods have no node they may use: %s", len(none), len(r.Pods), strings.Join(none, ", "))
 }
