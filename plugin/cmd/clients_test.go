@@ -29,6 +29,7 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"get":               {"get", "at"},
 		"install":           {"install", "--pin-image=false"},
 		"logs":              {"logs", "shop"},
+		"placement explain": {"placement", "explain", "ud", "shop"},
 		"restart":           {"restart", "shop"},
 		"schedext set":      {"schedext", "set", "lavd", "--sched", "scx_lavd"},
 		"schedext status":   {"schedext", "status"},
@@ -55,6 +56,7 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"__complete stop":   {"__complete", "stop", ""},
 		"__complete logs":   {"__complete", "task", "logs", ""},
 		"__complete delete": {"__complete", "delete", "wf", ""},
+		"__complete steps":  {"__complete", "placement", "explain", "wf", "nightly", ""},
 	}
 	// The table names every runnable command but the groups, which print
 	// their help.
@@ -63,7 +65,7 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 	walk(root, func(c *cobra.Command) {
 		path, sub := strings.CutPrefix(c.CommandPath(), root.DisplayName()+" ")
 		if sub && c.Runnable() && path != "help" && !strings.HasPrefix(path, "completion") && runs[path] == nil &&
-			!slices.Contains([]string{"schedext", "template", "task", "tenant", "workflow"}, path) {
+			!slices.Contains([]string{"placement", "schedext", "template", "task", "tenant", "workflow"}, path) {
 			missing = append(missing, path)
 		}
 	})

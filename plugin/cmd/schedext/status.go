@@ -56,6 +56,15 @@ type Report struct {
 	Unsupported int          `json:"unsupported"`
 	Ready       string       `json:"ready,omitempty"`
 	Nodes       []NodeStatus `json:"nodes"`
+	// Workloads ask for the scheduler (placement.cpuScheduler). A
+	// scheduler that workloads ask for and no SchedExt runs has a report
+	// of its own, without schedExt.
+	Workloads []Workload `json:"workloads,omitempty"`
+	// NodesWithScheduler counts the nodes labelled with the scheduler
+	// attached (node.kubectl-sched.dev/cpu-scheduler), the nodes those
+	// workloads may use: set when workloads ask for it and nodes may be
+	// listed.
+	NodesWithScheduler *int `json:"nodesWithScheduler,omitempty"`
 }
 
 // StatusOptions for `kubectl sched schedext status`.
@@ -65,8 +74,11 @@ type StatusOptions struct {
 	SchedulerNamespace string
 	Output             string
 	NoHeaders          bool
+	AllNamespaces      bool
 
 	name string
+	// namespaceFlag is -n given: workloads of that namespace only.
+	namespaceFlag bool
 }
 
 func newStatusCommand(c kube.ClientOptions) *cobra.Command {
@@ -77,10 +89,19 @@ func newStatusCommand(c kube.ClientOptions) *cobra.Command {
 		Long: `For each node a SchedExt selects: attached (the kernel reports the scheduler
 attached), pending (its pod is starting or not attached yet), conflict (an older
 SchedExt has the node) or unsupported (the kernel has no sched_ext), with the
-scheduler pod. A summary line per SchedExt follows.`,
+scheduler pod. A summary line per SchedExt follows.
+
+Then the workloads that ask for each scheduler (placement.cpuScheduler of
+UserDeployments, AgentTasks and Workflow steps), with how many nodes have it
+attached (the node label node.kubectl-sched.dev/cpu-scheduler): their pods run
+only there. Workloads of every namespace are listed, or of one with -n; where
+you may not list a kind in every namespace, the current namespace's are, and a
+warning says so. A scheduler workloads ask for that no SchedExt runs gets a
+summary line of its own.`,
 		Example: `  kubectl sched schedext status
   kubectl sched schedext status lavd -o wide
-  kubectl sched schedext status lavd -o json`,
+  kubectl sched schedext status lavd -o json
+  kubectl sched schedext status -n team-a`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: o.CompleteNames(kind, 1),
 		RunE:              cmdutil.RunE(o),
@@ -89,6 +110,7 @@ scheduler pod. A summary line per SchedExt follows.`,
 	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace of the scheduler DaemonSets (the operator's --scheduler-namespace).")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide (adds REASON), json or yaml.")
 	f.BoolVar(&o.NoHeaders, "no-headers", false, "Print the table without its header.")
+	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "List the workloads of every namespace (the default unless -n is given).")
 	return cmd
 }
 
@@ -96,6 +118,9 @@ scheduler pod. A summary line per SchedExt follows.`,
 func (o *StatusOptions) Complete(cmd *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		o.name = args[0]
+	}
+	if f := cmd.Flag("namespace"); f != nil && f.Changed {
+		o.namespaceFlag = true
 	}
 	return o.ClientOptions.Complete(cmd, args)
 }
@@ -125,7 +150,17 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		items = list.Items
 	}
-	if len(items) == 0 {
+	byScheduler, err := o.workloads(ctx)
+	if err != nil {
+		return err
+	}
+	var nodes map[string]int
+	if len(byScheduler) > 0 {
+		if nodes, err = o.nodesWithScheduler(ctx); err != nil {
+			return err
+		}
+	}
+	if len(items) == 0 && (o.name != "" || len(byScheduler) == 0) {
 		if o.Output == "json" || o.Output == "yaml" {
 			return o.printStructured([]Report{})
 		}
@@ -148,6 +183,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		}
 		reports = append(reports, BuildReport(&items[i], pods))
 	}
+	reports = addWorkloads(reports, items, byScheduler, nodes, o.name == "")
 	if o.Output == "json" || o.Output == "yaml" {
 		return o.printStructured(reports)
 	}
@@ -329,11 +365,19 @@ func (o *StatusOptions) printTable(reports []Report) error {
 	for _, r := range reports {
 		fmt.Fprintln(o.Out, printing.Line(summary(r)))
 	}
-	return nil
+	return o.printWorkloads(reports)
 }
 
-// summary is one line per SchedExt: how many nodes have it attached.
+// summary is one line per SchedExt: how many nodes have it attached, and
+// how many workloads ask for its scheduler.
 func summary(r Report) string {
+	if r.SchedExt == "" {
+		s := r.Scheduler + ": no SchedExt runs it"
+		if n := r.NodesWithScheduler; n != nil && *n > 0 {
+			s += fmt.Sprintf(", yet %d node(s) have it attached", *n)
+		}
+		return s + "; " + asks(len(r.Workloads))
+	}
 	total := r.Attached + r.Pending + r.Unsupported
 	s := fmt.Sprintf("%s (%s): attached on %d of %d nodes", r.SchedExt, r.Scheduler, r.Attached, total)
 	if total == 0 {
@@ -353,6 +397,9 @@ func summary(r Report) string {
 	}
 	if r.Ready != "" {
 		s += " (" + printing.OneLine(r.Ready) + ")"
+	}
+	if len(r.Workloads) > 0 {
+		s += "; " + asks(len(r.Workloads))
 	}
 	return s
 }

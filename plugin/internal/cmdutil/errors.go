@@ -49,6 +49,9 @@ const (
 	ExitTimedOut = 11
 	// ExitWatchTimeout: the command's own --timeout passed first.
 	ExitWatchTimeout = 12
+	// ExitNoNode: placement explain found a pod with no node it may use
+	// (no node fits, or a quota refuses it).
+	ExitNoNode = 13
 )
 
 // Error is an error with an exit code and a hint saying what to do.
