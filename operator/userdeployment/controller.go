@@ -152,7 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
-	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods))
+	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments))
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
 	}

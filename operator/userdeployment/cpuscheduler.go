@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -74,7 +75,7 @@ func (r *Reconciler) cpuSchedulerCause(ctx context.Context, ud *schedv1.UserDepl
 // nowhere to go it keeps running where it is. The eviction API honours
 // PodDisruptionBudgets; one refused is tried again with the workqueue's
 // backoff.
-func (r *Reconciler) moveOffDetached(ctx context.Context, ud *schedv1.UserDeployment, pods map[string][]corev1.Pod) error {
+func (r *Reconciler) moveOffDetached(ctx context.Context, ud *schedv1.UserDeployment, pods map[string][]corev1.Pod, workloads map[string]*appsv1.Deployment) error {
 	p := ud.Spec.Placement
 	if p == nil || p.CPUScheduler == "" || ud.Spec.State == schedv1.StateStopped {
 		return nil
@@ -99,7 +100,11 @@ func (r *Reconciler) moveOffDetached(ctx context.Context, ud *schedv1.UserDeploy
 	}
 	sort.Strings(services)
 	for _, svc := range services {
-		pod := podToMove(pods[svc], p.CPUScheduler, nodeRuns)
+		dep := workloads[svc]
+		if dep == nil || dep.Spec.Replicas == nil {
+			continue
+		}
+		pod := podToMove(pods[svc], *dep.Spec.Replicas, p.CPUScheduler, nodeRuns)
 		if pod == nil {
 			continue
 		}
@@ -141,12 +146,17 @@ func (r *Reconciler) evict(ctx context.Context, ud *schedv1.UserDeployment, pod 
 // podToMove is the pod of one service to evict from a node where the CPU
 // scheduler it requires (scheduler, in its required node affinity) no
 // longer runs (nodeRuns), or nil. One at a time, as a rolling update
-// would: nothing is moved while a pod of the service is being deleted or
-// is not Ready, so the next pod goes once the last one's replacement is
-// up. A pod whose affinity does not require the scheduler (one of an
-// older template, which the rollout replaces anyway) and a node the cache
-// does not know are left alone.
-func podToMove(pods []corev1.Pod, scheduler string, nodeRuns func(node string) (has, known bool)) *corev1.Pod {
+// would: nothing is moved unless the service runs its replicas (want), all
+// Ready and none being deleted, so the next pod goes once the last one's
+// replacement is up. The first by name is chosen, so a view from before
+// the last eviction picks that pod again rather than a second one. A pod
+// whose affinity does not require the scheduler (one of an older
+// template, which the rollout replaces anyway) and a node the cache does
+// not know are left alone.
+func podToMove(pods []corev1.Pod, want int32, scheduler string, nodeRuns func(node string) (has, known bool)) *corev1.Pod {
+	if int32(len(pods)) < want {
+		return nil
+	}
 	var candidates []*corev1.Pod
 	for i := range pods {
 		pod := &pods[i]

@@ -41,25 +41,32 @@ func TestPodToMove(t *testing.T) {
 	deleting := appPod("b", "n1", true, true)
 	deleting.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	cases := map[string]struct {
-		pods []corev1.Pod
-		want string
+		pods     []corev1.Pod
+		replicas int32 // 0: as many as pods
+		want     string
 	}{
-		"all where it runs":          {[]corev1.Pod{appPod("a", "n1", true, true), appPod("b", "n2", true, true)}, ""},
-		"one on a node that lost it": {[]corev1.Pod{appPod("a", "n1", true, true), appPod("b", "n3", true, true)}, "b"},
-		"the first by name of two":   {[]corev1.Pod{appPod("z", "n3", true, true), appPod("c", "n3", true, true)}, "c"},
+		// The last eviction's pod is gone and its replacement not seen yet.
+		"fewer pods than replicas":   {pods: []corev1.Pod{appPod("a", "n3", true, true)}, replicas: 2},
+		"all where it runs":          {pods: []corev1.Pod{appPod("a", "n1", true, true), appPod("b", "n2", true, true)}, want: ""},
+		"one on a node that lost it": {pods: []corev1.Pod{appPod("a", "n1", true, true), appPod("b", "n3", true, true)}, want: "b"},
+		"the first by name of two":   {pods: []corev1.Pod{appPod("z", "n3", true, true), appPod("c", "n3", true, true)}, want: "c"},
 		// One at a time: the last one's replacement is not up yet.
-		"another pod not ready":  {[]corev1.Pod{appPod("a", "n3", true, true), appPod("b", "", true, false)}, ""},
-		"another pod going":      {[]corev1.Pod{appPod("a", "n3", true, true), deleting}, ""},
-		"the pod itself unready": {[]corev1.Pod{appPod("a", "n3", true, false)}, ""},
+		"another pod not ready":  {pods: []corev1.Pod{appPod("a", "n3", true, true), appPod("b", "", true, false)}, want: ""},
+		"another pod going":      {pods: []corev1.Pod{appPod("a", "n3", true, true), deleting}, want: ""},
+		"the pod itself unready": {pods: []corev1.Pod{appPod("a", "n3", true, false)}, want: ""},
 		// An older template's pod does not ask for it: the rollout replaces it.
-		"a pod that does not require it": {[]corev1.Pod{appPod("a", "n3", false, true)}, ""},
-		"a node the cache does not know": {[]corev1.Pod{appPod("a", "gone", true, true)}, ""},
-		"no pods":                        {nil, ""},
+		"a pod that does not require it": {pods: []corev1.Pod{appPod("a", "n3", false, true)}, want: ""},
+		"a node the cache does not know": {pods: []corev1.Pod{appPod("a", "gone", true, true)}, want: ""},
+		"no pods":                        {pods: nil, want: ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := ""
-			if p := podToMove(tc.pods, "scx_lavd", nodeRuns); p != nil {
+			replicas := tc.replicas
+			if replicas == 0 {
+				replicas = int32(len(tc.pods))
+			}
+			if p := podToMove(tc.pods, replicas, "scx_lavd", nodeRuns); p != nil {
 				got = p.Name
 			}
 			if got != tc.want {
