@@ -196,9 +196,10 @@ type Placement struct {
 	// scx_ followed by its opsName). With no such node they stay Pending,
 	// with reason CPUSchedulerUnavailable naming the scheduler and the
 	// SchedExts that load it. When the scheduler detaches from a node, an
-	// app's pods there are evicted one at a time, each once the service's
-	// other pods are Ready and a node that runs it exists, and come back
-	// where it runs; a task's running pod finishes where it is.
+	// app's pods there are evicted one at a time, each while the service
+	// runs all its replicas Ready and a node it may run on has the
+	// scheduler, and come back where it runs; a task's running pod
+	// finishes where it is. At most 63 characters, scx_[a-z0-9_]+.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^scx_[a-z0-9_]+$`
