@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 )
@@ -44,7 +46,9 @@ const podNodeIndex = "schedext.pods.byNode"
 // It writes only that label, with a merge patch naming the node's UID, and
 // only when the label is wrong (the admission policy
 // kubectl-sched-operator-node-patch refuses any other node change by the
-// operator).
+// operator). It records no event: the SchedExt's Attached and NotAttached
+// events already say it, and one per node would be noise; the log names
+// each change.
 type NodeLabeler struct {
 	client.Client
 	// Namespace is the scheduler namespace, where the loader pods run.
@@ -73,7 +77,7 @@ func (r *NodeLabeler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Res
 		if err := r.List(ctx, &pods, client.InNamespace(r.Namespace), client.MatchingFields{podNodeIndex: owner + "/" + node.Name}); err != nil {
 			return ctrl.Result{}, err
 		}
-		want = AttachedScheduler(pods.Items)
+		want = AttachedScheduler(pods.Items, names.DaemonSet(owner))
 	}
 	have, labelled := node.Labels[schedv1.NodeLabelCPUScheduler]
 	if (want == "" && !labelled) || (want != "" && have == want) {
@@ -111,15 +115,16 @@ func labelPatch(uid types.UID, value string) []byte {
 }
 
 // AttachedScheduler is the scheduler the kernel reports attached, from
-// the owner's loader pods on one node: the LabelCPUScheduler of its Ready
-// pods, not being deleted, when they agree; "" when none is Ready, when a
-// Ready pod's check accepts any scheduler (no label), or when they
-// disagree.
-func AttachedScheduler(pods []corev1.Pod) string {
+// the owner's loader pods on one node (those its DaemonSet, daemonSet,
+// controls): the LabelCPUScheduler of its Ready pods, not being deleted,
+// when they agree; "" when none is Ready, when a Ready pod's check accepts
+// any scheduler (no label), or when they disagree.
+func AttachedScheduler(pods []corev1.Pod, daemonSet string) string {
 	found := ""
 	for i := range pods {
 		p := &pods[i]
-		if !p.DeletionTimestamp.IsZero() || !podReady(p) {
+		ref := metav1.GetControllerOf(p)
+		if ref == nil || ref.Kind != "DaemonSet" || ref.Name != daemonSet || !p.DeletionTimestamp.IsZero() || !podReady(p) {
 			continue
 		}
 		v := p.Labels[schedv1.LabelCPUScheduler]
