@@ -237,7 +237,6 @@ func TestSchedExtReportsTheKernel(t *testing.T) {
 	}
 }
 
-
 // preflightPassed: the SchedExt's pod on the real node ran its preflight
 // init container to exit code 0.
 func preflightPassed(t *testing.T, e *env, name string) bool {
