@@ -19,6 +19,12 @@ const (
 	LabelWorkflow       = GroupName + "/workflow"
 	LabelWorkflowStep   = GroupName + "/step"
 	LabelSchedExt       = GroupName + "/schedext"
+	// LabelCPUScheduler is on a SchedExt's loader pods: the scheduler
+	// name (SchedulerSource.CPUScheduler) whose ops the pod's attach check
+	// looks for. While the pod is Ready its node carries
+	// NodeLabelCPUScheduler with this value; a pod without it (an image
+	// with no opsName) labels no node.
+	LabelCPUScheduler = GroupName + "/cpu-scheduler"
 )
 
 // FinalizerOutputs is on every AgentTask pod until the operator has recorded
@@ -42,9 +48,11 @@ const (
 
 	// NodeLabelCPUScheduler is set by the SchedExt controller, never by
 	// hand: the sched_ext scheduler (for example scx_lavd) the kernel of
-	// the node reports attached. It is removed when the scheduler detaches
-	// or the node leaves the SchedExt's selection. placement.cpuScheduler
-	// requires it.
+	// the node reports attached, as SchedulerSource.CPUScheduler names it.
+	// It is removed when the scheduler detaches, the node leaves the
+	// SchedExt's selection or goes to an older SchedExt, or the SchedExt
+	// is deleted; a value nobody's loader attached is removed too.
+	// placement.cpuScheduler requires it.
 	NodeLabelCPUScheduler = "node.kubectl-sched.dev/cpu-scheduler"
 
 	TaintSpot = "node.kubectl-sched.dev/spot"
@@ -184,8 +192,14 @@ type Placement struct {
 	// CPUScheduler is the sched_ext scheduler (for example scx_lavd) the
 	// pods need: they run only on nodes where a SchedExt reports it
 	// attached (the node label node.kubectl-sched.dev/cpu-scheduler, which
-	// only the operator sets). With no such node they stay Pending, and a
-	// condition names the scheduler and the SchedExts that could provide it.
+	// only the operator sets; a SchedExt's scheduler.name is the value, or
+	// scx_ followed by its opsName). With no such node they stay Pending,
+	// with reason CPUSchedulerUnavailable naming the scheduler and the
+	// SchedExts that load it. When the scheduler detaches from a node, an
+	// app's pods there are evicted one at a time, each while the service
+	// runs all its replicas Ready and a node it may run on has the
+	// scheduler, and come back where it runs; a task's running pod
+	// finishes where it is. At most 63 characters, scx_[a-z0-9_]+.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^scx_[a-z0-9_]+$`

@@ -64,6 +64,18 @@ const (
 	// or step fails until that object is deleted or renamed.
 	ReasonNameTaken = "NameTaken"
 
+	// ReasonCPUSchedulerUnavailable: a task's or app's pod cannot be
+	// scheduled because no node it may run on has the sched_ext
+	// scheduler placement.cpuScheduler asks for attached; the message
+	// names the scheduler and the SchedExts that load it, or says that
+	// none does. Like Unschedulable it may clear by itself (a loader
+	// attaching), so an app waits it out until its progress deadline.
+	ReasonCPUSchedulerUnavailable = "CPUSchedulerUnavailable"
+	// ReasonCPUSchedulerDetached: the event of an app pod evicted from a
+	// node where its placement.cpuScheduler no longer runs, so that it is
+	// rescheduled where it does.
+	ReasonCPUSchedulerDetached = "CPUSchedulerDetached"
+
 	// AgentTask and Workflow.
 	ReasonPending          = "Pending"
 	ReasonRunning          = "Running"

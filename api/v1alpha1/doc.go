@@ -20,7 +20,7 @@
 //  2. The ValidatingAdmissionPolicies in config/policy (installed with the
 //     CRDs by `kubectl sched install`): rules that need more than the
 //     object. The requesting user (reserved_labels, operator_confinement,
-//     operator_pod_patch, pod_owners), the namespace's labels and
+//     operator_pod_patch, operator_node_patch, pod_owners), the namespace's labels and
 //     annotations (restricted_pods' opt-out, ingress_hosts' allowed
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in

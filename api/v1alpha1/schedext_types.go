@@ -1,6 +1,8 @@
 package v1alpha1
 
 import (
+	"regexp"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -14,7 +16,9 @@ import (
 type SchedulerSource struct {
 	// Name of a well-known scheduler (scx_rusty, scx_lavd, scx_bpfland,
 	// scx_rustland, scx_layered, scx_p2dq, scx_flash, scx_cosmos), resolved
-	// to an image by the operator's configuration.
+	// to an image by the operator's configuration. It is the value of the
+	// node label node.kubectl-sched.dev/cpu-scheduler on the nodes where
+	// the kernel reports it attached, which placement.cpuScheduler asks for.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^scx_[a-z0-9_]+$`
@@ -31,11 +35,35 @@ type SchedulerSource struct {
 	// OpsName is the prefix /sys/kernel/sched_ext/root/ops shows when the
 	// image's scheduler is attached (for scx_rusty it is "rusty"). With an
 	// image and no opsName, any attached scheduler counts as attached.
+	// Workloads ask for an image's scheduler as scx_ followed by opsName
+	// (placement.cpuScheduler: scx_rusty for opsName rusty), the value of
+	// the node label node.kubectl-sched.dev/cpu-scheduler where it is
+	// attached; an opsName with capitals, '.' or '-', or none at all,
+	// labels no node, since which scheduler attached cannot be told.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]+$`
 	OpsName string `json:"opsName,omitempty"`
 }
+
+// CPUScheduler is the name workloads ask for this scheduler by
+// (placement.cpuScheduler) and the value of NodeLabelCPUScheduler where it
+// is attached: the well-known name, else scx_ and the opsName; "" when
+// neither says which scheduler attaches (an image without opsName, or an
+// opsName that does not fit a label value of the form scx_[a-z0-9_]+).
+func (s SchedulerSource) CPUScheduler() string {
+	name := s.Name
+	if name == "" && s.OpsName != "" {
+		name = "scx_" + s.OpsName
+	}
+	if len(name) > 63 || !cpuSchedulerName.MatchString(name) {
+		return ""
+	}
+	return name
+}
+
+// cpuSchedulerName is placement.cpuScheduler's pattern.
+var cpuSchedulerName = regexp.MustCompile(`^scx_[a-z0-9_]+$`)
 
 // SchedExtSpec selects nodes and the scheduler to load on them.
 type SchedExtSpec struct {
@@ -60,9 +88,12 @@ type SchedExtSpec struct {
 	// taken by an older SchedExt stays with it (one scheduler per node): the
 	// oldest by creationTimestamp, then by name, keeps it.
 	// At most 16 labels, keys of at most 317 characters, values of at most 63.
+	// Not node.kubectl-sched.dev/cpu-scheduler, which the operator sets
+	// from what SchedExts attach.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=16
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && size(self[k]) <= 63)",message="node selector keys may have at most 317 characters and values 63"
+	// +kubebuilder:validation:XValidation:rule="!('node.kubectl-sched.dev/cpu-scheduler' in self)",message="node.kubectl-sched.dev/cpu-scheduler is set by the operator from what SchedExts attach, so a SchedExt cannot select by it; select by the node pool or another label"
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
 	// Tolerations let the scheduler run on tainted nodes. A node with a

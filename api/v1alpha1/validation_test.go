@@ -186,6 +186,18 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validTask().Placement(schedv1.Placement{WorkloadType: "Quantum"}).Obj(),
 			wantField: "spec.placement.workloadType", wantMsg: "Unsupported value",
 		},
+		"at: cpuScheduler not an scx scheduler": {
+			obj:       validTask().Placement(schedv1.Placement{CPUScheduler: "lavd"}).Obj(),
+			wantField: "spec.placement.cpuScheduler", wantMsg: "should match",
+		},
+		"ud: cpuScheduler not an scx scheduler": {
+			obj:       validApp().Placement(schedv1.Placement{CPUScheduler: "scx_LAVD"}).Obj(),
+			wantField: "spec.placement.cpuScheduler", wantMsg: "should match",
+		},
+		"scx: selects by the CPU scheduler label": {
+			obj:       MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelCPUScheduler, "scx_rusty").Obj(),
+			wantField: "spec.nodeSelector", wantMsg: "set by the operator from what SchedExts attach",
+		},
 		"at: bad env name": {
 			obj:       validTask().Env("1 bad", "x").Obj(),
 			wantField: "spec.env[0].name", wantMsg: "should match",
@@ -328,6 +340,10 @@ func TestValidObjectsAccepted(t *testing.T) {
 		"scx: well-known":                 MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
 		"scx: own image":                  MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
 		"scx: well-known from own image":  MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
+		"at: a CPU scheduler":             validTask().Placement(schedv1.Placement{CPUScheduler: "scx_lavd", NodePools: []string{"general"}}).Obj(),
+		"wf: a step's CPU scheduler": MakeWorkflow("wf", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
+			Placement: &schedv1.Placement{CPUScheduler: "scx_bpfland"}}).Obj(),
+		"ud: a CPU scheduler": validApp().Placement(schedv1.Placement{CPUScheduler: "scx_" + strings.Repeat("a", 59)}).Obj(),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

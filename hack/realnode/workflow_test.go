@@ -1,6 +1,7 @@
 package realnode
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strings"
@@ -159,14 +160,16 @@ func condition(conds []metav1.Condition, typ string) metav1.Condition {
 // machines here have no sched_ext, so the preflight finds
 // /sys/kernel/sched_ext absent and the node is unsupported, not attached.
 // On a kernel with sched_ext and BTF the preflight passes instead; busybox
-// is no scheduler, so the node is then neither unsupported nor attached.
+// holds no scx_lavd, so the node is then neither unsupported nor attached.
+// Either way the node gets no CPU scheduler label, and a task that asks
+// for scx_lavd stays Pending, saying which scheduler and which SchedExt.
 func TestSchedExtReportsTheKernel(t *testing.T) {
 	e := need(t)
 	e.operator(t)
 	scx := &schedv1.SchedExt{
 		ObjectMeta: metav1.ObjectMeta{Name: "real-node-scx"},
 		Spec: schedv1.SchedExtSpec{
-			Scheduler:    schedv1.SchedulerSource{Image: "busybox:1.36", OpsName: "none"},
+			Scheduler:    schedv1.SchedulerSource{Name: "scx_lavd", Image: "busybox:1.36"},
 			NodeSelector: map[string]string{schedv1.NodeLabelPool: cluster.RealNodePool},
 			Tolerations:  []corev1.Toleration{{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: cluster.RealNodePool, Effect: corev1.TaintEffectNoSchedule}},
 		},
@@ -204,6 +207,33 @@ func TestSchedExtReportsTheKernel(t *testing.T) {
 	}
 	if scx.Status.DesiredNodes != 1 || scx.Status.AvailableNodes != 0 {
 		t.Errorf("desired %d, available %d; want 1 and 0 (nothing attached)", scx.Status.DesiredNodes, scx.Status.AvailableNodes)
+	}
+
+	// A task that asks for scx_lavd on the real node waits, and says why.
+	task := shTask("wants-lavd", "echo never")
+	task.Spec.Placement.CPUScheduler = "scx_lavd"
+	e.create(t, task)
+	// Here the SchedExt's Ready reason is UnsupportedKernel; on a kernel
+	// with sched_ext, whatever keeps busybox from attaching.
+	want := regexp.MustCompile(`^no node runs the CPU scheduler scx_lavd \(placement\.cpuScheduler\) yet: SchedExt real-node-scx \((\w+)\) loads it, and the pod runs once a node's kernel reports it attached$`)
+	task = eventually(t, e, task, time.Minute, func(at *schedv1.AgentTask) bool {
+		m := want.FindStringSubmatch(at.Status.Message)
+		return at.Status.Reason == schedv1.ReasonCPUSchedulerUnavailable && m != nil &&
+			(m[1] == schedv1.ReasonUnsupportedKernel || (noSchedExt == nil && noBTF == nil && m[1] != schedv1.ReasonAttached))
+	})
+	if task.Status.Phase != schedv1.TaskPending {
+		t.Errorf("task %s with %s: %s, want Pending", task.Status.Phase, task.Status.Reason, task.Status.Message)
+	}
+	node, err := e.kube.CoreV1().Nodes().Get(context.Background(), cluster.RealNodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := node.Labels[schedv1.NodeLabelCPUScheduler]; ok {
+		t.Errorf("the real node is labelled %s=%s, but its kernel runs no sched_ext scheduler", schedv1.NodeLabelCPUScheduler, v)
+	}
+	out, errOut, code := e.kubectlRun(t, time.Minute, "get", "agenttask", task.Name, "-n", ns, "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].reason}")
+	if code != 0 || out != schedv1.ReasonCPUSchedulerUnavailable {
+		t.Errorf("kubectl get: exit %d, Ready reason %q (%s), want %s", code, out, errOut, schedv1.ReasonCPUSchedulerUnavailable)
 	}
 }
 

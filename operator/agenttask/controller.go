@@ -37,6 +37,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -47,6 +48,23 @@ const podTaskIndex = "agenttask.pods.byTask"
 // eventJobIndex indexes the cached FailedCreate events by the UID of the
 // Job they are about.
 const eventJobIndex = "agenttask.events.byJob"
+
+// cpuSchedulerIndex indexes the unfinished tasks whose pod waits for a node
+// (Unschedulable or CPUSchedulerUnavailable) by their placement.cpuScheduler:
+// a SchedExt or node label change concerns only them.
+const cpuSchedulerIndex = "agenttask.byCPUSchedulerWait"
+
+// waitsForCPUScheduler is a task's cpuSchedulerIndex value.
+func waitsForCPUScheduler(o client.Object) []string {
+	task, ok := o.(*schedv1.AgentTask)
+	if !ok || task.Spec.Placement == nil || task.Spec.Placement.CPUScheduler == "" || task.Status.Phase.Finished() {
+		return nil
+	}
+	if r := task.Status.Reason; r == schedv1.ReasonUnschedulable || r == schedv1.ReasonCPUSchedulerUnavailable {
+		return []string{task.Spec.Placement.CPUScheduler}
+	}
+	return nil
+}
 
 // Reconciler reconciles AgentTasks.
 type Reconciler struct {
@@ -68,6 +86,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// placement.cpuScheduler: which nodes run it, and which SchedExts load it.
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts,verbs=get;list;watch
 
 // Reconcile moves one AgentTask along: create its Job, follow the Job and
 // pod, record outputs, release the pod, apply the TTL.
@@ -185,6 +206,9 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		}
 		o.pods = controlledPods(live.Items, o.job)
 	}
+	if err := r.observeCPUScheduler(ctx, task, &o); err != nil {
+		return o, err
+	}
 	if o.job != nil && len(o.pods) == 0 {
 		// This Job's events only: a lookup, however many the namespace has.
 		var evs corev1.EventList
@@ -202,6 +226,25 @@ func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (obse
 		}
 	}
 	return o, nil
+}
+
+// observeCPUScheduler explains, for an unfinished task that asks for a CPU
+// scheduler, a latest pod the scheduler cannot place: whether it is
+// because no node it may run on has that scheduler attached. Only the
+// caches are read (the nodes by scheduler, the SchedExts), and only for
+// such a pod.
+func (r *Reconciler) observeCPUScheduler(ctx context.Context, task *schedv1.AgentTask, o *observed) error {
+	p := task.Spec.Placement
+	if p == nil || p.CPUScheduler == "" || task.Status.Phase.Finished() {
+		return nil
+	}
+	latest := latestPod(sortedPods(o.pods))
+	if latest == nil || !podstatus.Unschedulable(latest) {
+		return nil
+	}
+	_, msg, err := placement.CPUSchedulerCause(ctx, r.Client, p.CPUScheduler, latest.Spec.Affinity)
+	o.noCPUScheduler = msg
+	return err
 }
 
 // privilegeRefused says why an unfinished task may not run as its spec asks:
@@ -465,8 +508,10 @@ func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job 
 	return ctrl.Result{RequeueAfter: max(next, 0)}, nil
 }
 
-// SetupWithManager watches AgentTasks, their Jobs, their pods and the Job
-// controller's FailedCreate events. It never polls.
+// SetupWithManager watches AgentTasks, their Jobs, their pods, the Job
+// controller's FailedCreate events, and for tasks waiting for a CPU
+// scheduler the SchedExts and the nodes' CPU scheduler label. It never
+// polls.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -487,6 +532,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Event{}, eventJobIndex, eventJob); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, cpuSchedulerIndex, waitsForCPUScheduler); err != nil {
+		return err
+	}
+	tasksOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }, cpuSchedulerIndex)
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
 	})
@@ -531,6 +580,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 				task := o.(*schedv1.AgentTask)
 				return !task.Status.Phase.Finished() && len(privilegeAsked(task)) > 0
 			}), builder.WithPredicates(podsecurity.OptOutChanged)).
+		// A task waiting for a CPU scheduler: a SchedExt that loads it
+		// changing, or a node gaining or losing it, changes what its
+		// status says (the scheduler places the pod by itself).
+		Watches(&schedv1.SchedExt{}, tasksOfCPUScheduler, builder.WithPredicates(placement.SchedExtOfferChanged)).
+		Watches(&corev1.Node{}, tasksOfCPUScheduler, builder.WithPredicates(placement.CPUSchedulerLabelChanged)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("agenttask").
 		Complete(r)

@@ -33,6 +33,10 @@ type observed struct {
 	// notAllowed says why the task may not run as its spec asks: it asks
 	// for privilege its namespace does not allow (any more).
 	notAllowed string
+	// noCPUScheduler explains an unschedulable pod whose
+	// placement.cpuScheduler no node it may run on has attached
+	// (placement.CPUSchedulerCause); "" otherwise.
+	noCPUScheduler string
 }
 
 // computeStatus derives the task's status from what was observed. It is pure:
@@ -122,7 +126,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
 	default:
-		reason, msg := whyPending(latest, o.createFailure)
+		reason, msg := whyPending(latest, o.createFailure, o.noCPUScheduler)
 		setPending(&st, reason, msg)
 	}
 	return st
@@ -136,9 +140,10 @@ func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 }
 
 // whyPending explains a pod that does not run yet, from the most specific
-// signal Kubernetes gives: the scheduler's verdict, the kubelet's waiting
+// signal Kubernetes gives: the scheduler's verdict (narrowed to the CPU
+// scheduler no allowed node runs, noCPUScheduler), the kubelet's waiting
 // reason, or the Job controller's failure to create the pod.
-func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
+func whyPending(pod *corev1.Pod, createFailure, noCPUScheduler string) (reason, msg string) {
 	if pod == nil {
 		if createFailure != "" {
 			return schedv1.ReasonForbidden, "the Job cannot create its pod: " + podstatus.ClipMessage(createFailure)
@@ -146,6 +151,9 @@ func whyPending(pod *corev1.Pod, createFailure string) (reason, msg string) {
 		return schedv1.ReasonPending, "waiting for the pod to start"
 	}
 	if reason, msg := podstatus.Cause(pod); reason != "" {
+		if reason == schedv1.ReasonUnschedulable && noCPUScheduler != "" {
+			return schedv1.ReasonCPUSchedulerUnavailable, noCPUScheduler
+		}
 		return reason, msg
 	}
 	return schedv1.ReasonPending, "waiting for the pod to start"

@@ -138,6 +138,18 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonUnschedulable, ReadyStatus: metav1.ConditionFalse,
 				Message: "no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity."},
 		},
+		"unschedulable for want of its CPU scheduler says so": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).unschedulable("0/6 nodes are available: 6 node(s) didn't match Pod's node affinity.").obj()},
+				noCPUScheduler: "no node runs the CPU scheduler scx_lavd (placement.cpuScheduler) and no SchedExt loads it: ask a cluster admin"},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonCPUSchedulerUnavailable, ReadyStatus: metav1.ConditionFalse,
+				Message: "no node runs the CPU scheduler scx_lavd (placement.cpuScheduler) and no SchedExt loads it: ask a cluster admin"},
+		},
+		"a pod past scheduling keeps its own cause whatever the CPU scheduler": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).waiting("ErrImagePull", "not found").obj()},
+				noCPUScheduler: "no node runs the CPU scheduler scx_lavd"},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonImagePull, ReadyStatus: metav1.ConditionFalse,
+				Message: "cannot pull image nope:1: ErrImagePull: not found"},
+		},
 		"image pull failure": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).waiting("ErrImagePull", "not found").obj()}},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonImagePull, ReadyStatus: metav1.ConditionFalse,

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -176,6 +177,34 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 		}
 		if err := op.Delete(ctx, cm, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "writes nothing in kube-system") {
 			t.Errorf("err = %v, want forbidden", err)
+		}
+	})
+
+	// Evictions (an app's pods off a node whose CPU scheduler detached):
+	// RBAC allows them anywhere; the policy keeps them out of the system
+	// namespaces, the operator's own and the scheduler namespace, whose
+	// loaders it must not move.
+	evict := func(ns string) error {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "evictee", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if err := env.Client.Create(ctx, pod); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		return op.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}})
+	}
+	for ns, want := range map[string]string{
+		"kube-system": "writes nothing in kube-system",
+		opNS:          "writes only its leader Lease and Events",
+		schedNS:       "writes only SchedExt DaemonSets",
+	} {
+		t.Run("refused: evicting a pod in "+ns, func(t *testing.T) {
+			if err := evict(ns); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %v, want forbidden saying %q", err, want)
+			}
+		})
+	}
+	t.Run("allowed: evicting a pod in a tenant namespace", func(t *testing.T) {
+		if err := evict("tenant-a"); err != nil {
+			t.Errorf("refused: %v", err)
 		}
 	})
 

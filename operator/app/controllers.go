@@ -36,6 +36,13 @@ var controllers = map[string]Controller{
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 	"schedext": func(mgr ctrl.Manager, o Options) error {
+		// Nodes carry the CPU scheduler their kernel runs.
+		if err := (&schedext.NodeLabeler{
+			Client:    mgr.GetClient(),
+			Namespace: o.Settings.SchedulerNamespace,
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+			return err
+		}
 		return (&schedext.Reconciler{
 			Client:            mgr.GetClient(),
 			APIReader:         mgr.GetAPIReader(),

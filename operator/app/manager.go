@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
@@ -136,6 +138,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil
 	}); err != nil {
 		return nil, err
+	}
+	// The nodes by the CPU scheduler they run, which several controllers read.
+	if err := placement.IndexNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return nil, fmt.Errorf("index nodes by CPU scheduler: %w", err)
 	}
 	if err := setupControllers(mgr, o); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,6 +65,9 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", false},
 		{"create", "", "serviceaccounts/token", false},
 		{"update", "", "nodes", false},
+		// Nodes: patch, for one label (the node patch policy below).
+		{"patch", "", "nodes", true},
+		{"delete", "", "nodes", false},
 		{"create", "", "pods/exec", false},
 		// Namespaces are install's to make: the operator only reads them.
 		{"create", "", "namespaces", false},
@@ -73,6 +77,28 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	} {
 		if got := can(c.verb, c.group, c.resource, "tenant-a"); got != c.allowed {
 			t.Errorf("operator may %s %s.%s: %v, want %v", c.verb, c.resource, c.group, got, c.allowed)
+		}
+	}
+	// Pods: evicted (an app's, off a node whose CPU scheduler detached),
+	// never deleted, exec'd into or bound.
+	for _, c := range []struct {
+		verb, subresource string
+		allowed           bool
+	}{
+		{"create", "eviction", true},
+		{"delete", "", false},
+		{"create", "binding", false},
+		{"update", "status", false},
+	} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testenv.OperatorNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: c.verb, Resource: "pods", Subresource: c.subresource, Namespace: "tenant-a"},
+		}}
+		if err := env.Client.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != c.allowed {
+			t.Errorf("operator may %s pods/%s: %v, want %v", c.verb, c.subresource, review.Status.Allowed, c.allowed)
 		}
 	}
 	// CustomResourceDefinitions: only the optional APIs', by name, read.
@@ -147,5 +173,49 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	}
 	if len(got.Finalizers) != 0 || got.Labels["team"] != "a" {
 		t.Errorf("pod finalizers %v labels %v, want the finalizer gone and the labels as they were", got.Finalizers, got.Labels)
+	}
+
+	// Patching nodes: only the CPU scheduler label, to a scheduler's name.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{schedv1.NodeLabelPool: "general"}}}
+	if err := env.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	setLabel := func(key, value string) client.Patch {
+		return client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)))
+	}
+	waitFor(t, "the node patch policy to be enforced", func() error {
+		if err := op.Patch(ctx, node.DeepCopy(), setLabel(schedv1.NodeLabelPool, "gpu"), client.DryRunAll); !apierrors.IsForbidden(err) {
+			return fmt.Errorf("dry-run relabel: %v", err)
+		}
+		return nil
+	})
+	for name, c := range map[string]struct {
+		patch client.Patch
+		msg   string
+	}{
+		"another label":            {setLabel(schedv1.NodeLabelPool, "gpu"), "may only set or remove the label node.kubectl-sched.dev/cpu-scheduler"},
+		"a new label":              {setLabel("node-role.kubernetes.io/control-plane", ""), "may only set or remove the label"},
+		"an annotation":            {client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"a":"b"}}}`)), "may only set or remove the label"},
+		"cordon":                   {client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`)), "may only set or remove the label"},
+		"a taint":                  {client.RawPatch(types.MergePatchType, []byte(`{"spec":{"taints":[{"key":"k","effect":"NoExecute"}]}}`)), "may only set or remove the label"},
+		"a value no scheduler has": {setLabel(schedv1.NodeLabelCPUScheduler, "anything"), "must name a sched_ext scheduler"},
+	} {
+		if err := op.Patch(ctx, node.DeepCopy(), c.patch); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("operator patching a node's %s: err = %v, want forbidden with %q", name, err, c.msg)
+		}
+	}
+	if err := op.Patch(ctx, node.DeepCopy(), setLabel(schedv1.NodeLabelCPUScheduler, "scx_lavd")); err != nil {
+		t.Errorf("operator labelling a node with its CPU scheduler: %v", err)
+	}
+	gotNode := &corev1.Node{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(node), gotNode); err != nil {
+		t.Fatal(err)
+	}
+	if got := gotNode; got.Labels[schedv1.NodeLabelCPUScheduler] != "scx_lavd" || len(got.Labels) != 2 || len(got.Annotations) != 0 || !equality.Semantic.DeepEqual(got.Spec, node.Spec) {
+		t.Errorf("node labels %v annotations %v spec %+v: want only the CPU scheduler label added (spec %+v)", got.Labels, got.Annotations, got.Spec, node.Spec)
+	}
+	remove := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, schedv1.NodeLabelCPUScheduler)))
+	if err := op.Patch(ctx, node.DeepCopy(), remove); err != nil {
+		t.Errorf("operator removing a node's CPU scheduler label: %v", err)
 	}
 }

@@ -59,6 +59,7 @@ func PriorityCondition(p *schedv1.Placement, priorityClasses map[string]string) 
 //	multiZone      topology spread over zones, maxSkew 1, ScheduleAnyway
 //	priority       priorityClassName from priorityClasses, when mapped
 //	tolerations    appended as given
+//	cpuScheduler   required: cpu-scheduler In (name), in every term (RequireCPUScheduler)
 func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]string, priorityClasses map[string]string) {
 	if p == nil {
 		return
@@ -139,6 +140,15 @@ func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]stri
 		}
 		spec.Affinity.NodeAffinity = na
 	}
+	if p.CPUScheduler != "" {
+		if spec.Affinity == nil {
+			spec.Affinity = &corev1.Affinity{}
+		}
+		if spec.Affinity.NodeAffinity == nil {
+			spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+		}
+		RequireCPUScheduler(spec.Affinity.NodeAffinity, p.CPUScheduler)
+	}
 
 	if p.MultiZone {
 		spec.TopologySpreadConstraints = append(spec.TopologySpreadConstraints, corev1.TopologySpreadConstraint{
@@ -153,4 +163,22 @@ func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]stri
 		spec.PriorityClassName = pc
 	}
 	spec.Tolerations = append(spec.Tolerations, p.Tolerations...)
+}
+
+// RequireCPUScheduler requires nodes whose kernel runs the sched_ext
+// scheduler name (the label the SchedExt controller sets). Terms are ORed,
+// so the requirement goes into each one: a term without it would let the
+// pod run anywhere that term matches.
+func RequireCPUScheduler(na *corev1.NodeAffinity, name string) {
+	req := corev1.NodeSelectorRequirement{Key: schedv1.NodeLabelCPUScheduler, Operator: corev1.NodeSelectorOpIn, Values: []string{name}}
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil || len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{req}}},
+		}
+		return
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
+	}
 }

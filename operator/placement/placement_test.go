@@ -30,6 +30,7 @@ func affinity(required []corev1.NodeSelectorRequirement, preferred ...corev1.Pre
 
 var (
 	notSpot = req(schedv1.NodeLabelSpot, corev1.NodeSelectorOpNotIn, "true")
+	lavd    = req(schedv1.NodeLabelCPUScheduler, corev1.NodeSelectorOpIn, "scx_lavd")
 	spotTol = corev1.Toleration{Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	poolTol = func(pool string) corev1.Toleration {
 		return corev1.Toleration{Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule}
@@ -124,6 +125,19 @@ func TestApply(t *testing.T) {
 				Tolerations: []corev1.Toleration{gpuTol, spotTol, {Key: "dedicated", Operator: corev1.TolerationOpExists}},
 			},
 		},
+		"cpu scheduler is required with the rest": {
+			placement: &schedv1.Placement{NodePools: []string{"general"}, CPUScheduler: "scx_lavd"},
+			want: corev1.PodSpec{Affinity: affinity(
+				[]corev1.NodeSelectorRequirement{req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, "general"), notSpot, lavd}),
+				Tolerations: []corev1.Toleration{poolTol("general")}},
+		},
+		"cpu scheduler alone is a term of its own": {
+			placement: &schedv1.Placement{Spot: schedv1.SpotPreferred, CPUScheduler: "scx_lavd"},
+			want: corev1.PodSpec{
+				Affinity:    affinity([]corev1.NodeSelectorRequirement{lavd}, pref(5, schedv1.NodeLabelSpot, "true")),
+				Tolerations: []corev1.Toleration{spotTol},
+			},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -131,6 +145,47 @@ func TestApply(t *testing.T) {
 			Apply(&got, tc.placement, podLabels, priorities)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("pod spec (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequireCPUScheduler(t *testing.T) {
+	pool := func(p string) corev1.NodeSelectorRequirement {
+		return req(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, p)
+	}
+	cases := map[string]struct {
+		in, want *corev1.NodeAffinity
+	}{
+		"no required terms: one term of its own, preferences kept": {
+			in: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{pref(5, schedv1.NodeLabelSpot, "true")}},
+			want: &corev1.NodeAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution:  &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{lavd}}}},
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{pref(5, schedv1.NodeLabelSpot, "true")},
+			},
+		},
+		"an empty selector gets the one term": {
+			in:   &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{}},
+			want: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{lavd}}}}},
+		},
+		"ORed terms each require it, fields terms too": {
+			in: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{pool("general")}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{pool("highmem"), notSpot}},
+				{MatchFields: []corev1.NodeSelectorRequirement{req(metav1.ObjectNameField, corev1.NodeSelectorOpIn, "n1")}},
+			}}},
+			want: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: []corev1.NodeSelectorRequirement{pool("general"), lavd}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{pool("highmem"), notSpot, lavd}},
+				{MatchExpressions: []corev1.NodeSelectorRequirement{lavd}, MatchFields: []corev1.NodeSelectorRequirement{req(metav1.ObjectNameField, corev1.NodeSelectorOpIn, "n1")}},
+			}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			RequireCPUScheduler(tc.in, "scx_lavd")
+			if diff := cmp.Diff(tc.want, tc.in); diff != "" {
+				t.Errorf("node affinity (-want +got):\n%s", diff)
 			}
 		})
 	}

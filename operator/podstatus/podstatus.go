@@ -54,6 +54,17 @@ func Cause(pod *corev1.Pod) (reason, message string) {
 	return "", ""
 }
 
+// Unschedulable says whether the scheduler reported that no node can run
+// the pod.
+func Unschedulable(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
 // Starting says what a pod that is not running yet waits for when it is
 // no problem yet: its containers being created (images pulled, volumes
 // mounted) or its init containers running. Empty when it waits for none of
@@ -75,7 +86,8 @@ func Starting(pod *corev1.Pod) (reason, message string) {
 // Transient reports whether a cause may clear without anyone acting: a pod
 // that no node can run now (the scheduler's verdict: no room yet, a claim
 // still binding, a node an autoscaler may add, a rolling update's surge
-// pod waiting for the old one to go) or whose containers are being created.
+// pod waiting for the old one to go, a CPU scheduler not attached yet) or
+// whose containers are being created.
 // An app waits these out until its progress deadline. Every other cause
 // needs someone to act (an image that cannot be pulled or does not exist, a
 // crash loop, a missing Secret or ConfigMap, a container the runtime
@@ -83,7 +95,7 @@ func Starting(pod *corev1.Pod) (reason, message string) {
 // at once.
 func Transient(reason string) bool {
 	switch reason {
-	case schedv1.ReasonUnschedulable, schedv1.ReasonContainersStarting:
+	case schedv1.ReasonUnschedulable, schedv1.ReasonCPUSchedulerUnavailable, schedv1.ReasonContainersStarting:
 		return true
 	}
 	return false

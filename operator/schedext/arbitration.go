@@ -47,18 +47,7 @@ func (a Assignment) ExcludedNodes() []string {
 // SchedExt whose image is fixed later does not suddenly take nodes from a
 // younger one that was told it could not have them.
 func Arbitrate(scxs []schedv1.SchedExt, nodes []corev1.Node) map[string]Assignment {
-	order := make([]*schedv1.SchedExt, 0, len(scxs))
-	for i := range scxs {
-		if scxs[i].DeletionTimestamp.IsZero() {
-			order = append(order, &scxs[i])
-		}
-	}
-	slices.SortFunc(order, func(a, b *schedv1.SchedExt) int {
-		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
+	order := claimOrder(scxs)
 	sorted := make([]*corev1.Node, 0, len(nodes))
 	for i := range nodes {
 		sorted = append(sorted, &nodes[i])
@@ -83,6 +72,35 @@ func Arbitrate(scxs []schedv1.SchedExt, nodes []corev1.Node) map[string]Assignme
 		out[scx.Name] = a
 	}
 	return out
+}
+
+// Owner is the SchedExt that keeps node, as Arbitrate decides it: the
+// oldest that selects it and is not being deleted; "" when none does.
+func Owner(scxs []schedv1.SchedExt, node *corev1.Node) string {
+	for _, scx := range claimOrder(scxs) {
+		if Selects(scx, node) {
+			return scx.Name
+		}
+	}
+	return ""
+}
+
+// claimOrder is the SchedExts that claim nodes, oldest first
+// (creationTimestamp, then name); those being deleted claim nothing.
+func claimOrder(scxs []schedv1.SchedExt) []*schedv1.SchedExt {
+	order := make([]*schedv1.SchedExt, 0, len(scxs))
+	for i := range scxs {
+		if scxs[i].DeletionTimestamp.IsZero() {
+			order = append(order, &scxs[i])
+		}
+	}
+	slices.SortFunc(order, func(a, b *schedv1.SchedExt) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return order
 }
 
 // Selects says whether scx's DaemonSet would run a pod on node: the

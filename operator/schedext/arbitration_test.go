@@ -212,3 +212,28 @@ func TestTrimNodeKeepsWhatArbitrationReads(t *testing.T) {
 		t.Errorf("trimmed node (-want +got):\n%s", diff)
 	}
 }
+
+func TestOwnerAgreesWithArbitrate(t *testing.T) {
+	scxs := []schedv1.SchedExt{
+		*MakeSchedExt("young").Created(day2).Obj(),
+		*MakeSchedExt("zone-a").Created(day1).NodeSelector(schedv1.NodeLabelZone, "zone-a").Obj(),
+		*deleting(MakeSchedExt("gone").Created(day0).Obj()),
+		*MakeSchedExt("general").Created(day0).NodeSelector(pool, "general").Obj(),
+		*MakeSchedExt("gpu").Created(day1).NodeSelector(pool, "gpu").Toleration(gpuTol).Obj(),
+	}
+	nodes := simNodes()
+	want := map[string]string{}
+	for name, a := range Arbitrate(scxs, nodes) {
+		for _, n := range a.Nodes {
+			want[n] = name
+		}
+	}
+	for i := range nodes {
+		if got := Owner(scxs, &nodes[i]); got != want[nodes[i].Name] {
+			t.Errorf("owner of %s: %q, arbitration gives it to %q", nodes[i].Name, got, want[nodes[i].Name])
+		}
+	}
+	if want["spot-b"] != "" || want["highmem-a"] != "zone-a" || want["general-a"] != "general" {
+		t.Errorf("arbitration %v: the cases this test means to cover are gone", want)
+	}
+}

@@ -92,7 +92,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=get;list;watch;create;update;delete,namespace=kubectl-sched-schedulers
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
-// Arbitration reads every node's labels and taints.
+// Arbitration reads every node's labels and taints (NodeLabeler patches one
+// label of theirs).
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // DaemonSets only in the scheduler namespace: a Role there, which
 // `kubectl sched install` creates with the namespace. The operator creates
@@ -402,7 +403,9 @@ func (r *Reconciler) allSchedExts(ctx context.Context, _ client.Object) []reconc
 }
 
 // nodeChanged passes the node events arbitration depends on: a node added
-// or removed, or its labels or taints changed. Status heartbeats do not pass.
+// or removed, or its labels or taints changed. Status heartbeats do not
+// pass, nor the CPU scheduler label, which the node labeler writes from
+// arbitration's outcome and no SchedExt may select by.
 var nodeChanged = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
@@ -410,11 +413,23 @@ var nodeChanged = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return !maps.Equal(oldNode.Labels, newNode.Labels) ||
+		return !equalBesidesCPUScheduler(oldNode.Labels, newNode.Labels) ||
 			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
 			oldNode.DeletionTimestamp.IsZero() != newNode.DeletionTimestamp.IsZero()
 	},
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// equalBesidesCPUScheduler compares node labels, the CPU scheduler label
+// left out.
+func equalBesidesCPUScheduler(a, b map[string]string) bool {
+	if maps.Equal(a, b) {
+		return true
+	}
+	a, b = maps.Clone(a), maps.Clone(b)
+	delete(a, schedv1.NodeLabelCPUScheduler)
+	delete(b, schedv1.NodeLabelCPUScheduler)
+	return maps.Equal(a, b)
 }
 
 // claimChanged passes the SchedExt events that can move nodes between

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,16 +44,31 @@ var (
 // in the cluster, so each test removes its own before the next starts.
 func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.MainOptions{
-		Sim:         &sim,
-		Controllers: []string{"schedext"},
+		Sim: &sim,
+		// The workload controllers too: tasks, steps and apps follow the
+		// CPU scheduler the SchedExts attach (cpuscheduler_test.go).
+		Controllers: []string{"schedext", "agenttask", "workflow", "userdeployment"},
 		Options: func(o *app.Options) {
 			o.Settings.SchedulerImages["scx_lavd"] = "registry.example/scx:lavd"
 			o.Settings.SchedulerImages["scx_rusty"] = "registry.example/scx:rusty"
 			o.Settings.AllowedSchedulerRegistries = []string{"registry.example"}
 		},
-		Operator:    &op,
-		OperatorLog: "schedext-operator-*.log",
+		Operator:      &op,
+		OperatorLog:   "schedext-operator-*.log",
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return nodePatchCounter{rt} },
 	})
+}
+
+// nodePatches counts the operator's writes to nodes.
+var nodePatches atomic.Int64
+
+type nodePatchCounter struct{ next http.RoundTripper }
+
+func (c nodePatchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet && strings.HasPrefix(req.URL.Path, "/api/v1/nodes") {
+		nodePatches.Add(1)
+	}
+	return c.next.RoundTrip(req)
 }
 
 const pollTimeout = 60 * time.Second
@@ -506,6 +522,12 @@ func eventSeen(t *testing.T, name, reason string) bool {
 // from its metrics endpoint.
 func reconcileCount(t *testing.T) int {
 	t.Helper()
+	return reconcileCountOf(t, "schedext")
+}
+
+// reconcileCountOf reads how many reconciles one controller has run.
+func reconcileCountOf(t *testing.T, controller string) int {
+	t.Helper()
 	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +537,7 @@ func reconcileCount(t *testing.T) int {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="schedext"`) {
+		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="`+controller+`"`) {
 			continue
 		}
 		fields := strings.Fields(line)

@@ -121,6 +121,13 @@ func buildDaemonSet(scx *schedv1.SchedExt, in buildInput) *appsv1.DaemonSet {
 	}
 	// Ours last: the selector and the operator's cache depend on them.
 	maps.Copy(podLabels, ownLabels)
+	// The scheduler this pod's attach check looks for: while it is Ready,
+	// its node is labelled with it (nodelabel.go). None when the check
+	// takes any scheduler.
+	delete(podLabels, schedv1.LabelCPUScheduler)
+	if v := scx.Spec.Scheduler.CPUScheduler(); v != "" {
+		podLabels[schedv1.LabelCPUScheduler] = v
+	}
 
 	ds := &appsv1.DaemonSet{
 		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},

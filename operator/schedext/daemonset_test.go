@@ -74,6 +74,10 @@ func container(cs []corev1.Container, name string) corev1.Container {
 
 func TestBuildDaemonSet(t *testing.T) {
 	own := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelSchedExt: "lavd"}
+	// The pods say which scheduler their attach check looks for.
+	withScheduler := func(name string) map[string]string {
+		return map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelSchedExt: "lavd", schedv1.LabelCPUScheduler: name}
+	}
 	in := buildInput{Namespace: "scheds", Image: "reg/scx:1", HelperImage: "busybox:1"}
 	res := corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("256Mi")}}
 	cases := map[string]struct {
@@ -85,7 +89,7 @@ func TestBuildDaemonSet(t *testing.T) {
 			scx: MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector(pool, "general").Args("--performance").Env("RUST_LOG", "info").Obj(),
 			in:  in,
 			want: dsView{
-				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: own,
+				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: withScheduler("scx_lavd"),
 				Image: "reg/scx:1", Command: []string{"scx_lavd"}, Args: []string{"--performance"},
 				Env: []corev1.EnvVar{{Name: "RUST_LOG", Value: "info"}}, ExpectedOps: "lavd", HelperImage: "busybox:1",
 				NodeSelector: map[string]string{pool: "general"},
@@ -95,13 +99,15 @@ func TestBuildDaemonSet(t *testing.T) {
 			scx: MakeSchedExt("lavd").Image("example.com/rusty:2", "rusty").Obj(),
 			in:  buildInput{Namespace: "scheds", Image: "example.com/rusty:2", HelperImage: "busybox:1"},
 			want: dsView{
-				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: own,
+				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: withScheduler("scx_rusty"),
 				Image: "example.com/rusty:2", ExpectedOps: "rusty", HelperImage: "busybox:1",
 			},
 		},
-		"an own image without opsName accepts any attached scheduler": {
-			scx: MakeSchedExt("lavd").Image("example.com/x:2", "").Obj(),
-			in:  buildInput{Namespace: "scheds", Image: "example.com/x:2", HelperImage: "busybox:1"},
+		"an own image without opsName accepts any attached scheduler, and names none": {
+			scx: MakeSchedExt("lavd").Image("example.com/x:2", "").Spec(func(s *schedv1.SchedExtSpec) {
+				s.PodMetadata = &schedv1.PodMetadata{Labels: map[string]string{schedv1.LabelCPUScheduler: "scx_spoofed"}}
+			}).Obj(),
+			in: buildInput{Namespace: "scheds", Image: "example.com/x:2", HelperImage: "busybox:1"},
 			want: dsView{
 				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: own,
 				Image: "example.com/x:2", ExpectedOps: "", HelperImage: "busybox:1",
@@ -111,7 +117,7 @@ func TestBuildDaemonSet(t *testing.T) {
 			scx: MakeSchedExt("lavd").Scheduler("scx_lavd").Obj(),
 			in:  buildInput{Namespace: "scheds", Image: "reg/scx:1", HelperImage: "busybox:1", Exclude: []string{"n2", "n1"}},
 			want: dsView{
-				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: own,
+				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"}, PodLabels: withScheduler("scx_lavd"),
 				Image: "reg/scx:1", Command: []string{"scx_lavd"}, ExpectedOps: "lavd", HelperImage: "busybox:1",
 				ExcludedNodes: []string{"n1", "n2"},
 			},
@@ -120,12 +126,13 @@ func TestBuildDaemonSet(t *testing.T) {
 			scx: MakeSchedExt("lavd").Scheduler("scx_lavd").Toleration(gpuTol).PodAnnotation("a", "b").Spec(func(s *schedv1.SchedExtSpec) {
 				s.Resources = schedv1.ResourceRequirements{Limits: res.Limits, Requests: res.Requests}
 				s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
-				s.PodMetadata.Labels = map[string]string{"team": "kernel", schedv1.LabelSchedExt: "spoofed"}
+				s.PodMetadata.Labels = map[string]string{"team": "kernel", schedv1.LabelSchedExt: "spoofed", schedv1.LabelCPUScheduler: "scx_spoofed"}
 			}).Obj(),
 			in: in,
 			want: dsView{
 				Name: "scx-lavd", Namespace: "scheds", Labels: own, Selector: map[string]string{schedv1.LabelSchedExt: "lavd"},
-				PodLabels:      map[string]string{"team": "kernel", schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelSchedExt: "lavd"},
+				PodLabels: map[string]string{"team": "kernel", schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelSchedExt: "lavd",
+					schedv1.LabelCPUScheduler: "scx_lavd"},
 				PodAnnotations: map[string]string{"a": "b"},
 				Image:          "reg/scx:1", Command: []string{"scx_lavd"}, Resources: res, ExpectedOps: "lavd", HelperImage: "busybox:1",
 				Tolerations: []corev1.Toleration{gpuTol}, PullSecrets: []corev1.LocalObjectReference{{Name: "pull"}},

@@ -137,10 +137,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	noCPUScheduler, err := r.cpuSchedulerCause(ctx, ud, pods)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 
 	before := ud.Status.DeepCopy()
 	now := time.Now()
-	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now}
+	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now, noCPUScheduler: noCPUScheduler}
 	if p.certificate != "" {
 		o.certificate, _ = s.owned[objectKey{certificateGVK.Kind, p.certificate}].(*unstructured.Unstructured)
 	}
@@ -148,6 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
+	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments))
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
 	}

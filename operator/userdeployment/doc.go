@@ -14,6 +14,8 @@
 //   - privilege.go: services that ask for privilege their namespace does
 //     not allow run at zero replicas.
 //   - observe.go: what the app owns, from the caches, and its pods.
+//   - cpuscheduler.go: placement.cpuScheduler: why pods wait for it, and
+//     moving pods off a node it detached from.
 //   - apply.go: writes what differs from the plan, with server-side apply,
 //     and deletes what the plan no longer has; drift.go decides what
 //     differs; trim.go trims the cached objects to what it compares.

@@ -34,6 +34,10 @@ type observed struct {
 	certificate *unstructured.Unstructured
 	// now is when this was observed: progress deadlines count to it.
 	now time.Time
+	// noCPUScheduler explains the app's unschedulable pods when no node
+	// they may run on has their placement.cpuScheduler attached
+	// (cpuSchedulerCause); "" otherwise.
+	noCPUScheduler string
 }
 
 // cause is why an app is Degraded, or what it waits for.
@@ -123,7 +127,7 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 		if !sum.stopped {
 			ss.LastProgressTime = lastProgress(previousService(ud, svc.Name), newSpec, done, dep.Status.ReadyReplicas, o.now)
 		}
-		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name])
+		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name], o.noCPUScheduler)
 		if why := p.notAllowed[svc.Name]; why != "" {
 			reason, msg = schedv1.ReasonPrivilegedNotAllowed, why
 		}
@@ -364,8 +368,10 @@ func rolledOut(dep *appsv1.Deployment, want int32) bool {
 // that needs someone to act comes first, from the most specific signal: a
 // secret the operator cannot provide, a pod's container state, the
 // Deployment's refusal to create pods. Then what may clear by itself
-// (podstatus.Transient): a pod no node can run yet, or one starting.
-func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod) (reason, msg string) {
+// (podstatus.Transient): a pod no node can run yet (because no node it may
+// run on has its CPU scheduler, noCPUScheduler, when that is why), or one
+// starting.
+func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod, noCPUScheduler string) (reason, msg string) {
 	if held != "" {
 		return schedv1.ReasonExternalSecretsUnavailable, held
 	}
@@ -382,11 +388,14 @@ func serviceCause(held string, dep *appsv1.Deployment, pods []corev1.Pod) (reaso
 		if reason == "" {
 			reason, msg = podstatus.Starting(pod)
 		}
+		if reason == schedv1.ReasonUnschedulable && noCPUScheduler != "" {
+			reason, msg = schedv1.ReasonCPUSchedulerUnavailable, noCPUScheduler
+		}
 		switch {
 		case reason == "":
 		case !podstatus.Transient(reason):
 			return reason, fmt.Sprintf("pod %s: %s", pod.Name, msg)
-		case waiting.reason == "" || waiting.reason != schedv1.ReasonUnschedulable && reason == schedv1.ReasonUnschedulable:
+		case waiting.reason == "" || waiting.reason == schedv1.ReasonContainersStarting && reason != schedv1.ReasonContainersStarting:
 			// A pod no node can run says more than one starting.
 			waiting = cause{reason, fmt.Sprintf("pod %s: %s", pod.Name, msg)}
 		}

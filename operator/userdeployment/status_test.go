@@ -67,6 +67,9 @@ func progressed(ud *schedv1.UserDeployment, svc string, t *metav1.Time, ready in
 	return ud
 }
 
+// noLavd is what cpuSchedulerCause says when nothing loads scx_lavd.
+const noLavd = "no node runs the CPU scheduler scx_lavd (placement.cpuScheduler) and no SchedExt loads it: ask a cluster admin to create one (kubectl sched schedext set NAME --sched scx_lavd --nodes LABEL=VALUE)"
+
 type wantCond struct {
 	status metav1.ConditionStatus
 	reason string
@@ -221,6 +224,56 @@ func TestComputeStatus(t *testing.T) {
 			conditions: map[string]wantCond{
 				schedv1.ConditionDegraded:    {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, "service api: no progress for 10m0s (spec.progressDeadline): pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
 				schedv1.ConditionProgressing: {metav1.ConditionFalse, schedv1.ReasonProgressDeadline, "stuck: service api: no progress for 10m0s (spec.progressDeadline): pod shop-api-1: no node can run the pod: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."},
+			},
+		},
+		"waiting for its CPU scheduler: waited out, named": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(),
+			o: observed{
+				deployments:    map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods:           map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
+				noCPUScheduler: noLavd,
+			},
+			phase: schedv1.UserDeploymentProgressing,
+			ready: "0/1",
+			services: []schedv1.ServiceStatus{
+				{Name: "api", DesiredReplicas: 1, Message: "pod shop-api-1: " + noLavd, LastProgressTime: since(0)},
+			},
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady: {metav1.ConditionFalse, schedv1.ReasonCPUSchedulerUnavailable, "service api: pod shop-api-1: " + noLavd},
+				schedv1.ConditionProgressing: {metav1.ConditionTrue, schedv1.ReasonReconciling, "rolling out: api 0/1 replicas ready; service api: pod shop-api-1: " + noLavd +
+					"; Degraded after 10m0s without progress (spec.progressDeadline)"},
+				schedv1.ConditionDegraded: {metav1.ConditionFalse, schedv1.ReasonAsExpected, "no problem found"},
+			},
+		},
+		"waiting for its CPU scheduler says more than a pod starting": {
+			ud: app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Replicas("api", 2).Obj(),
+			o: observed{
+				deployments: map[string]*appsv1.Deployment{"api": deployment("api", 2, 0)},
+				pods: map[string][]corev1.Pod{"api": {
+					pod("shop-api-1", "api", waiting("ContainerCreating", "")),
+					pod("shop-api-2", "api", unschedulable),
+				}},
+				noCPUScheduler: noLavd,
+			},
+			phase:       schedv1.UserDeploymentProgressing,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionReady: {metav1.ConditionFalse, schedv1.ReasonCPUSchedulerUnavailable, "service api: pod shop-api-2: " + noLavd},
+			},
+		},
+		"waiting for its CPU scheduler past the deadline": {
+			ud: progressed(app().Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj(), "api", since(10*time.Minute), 0),
+			o: observed{
+				deployments:    map[string]*appsv1.Deployment{"api": deployment("api", 1, 0)},
+				pods:           map[string][]corev1.Pod{"api": {pod("shop-api-1", "api", unschedulable)}},
+				noCPUScheduler: noLavd,
+			},
+			phase:       schedv1.UserDeploymentDegraded,
+			ready:       "0/1",
+			ignoreNotes: true,
+			conditions: map[string]wantCond{
+				schedv1.ConditionDegraded: {metav1.ConditionTrue, schedv1.ReasonProgressDeadline, "service api: no progress for 10m0s (spec.progressDeadline): pod shop-api-1: " + noLavd},
 			},
 		},
 		"the app's own deadline": {

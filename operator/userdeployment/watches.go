@@ -20,6 +20,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 )
@@ -34,6 +35,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexHost, r.hostIndex); err != nil {
 		return fmt.Errorf("index apps by host: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexCPUScheduler, cpuSchedulerOf); err != nil {
+		return fmt.Errorf("index apps by CPU scheduler: %w", err)
+	}
+	appsOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.UserDeploymentList{} }, indexCPUScheduler)
 	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}
 	})
@@ -65,7 +70,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.UserDeploymentList{} },
 			func(o client.Object) bool { return len(privilegeAsked(o.(*schedv1.UserDeployment))) > 0 }),
-			builder.WithPredicates(podsecurity.OptOutChanged))
+			builder.WithPredicates(podsecurity.OptOutChanged)).
+		// Apps that ask for a CPU scheduler: a node losing it has pods to
+		// move off (cpuscheduler.go), one gaining it somewhere to move
+		// them to, and a SchedExt that loads it changes what the status
+		// says of pods waiting for it.
+		Watches(&corev1.Node{}, appsOfCPUScheduler, builder.WithPredicates(placement.CPUSchedulerLabelChanged)).
+		Watches(&schedv1.SchedExt{}, appsOfCPUScheduler, builder.WithPredicates(placement.SchedExtOfferChanged))
 
 	// Routes of every namespace: one appearing or going may hold or free
 	// an app's host. IngressRoutes are added while Traefik is served.

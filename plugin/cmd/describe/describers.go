@@ -158,6 +158,7 @@ func placement(p schedv1.Placement) string {
 	if len(p.Tolerations) > 0 {
 		add("tolerations", strconv.Itoa(len(p.Tolerations)))
 	}
+	add("cpuScheduler", p.CPUScheduler)
 	return printing.OrNone(strings.Join(parts, " "))
 }
 
