@@ -65,7 +65,6 @@ func servicePod(ns string, ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec)
 		Containers: []corev1.Container{{Name: svc.Name, Resources: svc.Resources.Core()}},
 	}}
 	opplacement.Apply(&pod.Spec, ud.Spec.Placement, map[string]string{schedv1.LabelUserDeployment: ud.Name, schedv1.LabelService: svc.Name}, nil)
-	requireCPUScheduler(&pod.Spec, ud.Spec.Placement)
 	return pod
 }
 
@@ -77,44 +76,7 @@ func taskPod(ns string, spec *schedv1.AgentTaskSpec) *corev1.Pod {
 		Containers:    []corev1.Container{{Name: "task", Resources: spec.Resources.Core()}},
 	}}
 	opplacement.Apply(&pod.Spec, spec.Placement, nil, nil)
-	requireCPUScheduler(&pod.Spec, spec.Placement)
 	return pod
-}
-
-// requireCPUScheduler adds the required node affinity on the cpu-scheduler
-// label that placement.cpuScheduler means, when the translation has not:
-// issue 25 adds it to operator/placement.Apply, and until then explain
-// still judges the nodes as the field says. Once Apply requires the label
-// this finds it there and adds nothing.
-func requireCPUScheduler(spec *corev1.PodSpec, p *schedv1.Placement) {
-	if p == nil || p.CPUScheduler == "" {
-		return
-	}
-	if _, ok := spec.NodeSelector[schedv1.NodeLabelCPUScheduler]; ok {
-		return
-	}
-	req := corev1.NodeSelectorRequirement{Key: schedv1.NodeLabelCPUScheduler, Operator: corev1.NodeSelectorOpIn, Values: []string{p.CPUScheduler}}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := spec.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
-	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		for _, e := range terms[i].MatchExpressions {
-			if e.Key == schedv1.NodeLabelCPUScheduler {
-				return
-			}
-		}
-	}
-	for i := range terms {
-		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
-	}
 }
 
 func replicas(svc *schedv1.ServiceSpec) int { return int(ptr.Deref(svc.Replicas, 1)) }

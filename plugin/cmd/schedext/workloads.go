@@ -165,8 +165,8 @@ func addWorkloads(reports []Report, items []schedv1.SchedExt, byScheduler map[st
 	}
 	run := map[string]bool{}
 	for i := range reports {
-		// Only a well-known name says what the node label will read.
-		s := items[i].Spec.Scheduler.Name
+		// The value the SchedExt controller writes into the node label.
+		s := items[i].Spec.Scheduler.CPUScheduler()
 		if s == "" {
 			continue
 		}
