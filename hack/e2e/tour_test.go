@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
@@ -51,6 +52,8 @@ func TestTour(t *testing.T) {
 		}
 	}
 
+	scaleSurvives(t, e)
+
 	// kubectl's own verbs on every kind.
 	out, _, _, _ = e.KubectlRun(ctx, "get", "sched", "-A")
 	for _, want := range []string{"userdeployment.sched.kubectl-sched.dev/shop", "agenttask.sched.kubectl-sched.dev/broken",
@@ -75,6 +78,70 @@ func TestTour(t *testing.T) {
 			t.Errorf("kubectl explain %s: exit %d\n%s%s", path, code, out, errOut)
 		}
 	}
+}
+
+// scaleSurvives: the tour's app hello, scaled with kubectl sched scale,
+// keeps its replicas when its Deployment is scaled out of band (the
+// operator repairs it to the app's scale, not the deploy's) and when it is
+// deployed again from a template that does not set them.
+func scaleSurvives(t *testing.T, e *tour.Env) {
+	t.Helper()
+	ctx := context.Background()
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, errOut, code, err := e.KubectlRun(ctx, args...)
+		if err != nil || code != 0 {
+			t.Fatalf("kubectl %s: exit %d, %v\n%s%s", strings.Join(args, " "), code, err, out, errOut)
+		}
+		return out + errOut
+	}
+	// replicasAre waits until the Deployment of hello's web runs n.
+	replicasAre := func(n string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			got := kubectl("get", "deployment", "hello-web", "-o", "jsonpath={.spec.replicas}/{.status.readyReplicas}")
+			if got == n+"/"+n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Deployment hello-web: replicas/ready %s, want %s/%s", got, n, n)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	kubectl("sched", "scale", "hello", "--replicas", "3", "--wait", "--timeout", "2m")
+	replicasAre("3")
+	kubectl("scale", "deployment", "hello-web", "--replicas", "5")
+	replicasAre("3")
+
+	template := filepath.Join(e.Dir, "hello.yaml")
+	if err := os.WriteFile(template, []byte(`apiVersion: templates.kubectl-sched.dev/v1
+kind: Template
+metadata:
+  name: hello
+description: nginx, its replicas left to kubectl sched scale.
+object:
+  kind: UserDeployment
+  spec:
+    services:
+      - name: web
+        image: nginx:1.27
+        exposure: Public
+        ports:
+          - name: http
+            port: 80
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := kubectl("sched", "deploy", "hello", "--template", template, "--wait", "--timeout", "2m")
+	if !strings.Contains(out, "note: service web keeps its 3 replicas") {
+		t.Errorf("deploy from a template:\n%s", out)
+	}
+	if got := kubectl("get", "ud", "hello", "-o", "jsonpath={.spec.services[0].replicas} {.spec.services[0].image}"); got != "3 nginx:1.27" {
+		t.Errorf("after the redeploy: replicas and image %q, want 3 nginx:1.27", got)
+	}
+	replicasAre("3")
 }
 
 func tail(s string, n int) string {

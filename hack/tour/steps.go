@@ -62,6 +62,18 @@ func Steps(realNode bool) []Step {
 			Args:  []string{"get", "sched"},
 			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop", "Running"},
 		},
+		{
+			Title: "Deploy one image, without a template",
+			Say:   "A UserDeployment of one public service, web; --port is where the image listens and the URL routes.",
+			Args:  []string{"sched", "deploy", "hello", "--image", "nginx:1.27", "--port", "80", "--env", "GREETING=hi", "--wait", "--timeout", "2m"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/hello applied", "URL: http://hello.default." + IngressDomain, "Running (1/1 services ready)"},
+		},
+		{
+			Title: "Change its image, as kubectl set image does",
+			Say:   "set image changes the app's spec and keeps the rest of it (here GREETING); the operator rolls the pods.",
+			Args:  []string{"sched", "set", "image", "hello", "web=nginx:1.28", "--wait", "--timeout", "2m"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/hello service web image updated to nginx:1.28", "Running (1/1 services ready)"},
+		},
 		workflow,
 		{
 			Title: "Steps side by side",

@@ -520,6 +520,66 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 	waitEvent(t, ns, "app", schedv1.ReasonRepaired)
 }
 
+// TestPluginChangesAreNotDrift: what kubectl sched scale and set change
+// goes through the app's spec, so the operator rolls the Deployment to it
+// and calls none of it a repair; an out-of-band edit of the Deployment
+// afterwards goes back to the scaled app, not to what deploy first said.
+func TestPluginChangesAreNotDrift(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	sched := func(args ...string) {
+		t.Helper()
+		args = append(args, "-n", ns, "--kubeconfig", sim.Kubeconfig)
+		var out bytes.Buffer
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+		root := plugincmd.NewRootCommand(streams)
+		root.SetArgs(args)
+		if code := plugincmd.Execute(root, streams); code != 0 {
+			t.Fatalf("kubectl sched %s: exit %d\n%s", strings.Join(args, " "), code, out.String())
+		}
+	}
+	sched("deploy", "hello", "--image", "nginx:1.27", "--internal", "--wait", "--timeout", "1m")
+	sched("scale", "hello", "--replicas", "3")
+	sched("set", "image", "hello", "web=nginx:1.28")
+	sched("set", "env", "hello", "LOG=debug", "--wait", "--timeout", "1m")
+
+	ctx := t.Context()
+	key := types.NamespacedName{Namespace: ns, Name: "hello-web"}
+	dep := &appsv1.Deployment{}
+	if err := sim.Client.Get(ctx, key, dep); err != nil {
+		t.Fatal(err)
+	}
+	c := dep.Spec.Template.Spec.Containers[0]
+	if *dep.Spec.Replicas != 3 || c.Image != "nginx:1.28" || len(c.Env) != 1 || c.Env[0].Value != "debug" {
+		t.Fatalf("Deployment: replicas %d, image %s, env %v", *dep.Spec.Replicas, c.Image, c.Env)
+	}
+	var events eventsv1.EventList
+	if err := sim.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		if e.Reason == schedv1.ReasonRepaired {
+			t.Errorf("a change of the app was repaired as drift: %s", e.Note)
+		}
+	}
+
+	patch := client.MergeFrom(dep.DeepCopy())
+	dep.Spec.Replicas = ptr.To[int32](5)
+	if err := sim.Client.Patch(ctx, dep, patch, client.FieldOwner("kubectl-scale")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "replicas back to the app's 3", func(ctx context.Context) error {
+		if err := sim.Client.Get(ctx, key, dep); err != nil {
+			return err
+		}
+		if *dep.Spec.Replicas != 3 {
+			return fmt.Errorf("replicas %d", *dep.Spec.Replicas)
+		}
+		return nil
+	})
+	waitEvent(t, ns, "hello", schedv1.ReasonRepaired)
+}
+
 func TestImagePullFailureReported(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)

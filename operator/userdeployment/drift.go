@@ -23,6 +23,13 @@ import (
 // object. Comparing fields finds edits made out of band; the digest also
 // finds fields the spec stopped setting, which a comparison of the fields
 // the operator sets cannot see.
+//
+// Drift is an owned object that differs from the plan, and the plan comes
+// from the app's spec alone: what changes the spec (kubectl sched scale,
+// set image, set env, a redeploy) changes the plan, and the operator
+// rolls the objects to it as an update, never back. Only an edit of the
+// objects themselves (kubectl scale deployment) is repaired, to the spec
+// as it is now (TestPluginChangesAreNotDrift).
 const annotationApplied = schedv1.GroupName + "/applied"
 
 // applyForm is what server-side apply sends for a desired object: its

@@ -23,6 +23,7 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 	// One invocation of each command that gets as far as its clients.
 	runs := map[string][]string{
 		"deploy":            {"deploy", "shop", "--template", "web-app"},
+		"deploy --image":    {"deploy", "hello", "--image", "nginx:1.27"},
 		"describe":          {"describe", "at", "hello"},
 		"delete":            {"delete", "at", "hello"},
 		"doctor":            {"doctor"},
@@ -31,9 +32,12 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"logs":              {"logs", "shop"},
 		"placement explain": {"placement", "explain", "ud", "shop"},
 		"restart":           {"restart", "shop"},
+		"scale":             {"scale", "shop", "web", "--replicas", "3"},
 		"schedext set":      {"schedext", "set", "lavd", "--sched", "scx_lavd"},
 		"schedext status":   {"schedext", "status"},
 		"schedext unset":    {"schedext", "unset", "lavd"},
+		"set env":           {"set", "env", "shop", "web", "LOG=debug"},
+		"set image":         {"set", "image", "shop", "web=nginx:1.28"},
 		"start":             {"start", "shop"},
 		"stop":              {"stop", "shop"},
 		"task cancel":       {"task", "cancel", "hello"},
@@ -57,6 +61,9 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"__complete logs":   {"__complete", "task", "logs", ""},
 		"__complete delete": {"__complete", "delete", "wf", ""},
 		"__complete steps":  {"__complete", "placement", "explain", "wf", "nightly", ""},
+		"__complete scale":  {"__complete", "scale", "shop", ""},
+		"__complete set":    {"__complete", "set", "image", "shop", ""},
+		"__complete env":    {"__complete", "set", "env", ""},
 	}
 	// The table names every runnable command but the groups, which print
 	// their help.
@@ -65,7 +72,7 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 	walk(root, func(c *cobra.Command) {
 		path, sub := strings.CutPrefix(c.CommandPath(), root.DisplayName()+" ")
 		if sub && c.Runnable() && path != "help" && !strings.HasPrefix(path, "completion") && runs[path] == nil &&
-			!slices.Contains([]string{"placement", "schedext", "template", "task", "tenant", "workflow"}, path) {
+			!slices.Contains([]string{"placement", "schedext", "set", "template", "task", "tenant", "workflow"}, path) {
 			missing = append(missing, path)
 		}
 	})

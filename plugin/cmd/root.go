@@ -24,7 +24,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
 	logscmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/logs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/placement"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/scale"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
+	setcmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/set"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
 	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/tenant"
@@ -96,7 +98,7 @@ see 'kubectl sched install'.`,
 	// Complete.
 	c := kube.ClientOptions{Flags: o.Flags, IOStreams: streams, NewClients: o.NewClients}
 	root.AddCommand(version.NewCommand(c), doctor.NewCommand(c))
-	root.AddCommand(deploy.NewCommand(c), templatecmd.NewCommand(c))
+	root.AddCommand(deploy.NewCommand(c), scale.NewCommand(c), setcmd.NewCommand(c), templatecmd.NewCommand(c))
 	root.AddCommand(get.NewCommand(c), describe.NewCommand(c), deletecmd.NewCommand(c), schedext.NewCommand(c), install.NewCommand(c), install.NewUninstallCommand(c))
 	root.AddCommand(task.NewCommand(c), workflow.NewCommand(c), placement.NewCommand(c))
 	root.AddCommand(lifecycle.NewStopCommand(c), lifecycle.NewStartCommand(c), lifecycle.NewRestartCommand(c))

@@ -270,6 +270,14 @@ func TestMembers(t *testing.T) {
 		run(0, []string{"stop", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"start", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"restart", "shop", "web", "--wait", "--timeout", "2m"})
+		run(0, []string{"scale", "shop", "web", "--replicas", "2", "--wait", "--timeout", "2m"})
+		run(0, []string{"set", "image", "shop", "api=ghcr.io/example/api:1.1"})
+		run(0, []string{"set", "env", "shop", "api", "LOG=debug", "--wait", "--timeout", "2m"})
+		// The tier allows two apps: shop becomes one image (its Secret kept).
+		r = run(0, []string{"deploy", "shop", "--image", "nginx:1.27", "--port", "80", "--wait", "--timeout", "2m"})
+		if !strings.Contains(r.Stdout, "URL: ") || !strings.Contains(r.Stdout, "secret/shop-secrets applied") {
+			t.Errorf("deploy --image:\n%s", r.Stdout)
+		}
 
 		// Tasks.
 		r = run(0, []string{"task", "run", "hello", "--image", "busybox:1.36", "--annotation", "sim.kubectl-sched.dev/termination-message=greeting=hi", "--wait", "--", "echo", "hi"})
@@ -335,6 +343,8 @@ func TestMembers(t *testing.T) {
 			{"deploy", "shop", "--template", td("app.yaml"), "--secret", "TOKEN=x", "--wait"},
 			{"deploy", "intruder", "--template", "web-app", "--set", "apiImage=api:1"},
 			{"stop", "shop", "--wait"}, {"start", "shop"}, {"restart", "shop", "web"},
+			{"deploy", "intruder", "--image", "nginx:1.27"}, {"scale", "shop", "web", "--replicas", "3"},
+			{"set", "image", "shop", "web=nginx:1.28"}, {"set", "env", "shop", "web", "X=1"},
 			{"task", "run", "intruder", "--image", "busybox:1.36", "--wait", "--", "echo", "hi"},
 			{"task", "logs", "hello", "-f"}, {"task", "cancel", "sleeper"},
 			{"logs", "shop"}, {"logs", "agenttask/hello", "-f"}, {"logs", "workflow/release", "-f"},

@@ -1,6 +1,7 @@
 // Package deploy implements `kubectl sched deploy`: render a template into
-// a UserDeployment, apply it and its Secret with server-side apply, and
-// optionally wait until it runs.
+// a UserDeployment, or make a one-service one from an image (image.go),
+// apply it and its Secret with server-side apply, and optionally wait
+// until it runs. A redeploy keeps the replicas a scale set (keep.go).
 package deploy
 
 import (
@@ -17,10 +18,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,7 +38,10 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
-const examples = `  # A web front end and an API, from the built-in catalog
+const examples = `  # One image as a public app, without a template; prints its URL
+  kubectl sched deploy hello --image ghcr.io/example/hello:1.0 --port 8080 --env GREETING=hi
+
+  # A web front end and an API, from the built-in catalog
   kubectl sched deploy shop --template web-app --set apiImage=ghcr.io/example/shop-api:1.4.0
 
   # An API with PostgreSQL; the password goes into a Secret, never the UserDeployment
@@ -62,23 +69,36 @@ type Options struct {
 	ShowManaged     bool
 	Wait            bool
 	Timeout         time.Duration
+	Image           ImageFlags
 
 	print   *genericclioptions.PrintFlags
 	params  map[string]string
 	secrets map[string][]byte
+	// changed are the flags given, by name.
+	changed map[string]bool
 }
 
 // NewCommand returns `kubectl sched deploy`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
 	o := &Options{ClientOptions: c, DryRun: "none"}
 	cmd := &cobra.Command{
-		Use:   "deploy NAME --template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] [--secret NAME=VALUE]...",
-		Short: "Render a template into a UserDeployment and apply it",
+		Use:   "deploy NAME (--template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] | --image IMAGE [--port 8080] [--env NAME=VALUE]... [--replicas N] [--public|--internal]) [--secret NAME=VALUE]...",
+		Short: "Deploy an app: render a template into a UserDeployment, or run one image, and apply it",
 		Long: `Deploy renders a UserDeployment template (see 'kubectl sched template list'),
-and applies it with server-side apply as field manager kubectl-sched. Values
-of secret parameters go into the Secret NAME-secrets, which the
-UserDeployment references; they are never printed or stored in the
-UserDeployment. A later deploy that omits a secret keeps its current value.
+or with --image makes a UserDeployment of one service, web, that runs the
+image, and applies it with server-side apply as field manager kubectl-sched.
+An --image app is public (its URL, which deploy prints, routes to --port) unless
+--internal; it is Running once the port accepts connections. Values of
+secrets (secret parameters of a template, any --secret with --image) go into
+the Secret NAME-secrets, which the UserDeployment references (an --image
+app's service gets each as an environment variable); they are never printed
+or stored in the UserDeployment. A later deploy that omits a secret keeps
+its current value.
+
+A deploy declares the whole app: deploying again replaces what 'kubectl
+sched set' changed with what the template or command line says. Only the
+replicas of a service are kept, as 'kubectl sched scale' set them, when the
+template does not set them (or, with --image, without --replicas).
 
 With --wait it follows the UserDeployment until it is Running (exit 0), or
 Degraded (exit 10), or --timeout passes (exit 12), and prints its URL. What
@@ -102,6 +122,7 @@ default).`,
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	o.Image.AddFlags(f)
 	_ = cmd.RegisterFlagCompletionFunc("template", completeTemplates)
 	return cmd
 }
@@ -109,6 +130,8 @@ default).`,
 // Complete parses the values and builds the clients.
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
+	o.changed = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { o.changed[f.Name] = true })
 	var err error
 	if o.params, o.secrets, err = o.Values.Values(); err != nil {
 		return err
@@ -124,8 +147,14 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags.
 func (o *Options) Validate() error {
-	if o.Template == "" {
-		return cmdutil.Usage("Name one with --template; 'kubectl sched template list' shows them.", "--template is required")
+	switch {
+	case o.Template != "" && o.changed["image"]:
+		return cmdutil.Usage("Give --template to render a template, or --image to run one image without one.", "--image and --template cannot be used together")
+	case o.Template == "" && !o.changed["image"]:
+		return cmdutil.Usage("Name a template with --template ('kubectl sched template list' shows them), or an image to run with --image.", "--template or --image is required")
+	}
+	if err := o.validateImage(); err != nil {
+		return err
 	}
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
 		return cmdutil.Usage("Names are lower-case letters, digits and '-', starting with a letter or digit.", "invalid name %q: %s", o.Name, strings.Join(errs, ", "))
@@ -165,26 +194,24 @@ func (o *Options) msgOut() io.Writer {
 // Run renders, applies and, with --wait, follows the UserDeployment.
 func (o *Options) Run(ctx context.Context) error {
 	c, ns := o.Clients, o.Clients.Namespace
-	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
-		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
-	t, err := src.Get(ctx, o.Template)
+	var ud *schedv1.UserDeployment
+	var secret *corev1.Secret
+	var err error
+	if o.Template != "" {
+		ud, secret, err = o.fromTemplate(ctx)
+	} else {
+		ud, secret, err = o.fromImage(ctx)
+	}
 	if err != nil {
-		return templates.CommandError(err)
+		return err
 	}
-	if kind := t.ObjectKind(); kind != "UserDeployment" {
-		return cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
-	}
-	if t.HasSecrets() {
-		if err := o.keepSecrets(ctx, t); err != nil {
-			return err
-		}
-	}
-	obj, secret, err := t.Render(templates.Input{Name: o.Name, Namespace: ns, Params: o.params, Secrets: o.secrets})
+	current, err := o.current(ctx)
 	if err != nil {
-		return templates.CommandError(err)
+		return err
 	}
-	ud := obj.(*schedv1.UserDeployment)
-	templates.Announce(o.ErrOut, t)
+	if err := o.keepScale(ud, current); err != nil {
+		return err
+	}
 
 	nsCreated := false
 	if o.CreateNamespace {
@@ -192,10 +219,12 @@ func (o *Options) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	owned := false
+	// The owner reference must be in every apply of the Secret: server-side
+	// apply removes fields this manager set before and no longer sends.
+	owned := current != nil && current.GetUID() != ""
 	if secret != nil {
-		if owned, err = o.ownSecret(ctx, secret); err != nil {
-			return err
+		if owned {
+			setOwner(secret, ud.Name, current.GetUID())
 		}
 		if err := c.Apply(ctx, secret, o.DryRun); err != nil {
 			return o.applyErr(ctx, err, "secrets", secret.Name)
@@ -218,7 +247,7 @@ func (o *Options) Run(ctx context.Context) error {
 	// A new Secret is owned by its UserDeployment once that has a UID, so
 	// deleting the app deletes the Secret too.
 	if secret != nil && !owned && o.DryRun == "" {
-		setOwner(secret, ud)
+		setOwner(secret, ud.Name, ud.UID)
 		if err := c.Apply(ctx, secret, ""); err != nil {
 			return o.applyErr(ctx, err, "secrets", secret.Name)
 		}
@@ -231,9 +260,57 @@ func (o *Options) Run(ctx context.Context) error {
 		return appwait.Wait(ctx, o.Clients.Client, ud, o.Timeout, o.msgOut(), o.nsFlag())
 	}
 	if o.DryRun == "" {
+		if o.Template == "" && o.Image.exposure() == schedv1.ExposurePublic {
+			o.printURL(ctx, ud)
+		}
 		fmt.Fprintf(o.msgOut(), "Follow it with: kubectl sched get ud %s%s -w\n", o.Name, o.nsFlag())
 	}
 	return nil
+}
+
+// fromTemplate renders the template.
+func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *corev1.Secret, error) {
+	c, ns := o.Clients, o.Clients.Namespace
+	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
+		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
+	t, err := src.Get(ctx, o.Template)
+	if err != nil {
+		return nil, nil, templates.CommandError(err)
+	}
+	if kind := t.ObjectKind(); kind != "UserDeployment" {
+		return nil, nil, cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
+	}
+	if t.HasSecrets() {
+		if err := o.keepSecrets(ctx, func(name string) bool {
+			p, ok := t.Param(name)
+			return ok && p.Secret
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+	obj, secret, err := t.Render(templates.Input{Name: o.Name, Namespace: ns, Params: o.params, Secrets: o.secrets})
+	if err != nil {
+		return nil, nil, templates.CommandError(err)
+	}
+	templates.Announce(o.ErrOut, t)
+	return obj.(*schedv1.UserDeployment), secret, nil
+}
+
+// current reads the app as it is, with its managed fields; nil when there
+// is none, or it may not be read (the apply then says what is refused).
+func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schedv1.GroupVersion.WithKind("UserDeployment"))
+	err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, u)
+	switch {
+	case cmdutil.NotInstalled(err):
+		return nil, notInstalled()
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, cmdutil.API(err, "get", fmt.Sprintf("userdeployments.sched.kubectl-sched.dev %q", o.Name))
+	}
+	return u, nil
 }
 
 // completeTemplates offers the catalog's UserDeployment templates, and
@@ -269,11 +346,11 @@ func (o *Options) nsFlag() string {
 	return ""
 }
 
-// keepSecrets fills secret parameters the command line omits from the
-// Secret already in the cluster, so a redeploy need not repeat them and
-// server-side apply does not drop them. The values are read into memory
-// only to be sent back.
-func (o *Options) keepSecrets(ctx context.Context, t *templates.Template) error {
+// keepSecrets fills the secrets the command line omits, of those keep
+// takes, from the Secret already in the cluster, so a redeploy need not
+// repeat them and server-side apply does not drop them. The values are
+// read into memory only to be sent back.
+func (o *Options) keepSecrets(ctx context.Context, keep func(name string) bool) error {
 	existing := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: o.Clients.Namespace, Name: templates.SecretName(o.Name)}
 	err := o.Clients.Client.Get(ctx, key, existing)
@@ -283,32 +360,12 @@ func (o *Options) keepSecrets(ctx context.Context, t *templates.Template) error 
 	if err != nil {
 		return cmdutil.API(err, "get", fmt.Sprintf("secrets %q", key.Name))
 	}
-	for _, p := range t.Parameters {
-		if _, given := o.secrets[p.Name]; p.Secret && !given {
-			if v, ok := existing.Data[p.Name]; ok {
-				o.secrets[p.Name] = v
-			}
+	for name, v := range existing.Data {
+		if _, given := o.secrets[name]; !given && keep(name) {
+			o.secrets[name] = v
 		}
 	}
 	return nil
-}
-
-// ownSecret sets the owner reference when the UserDeployment already
-// exists. It must be in every apply: server-side apply removes fields this
-// manager set before and no longer sends.
-func (o *Options) ownSecret(ctx context.Context, secret *corev1.Secret) (bool, error) {
-	current := &schedv1.UserDeployment{}
-	err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, current)
-	switch {
-	case cmdutil.NotInstalled(err):
-		return false, notInstalled()
-	case apierrors.IsNotFound(err):
-		return false, nil
-	case err != nil:
-		return false, cmdutil.API(err, "get", fmt.Sprintf("userdeployments.sched.kubectl-sched.dev %q", o.Name))
-	}
-	setOwner(secret, current)
-	return true, nil
 }
 
 // secretHash is an HMAC of the Secret's values keyed with its UID: it
@@ -323,10 +380,10 @@ func secretHash(secret *corev1.Secret) string {
 	return hex.EncodeToString(mac.Sum(nil))[:16]
 }
 
-func setOwner(secret *corev1.Secret, ud *schedv1.UserDeployment) {
+func setOwner(secret *corev1.Secret, name string, uid types.UID) {
 	// Not a controller reference: the operator does not manage this Secret.
 	secret.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: ud.Name, UID: ud.UID,
+		APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: name, UID: uid,
 	}}
 }
 

@@ -458,7 +458,7 @@ func TestErrors(t *testing.T) {
 			Stderr: []string{"the object does not decode into a UserDeployment", "quantities must match"},
 		},
 		"no --template": {
-			Args: []string{"deploy", "shop"}, Code: cmdutil.ExitUsage, Stderr: []string{"--template is required", "kubectl sched template list"},
+			Args: []string{"deploy", "shop"}, Code: cmdutil.ExitUsage, Stderr: []string{"--template or --image is required", "kubectl sched template list", "--image"},
 		},
 		"invalid name": {
 			Args: []string{"deploy", "Shop_1", "--template", "web-app"}, Code: cmdutil.ExitUsage, Stderr: []string{`invalid name "Shop_1"`},

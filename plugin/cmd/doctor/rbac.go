@@ -65,6 +65,7 @@ var Commands = []struct {
 	{"describe", []Access{sched("get", "userdeployments"), core("list", "pods"), core("list", "events")}},
 	{"deploy", []Access{sched("patch", "userdeployments"), core("patch", "secrets")}},
 	{"stop/start/restart", []Access{sched("patch", "userdeployments")}},
+	{"scale/set", []Access{sched("get", "userdeployments"), sched("patch", "userdeployments")}},
 	{"delete", []Access{sched("delete", "userdeployments"), sched("delete", "agenttasks"), sched("delete", "workflows")}},
 	{"logs", []Access{core("list", "pods"), {Verb: "get", Resource: "pods", Subresource: "log"}}},
 	{"task run", []Access{sched("create", "agenttasks")}},
