@@ -40,11 +40,7 @@ func createNamespace(t *testing.T, name string) {
 
 func mustRun(t *testing.T, args ...string) plugintest.Result {
 	t.Helper()
-	r := env.Run(args...)
-	if r.Code != 0 {
-		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r
+	return env.MustRun(t, args...)
 }
 
 func getUD(t *testing.T, ns, name string) *schedv1.UserDeployment {

@@ -36,11 +36,7 @@ func apps(t *testing.T, ns string) {
 
 func mustRun(t *testing.T, args ...string) plugintest.Result {
 	t.Helper()
-	r := env.Run(args...)
-	if r.Code != 0 {
-		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r
+	return env.MustRun(t, args...)
 }
 
 func replicas(t *testing.T, ns, app, svc string) int32 {

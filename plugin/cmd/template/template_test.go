@@ -81,11 +81,7 @@ func shareTemplate(t *testing.T, ns, name, text string) {
 
 func mustRun(t *testing.T, args ...string) plugintest.Result {
 	t.Helper()
-	r := env.Run(args...)
-	if r.Code != 0 {
-		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r
+	return env.MustRun(t, args...)
 }
 
 func TestList(t *testing.T) {

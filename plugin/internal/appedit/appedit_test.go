@@ -38,11 +38,7 @@ func namespace(t *testing.T, name string) {
 
 func mustRun(t *testing.T, args ...string) plugintest.Result {
 	t.Helper()
-	r := env.Run(args...)
-	if r.Code != 0 {
-		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
-	}
-	return r
+	return env.MustRun(t, args...)
 }
 
 // read returns the app, and what each field manager applied to it.

@@ -108,6 +108,16 @@ func (e *Env) Run(args ...string) Result {
 	return RunWithInput("", append(args, "--kubeconfig", e.Kubeconfig)...)
 }
 
+// MustRun is Run, failing the test unless the command exits 0.
+func (e *Env) MustRun(t testing.TB, args ...string) Result {
+	t.Helper()
+	r := e.Run(args...)
+	if r.Code != 0 {
+		t.Fatalf("kubectl sched %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.Code, r.Stdout, r.Stderr)
+	}
+	return r
+}
+
 // RunWithInput executes `kubectl sched ARGS` with stdin, without adding a
 // kubeconfig.
 func RunWithInput(stdin string, args ...string) Result {
