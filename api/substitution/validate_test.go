@@ -214,7 +214,9 @@ func TestValidateDependsOn(t *testing.T) {
 // depends on; a main step may use neither ${workflow.phase} nor a finally
 // step's outputs.
 func TestValidateWorkflowFinally(t *testing.T) {
-	task := func(args ...string) v1alpha1.AgentTaskSpec { return v1alpha1.AgentTaskSpec{Image: "busybox", Args: args} }
+	task := func(args ...string) v1alpha1.AgentTaskSpec {
+		return v1alpha1.AgentTaskSpec{Image: "busybox", Args: args}
+	}
 	spec := func() *v1alpha1.WorkflowSpec {
 		return &v1alpha1.WorkflowSpec{
 			Params: []v1alpha1.WorkflowParam{{Name: "to", Value: "ops"}},
@@ -263,7 +265,9 @@ func TestValidateWorkflowFinally(t *testing.T) {
 			wantField: "spec.finally[0].task.image", wantDetail: `no step or finally step is named "nope"`,
 		},
 		"a syntax error": {
-			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[1].Task.Env = []v1alpha1.EnvVar{{Name: "P", Value: "${workflow.name}"}} },
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Finally[1].Task.Env = []v1alpha1.EnvVar{{Name: "P", Value: "${workflow.name}"}}
+			},
 			wantField: "spec.finally[1].task.env[0].value", wantDetail: `finally step "notify": "${workflow.name}" at byte 0 names something of the workflow other than its phase`,
 		},
 		"dependsOn a main step": {

@@ -66,10 +66,12 @@ func TestApprovalRecordsTheRealUser(t *testing.T) {
 	}
 	// bob cannot take her decision over, turn it, or remove it.
 	for name, edit := range map[string]func(*schedv1.WorkflowSpec){
-		"rename":  func(s *schedv1.WorkflowSpec) { s.Approvals[0].User = "bob" },
-		"deny":    func(s *schedv1.WorkflowSpec) { s.Approvals[0].Decision = schedv1.Denied },
-		"remove":  func(s *schedv1.WorkflowSpec) { s.Approvals = nil },
-		"replace": func(s *schedv1.WorkflowSpec) { s.Approvals = []schedv1.StepDecision{{Step: "second", Decision: schedv1.Approved, User: "bob"}} },
+		"rename": func(s *schedv1.WorkflowSpec) { s.Approvals[0].User = "bob" },
+		"deny":   func(s *schedv1.WorkflowSpec) { s.Approvals[0].Decision = schedv1.Denied },
+		"remove": func(s *schedv1.WorkflowSpec) { s.Approvals = nil },
+		"replace": func(s *schedv1.WorkflowSpec) {
+			s.Approvals = []schedv1.StepDecision{{Step: "second", Decision: schedv1.Approved, User: "bob"}}
+		},
 	} {
 		err := decide(bob, edit)
 		if err == nil {

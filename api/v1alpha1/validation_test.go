@@ -394,9 +394,9 @@ func TestValidObjectsAccepted(t *testing.T) {
 			Finally("collect", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${steps.0.output.result}"}}).When("workflow.phase != 'Succeeded'").
 			Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.phase}", "${steps.collect.output.url}", "${steps.deploy.output.url}"}}).DependsOn("collect").
 			Suspend(true).Obj(),
-		"scx: well-known":                 MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
-		"scx: own image":                  MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
-		"scx: well-known from own image":  MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
+		"scx: well-known":                MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
+		"scx: own image":                 MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
+		"scx: well-known from own image": MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
 	}
 	for name, obj := range cases {
 		t.Run(name, func(t *testing.T) {

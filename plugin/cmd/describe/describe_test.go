@@ -387,7 +387,7 @@ func TestDescribeGatesAndFinally(t *testing.T) {
 			{Name: "deploy", Phase: schedv1.StepWaitingForApproval, Reason: schedv1.ReasonWaitingForApproval, StartTime: at(40 * time.Second),
 				Message: "really? (waiting for approval: kubectl sched workflow approve gated deploy (or deny))"},
 		},
-		Finally: []schedv1.StepStatus{{Name: "notify", Phase: schedv1.StepWaiting}},
+		Finally:    []schedv1.StepStatus{{Name: "notify", Phase: schedv1.StepWaiting}},
 		Conditions: []metav1.Condition{cond(schedv1.ConditionSuspended, metav1.ConditionTrue, schedv1.ReasonSuspended, "no new step starts until it is resumed: kubectl sched workflow resume gated")},
 	}
 	create(t, wf)

@@ -48,15 +48,21 @@ func newStopCommand(c kube.ClientOptions) *cobra.Command {
 	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
 		Kind: workflowKind, Verb: "stop", Done: "stopped",
 		Phase: func(o client.Object) (string, bool) {
-			p := o.(*schedv1.Workflow).Status.Phase
-			return string(p), p.Finished()
+			st := o.(*schedv1.Workflow).Status
+			if m := st.Main; m != nil && !st.Phase.Finished() {
+				// spec.cancel stops the steps, not the finally steps.
+				return fmt.Sprintf("its steps ended %s; its finally steps run to their end", m.Phase), true
+			}
+			return string(st.Phase), st.Phase.Finished()
 		},
 	}, "Stop a Workflow without deleting it: its running step's pod stops, later steps are skipped",
 		`Stop a running workflow and keep its record. The operator cancels the running
 step's AgentTask (its pod is stopped), skips the steps not started, and ends the
 workflow in phase Cancelled (the same phase 'task cancel' ends a task in), with
-the outputs of the steps that finished. It cannot be resumed: run it again
-under another name. A workflow that has already ended is left as it is.`,
+the outputs of the steps that finished. Its finally steps still run. It
+cannot be resumed: run it again under another name. A workflow that has
+already ended, or runs its finally steps, is left as it is (cancel a finally
+step's task with 'kubectl sched task cancel' to stop it).`,
 		`  # Stop the nightly workflow
   kubectl sched workflow stop nightly
 
