@@ -14,6 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
+	"github.com/kubectl-sched/kubectl-sched/api/substitution"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
@@ -106,3 +109,42 @@ func writeKubeconfig(t *testing.T) string {
 }
 
 var envtestAdmin = envtest.User{Name: "explain-admin", Groups: []string{"system:masters"}}
+
+// TestTourWorkflowsAccepted: the workflows of the tour and of the README's
+// examples (hack/tour) pass the plugin's checks (references, when) and the
+// API server's.
+func TestTourWorkflowsAccepted(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "hack", "tour", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf := &schedv1.Workflow{}
+		if err := yaml.UnmarshalStrict(data, wf); err != nil || wf.Kind != "Workflow" {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			errs := append(substitution.ValidateWorkflow(&wf.Spec), celexpr.ValidateWorkflow(&wf.Spec)...)
+			if len(errs) > 0 {
+				t.Errorf("refused by the plugin's checks: %v", errs)
+			}
+			wf.Namespace = ns
+			if err := env.Client.Create(context.Background(), wf, client.DryRunAll); err != nil {
+				t.Errorf("refused by the API server: %v", err)
+			}
+		})
+	}
+	if n < 5 {
+		t.Errorf("found %d workflows in hack/tour, want at least 5", n)
+	}
+}

@@ -89,7 +89,7 @@ func TestApproveAndDeny(t *testing.T) {
 	}
 	written := false
 	for _, m := range wf.ManagedFields {
-		written = written || m.Manager == "kubectl-sched" && m.FieldsV1 != nil && strings.Contains(string(m.FieldsV1.Raw), `"f:approvals"`)
+		written = written || m.Manager == "kubectl-sched" && m.FieldsV1 != nil && strings.Contains(m.FieldsV1.GetRawString(), `"f:approvals"`)
 	}
 	if !written {
 		t.Errorf("spec.approvals not written by field manager kubectl-sched: %+v", wf.ManagedFields)
