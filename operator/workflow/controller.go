@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -304,7 +305,8 @@ func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after
 		}
 		note := fmt.Sprintf("%s %d (%s) %s", what, i, s.Name, s.Phase)
 		if s.Message != "" && (s.Phase != schedv1.StepSucceeded || s.Reason == schedv1.ReasonApproved) {
-			note += ": " + s.Message
+			// The phase says it was skipped.
+			note += ": " + strings.TrimPrefix(s.Message, "skipped: ")
 		}
 		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
 	}

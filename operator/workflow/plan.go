@@ -401,19 +401,24 @@ func skippedBecause(dep string, phase schedv1.StepPhase) string {
 }
 
 // setCurrentStep points at the first running step, else the first that has
-// not succeeded, else the last.
+// neither succeeded nor been skipped, else the last that was not skipped.
 func setCurrentStep(st *schedv1.WorkflowStatus, active []int) {
 	if len(active) > 0 {
 		st.CurrentStep = int32(active[0])
 		return
 	}
+	last := 0
 	for i, s := range st.Steps {
-		if s.Phase != schedv1.StepSucceeded {
+		switch s.Phase {
+		case schedv1.StepSucceeded:
+			last = i
+		case schedv1.StepSkipped:
+		default:
 			st.CurrentStep = int32(i)
 			return
 		}
 	}
-	st.CurrentStep = int32(max(len(st.Steps)-1, 0))
+	st.CurrentStep = int32(last)
 }
 
 // runningMain reports the main steps that run: one as before, several by
