@@ -95,6 +95,18 @@ func TestApproveAndDeny(t *testing.T) {
 		t.Errorf("spec.approvals not written by field manager kubectl-sched: %+v", wf.ManagedFields)
 	}
 
+	// A retry is a new attempt that nobody decided on yet: it does not
+	// carry alice's decision, which the admin could not record.
+	setStatus(t, "gated", end(schedv1.WorkflowFailed, 5, "step 1 (second) was denied",
+		schedv1.StepStatus{Name: "gate", Phase: schedv1.StepSucceeded}, schedv1.StepStatus{Name: "second", Phase: schedv1.StepFailed}))
+	res = env.Run("workflow", "retry", "gated")
+	if res.Code != 0 || !strings.Contains(res.Stdout, "a retry of gated from step second") {
+		t.Errorf("retry: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	} else {
+		name := strings.TrimPrefix(strings.Fields(res.Stdout)[0], "workflow.sched.kubectl-sched.dev/")
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), getWF(t, name)) })
+	}
+
 	// Someone without rights in the namespace.
 	nobody, err := env.UserKubeconfig("nobody")
 	if err != nil {

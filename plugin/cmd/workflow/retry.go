@@ -105,7 +105,9 @@ func (o *RetryOptions) Run(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: generatedName(o.Name + "-retry"), Namespace: ns, Labels: old.Labels},
 		Spec:       *old.Spec.DeepCopy(),
 	}
-	next.Spec.Cancel = false
+	// A new attempt: no one decided on it yet (a step approved before
+	// keeps its outputs as a step that succeeded), and it runs at once.
+	next.Spec.Cancel, next.Spec.Suspend, next.Spec.Approvals = false, false, nil
 	next.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: o.Name, FromStep: from}
 	if err := c.Create(ctx, next, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
