@@ -274,6 +274,10 @@ func problems(wf *schedv1.Workflow) []string {
 		check("spec.steps", i, &wf.Spec.Steps[i])
 	}
 	for i := range wf.Spec.Finally {
+		if wf.Spec.Finally[i].Approval != nil {
+			out = append(out, fmt.Sprintf("spec.finally[%d].approval: a finally step cannot wait for approval: it runs whatever happened before it; put the approval in spec.steps", i))
+			continue
+		}
 		check("spec.finally", i, &wf.Spec.Finally[i])
 	}
 	for _, e := range substitution.ValidateWorkflow(&wf.Spec) {
