@@ -224,11 +224,15 @@ func (w *UserDeploymentWrapper) Meta(f func(*metav1.ObjectMeta)) *UserDeployment
 }
 
 // WorkflowWrapper builds a Workflow.
-type WorkflowWrapper struct{ schedv1.Workflow }
+type WorkflowWrapper struct {
+	schedv1.Workflow
+	// finally: the last step added is a finally step.
+	finally bool
+}
 
 // MakeWorkflow starts a Workflow with no steps.
 func MakeWorkflow(name, ns string) *WorkflowWrapper {
-	return &WorkflowWrapper{schedv1.Workflow{
+	return &WorkflowWrapper{Workflow: schedv1.Workflow{
 		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 	}}
@@ -251,13 +255,54 @@ func (w *WorkflowWrapper) Step(name, image string, args ...string) *WorkflowWrap
 // StepTask adds a step with a whole task spec.
 func (w *WorkflowWrapper) StepTask(name string, task schedv1.AgentTaskSpec) *WorkflowWrapper {
 	w.Workflow.Spec.Steps = append(w.Workflow.Spec.Steps, schedv1.WorkflowStep{Name: name, Task: task})
+	w.finally = false
 	return w
+}
+
+// Approval adds a step that waits for approval, with message.
+func (w *WorkflowWrapper) Approval(name, message string) *WorkflowWrapper {
+	w.Workflow.Spec.Steps = append(w.Workflow.Spec.Steps, schedv1.WorkflowStep{Name: name, Approval: &schedv1.StepApproval{Message: message}})
+	w.finally = false
+	return w
+}
+
+// Finally adds a finally step with a whole task spec.
+func (w *WorkflowWrapper) Finally(name string, task schedv1.AgentTaskSpec) *WorkflowWrapper {
+	w.Workflow.Spec.Finally = append(w.Workflow.Spec.Finally, schedv1.WorkflowStep{Name: name, Task: task})
+	w.finally = true
+	return w
+}
+
+// last is the last step added, of spec.steps or spec.finally.
+func (w *WorkflowWrapper) last() *schedv1.WorkflowStep {
+	if w.finally {
+		return &w.Workflow.Spec.Finally[len(w.Workflow.Spec.Finally)-1]
+	}
+	return &w.Workflow.Spec.Steps[len(w.Workflow.Spec.Steps)-1]
 }
 
 // DependsOn sets the dependsOn of the last step added.
 func (w *WorkflowWrapper) DependsOn(steps ...string) *WorkflowWrapper {
-	last := &w.Workflow.Spec.Steps[len(w.Workflow.Spec.Steps)-1]
-	last.DependsOn = steps
+	w.last().DependsOn = steps
+	return w
+}
+
+// When sets the when of the last step added.
+func (w *WorkflowWrapper) When(expr string) *WorkflowWrapper {
+	w.last().When = expr
+	return w
+}
+
+// Decide records a decision on an approval step, as `workflow approve`
+// or `deny` does.
+func (w *WorkflowWrapper) Decide(step string, d schedv1.Decision, user, reason string) *WorkflowWrapper {
+	w.Workflow.Spec.Approvals = append(w.Workflow.Spec.Approvals, schedv1.StepDecision{Step: step, Decision: d, User: user, Reason: reason})
+	return w
+}
+
+// Suspend sets spec.suspend.
+func (w *WorkflowWrapper) Suspend(on bool) *WorkflowWrapper {
+	w.Workflow.Spec.Suspend = on
 	return w
 }
 

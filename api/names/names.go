@@ -39,6 +39,30 @@ func StepTask(workflow string, index int, step string) string {
 	return Join(workflow, strconv.Itoa(index), step)
 }
 
+// FinallyStep is what names finally step index of a workflow in its
+// task's name and step label: "finally0", "finally1", ... Step indexes are
+// digits only, so it never reads as one.
+func FinallyStep(index int) string { return "finally" + strconv.Itoa(index) }
+
+// FinallyTask is the AgentTask that runs finally step index of a workflow.
+func FinallyTask(workflow string, index int, step string) string {
+	return Join(workflow, FinallyStep(index), step)
+}
+
+// ParseFinallyStep reads a step label written by FinallyStep: the index
+// and true, or false for a main step's label.
+func ParseFinallyStep(label string) (int, bool) {
+	rest, ok := strings.CutPrefix(label, "finally")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 || strconv.Itoa(i) != rest {
+		return 0, false
+	}
+	return i, true
+}
+
 // ServiceObject names the Deployment and Service of one service of an app.
 func ServiceObject(app, service string) string { return Join(app, service) }
 

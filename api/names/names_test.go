@@ -73,3 +73,23 @@ func TestHostPrefixKeepsNamespacesApart(t *testing.T) {
 		}
 	}
 }
+
+func TestFinallyTask(t *testing.T) {
+	if got := FinallyTask("release", 0, "notify"); got != "release-finally0-notify" {
+		t.Errorf("FinallyTask = %q", got)
+	}
+	long := FinallyTask(strings.Repeat("w", 63), 7, strings.Repeat("s", 40))
+	if len(long) > MaxLength || long == FinallyTask(strings.Repeat("w", 63), 6, strings.Repeat("s", 40)) {
+		t.Errorf("long names: %q (%d), not kept apart or over %d", long, len(long), MaxLength)
+	}
+	for label, want := range map[string]int{"finally0": 0, "finally12": 12} {
+		if i, ok := ParseFinallyStep(label); !ok || i != want {
+			t.Errorf("ParseFinallyStep(%q) = %d, %v", label, i, ok)
+		}
+	}
+	for _, label := range []string{"0", "finally", "finally-1", "finally01", "finallyx"} {
+		if _, ok := ParseFinallyStep(label); ok {
+			t.Errorf("ParseFinallyStep(%q) took it for a finally step", label)
+		}
+	}
+}

@@ -10,6 +10,9 @@
 //	${steps.N.output.KEY}     output KEY of step N, counted from 0
 //	${steps.NAME.output.KEY}  output KEY of the step named NAME
 //	${params.NAME}            the value of workflow param NAME
+//	${workflow.phase}         finally steps only: the phase the workflow has
+//	                          without them (Succeeded, Failed, Timeout or
+//	                          Cancelled)
 //
 // N is a decimal number without leading zeros ("0", "1", "12"; not "01").
 // NAME of a step is its name, a DNS label: lowercase letters, digits and '-',
@@ -21,8 +24,12 @@
 // characters in all. A KEY may contain dots: ${steps.build.output.image.tag}
 // is the key "image.tag".
 //
-// A step may only use outputs of the steps before it. A param NAME must be
-// declared in spec.params.
+// A step may only use outputs of the steps before it (with dependsOn, of
+// the steps it depends on, directly or through others). A finally step
+// may use the outputs of any step of spec.steps (N counts those only) and,
+// by name, of the finally steps it depends on; an output a step did not
+// produce (it failed, or was skipped) fails the finally step that uses it
+// with reason MissingOutput. A param NAME must be declared in spec.params.
 //
 // # Literal text
 //

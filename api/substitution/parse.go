@@ -14,6 +14,8 @@ const (
 	StepOutput RefKind = "StepOutput"
 	// Param is ${params.NAME}.
 	Param RefKind = "Param"
+	// WorkflowPhase is ${workflow.phase}, which only finally steps may use.
+	WorkflowPhase RefKind = "WorkflowPhase"
 )
 
 // Ref is one reference in a string.
@@ -23,7 +25,7 @@ type Ref struct {
 	Step string
 	// StepIndex is the step's index when written as one, else -1.
 	StepIndex int
-	// Key is the output key, or the param name.
+	// Key is the output key, the param name, or "phase".
 	Key string
 	// Raw is the reference as written, "${" to "}".
 	Raw string
@@ -43,7 +45,7 @@ type SyntaxError struct {
 
 // SyntaxHint lists the accepted forms; every syntax error ends with it so users
 // never have to look the syntax up.
-const SyntaxHint = "references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY} and ${params.NAME}; write $${ for a literal ${"
+const SyntaxHint = "references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME} and, in finally steps, ${workflow.phase}; write $${ for a literal ${"
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%q at byte %d %s; %s", e.Text, e.Offset, e.Problem, SyntaxHint)
@@ -209,8 +211,13 @@ func parseBody(body string) (Ref, string) {
 			return Ref{}, fmt.Sprintf("has param name %q, which is invalid: a param name starts with a letter or '_' and holds only letters, digits, '_' and '-'", rest)
 		}
 		return Ref{Kind: Param, StepIndex: -1, Key: rest}, ""
+	case "workflow":
+		if rest != "phase" {
+			return Ref{}, `names something of the workflow other than its phase; the only one is ${workflow.phase}`
+		}
+		return Ref{Kind: WorkflowPhase, StepIndex: -1, Key: rest}, ""
 	default:
-		return Ref{}, fmt.Sprintf(`starts with %q; a reference starts with "steps." or "params."`, root)
+		return Ref{}, fmt.Sprintf(`starts with %q; a reference starts with "steps.", "params." or "workflow."`, root)
 	}
 }
 

@@ -53,6 +53,7 @@ func TestParse(t *testing.T) {
 		"unicode around":       {in: "héllo ✓ ${params.a} 日本", want: []Ref{paramRef("a", "${params.a}", 11)}},
 		"quotes and newlines":  {in: "say \"${params.a}\"\n'${params.b}'\r\n", want: []Ref{paramRef("a", "${params.a}", 5), paramRef("b", "${params.b}", 19)}},
 		"zero index":           {in: "${steps.0.output.x}", want: []Ref{stepRef("0", 0, "x", "${steps.0.output.x}", 0)}},
+		"workflow phase":       {in: "phase=${workflow.phase}", want: []Ref{{Kind: WorkflowPhase, StepIndex: -1, Key: "phase", Raw: "${workflow.phase}", Offset: 6}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -78,9 +79,11 @@ func TestParseErrors(t *testing.T) {
 		want SyntaxError
 	}{
 		"empty":               {in: "a${}", want: SyntaxError{Offset: 1, Text: "${}", Problem: "is empty"}},
-		"unknown root":        {in: "${foo}", want: SyntaxError{Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps." or "params."`}},
-		"singular step":       {in: "${step.0.output.x}", want: SyntaxError{Text: "${step.0.output.x}", Problem: `starts with "step"; a reference starts with "steps." or "params."`}},
-		"spaces inside":       {in: "${ params.a }", want: SyntaxError{Text: "${ params.a }", Problem: `starts with " params"; a reference starts with "steps." or "params."`}},
+		"workflow, not phase": {in: "${workflow.name}", want: SyntaxError{Text: "${workflow.name}", Problem: `names something of the workflow other than its phase; the only one is ${workflow.phase}`}},
+		"workflow alone":      {in: "${workflow}", want: SyntaxError{Text: "${workflow}", Problem: `names something of the workflow other than its phase; the only one is ${workflow.phase}`}},
+		"unknown root":        {in: "${foo}", want: SyntaxError{Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow."`}},
+		"singular step":       {in: "${step.0.output.x}", want: SyntaxError{Text: "${step.0.output.x}", Problem: `starts with "step"; a reference starts with "steps.", "params." or "workflow."`}},
+		"spaces inside":       {in: "${ params.a }", want: SyntaxError{Text: "${ params.a }", Problem: `starts with " params"; a reference starts with "steps.", "params." or "workflow."`}},
 		"outputs":             {in: "${steps.a.outputs.x}", want: SyntaxError{Text: "${steps.a.outputs.x}", Problem: `says "outputs" where it should say "output"`}},
 		"steps only":          {in: "${steps}", want: SyntaxError{Text: "${steps}", Problem: "names no step"}},
 		"no step":             {in: "${steps..output.x}", want: SyntaxError{Text: "${steps..output.x}", Problem: "names no step"}},
@@ -106,7 +109,7 @@ func TestParseErrors(t *testing.T) {
 			in:   "${params.a " + strings.Repeat("é", 40),
 			want: SyntaxError{Text: "${params.a " + strings.Repeat("é", 26) + "...", Problem: `has no closing "}"`},
 		},
-		"first error wins": {in: "${params.a} ${foo} ${bar", want: SyntaxError{Offset: 12, Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps." or "params."`}},
+		"first error wins": {in: "${params.a} ${foo} ${bar", want: SyntaxError{Offset: 12, Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow."`}},
 		"newline inside":   {in: "${params.a\n}", want: SyntaxError{Text: "${params.a\n}", Problem: `has param name "a\n", which is invalid: a param name starts with a letter or '_' and holds only letters, digits, '_' and '-'`}},
 	}
 	for name, tc := range tests {
@@ -134,7 +137,7 @@ func TestParseErrors(t *testing.T) {
 func TestSyntaxErrorMessage(t *testing.T) {
 	_, err := Parse("run ${steps.a.outputs.x}")
 	want := `"${steps.a.outputs.x}" at byte 4 says "outputs" where it should say "output"; ` +
-		`references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY} and ${params.NAME}; write $${ for a literal ${`
+		`references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME} and, in finally steps, ${workflow.phase}; write $${ for a literal ${`
 	if diff := cmp.Diff(want, fmt.Sprint(err)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -19,7 +19,17 @@ type Values struct {
 	// Outputs of the finished steps, by index. A step missing here, or with
 	// a nil map, has no outputs.
 	Outputs []map[string]string
+	// MainSteps is how many of StepNames are spec.steps, which are
+	// followed by spec.finally; a step index N counts only those. Zero
+	// means all are.
+	MainSteps int
+	// Phase is ${workflow.phase}: set for a finally step only.
+	Phase string
 }
+
+// FinallyIndex is the index finally step j has in Values: after the main
+// steps.
+func (v Values) FinallyIndex(j int) int { return v.MainSteps + j }
 
 // MissingOutputError is a reference to an output the earlier step did not
 // write. The operator reports it with reason MissingOutput.
@@ -98,6 +108,12 @@ func (v Values) stepName(i int) string {
 
 func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
 	uses := fmt.Sprintf("%s uses %s", fieldName, r.Raw)
+	if r.Kind == WorkflowPhase {
+		if v.Phase == "" {
+			return "", fmt.Errorf("%s, which only finally steps may use", uses)
+		}
+		return v.Phase, nil
+	}
 	if r.Kind == Param {
 		val, ok := v.Params[r.Key]
 		if !ok {
@@ -111,6 +127,8 @@ func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
 		if target < 0 {
 			return "", fmt.Errorf("%s, but the workflow has no step %q", uses, r.Step)
 		}
+	} else if v.MainSteps > 0 && target >= v.MainSteps {
+		return "", fmt.Errorf("%s, but the workflow has %d steps; an index counts the steps of spec.steps only", uses, v.MainSteps)
 	}
 	// Admission normally rejects these; checked again because the operator
 	// must never read a step's outputs before that step has run.

@@ -41,6 +41,8 @@ type TooLargeError struct {
 	// ParamsOnly: the size counts params alone, outputs as empty (the
 	// plugin's check before the workflow runs).
 	ParamsOnly bool
+	// Finally: a finally step, StepIndex counting spec.finally.
+	Finally bool
 }
 
 func (e *TooLargeError) Error() string {
@@ -48,8 +50,12 @@ func (e *TooLargeError) Error() string {
 	if e.ParamsOnly {
 		when = "with its params alone, before any output is known"
 	}
+	label := stepLabelIndexed(e.StepIndex, e.Step)
+	if e.Finally {
+		label = "finally " + label
+	}
 	return fmt.Sprintf("%s renders to %s %s, more than the %s a step may render to (what an AgentTask's image, command, args and env values hold); %s alone renders to %s: use shorter params or outputs, or fewer references to them",
-		stepLabelIndexed(e.StepIndex, e.Step), bytesText(e.Size), when, bytesText(MaxRenderedStepBytes), e.Largest, bytesText(e.LargestSize))
+		label, bytesText(e.Size), when, bytesText(MaxRenderedStepBytes), e.Largest, bytesText(e.LargestSize))
 }
 
 // bytesText is n in bytes with a readable unit beside it.
@@ -110,8 +116,11 @@ func renderedLen(s string, size func(Ref) int) int {
 // value is what r resolves to for step self, "" when it resolves to
 // nothing (yet) or names a step that does not run before self.
 func (v Values) value(self int, r Ref) string {
-	if r.Kind == Param {
+	switch r.Kind {
+	case Param:
 		return v.Params[r.Key]
+	case WorkflowPhase:
+		return v.Phase
 	}
 	target := r.StepIndex
 	if target < 0 {

@@ -10,12 +10,13 @@ import (
 )
 
 // ValidateWorkflow checks the references in every string substitution reaches
-// (each step's image, command, args and env values): their syntax, that each
-// step reference names an earlier step, and that each param is declared.
-// Errors are on paths like spec.steps[2].task.args[0]. It also refuses a
-// step that renders past MaxRenderedStepBytes with its params alone
-// (outputs, not known yet, count as empty; ResolveTask checks them when the
-// step starts).
+// (each step's and finally step's image, command, args and env values):
+// their syntax, that each step reference names a step whose outputs the
+// step may use, that each param is declared and that only finally steps
+// use ${workflow.phase}; and each dependsOn. Errors are on paths like
+// spec.steps[2].task.args[0]. It also refuses a step that renders past
+// MaxRenderedStepBytes with its params alone (outputs, not known yet,
+// count as empty; ResolveTask checks them when the step starts).
 //
 // The API server's CEL rules check the same, more loosely; this is what the
 // plugin runs before submitting, and it explains each problem fully.
@@ -28,12 +29,15 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 		v.params[p.Name] = true
 	}
 	steps := field.NewPath("spec", "steps")
-	values := Values{Params: map[string]string{}}
+	values := Values{Params: map[string]string{}, MainSteps: len(spec.Steps)}
 	for _, p := range spec.Params {
 		values.Params[p.Name] = p.Value
 	}
 	for i := range spec.Steps {
 		values.StepNames = append(values.StepNames, spec.Steps[i].Name)
+	}
+	for j := range spec.Finally {
+		values.StepNames = append(values.StepNames, spec.Finally[j].Name)
 	}
 	for i := range spec.Steps {
 		for j, d := range spec.Steps[i].DependsOn {
@@ -45,23 +49,66 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s may only depend on steps listed before it (which rules out cycles); move %q above it", stepLabel(i, spec.Steps[i].Name), d)))
 			}
 		}
-		task := &spec.Steps[i].Task
-		p := steps.Index(i).Child("task")
-		v.check(i, p.Child("image"), task.Image)
-		for j, s := range task.Command {
-			v.check(i, p.Child("command").Index(j), s)
+		v.checkTask(ownerStep{index: i, name: spec.Steps[i].Name}, steps.Index(i).Child("task"), &spec.Steps[i].Task, values, i)
+	}
+	fin := field.NewPath("spec", "finally")
+	// The longest phase ${workflow.phase} may be, for the size check.
+	values.Phase = string(v1alpha1.WorkflowSucceeded)
+	for j := range spec.Finally {
+		self := ownerStep{index: j, name: spec.Finally[j].Name, finally: true}
+		for k, d := range spec.Finally[j].DependsOn {
+			path := fin.Index(j).Child("dependsOn").Index(k)
+			switch at := stepByName(spec.Finally, d); {
+			case at < 0 && stepByName(spec.Steps, d) >= 0:
+				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s depends on %q, a step of spec.steps; a finally step may only depend on finally steps listed before it (it runs after every step of spec.steps anyway)", self.label(), d)))
+			case at < 0:
+				v.errs = append(v.errs, notFound(path, fmt.Sprintf("%s depends on %q, but no finally step is named so%s", self.label(), d, listEarlierFinally(spec.Finally, j))))
+			case at >= j:
+				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s may only depend on finally steps listed before it (which rules out cycles); move %q above it", self.label(), d)))
+			}
 		}
-		for j, s := range task.Args {
-			v.check(i, p.Child("args").Index(j), s)
-		}
-		for j, e := range task.Env {
-			v.check(i, p.Child("env").Index(j).Child("value"), e.Value)
-		}
-		if err := checkSize(i, task, values, true); err != nil {
-			v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
-		}
+		v.checkTask(self, fin.Index(j).Child("task"), &spec.Finally[j].Task, values, values.FinallyIndex(j))
 	}
 	return v.errs
+}
+
+// ownerStep is the step a string belongs to: of spec.steps or spec.finally.
+type ownerStep struct {
+	index   int
+	name    string
+	finally bool
+}
+
+func (s ownerStep) label() string {
+	if s.finally {
+		if s.name == "" {
+			return fmt.Sprintf("finally step %d", s.index)
+		}
+		return fmt.Sprintf("finally step %q", s.name)
+	}
+	return stepLabel(s.index, s.name)
+}
+
+// checkTask checks the strings of a step's task and its size with its
+// params; at is the step's index in values.
+func (v *workflowValidator) checkTask(self ownerStep, p *field.Path, task *v1alpha1.AgentTaskSpec, values Values, at int) {
+	v.check(self, p.Child("image"), task.Image)
+	for j, s := range task.Command {
+		v.check(self, p.Child("command").Index(j), s)
+	}
+	for j, s := range task.Args {
+		v.check(self, p.Child("args").Index(j), s)
+	}
+	for j, e := range task.Env {
+		v.check(self, p.Child("env").Index(j).Child("value"), e.Value)
+	}
+	if err := checkSize(at, task, values, true); err != nil {
+		if tl, ok := err.(*TooLargeError); ok && self.finally {
+			// Name it as the user does: its index counts spec.finally.
+			tl.StepIndex, tl.Finally = self.index, true
+		}
+		v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, err.Error()))
+	}
 }
 
 type workflowValidator struct {
@@ -70,12 +117,11 @@ type workflowValidator struct {
 	errs   field.ErrorList
 }
 
-// check validates the references in s, a string of step i.
-func (v *workflowValidator) check(i int, path *field.Path, s string) {
-	self := stepLabel(i, v.spec.Steps[i].Name)
+// check validates the references in s, a string of step self.
+func (v *workflowValidator) check(self ownerStep, path *field.Path, s string) {
 	refs, err := Parse(s)
 	if err != nil {
-		v.errs = append(v.errs, field.Invalid(path, field.OmitValueType{}, self+": "+err.Error()))
+		v.errs = append(v.errs, field.Invalid(path, field.OmitValueType{}, self.label()+": "+err.Error()))
 		return
 	}
 	seen := map[string]bool{}
@@ -84,24 +130,37 @@ func (v *workflowValidator) check(i int, path *field.Path, s string) {
 			continue // one error per reference and string is enough
 		}
 		seen[r.Raw] = true
-		if e := v.checkRef(i, self, path, r); e != nil {
+		if e := v.checkRef(self, path, r); e != nil {
 			v.errs = append(v.errs, e)
 		}
 	}
 }
 
-func (v *workflowValidator) checkRef(i int, self string, path *field.Path, r Ref) *field.Error {
+func (v *workflowValidator) checkRef(self ownerStep, path *field.Path, r Ref) *field.Error {
 	steps := v.spec.Steps
-	uses := fmt.Sprintf("%s uses %s", self, r.Raw)
-	if r.Kind == Param {
+	uses := fmt.Sprintf("%s uses %s", self.label(), r.Raw)
+	switch r.Kind {
+	case Param:
 		if v.params[r.Key] {
 			return nil
 		}
 		return notFound(path, fmt.Sprintf("%s, but spec.params has no param %q%s", uses, r.Key, listParams(v.spec.Params)))
+	case WorkflowPhase:
+		if self.finally {
+			return nil
+		}
+		return field.Invalid(path, field.OmitValueType{}, uses+", which only finally steps may use: a step of spec.steps runs before the workflow has a phase")
 	}
+	if self.finally {
+		return v.checkFinallyRef(self, path, r, uses)
+	}
+	i := self.index
 	target := r.StepIndex
 	if target < 0 {
 		target = stepByName(steps, r.Step)
+		if target < 0 && stepByName(v.spec.Finally, r.Step) >= 0 {
+			return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but %q is a finally step, which runs after every step of spec.steps", uses, r.Step))
+		}
 		if target < 0 {
 			return notFound(path, fmt.Sprintf("%s, but no step is named %q%s", uses, r.Step, listEarlier(steps, i)))
 		}
@@ -122,6 +181,34 @@ func (v *workflowValidator) checkRef(i int, self string, path *field.Path, r Ref
 		// Steps that run side by side: only what the step waits for is
 		// certain to be there when it starts.
 		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but it does not depend on step %q, directly or through other steps; add %q to its dependsOn", uses, steps[target].Name, steps[target].Name))
+	}
+	return nil
+}
+
+// checkFinallyRef checks a step reference of a finally step: any step of
+// spec.steps (by index or name), and by name the finally steps it depends
+// on, directly or through others.
+func (v *workflowValidator) checkFinallyRef(self ownerStep, path *field.Path, r Ref, uses string) *field.Error {
+	steps, fin := v.spec.Steps, v.spec.Finally
+	if r.StepIndex >= 0 {
+		if r.StepIndex < len(steps) {
+			return nil
+		}
+		return notFound(path, fmt.Sprintf("%s, but there is no step %d: spec.steps has %d steps, 0 to %d (an index counts spec.steps only; name a finally step)", uses, r.StepIndex, len(steps), len(steps)-1))
+	}
+	if stepByName(steps, r.Step) >= 0 {
+		return nil
+	}
+	const rule = "a finally step can only use outputs of the steps of spec.steps and of the finally steps it depends on"
+	switch target := stepByName(fin, r.Step); {
+	case target < 0:
+		return notFound(path, fmt.Sprintf("%s, but no step or finally step is named %q", uses, r.Step))
+	case target == self.index:
+		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, its own output; %s", uses, rule))
+	case target > self.index:
+		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but finally step %q is listed after it; %s", uses, r.Step, rule))
+	case !v.spec.FinallyAncestors(self.index)[target]:
+		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but it does not depend on finally step %q, directly or through others (finally steps run side by side); add %q to its dependsOn", uses, r.Step, r.Step))
 	}
 	return nil
 }
@@ -149,6 +236,17 @@ func listParams(params []v1alpha1.WorkflowParam) string {
 		names[i] = p.Name
 	}
 	return "; params are: " + strings.Join(names, ", ")
+}
+
+func listEarlierFinally(steps []v1alpha1.WorkflowStep, j int) string {
+	if j == 0 {
+		return "; it is the first finally step"
+	}
+	names := make([]string, j)
+	for k := range j {
+		names[k] = steps[k].Name
+	}
+	return "; the finally steps before it are: " + strings.Join(names, ", ")
 }
 
 func listEarlier(steps []v1alpha1.WorkflowStep, i int) string {

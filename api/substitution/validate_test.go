@@ -136,7 +136,7 @@ func TestValidateWorkflow(t *testing.T) {
 				s.Steps[2].Task.Args = []string{"ok", "${steps.9.output.a}"}
 			},
 			want: field.ErrorList{
-				invalid("spec.steps[0].task.image", `step "fetch": "${foo}" at byte 0 starts with "foo"; a reference starts with "steps." or "params."; `+SyntaxHint),
+				invalid("spec.steps[0].task.image", `step "fetch": "${foo}" at byte 0 starts with "foo"; a reference starts with "steps.", "params." or "workflow."; `+SyntaxHint),
 				notFoundErr("spec.steps[2].task.args[1]", `step "report" uses ${steps.9.output.a}, but there is no step 9: the workflow has 3 steps, 0 to 2`),
 			},
 		},
@@ -206,5 +206,124 @@ func TestValidateDependsOn(t *testing.T) {
 	}
 	if !strings.Contains(errs[0].Error(), `may only depend on steps listed before it (which rules out cycles); move "b" above it`) {
 		t.Errorf("error %q", errs[0])
+	}
+}
+
+// TestValidateWorkflowFinally: a finally step may use ${workflow.phase},
+// any step of spec.steps (by index or name) and the finally steps it
+// depends on; a main step may use neither ${workflow.phase} nor a finally
+// step's outputs.
+func TestValidateWorkflowFinally(t *testing.T) {
+	task := func(args ...string) v1alpha1.AgentTaskSpec {
+		return v1alpha1.AgentTaskSpec{Image: "busybox", Args: args}
+	}
+	spec := func() *v1alpha1.WorkflowSpec {
+		return &v1alpha1.WorkflowSpec{
+			Params: []v1alpha1.WorkflowParam{{Name: "to", Value: "ops"}},
+			Steps:  []v1alpha1.WorkflowStep{{Name: "build", Task: task()}, {Name: "test", Task: task()}},
+			Finally: []v1alpha1.WorkflowStep{
+				{Name: "collect", Task: task("${steps.1.output.report}", "${workflow.phase}")},
+				{Name: "notify", DependsOn: []string{"collect"}, Task: task("${steps.build.output.image}", "${steps.collect.output.url}", "${params.to}")},
+				{Name: "cleanup", Task: task()},
+			},
+		}
+	}
+	if errs := ValidateWorkflow(spec()); len(errs) != 0 {
+		t.Fatalf("a good workflow: %v", errs)
+	}
+	tests := map[string]struct {
+		edit       func(*v1alpha1.WorkflowSpec)
+		wantField  string
+		wantDetail string
+	}{
+		"a main step uses workflow.phase": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Args = []string{"${workflow.phase}"} },
+			wantField: "spec.steps[1].task.args[0]", wantDetail: `step "test" uses ${workflow.phase}, which only finally steps may use`,
+		},
+		"a main step uses a finally step": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Args = []string{"${steps.notify.output.x}"} },
+			wantField: "spec.steps[1].task.args[0]", wantDetail: `"notify" is a finally step, which runs after every step of spec.steps`,
+		},
+		"a finally step uses one it does not depend on": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[2].Task.Args = []string{"${steps.collect.output.url}"} },
+			wantField: "spec.finally[2].task.args[0]", wantDetail: `finally step "cleanup" uses ${steps.collect.output.url}, but it does not depend on finally step "collect", directly or through others (finally steps run side by side); add "collect" to its dependsOn`,
+		},
+		"a finally step uses a later one": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[0].Task.Args = []string{"${steps.notify.output.x}"} },
+			wantField: "spec.finally[0].task.args[0]", wantDetail: `finally step "notify" is listed after it`,
+		},
+		"a finally step uses itself": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[0].Task.Args = []string{"${steps.collect.output.x}"} },
+			wantField: "spec.finally[0].task.args[0]", wantDetail: "its own output",
+		},
+		"an index past spec.steps": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[0].Task.Args = []string{"${steps.2.output.x}"} },
+			wantField: "spec.finally[0].task.args[0]", wantDetail: "there is no step 2: spec.steps has 2 steps, 0 to 1 (an index counts spec.steps only; name a finally step)",
+		},
+		"an unknown name": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[0].Task.Image = "${steps.nope.output.x}" },
+			wantField: "spec.finally[0].task.image", wantDetail: `no step or finally step is named "nope"`,
+		},
+		"a syntax error": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Finally[1].Task.Env = []v1alpha1.EnvVar{{Name: "P", Value: "${workflow.name}"}}
+			},
+			wantField: "spec.finally[1].task.env[0].value", wantDetail: `finally step "notify": "${workflow.name}" at byte 0 names something of the workflow other than its phase`,
+		},
+		"dependsOn a main step": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[2].DependsOn = []string{"build"} },
+			wantField: "spec.finally[2].dependsOn[0]", wantDetail: `depends on "build", a step of spec.steps; a finally step may only depend on finally steps listed before it`,
+		},
+		"dependsOn a later finally step": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[0].DependsOn = []string{"cleanup"} },
+			wantField: "spec.finally[0].dependsOn[0]", wantDetail: `may only depend on finally steps listed before it (which rules out cycles); move "cleanup" above it`,
+		},
+		"dependsOn an unknown step": {
+			edit:      func(s *v1alpha1.WorkflowSpec) { s.Finally[1].DependsOn = []string{"collect", "nope"} },
+			wantField: "spec.finally[1].dependsOn[1]", wantDetail: `depends on "nope", but no finally step is named so; the finally steps before it are: collect`,
+		},
+		"too large with its params": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Params[0].Value = strings.Repeat("v", 4096)
+				s.Finally[2].Task.Args = []string{strings.Repeat("${params.to}", 4096/len("${params.to}"))}
+				s.Finally[2].Task.Command = []string{strings.Repeat("${params.to}", 4096/len("${params.to}"))}
+			},
+			wantField: "spec.finally[2].task", wantDetail: `finally step 2 ("cleanup") renders to 2.7 MiB`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := spec()
+			tc.edit(s)
+			errs := ValidateWorkflow(s)
+			if len(errs) != 1 || errs[0].Field != tc.wantField || !strings.Contains(errs[0].Detail, tc.wantDetail) {
+				t.Errorf("errors %v; want one at %s with %q", errs, tc.wantField, tc.wantDetail)
+			}
+		})
+	}
+}
+
+// TestResolveFinallyTask: a finally step gets ${workflow.phase} and, by
+// name, a finally step's outputs; an index counts spec.steps only.
+func TestResolveFinallyTask(t *testing.T) {
+	v := Values{
+		StepNames: []string{"build", "collect", "notify"},
+		Outputs:   []map[string]string{{"image": "app:1"}, {"url": "https://x"}},
+		MainSteps: 1,
+		Phase:     "Failed",
+	}
+	got, err := ResolveTask(v.FinallyIndex(1), v1alpha1.AgentTaskSpec{Image: "i", Args: []string{"${workflow.phase}", "${steps.0.output.image}", "${steps.collect.output.url}"}}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"Failed", "app:1", "https://x"}, got.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if _, err := ResolveTask(v.FinallyIndex(1), v1alpha1.AgentTaskSpec{Image: "${steps.1.output.url}"}, v); err == nil || !strings.Contains(err.Error(), "an index counts the steps of spec.steps only") {
+		t.Errorf("an index past the main steps: %v", err)
+	}
+	v.Phase = ""
+	if _, err := ResolveTask(0, v1alpha1.AgentTaskSpec{Image: "${workflow.phase}"}, v); err == nil || !strings.Contains(err.Error(), "which only finally steps may use") {
+		t.Errorf("workflow.phase in a main step: %v", err)
 	}
 }

@@ -16,6 +16,9 @@ const (
 	// ConditionCertificateReady is set on a public app whose certificate the
 	// operator requests from cert-manager: True once it is issued.
 	ConditionCertificateReady = "CertificateReady"
+	// ConditionSuspended is set on a Workflow once spec.suspend was set:
+	// True while it holds the start of new steps, False once resumed.
+	ConditionSuspended = "Suspended"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -102,6 +105,34 @@ const (
 	ReasonStepTimeout   = "StepTimeout"
 	ReasonStepSkipped   = "StepSkipped"
 	ReasonStepCancelled = "StepCancelled"
+	// ReasonStepWaitingForApproval: the event of an approval step that
+	// starts waiting for a decision.
+	ReasonStepWaitingForApproval = "StepWaitingForApproval"
+
+	// ReasonWhenFalse: a step's when expression was false, so the step
+	// was skipped (and the steps that depend on it).
+	ReasonWhenFalse = "WhenFalse"
+	// ReasonWhenError: a step's when expression failed to evaluate (a
+	// missing key, its cost limit), so the step failed.
+	ReasonWhenError = "WhenError"
+	// ReasonWaitingForApproval: an approval step waits for 'kubectl sched
+	// workflow approve' or 'deny'; on the workflow, nothing else runs.
+	ReasonWaitingForApproval = "WaitingForApproval"
+	// ReasonApproved and ReasonDenied: the decision recorded in
+	// spec.approvals; a denied step Fails and so does its workflow.
+	ReasonApproved = "Approved"
+	ReasonDenied   = "Denied"
+	// ReasonSuspended: spec.suspend holds the start of new steps (the
+	// Suspended condition, and the workflow's reason while nothing runs).
+	ReasonSuspended = "Suspended"
+	// ReasonResumed: spec.suspend was set and is no longer.
+	ReasonResumed = "Resumed"
+	// ReasonRunningFinally: the main steps have ended and the finally
+	// steps run.
+	ReasonRunningFinally = "RunningFinally"
+	// ReasonFinallyFailed: every main step succeeded but a finally step
+	// did not, so the workflow Failed.
+	ReasonFinallyFailed = "FinallyFailed"
 
 	// ReasonExpired: the event of a finished task or workflow that its
 	// TTL (status.expiry) deleted.

@@ -25,36 +25,55 @@
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in
 //     ingress_hosts), or only the CREATE operation, for checks too costly to
-//     repeat on every status write (workflow_references). Each file's
-//     header says what it checks and why it is a policy. The operator
+//     repeat on every status write (workflow_references), and the user
+//     who makes a request (workflow_approvals: a decision in a Workflow's
+//     spec.approvals must name request.userInfo.username, so the approver
+//     the operator records is the one the API server authenticated, not
+//     one a client claims; a CRD rule keeps recorded decisions from
+//     changing). Each file's header says what it checks and why it is a
+//     policy. The operator
 //     checks again what it must not get wrong when a policy is missing
 //     (operator/podsecurity, the host rules, api/substitution).
 //
-//  3. api/substitution: the ${steps.N.output.KEY}, ${steps.NAME.output.KEY}
-//     and ${params.NAME} grammar of Workflow step strings and the rules on
-//     what a reference may name. One Go implementation that the operator
+//  3. api/substitution: the ${steps.N.output.KEY},
+//     ${steps.NAME.output.KEY}, ${params.NAME} and ${workflow.phase}
+//     grammar of Workflow step strings (finally steps' too) and the rules
+//     on what a reference may name. One Go implementation that the operator
 //     runs before it starts a workflow and resolves each step with, and the
 //     plugin runs before it submits one, so what one accepts the other
 //     does too; its doc.go is the reference. workflow_references.yaml
 //     re-states it in CEL for `kubectl apply` users, and
 //     TestWorkflowReferencesPolicyAgreesWithSubstitution (in this package)
-//     feeds both the corpus in api/substitution/substitutiontest and
-//     requires the same verdict on every string: api/substitution is right
+//     feeds both the corpus in api/substitution/substitutiontest, in a
+//     step and in a finally step, and requires the same verdict on every
+//     string: api/substitution is right
 //     when they differ. Two of its rules are not in the policy (too costly
 //     in CEL): with dependsOn, a step may only use the outputs of the steps
 //     it depends on, directly or through others; and a step rendered with
 //     its params must fit in an AgentTask. The operator fails a workflow
 //     that breaks them with reason InvalidSpec before any step runs.
 //
-//  4. The template checker, plugin/internal/templates: on the user's
+//  4. api/celexpr: a step's when, a CEL expression. Neither the CRD nor
+//     a policy can compile CEL held in a field, so the CRD bounds its
+//     length (1024) and refuses a ${...} reference in it, and the real
+//     check (parse, type-check against the one environment: steps,
+//     params and, in finally steps, workflow; the result a bool; the
+//     steps it names only those the step depends on, directly or through
+//     others; the params declared) runs in the plugin before it submits
+//     and in the operator before any step runs, which fails the workflow
+//     with reason InvalidSpec naming spec.steps[i].when and CEL's error.
+//     Evaluation is bounded by celexpr.CostLimit; an error there (a
+//     missing key, the limit) fails the step with reason WhenError.
+//
+//  5. The template checker, plugin/internal/templates: on the user's
 //     machine, before anything is submitted. It checks a template when it
 //     is loaded (placeholders, parameters, types, known fields) and the
 //     object it renders (a Workflow through api/substitution), and explains
 //     each problem with the template's own names. It adds no rule of its
 //     own to the API: what it lets through, the layers above still check.
 //
-// Messages follow the same path: the plugin's (api/substitution's, the
-// template checker's) are the most detailed, and the server's name the
+// Messages follow the same path: the plugin's (api/substitution's,
+// api/celexpr's, the template checker's) are the most detailed, and the server's name the
 // field and the fix in one line.
 //
 // +kubebuilder:object:generate=true

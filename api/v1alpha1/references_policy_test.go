@@ -22,7 +22,8 @@ import (
 const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-references'"
 
 // TestWorkflowReferencesPolicyAgreesWithSubstitution puts each string of
-// substitutiontest.Corpus into a step of a Workflow and requires the API
+// substitutiontest.Corpus into a step of a Workflow, and again into a
+// finally step, and requires the API
 // server (CRD rules and the policy) and substitution.ValidateWorkflow,
 // which the plugin and the operator run, to give the same verdict: a
 // Workflow the server admits must be one the operator runs, and one the
@@ -30,6 +31,8 @@ const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-refe
 // is the reference: when they disagree, the policy is what to fix.
 func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	corpus := substitutiontest.Corpus()
+	// Each string twice: in a step of spec.steps, then in a finally step.
+	cases := 2 * len(corpus)
 	type verdict struct {
 		in       string
 		field    string
@@ -38,15 +41,15 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		valid    bool   // by substitution.ValidateWorkflow
 		problems string
 	}
-	verdicts := make([]verdict, len(corpus))
+	verdicts := make([]verdict, cases)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
 			for i := range work {
 				// What the server sees: JSON turns invalid UTF-8 into U+FFFD.
-				s := jsonString(t, corpus[i])
-				wf, field := referencesWorkflow(i, s)
+				s := jsonString(t, corpus[i%len(corpus)])
+				wf, field := referencesWorkflow(i, s, i >= len(corpus))
 				v := verdict{in: s, field: field}
 				errs := substitution.ValidateWorkflow(&wf.Spec)
 				v.valid = len(errs) == 0
@@ -62,14 +65,17 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 			}
 		})
 	}
-	for i := range corpus {
+	for i := range cases {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
 
-	var admitted, valid, disagree int
-	for _, v := range verdicts {
+	var admitted, valid, disagree, validFinally int
+	for i, v := range verdicts {
+		if v.valid && i >= len(corpus) {
+			validFinally++
+		}
 		if v.admitted {
 			admitted++
 		}
@@ -92,13 +98,19 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	if valid < 100 || len(verdicts)-valid < 100 {
 		t.Errorf("%d of %d cases are valid; the corpus should hold at least 100 of each verdict", valid, len(verdicts))
 	}
+	if validFinally < 100 || len(corpus)-validFinally < 100 {
+		t.Errorf("%d of %d cases in a finally step are valid; the corpus should hold at least 100 of each verdict there too", validFinally, len(corpus))
+	}
 }
 
-// referencesWorkflow is a Workflow with params p, a, b and tag and steps
-// fetch, build, use and later, where step 2 ("use") holds s: in its args,
-// command, an env value or its image, taking turns by i so each field the
-// policy scans is tested. It returns the field's path.
-func referencesWorkflow(i int, s string) (*schedv1.Workflow, string) {
+// referencesWorkflow is a Workflow with params p, a, b and tag that holds
+// s in step "use": in its args, command, an env value or its image, taking
+// turns by i so each field the policy scans is tested. In spec.steps its
+// steps are fetch, build, use and later; with finally, spec.steps is fetch
+// and spec.finally build, use (depending on build, so that the steps
+// before it are those it may use, as in a sequence) and later. It returns
+// the field's path.
+func referencesWorkflow(i int, s string, finally bool) (*schedv1.Workflow, string) {
 	task := schedv1.AgentTaskSpec{Image: "busybox"}
 	var field string
 	switch i % 4 {
@@ -118,12 +130,15 @@ func referencesWorkflow(i int, s string) (*schedv1.Workflow, string) {
 	}
 	wf := MakeWorkflow(fmt.Sprintf("refs-%d", i), ns).
 		Param("p", "v").Param("a", "1").Param("b", "2").Param("tag", "latest").
-		Step("fetch", "busybox").
-		Step("build", "busybox").
-		StepTask("use", task).
-		Step("later", "busybox").
-		Obj()
-	return wf, "spec.steps[2].task." + field
+		Step("fetch", "busybox")
+	if finally {
+		wf.Finally("build", schedv1.AgentTaskSpec{Image: "busybox"}).
+			Finally("use", task).DependsOn("build").
+			Finally("later", schedv1.AgentTaskSpec{Image: "busybox"})
+		return wf.Obj(), "spec.finally[1].task." + field
+	}
+	wf.Step("build", "busybox").StepTask("use", task).Step("later", "busybox")
+	return wf.Obj(), "spec.steps[2].task." + field
 }
 
 // jsonString returns s as it arrives through JSON.

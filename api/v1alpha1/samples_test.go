@@ -14,6 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
+	"github.com/kubectl-sched/kubectl-sched/api/substitution"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
@@ -72,8 +75,15 @@ func TestExplain(t *testing.T) {
 		"userdeployment.spec.services": {"exposure", "None, Internal (the default) or Public"},
 		"agenttask.spec":               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
 		"agenttask.status":             {"outputs", "termination message"},
-		"workflow.spec":                {"steps", "${params.NAME}"},
 		"workflow.spec.steps.task":     {"image"},
+		"workflow.spec.steps":          {"when", "steps.test.outputs.result == 'passed'", "approval", "WaitingForApproval"},
+		"workflow.spec.steps.approval": {"message"},
+		"workflow.spec.finally":        {"${workflow.phase}", "whatever happened", "grace of 5 minutes"},
+		"workflow.spec":                {"steps", "${params.NAME}", "suspend", "approvals", "finally"},
+		"workflow.spec.approvals":      {"request.userInfo.username", "decision", "Approved", "Denied"},
+		"workflow.status":              {"finally", "main", "Suspended"},
+		"workflow.status.steps":        {"reason", "WhenFalse", "WaitingForApproval"},
+		"workflow.status.main":         {"phase", "${workflow.phase}"},
 		"schedext.spec":                {"scheduler", "one scheduler per node"},
 		"schedext.spec.scheduler":      {"scx_lavd", "opsName"},
 		"schedext.status":              {"readyNodes", "conflictingNodes"},
@@ -99,3 +109,42 @@ func writeKubeconfig(t *testing.T) string {
 }
 
 var envtestAdmin = envtest.User{Name: "explain-admin", Groups: []string{"system:masters"}}
+
+// TestTourWorkflowsAccepted: the workflows of the tour and of the README's
+// examples (hack/tour) pass the plugin's checks (references, when) and the
+// API server's.
+func TestTourWorkflowsAccepted(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "hack", "tour", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf := &schedv1.Workflow{}
+		if err := yaml.UnmarshalStrict(data, wf); err != nil || wf.Kind != "Workflow" {
+			continue
+		}
+		n++
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			errs := append(substitution.ValidateWorkflow(&wf.Spec), celexpr.ValidateWorkflow(&wf.Spec)...)
+			if len(errs) > 0 {
+				t.Errorf("refused by the plugin's checks: %v", errs)
+			}
+			wf.Namespace = ns
+			if err := env.Client.Create(context.Background(), wf, client.DryRunAll); err != nil {
+				t.Errorf("refused by the API server: %v", err)
+			}
+		})
+	}
+	if n < 5 {
+		t.Errorf("found %d workflows in hack/tour, want at least 5", n)
+	}
+}

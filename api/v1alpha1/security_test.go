@@ -99,6 +99,18 @@ func TestTenantCannotAskForAPrivilegedPod(t *testing.T) {
 			}).Obj(),
 			wantField: "spec.steps[b].task.securityContext.privileged", wantMsg: "privileged containers are not allowed",
 		},
+		"workflow: a finally step privileged": {
+			obj: MakeWorkflow("w", tns).Step("a", "busybox").Finally("cleanup", schedv1.AgentTaskSpec{
+				Image: "busybox", SecurityContext: sc(func(s *schedv1.SecurityContext) { s.Privileged = ptr.To(true) }),
+			}).Obj(),
+			wantField: "spec.finally[cleanup].task.securityContext.privileged", wantMsg: "privileged containers are not allowed",
+		},
+		"workflow: a finally step's pod unconfined by annotation, beside an approval step": {
+			obj: MakeWorkflow("w", tns).Approval("gate", "").Step("a", "busybox").Finally("cleanup", schedv1.AgentTaskSpec{
+				Image: "busybox", PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{"seccomp.security.alpha.kubernetes.io/pod": "unconfined"}},
+			}).Obj(),
+			wantField: "spec.finally[cleanup].task.podMetadata.annotations[seccomp.security.alpha.kubernetes.io/pod]", wantMsg: "AppArmor and seccomp must stay confined",
+		},
 		"app: a service with privilege escalation": {
 			obj: MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				EditService("web", func(s *schedv1.ServiceSpec) {

@@ -252,6 +252,68 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validWorkflow().Step("c", "busybox", "${params.a\n"+strings.Repeat("x", 100)).Obj(),
 			wantField: "spec.steps", wantMsg: `step "c" holds "${params.a\n` + strings.Repeat("x", 53) + `...", which is not a valid reference`,
 		},
+		"wf: a step with a task and an approval": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Steps[1].Approval = &schedv1.StepApproval{Message: "ship?"}
+			}).Obj(),
+			wantField: "spec.steps[1]", wantMsg: "set exactly one of task and approval",
+		},
+		"wf: a step with neither a task nor an approval": {
+			obj:       validWorkflow().StepTask("empty", schedv1.AgentTaskSpec{}).Obj(),
+			wantField: "spec.steps[2]", wantMsg: "set exactly one of task and approval",
+		},
+		"wf: when written as a reference": {
+			obj:       validWorkflow().When("${steps.fetch.output.ok} == 'yes'").Obj(),
+			wantField: "spec.steps[1].when", wantMsg: "when is a CEL expression, not a string with ${...} references",
+		},
+		"wf: when too long": {
+			obj:       validWorkflow().When("params.a == '" + strings.Repeat("x", 1024) + "'").Obj(),
+			wantField: "spec.steps[1].when", wantMsg: "may not be more than 1024 bytes",
+		},
+		"wf: a finally step named like a step": {
+			obj:       validWorkflow().Finally("fetch", schedv1.AgentTaskSpec{Image: "busybox"}).Obj(),
+			wantField: "spec.finally", wantMsg: "a finally step cannot have the name of a step in spec.steps",
+		},
+		"wf: a finally approval": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Finally = []schedv1.WorkflowStep{{Name: "ok", Approval: &schedv1.StepApproval{}}}
+			}).Obj(),
+			wantField: "spec.finally", wantMsg: "a finally step cannot be an approval",
+		},
+		"wf: too many finally steps": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				for i := range 9 {
+					s.Finally = append(s.Finally, schedv1.WorkflowStep{Name: fmt.Sprintf("f%d", i), Task: schedv1.AgentTaskSpec{Image: "busybox"}})
+				}
+			}).Obj(),
+			wantField: "spec.finally", wantMsg: "must have at most 8 items",
+		},
+		"wf: a decision on a step without an approval": {
+			obj:       validWorkflow().Decide("build", schedv1.Approved, "admin", "").Obj(),
+			wantField: "spec.approvals", wantMsg: "may only name steps that have an approval",
+		},
+		"wf: a decision that is neither": {
+			obj:       validWorkflow().Approval("gate", "").Decide("gate", "Maybe", "admin", "").Obj(),
+			wantField: "spec.approvals[0].decision", wantMsg: "Unsupported value",
+		},
+		"wf: a finally step depends on a later one": {
+			obj: validWorkflow().Finally("a", schedv1.AgentTaskSpec{Image: "busybox"}).DependsOn("b").
+				Finally("b", schedv1.AgentTaskSpec{Image: "busybox"}).Obj(),
+			wantField: "spec.finally[].dependsOn", wantMsg: "a finally step may only depend on finally steps listed before it",
+		},
+		"wf: workflow.phase in a step": {
+			obj:       validWorkflow().Step("c", "busybox", "${workflow.phase}").Obj(),
+			wantField: "spec.steps", wantMsg: "only finally steps may use ${workflow.phase}",
+		},
+		"wf: a finally step uses a later finally step": {
+			obj: validWorkflow().Finally("a", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${steps.b.output.x}"}}).
+				Finally("b", schedv1.AgentTaskSpec{Image: "busybox"}).Obj(),
+			wantField: "spec.finally", wantMsg: "a finally step may only use the outputs of the steps of spec.steps",
+		},
+		"wf: a malformed reference in a finally step": {
+			obj:       validWorkflow().Finally("report", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.name}"}}).Obj(),
+			wantField: "spec.finally", wantMsg: `finally step "report" holds "${workflow.name}", which is not a valid reference`,
+		},
 		"wf: bad timeout": {
 			obj:       validWorkflow().Spec(func(s *schedv1.WorkflowSpec) { s.Timeout = &metav1.Duration{Duration: -time.Second} }).Obj(),
 			wantField: "spec.timeout", wantMsg: "should match",
@@ -337,10 +399,17 @@ func TestValidObjectsAccepted(t *testing.T) {
 			Step("build", "busybox", "${steps.0.output.sha}").
 			StepTask("test", schedv1.AgentTaskSpec{Image: "busybox", Env: []schedv1.EnvVar{{Name: "S", Value: "${steps.build.output.image} ${steps.fetch.output.sha}"}}}).Obj(),
 		"wf: escaped references are text": MakeWorkflow("wf", ns).Step("a", "busybox", "$${steps.9.output.x}", "$${params.nope}").Obj(),
-		"scx: well-known":                 MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
-		"scx: own image":                  MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
-		"scx: well-known from own image":  MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
-		"at: a CPU scheduler":             validTask().Placement(schedv1.Placement{CPUScheduler: "scx_lavd", NodePools: []string{"general"}}).Obj(),
+		"wf: when, an approval, finally steps and suspend": MakeWorkflow("wf", ns).Param("env", "prod").
+			Step("test", "busybox").
+			Approval("gate", "ship to ${params.env}?").When("steps.test.outputs.result == 'passed' && params.env == 'prod'").
+			Step("deploy", "busybox", "${steps.test.output.result}").
+			Finally("collect", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${steps.0.output.result}"}}).When("workflow.phase != 'Succeeded'").
+			Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.phase}", "${steps.collect.output.url}", "${steps.deploy.output.url}"}}).DependsOn("collect").
+			Suspend(true).Obj(),
+		"scx: well-known":                MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
+		"scx: own image":                 MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
+		"scx: well-known from own image": MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
+		"at: a CPU scheduler":            validTask().Placement(schedv1.Placement{CPUScheduler: "scx_lavd", NodePools: []string{"general"}}).Obj(),
 		"wf: a step's CPU scheduler": MakeWorkflow("wf", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
 			Placement: &schedv1.Placement{CPUScheduler: "scx_bpfland"}}).Obj(),
 		"ud: a CPU scheduler": validApp().Placement(schedv1.Placement{CPUScheduler: "scx_" + strings.Repeat("a", 59)}).Obj(),
@@ -381,6 +450,36 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 			}
 		})
 	}
+	// The finally steps cannot change either.
+	withFinally := MakeWorkflow("immutable-finally", ns).Approval("gate", "").Step("b", "busybox").
+		Finally("notify", schedv1.AgentTaskSpec{Image: "busybox"}).Obj()
+	if err := env.Client.Create(ctx, withFinally); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Client.Delete(ctx, withFinally) }()
+	for name, change := range map[string]func(*schedv1.WorkflowSpec){
+		"a finally step":       func(s *schedv1.WorkflowSpec) { s.Finally[0].Task.Image = "alpine" },
+		"no finally steps":     func(s *schedv1.WorkflowSpec) { s.Finally = nil },
+		"a step's when":        func(s *schedv1.WorkflowSpec) { s.Steps[1].When = "true" },
+		"an approval's prompt": func(s *schedv1.WorkflowSpec) { s.Steps[0].Approval.Message = "now?" },
+	} {
+		t.Run(name, func(t *testing.T) {
+			changed := withFinally.DeepCopy()
+			change(&changed.Spec)
+			err := env.Client.Update(ctx, changed)
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change once it is created") {
+				t.Fatalf("want the update refused as invalid, got %v", err)
+			}
+		})
+	}
+	// suspend may be switched both ways.
+	for _, on := range []bool{true, false} {
+		withFinally.Spec.Suspend = on
+		if err := env.Client.Update(ctx, withFinally); err != nil {
+			t.Fatalf("setting spec.suspend to %v refused: %v", on, err)
+		}
+	}
+
 	// Only cancel may be set, and then not unset.
 	wf.Spec.Cancel = true
 	if err := env.Client.Update(ctx, wf); err != nil {

@@ -48,3 +48,37 @@ func (s *WorkflowSpec) Ancestors(i int) map[int]bool {
 	}
 	return seen
 }
+
+// FinallyDependencies returns the indexes, in spec.finally, of the finally
+// steps finally step j waits for. Finally steps run side by side unless
+// they name each other: no sequence is implied. Names that are not of an
+// earlier finally step are left out (the admission policy refuses them).
+func (s *WorkflowSpec) FinallyDependencies(j int) []int {
+	var deps []int
+	for _, name := range s.Finally[j].DependsOn {
+		for k := 0; k < j; k++ {
+			if s.Finally[k].Name == name {
+				deps = append(deps, k)
+				break
+			}
+		}
+	}
+	return deps
+}
+
+// FinallyAncestors returns the finally steps finally step j depends on,
+// directly or through others.
+func (s *WorkflowSpec) FinallyAncestors(j int) map[int]bool {
+	seen := map[int]bool{}
+	todo := s.FinallyDependencies(j)
+	for len(todo) > 0 {
+		k := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		todo = append(todo, s.FinallyDependencies(k)...)
+	}
+	return seen
+}

@@ -10,19 +10,24 @@ import (
 // config/policy, not by CRD rules: CRD rules run on every write, status
 // writes included, and these scan every string of every step.
 // api/substitution checks the same in the plugin and the operator.
-// The spec is immutable but for cancel, which may only be set: each other
+// The spec is immutable but for cancel, which may only be set, suspend,
+// which may be switched, and approvals, which may only be added to: each other
 // field has its own self == oldSelf rule (the form the API server's cost
 // estimate allows on large fields), and the rule here keeps optional ones
 // from appearing or going (add new fields to both).
-// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast) && has(self.retryOf) == has(oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast) && has(self.retryOf) == has(oldSelf.retryOf) && has(self.finally) == has(oldSelf.finally)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 // +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.approvals) || has(self.approvals)",message="spec.approvals cannot be removed: an approval, once recorded, stays",fieldPath=".approvals"
+// +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !self.steps.exists(s, s.name == f.name))",message="a finally step cannot have the name of a step in spec.steps: step names must differ across steps and finally",fieldPath=".finally"
+// +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !has(f.approval))",message="a finally step cannot be an approval: finally steps run tasks, whatever happened before them",fieldPath=".finally"
+// +kubebuilder:validation:XValidation:rule="!has(self.approvals) || self.approvals.all(a, self.steps.exists(s, s.name == a.step && has(s.approval)))",message="spec.approvals may only name steps that have an approval; 'kubectl sched workflow approve NAME STEP' records one",fieldPath=".approvals"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Params []WorkflowParam `json:"params,omitempty"`
 
 	// Steps run one after another (a step starts when the one before it
@@ -34,7 +39,7 @@ type WorkflowSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Steps []WorkflowStep `json:"steps"`
 
 	// Timeout is the longest the whole workflow may run. Past it the running
@@ -44,7 +49,7 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// TTLAfterFinished deletes the finished workflow, and with it its
@@ -54,7 +59,7 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
 
 	// FailFast stops the whole workflow at the first failed step: the other
@@ -64,7 +69,7 @@ type WorkflowSpec struct {
 	// it could produce. Steps that run one after another behave the same
 	// either way.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	FailFast bool `json:"failFast,omitempty"`
 
 	// RetryOf makes this workflow a new attempt of a finished one in the
@@ -73,7 +78,7 @@ type WorkflowSpec struct {
 	// on it (in a sequence, every step after it), which run again, as do
 	// the steps that did not succeed. `kubectl sched workflow retry` sets it.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
 	// Cancel stops the workflow without deleting it: the running step's
@@ -83,6 +88,85 @@ type WorkflowSpec struct {
 	// sets it.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
+
+	// Finally are steps that run once every step of spec.steps has
+	// finished, whatever happened: succeeded, failed, skipped, cancelled
+	// (by failFast, spec.cancel or 'workflow stop') or timed out. They run
+	// side by side unless they name each other in dependsOn (only finally
+	// steps listed before them). They may use ${workflow.phase} (the phase
+	// the workflow has without them: Succeeded, Failed, Timeout or
+	// Cancelled), the outputs of any step of spec.steps that produced them,
+	// and, in when, workflow.phase. They do not change the workflow's
+	// phase, except that a finally step that fails makes a Succeeded
+	// workflow Failed. spec.cancel does not stop them; after spec.timeout
+	// they still get a grace of 5 minutes. Each runs as an AgentTask named
+	// <workflow>-finally<index>-<step> (shortened with a hash when over 63
+	// characters).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
+	Finally []WorkflowStep `json:"finally,omitempty"`
+
+	// Suspend holds the start of new steps while true: the steps running
+	// go on, no other step starts (nor waits for an approval, nor has its
+	// when evaluated) until it is false again. spec.timeout keeps counting.
+	// 'kubectl sched workflow suspend' and 'resume' set it.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// Approvals are the decisions on the steps that wait for one, added
+	// by 'kubectl sched workflow approve' and 'deny'. The
+	// kubectl-sched-workflow-approvals admission policy refuses an entry
+	// whose user is not the user making the request, so the user recorded
+	// is the one the API server authenticated. An entry, once added, cannot
+	// change or be removed.
+	// +optional
+	// +listType=map
+	// +listMapKey=step
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="oldSelf.all(o, self.exists(n, n.step == o.step && n == o))",message="an approval, once recorded, cannot change or be removed"
+	Approvals []StepDecision `json:"approvals,omitempty"`
+}
+
+// StepDecision is a person's decision on a step that waits for approval.
+type StepDecision struct {
+	// Step is the name of the step decided on, a step with an approval.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=40
+	Step string `json:"step"`
+	// Decision is Approved (the step Succeeds and the steps after it run)
+	// or Denied (the step Fails with reason Denied).
+	Decision Decision `json:"decision"`
+	// User is who decided, as the API server authenticated them
+	// (request.userInfo.username); the admission policy refuses any other.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	User string `json:"user"`
+	// Reason the user gave.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason,omitempty"`
+}
+
+// Decision on a step waiting for approval.
+// +kubebuilder:validation:Enum=Approved;Denied
+type Decision string
+
+// The decisions.
+const (
+	Approved Decision = "Approved"
+	Denied   Decision = "Denied"
+)
+
+// StepApproval makes a step wait for a person's decision instead of
+// running a task.
+type StepApproval struct {
+	// Message says what is to be approved; it is shown while the step waits.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
 }
 
 // WorkflowRetry names the attempt a workflow retries.
@@ -116,7 +200,9 @@ type WorkflowParam struct {
 	Description string `json:"description,omitempty"`
 }
 
-// WorkflowStep is one step: a name and the AgentTask it runs.
+// WorkflowStep is one step: a name and the AgentTask it runs, or the
+// approval it waits for.
+// +kubebuilder:validation:XValidation:rule="has(self.task) != has(self.approval)",message="a step runs a task or waits for an approval: set exactly one of task and approval"
 type WorkflowStep struct {
 	// Name of the step, a DNS label, used as ${steps.NAME.output.KEY}.
 	// +kubebuilder:validation:MinLength=1
@@ -134,9 +220,35 @@ type WorkflowStep struct {
 	// +kubebuilder:validation:items:MaxLength=40
 	DependsOn []string `json:"dependsOn,omitempty"`
 
-	// Task is the AgentTask spec the step runs, after substitution.
-	Task AgentTaskSpec `json:"task"`
+	// When is a CEL expression that must be true for the step to run,
+	// evaluated when the step would start, over steps.NAME.outputs.KEY and
+	// steps.NAME.phase (of the steps it depends on, directly or through
+	// others; steps['NAME'] for a name with '-') and params.NAME, all
+	// strings, and for a finally step workflow.phase. False skips the step
+	// (and the steps that depend on it); an error (such as a missing key)
+	// fails it. Example: steps.test.outputs.result == 'passed'. It is
+	// compiled and type-checked by 'kubectl sched workflow run' and by the
+	// operator before any step runs (api/celexpr), and its cost is bounded.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.contains('${')",message="when is a CEL expression, not a string with ${...} references: write steps.NAME.outputs.KEY, params.NAME or workflow.phase"
+	When string `json:"when,omitempty"`
+
+	// Approval makes the step run no task: it waits, in phase
+	// WaitingForApproval, until someone runs 'kubectl sched workflow
+	// approve' (it Succeeds) or 'deny' (it Fails with reason Denied).
+	// +optional
+	Approval *StepApproval `json:"approval,omitempty"`
+
+	// Task is the AgentTask spec the step runs, after substitution. Every
+	// step but an approval has one.
+	// +optional
+	Task AgentTaskSpec `json:"task,omitzero"`
 }
+
+// RunsTask reports whether the step runs a task (it is not an approval).
+func (s *WorkflowStep) RunsTask() bool { return s.Approval == nil }
 
 // WorkflowPhase is where a workflow is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
@@ -160,20 +272,24 @@ func (p WorkflowPhase) Finished() bool {
 }
 
 // StepPhase is where a step is: the AgentTask phases plus Waiting (not
-// started) and Skipped (an earlier step failed).
-// +kubebuilder:validation:Enum=Waiting;Pending;Running;Succeeded;Failed;Timeout;Skipped;Cancelled
-// +kubebuilder:validation:MaxLength=16
+// started), WaitingForApproval (an approval step, until someone decides)
+// and Skipped (a step it depends on did not succeed, or its when was false).
+// +kubebuilder:validation:Enum=Waiting;WaitingForApproval;Pending;Running;Succeeded;Failed;Timeout;Skipped;Cancelled
+// +kubebuilder:validation:MaxLength=24
 type StepPhase string
 
 // The step phases.
 const (
-	StepWaiting   StepPhase = "Waiting"
-	StepPending   StepPhase = "Pending"
-	StepRunning   StepPhase = "Running"
-	StepSucceeded StepPhase = "Succeeded"
-	StepFailed    StepPhase = "Failed"
-	StepTimeout   StepPhase = "Timeout"
-	StepSkipped   StepPhase = "Skipped"
+	StepWaiting StepPhase = "Waiting"
+	// StepWaitingForApproval is an approval step waiting for 'kubectl
+	// sched workflow approve' or 'deny'.
+	StepWaitingForApproval StepPhase = "WaitingForApproval"
+	StepPending            StepPhase = "Pending"
+	StepRunning            StepPhase = "Running"
+	StepSucceeded          StepPhase = "Succeeded"
+	StepFailed             StepPhase = "Failed"
+	StepTimeout            StepPhase = "Timeout"
+	StepSkipped            StepPhase = "Skipped"
 	// StepCancelled means the step's task was cancelled, by the workflow's
 	// spec.cancel or on its own.
 	StepCancelled StepPhase = "Cancelled"
@@ -210,6 +326,29 @@ type StepStatus struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=32768
 	Message string `json:"message,omitempty"`
+	// Reason is a CamelCase word for why the step is in its phase, when
+	// the phase alone does not say: WhenFalse, WhenError,
+	// WaitingForApproval, Approved, Denied.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Reason string `json:"reason,omitempty"`
+}
+
+// WorkflowOutcome is how the main steps (spec.steps) of a workflow with
+// finally steps ended.
+type WorkflowOutcome struct {
+	// Phase the workflow has without its finally steps: ${workflow.phase}.
+	Phase WorkflowPhase `json:"phase"`
+	// Reason is a CamelCase word for why.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Reason string `json:"reason,omitempty"`
+	// Message explains it for a person.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+	// Time the main steps ended.
+	Time metav1.Time `json:"time"`
 }
 
 // WorkflowStatus is the observed state of a workflow.
@@ -256,13 +395,26 @@ type WorkflowStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	Steps []StepStatus `json:"steps,omitempty"`
 
+	// Finally reports every finally step, in order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	Finally []StepStatus `json:"finally,omitempty"`
+
+	// Main is how the main steps ended, set on a workflow with finally
+	// steps once they all have; the finally steps run after it.
+	// +optional
+	Main *WorkflowOutcome `json:"main,omitempty"`
+
 	// Expiry is when the operator deletes the workflow, and its step
 	// tasks with it, once it has finished: by spec.ttlAfterFinished or, in
 	// a namespace of a tier, by the tier's TTLs. Unset while nothing will.
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`
 
-	// Conditions: Ready and Succeeded.
+	// Conditions: Ready and Succeeded, and Suspended once spec.suspend
+	// was set (True while it is).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -49,6 +49,11 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 		{Name: "a", Task: schedv1.AgentTaskSpec{Image: "x", Args: []string{"${steps.b.output.k}"}}},
 		{Name: "b", Task: schedv1.AgentTaskSpec{Image: "x"}},
 	}
+	// And an approval that names someone other than its user.
+	forged := &schedv1.Workflow{}
+	forged.Name, forged.Namespace = "policy-probe", "default"
+	forged.Spec.Steps = []schedv1.WorkflowStep{{Name: "gate", Approval: &schedv1.StepApproval{}}}
+	forged.Spec.Approvals = []schedv1.StepDecision{{Step: "gate", Decision: schedv1.Approved, User: "policy-probe-someone-else"}}
 	// And a privileged task.
 	privileged := &schedv1.AgentTask{}
 	privileged.Name, privileged.Namespace = "policy-probe", "default"
@@ -63,6 +68,10 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if last == nil || !strings.Contains(last.Error(), "only use the outputs of steps before it") {
+			return false, nil
+		}
+		last = c.Create(ctx, forged.DeepCopy(), client.DryRunAll)
+		if last == nil || !strings.Contains(last.Error(), "a decision records the user who makes it") {
 			return false, nil
 		}
 		last = c.Create(ctx, privileged.DeepCopy(), client.DryRunAll)

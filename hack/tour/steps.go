@@ -24,15 +24,17 @@ type Step struct {
 // real node, where the workflow's containers really run (otherwise kwok
 // simulates them). Commands run in the repository's root.
 func Steps(realNode bool) []Step {
-	file, say := "workflow.yaml", "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}. The watch ends when the workflow does; its exit code says how."
+	const gates = " canary runs only when its when is true (the channel is stable: it is skipped), and the finally step notify runs after the others, whatever happened, with ${workflow.phase}."
+	file, say := "workflow.yaml", "On the real node each step's container computes its output; step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."+gates+" The watch ends when the workflow does; its exit code says how."
 	if !realNode {
-		file, say = "workflow-kwok.yaml", "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."
+		file, say = "workflow-kwok.yaml", "Without the real node kwok simulates the containers; annotations say what each writes. Step 1 receives ${steps.0.output.sha}, step 2 ${steps.build.output.image}."+gates
 	}
 	workflow := Step{
-		Title: "Run a three-step workflow that passes outputs, watched live",
+		Title: "Run a workflow that passes outputs, with a conditional step and a finally step, watched live",
 		Say:   say,
 		Args:  []string{"sched", "workflow", "run", "-f", tourFile(file), "--watch"},
-		Want:  []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:0a8beffc2418"},
+		Want: []string{"release", "fetch", "build", "report", "Succeeded", "image=registry.example.com/shop:0a8beffc2418",
+			`step 3 canary Skipped: when "params.channel == 'canary'" was false`, "finally 0 notify Succeeded", "notified=release Succeeded", "(3/4 steps, 1 skipped; finally 1/1)"},
 	}
 	var logs []Step
 	if realNode {
@@ -40,7 +42,8 @@ func Steps(realNode bool) []Step {
 			Title: "The logs of real containers, step by step",
 			Say:   "kubectl sched logs shows every pod of an app, task or workflow, each line behind where it came from; -f follows.",
 			Args:  []string{"sched", "logs", "workflow/release"},
-			Want:  []string{"[fetch release-0-fetch-", "[build release-1-build-", "] building shop at 0a8beffc2418", "summary=released registry.example.com/shop:0a8beffc2418"},
+			Want: []string{"[fetch release-0-fetch-", "[build release-1-build-", "] building shop at 0a8beffc2418", "summary=released registry.example.com/shop:0a8beffc2418",
+				"[notify release-finally0-notify-", "] release Succeeded: registry.example.com/shop:0a8beffc2418"},
 		})
 	}
 	steps := []Step{

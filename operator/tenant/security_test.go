@@ -156,6 +156,12 @@ func TestTierBoundsPlacement(t *testing.T) {
 			}).Obj(),
 			want: []string{"spec.steps[a].task.placement.tolerations [no key (every taint)]"},
 		},
+		"workflow: a finally step at High, beside an approval step": {
+			obj: MakeWorkflow("w", ns).Approval("gate", "").Step("a", "busybox").Finally("cleanup", schedv1.AgentTaskSpec{
+				Image: "busybox", Placement: &schedv1.Placement{Priority: schedv1.PriorityHigh},
+			}).Obj(),
+			want: []string{"spec.finally[cleanup].task.placement.priority High", "tier free"},
+		},
 		"app: priority High": {
 			obj: MakeUserDeployment("u", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 				Placement(schedv1.Placement{Priority: schedv1.PriorityHigh}).Obj(),
@@ -191,6 +197,8 @@ func TestTierBoundsPlacement(t *testing.T) {
 			},
 		}))
 		allowed(t, mallory, MakeWorkflow("w", ns).Step("a", "busybox").Obj())
+		allowed(t, mallory, MakeWorkflow("w", ns).Approval("gate", "").Step("a", "busybox").
+			Finally("cleanup", schedv1.AgentTaskSpec{Image: "busybox", Placement: &schedv1.Placement{Priority: schedv1.PriorityLow}}).Obj())
 	})
 
 	// Nor may an update raise it.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -118,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// retrying cannot change them, so the step fails.
 			refused(wf, &p.status, c.step, refusal.Message(err), now)
 		case class == refusal.Quota:
-			waitingForQuota(&p.status, c.step, wf.Spec.Steps[c.step].Name, refusal.Message(err))
+			waitingForQuota(wf, &p.status, c.step, refusal.Message(err))
 			quotaErr = err
 		default:
 			// The tasks created so far are found by name next time.
@@ -214,17 +215,26 @@ func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[i
 	tasks := map[int]*schedv1.AgentTask{}
 	for i := range list.Items {
 		t := &list.Items[i]
-		idx, err := strconv.Atoi(t.Labels[schedv1.LabelWorkflowStep])
-		if err != nil || idx < 0 || idx >= len(wf.Spec.Steps) || !metav1.IsControlledBy(t, wf) ||
-			t.Name != names.StepTask(wf.Name, idx, wf.Spec.Steps[idx].Name) {
-			continue
+		if idx, ok := stepIndex(wf, t); ok && metav1.IsControlledBy(t, wf) {
+			tasks[idx] = t
 		}
-		tasks[idx] = t
 	}
 	// A step the status says started, whose task the cache lacks, is either
 	// new (the cache lags our create) or deleted: ask the API server.
+	n := len(wf.Spec.Steps)
+	started := map[int]schedv1.StepStatus{}
 	for i, s := range wf.Status.Steps {
-		if i >= len(wf.Spec.Steps) || s.TaskName == "" || tasks[i] != nil || s.Phase.Finished() {
+		if i < n {
+			started[i] = s
+		}
+	}
+	for j, s := range wf.Status.Finally {
+		if j < len(wf.Spec.Finally) {
+			started[n+j] = s
+		}
+	}
+	for i, s := range started {
+		if s.TaskName == "" || tasks[i] != nil || s.Phase.Finished() {
 			continue
 		}
 		t := &schedv1.AgentTask{}
@@ -239,6 +249,24 @@ func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[i
 	return tasks, nil
 }
 
+// stepIndex is the step t runs, counted as decide counts (spec.steps, then
+// spec.finally), by its step label and the name that label derives, so a
+// renamed or foreign task is never taken for a step.
+func stepIndex(wf *schedv1.Workflow, t *schedv1.AgentTask) (int, bool) {
+	label := t.Labels[schedv1.LabelWorkflowStep]
+	if j, ok := names.ParseFinallyStep(label); ok {
+		if j >= len(wf.Spec.Finally) || t.Name != names.FinallyTask(wf.Name, j, wf.Spec.Finally[j].Name) {
+			return 0, false
+		}
+		return len(wf.Spec.Steps) + j, true
+	}
+	idx, err := strconv.Atoi(label)
+	if err != nil || idx < 0 || idx >= len(wf.Spec.Steps) || t.Name != names.StepTask(wf.Name, idx, wf.Spec.Steps[idx].Name) {
+		return 0, false
+	}
+	return idx, true
+}
+
 // patchStatus writes the status when it changed and emits an event for each
 // workflow and step phase change.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
@@ -247,24 +275,8 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	if wrote, err := status.Patch(ctx, r.Client, wf, before); err != nil || !wrote {
 		return err
 	}
-	old := map[string]schedv1.StepPhase{}
-	for _, s := range before.Status.Steps {
-		old[s.Name] = s.Phase
-	}
-	for i, s := range st.Steps {
-		if old[s.Name] == s.Phase || s.Phase == schedv1.StepWaiting {
-			continue
-		}
-		typ := corev1.EventTypeNormal
-		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout {
-			typ = corev1.EventTypeWarning
-		}
-		note := fmt.Sprintf("step %d (%s) %s", i, s.Name, s.Phase)
-		if s.Message != "" && s.Phase != schedv1.StepSucceeded {
-			note += ": " + s.Message
-		}
-		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
-	}
+	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
+	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
 	if before.Status.Phase != st.Phase {
 		typ := corev1.EventTypeNormal
 		if st.Phase == schedv1.WorkflowFailed || st.Phase == schedv1.WorkflowTimeout {
@@ -276,15 +288,40 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	return nil
 }
 
+// stepEvents emits an event for each step of after whose phase changed
+// since before; what names the list ("step", "finally step").
+func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after []schedv1.StepStatus) {
+	old := map[string]schedv1.StepPhase{}
+	for _, s := range before {
+		old[s.Name] = s.Phase
+	}
+	for i, s := range after {
+		if old[s.Name] == s.Phase || s.Phase == schedv1.StepWaiting {
+			continue
+		}
+		typ := corev1.EventTypeNormal
+		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout {
+			typ = corev1.EventTypeWarning
+		}
+		note := fmt.Sprintf("%s %d (%s) %s", what, i, s.Name, s.Phase)
+		if s.Message != "" && (s.Phase != schedv1.StepSucceeded || s.Reason == schedv1.ReasonApproved) {
+			// The phase says it was skipped.
+			note += ": " + strings.TrimPrefix(s.Message, "skipped: ")
+		}
+		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
+	}
+}
+
 // stepEventReasons names the event for a step reaching each phase.
 var stepEventReasons = map[schedv1.StepPhase]string{
-	schedv1.StepPending:   schedv1.ReasonStepPending,
-	schedv1.StepRunning:   schedv1.ReasonStepRunning,
-	schedv1.StepSucceeded: schedv1.ReasonStepSucceeded,
-	schedv1.StepFailed:    schedv1.ReasonStepFailed,
-	schedv1.StepTimeout:   schedv1.ReasonStepTimeout,
-	schedv1.StepSkipped:   schedv1.ReasonStepSkipped,
-	schedv1.StepCancelled: schedv1.ReasonStepCancelled,
+	schedv1.StepPending:            schedv1.ReasonStepPending,
+	schedv1.StepWaitingForApproval: schedv1.ReasonStepWaitingForApproval,
+	schedv1.StepRunning:            schedv1.ReasonStepRunning,
+	schedv1.StepSucceeded:          schedv1.ReasonStepSucceeded,
+	schedv1.StepFailed:             schedv1.ReasonStepFailed,
+	schedv1.StepTimeout:            schedv1.ReasonStepTimeout,
+	schedv1.StepSkipped:            schedv1.ReasonStepSkipped,
+	schedv1.StepCancelled:          schedv1.ReasonStepCancelled,
 }
 
 // applyTTL deletes the finished workflow at status.expiry.deleteTime (its

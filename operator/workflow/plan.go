@@ -3,12 +3,15 @@ package workflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -38,10 +41,16 @@ type stepCreate struct {
 }
 
 // decide walks the steps. tasks holds the step AgentTasks found, by step
-// index. A step's task is created only once every step it depends on (the
-// one before it, unless steps set dependsOn) Succeeded, and never twice,
-// because its name is derived from the workflow, the index and the step
-// name.
+// index: spec.steps from 0, then spec.finally (index len(spec.steps)+j). A
+// step's task is created only once every step it depends on (the one before
+// it, unless steps set dependsOn) Succeeded, and never twice, because its
+// name is derived from the workflow, the index and the step name.
+//
+// The main steps run first (decideMain); once they have all ended, their
+// outcome is recorded in status.main and the finally steps run
+// (decideFinally). Each phase of a step's start is a small function:
+// suspend holds it, its when may skip or fail it (gates.go), an approval
+// step waits for a decision instead of a task.
 //
 // prev is the workflow that spec.retryOf names, nil when there is none or
 // it is gone.
@@ -54,8 +63,8 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	}
 	syncSteps(wf, st, tasks)
 
-	if errs := substitution.ValidateWorkflow(&wf.Spec); len(errs) > 0 {
-		end(st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, "the workflow cannot run: "+errs.ToAggregate().Error(), now)
+	if msg := invalid(wf, st); msg != "" {
+		end(st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, "the workflow cannot run: "+msg, now)
 		skipFrom(st, 0, "the workflow is invalid")
 		return p
 	}
@@ -63,28 +72,56 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	if st.StartTime == nil {
 		st.StartTime = &now
 	}
+	setSuspended(wf, st)
+	if st.Main == nil {
+		decideMain(wf, tasks, prev, st, &p, now)
+	}
+	if st.Main != nil {
+		decideFinally(wf, tasks, st, &p, now)
+	}
+	return p
+}
+
+// invalid says why the workflow cannot run, or "": its references
+// (api/substitution) and, before it starts, its when expressions
+// (api/celexpr; compiled again when each step's is evaluated).
+func invalid(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) string {
+	errs := substitution.ValidateWorkflow(&wf.Spec)
+	if st.StartTime == nil {
+		errs = append(errs, celexpr.ValidateWorkflow(&wf.Spec)...)
+	}
+	if len(errs) == 0 {
+		return ""
+	}
+	return errs.ToAggregate().Error()
+}
+
+// decideMain runs the steps of spec.steps. When they have all ended it
+// records how (mainEnded), which ends a workflow without finally steps.
+func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv1.Workflow, st *schedv1.WorkflowStatus, p *plan, now metav1.Time) {
 	if msg := reuseSteps(wf, prev, st); msg != "" {
-		end(st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, msg, now)
+		mainEnded(wf, st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, msg, now)
 		skipWaiting(st, "the workflow cannot run")
-		return p
+		return
 	}
 	if wf.Spec.Cancel {
-		stopRunning(st, tasks, &p, schedv1.StepCancelled, "stopped: the workflow was cancelled (spec.cancel)", now)
-		end(st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel)", now)
+		stopRunning(st, tasks, p, schedv1.StepCancelled, "stopped: the workflow was cancelled (spec.cancel)", now)
+		mainEnded(wf, st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel)", now)
 		skipWaiting(st, "the workflow was cancelled")
-		return p
+		return
 	}
 	if wf.Spec.Timeout != nil {
 		deadline := st.StartTime.Add(wf.Spec.Timeout.Duration)
 		if !now.Time.Before(deadline) {
 			msg := fmt.Sprintf("ran past spec.timeout %s", wf.Spec.Timeout.Duration)
-			stopRunning(st, tasks, &p, schedv1.StepTimeout, "stopped: the workflow "+msg, now)
-			end(st, schedv1.WorkflowTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
+			stopRunning(st, tasks, p, schedv1.StepTimeout, "stopped: the workflow "+msg, now)
+			mainEnded(wf, st, schedv1.WorkflowTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
 			skipWaiting(st, "the workflow timed out")
-			return p
+			return
 		}
 		p.requeueAt = deadline
 	}
+	decideApprovals(wf, st, now)
 	// Side by side, one failure stops everything only when asked to; one
 	// after another, nothing else is running anyway.
 	stopAtFailure := !wf.Spec.IsDAG() || wf.Spec.FailFast
@@ -92,79 +129,138 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	for i, step := range wf.Spec.Steps {
 		if s := st.Steps[i]; s.Phase == schedv1.StepCancelled {
 			// Its task was cancelled on its own: the workflow cannot go on.
-			stopRunning(st, tasks, &p, schedv1.StepCancelled, fmt.Sprintf("stopped: step %s was cancelled", step.Name), now)
-			end(st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, fmt.Sprintf("step %d (%s) was cancelled: %s", i, step.Name, s.Message), now)
+			stopRunning(st, tasks, p, schedv1.StepCancelled, fmt.Sprintf("stopped: step %s was cancelled", step.Name), now)
+			mainEnded(wf, st, schedv1.WorkflowCancelled, schedv1.ReasonCancelled, fmt.Sprintf("step %d (%s) was cancelled: %s", i, step.Name, s.Message), now)
 			skipWaiting(st, fmt.Sprintf("step %s was cancelled", step.Name))
-			return p
+			return
 		}
 	}
 	if i := firstFailed(st); i >= 0 && stopAtFailure {
-		failWorkflow(st, tasks, &p, wf, i, schedv1.ReasonStepFailed, now)
-		return p
+		failWorkflow(st, tasks, p, wf, i, schedv1.ReasonStepFailed, now)
+		return
 	}
 	skipBlocked(wf, st)
 
 	// Start every step whose dependencies all Succeeded.
 	for i := range wf.Spec.Steps {
 		s := &st.Steps[i]
-		if s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i) {
+		if s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i) || wf.Spec.Suspend {
 			continue
 		}
-		task, err := newStepTask(wf, i, st)
-		if err != nil {
-			reason := schedv1.ReasonInvalidSpec
-			var (
-				missing  *substitution.MissingOutputError
-				tooLarge *substitution.TooLargeError
-			)
-			switch {
-			case errors.As(err, &missing):
-				reason = schedv1.ReasonMissingOutput
-			case errors.As(err, &tooLarge):
-				reason = schedv1.ReasonTooLarge
-			}
-			s.Phase, s.Message, s.CompletionTime = schedv1.StepFailed, err.Error(), &now
-			if stopAtFailure {
-				// Nothing starts after all.
-				for _, c := range p.creates {
-					st.Steps[c.step].Phase, st.Steps[c.step].TaskName, st.Steps[c.step].StartTime = schedv1.StepWaiting, "", nil
-				}
-				p.creates = nil
-				failWorkflow(st, tasks, &p, wf, i, reason, now)
-				return p
-			}
-			st.Reason = reason
-			skipBlocked(wf, st)
+		reason, err := start(wf, st, i, p, now)
+		if err == nil {
 			continue
 		}
-		if len(wf.Spec.Dependencies(i)) > 0 {
-			task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
+		s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
+		if stopAtFailure {
+			// Nothing starts after all.
+			for _, c := range p.creates {
+				st.Steps[c.step].Phase, st.Steps[c.step].TaskName, st.Steps[c.step].StartTime = schedv1.StepWaiting, "", nil
+			}
+			p.creates = nil
+			failWorkflow(st, tasks, p, wf, i, reason, now)
+			return
 		}
-		p.creates = append(p.creates, stepCreate{step: i, task: task})
-		s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
+		st.Reason = reason
+		skipBlocked(wf, st)
 	}
 
 	var active []int
 	for i, s := range st.Steps {
-		if s.Phase == schedv1.StepPending || s.Phase == schedv1.StepRunning {
+		if isActive(s.Phase) {
 			active = append(active, i)
 		}
 	}
 	setCurrentStep(st, active)
 	switch {
 	case len(active) > 0:
-		running(st, activeMessage(wf, st, active, p.creates))
+		runningMain(wf, st, active, p.creates)
+	case wf.Spec.Suspend && anyWaiting(st.Steps):
+		suspended(wf, st)
 	case firstFailed(st) >= 0:
 		// Nothing runs or can start: the independent branches are done.
 		reason := schedv1.ReasonStepFailed
 		if st.Reason == schedv1.ReasonMissingOutput || st.Reason == schedv1.ReasonInvalidSpec || st.Reason == schedv1.ReasonTooLarge {
 			reason = st.Reason
 		}
-		failWorkflow(st, tasks, &p, wf, firstFailed(st), reason, now)
+		failWorkflow(st, tasks, p, wf, firstFailed(st), reason, now)
 	default:
-		end(st, schedv1.WorkflowSucceeded, schedv1.ReasonSucceeded, fmt.Sprintf("all %d steps succeeded", len(wf.Spec.Steps)), now)
+		mainEnded(wf, st, schedv1.WorkflowSucceeded, schedv1.ReasonSucceeded, succeededMessage(st.Steps), now)
 	}
-	return p
+}
+
+// start starts main step i, whose dependencies all Succeeded: unless its
+// when skips it (no error) or fails it, an approval step starts waiting
+// and any other gets its task, added to p.creates. An error fails the
+// step with the reason returned.
+func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (string, error) {
+	s := &st.Steps[i]
+	switch g := when(wf, st, i, celexpr.Main); g.verdict {
+	case gateSkip:
+		s.Phase, s.Reason, s.Message = schedv1.StepSkipped, schedv1.ReasonWhenFalse, g.message
+		skipBlocked(wf, st)
+		return "", nil
+	case gateFail:
+		return schedv1.ReasonWhenError, errors.New(g.message)
+	}
+	if wf.Spec.Steps[i].Approval != nil {
+		waitForApproval(wf, s, i, now)
+		applyDecision(wf, s, now)
+		if s.Phase == schedv1.StepFailed {
+			skipBlocked(wf, st)
+		}
+		return "", nil
+	}
+	task, err := newStepTask(wf, i, st)
+	if err != nil {
+		return taskErrorReason(err), err
+	}
+	if len(wf.Spec.Dependencies(i)) > 0 {
+		task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
+	}
+	p.creates = append(p.creates, stepCreate{step: i, task: task})
+	s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
+	return "", nil
+}
+
+// taskErrorReason is the reason a step whose task cannot be built fails with.
+func taskErrorReason(err error) string {
+	var (
+		missing  *substitution.MissingOutputError
+		tooLarge *substitution.TooLargeError
+	)
+	switch {
+	case errors.As(err, &missing):
+		return schedv1.ReasonMissingOutput
+	case errors.As(err, &tooLarge):
+		return schedv1.ReasonTooLarge
+	}
+	return schedv1.ReasonInvalidSpec
+}
+
+// mainEnded records how the main steps ended: the workflow's end when it
+// has no finally steps, else status.main, after which they run.
+func mainEnded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, phase schedv1.WorkflowPhase, reason, msg string, now metav1.Time) {
+	if len(wf.Spec.Finally) == 0 {
+		end(st, phase, reason, msg, now)
+		return
+	}
+	st.Main = &schedv1.WorkflowOutcome{Phase: phase, Reason: reason, Message: clip(msg), Time: now}
+}
+
+// succeededMessage says that every step succeeded, and how many were
+// skipped by their when.
+func succeededMessage(steps []schedv1.StepStatus) string {
+	skipped := 0
+	for _, s := range steps {
+		if s.Phase == schedv1.StepSkipped {
+			skipped++
+		}
+	}
+	if skipped == 0 {
+		return fmt.Sprintf("all %d steps succeeded", len(steps))
+	}
+	return fmt.Sprintf("%d of %d steps succeeded, %d skipped by their when", len(steps)-skipped, len(steps), skipped)
 }
 
 // reuseSteps gives a retry the outputs of every step that Succeeded in the
@@ -239,16 +335,23 @@ func failWorkflow(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, 
 	s := st.Steps[i]
 	stopRunning(st, tasks, p, schedv1.StepCancelled, fmt.Sprintf("stopped: step %s did not succeed (spec.failFast)", name), now)
 	what := phaseWord(s.Phase)
-	if s.TaskName == "" {
+	switch {
+	case s.Reason == schedv1.ReasonDenied:
+		what = "was denied"
+	case s.TaskName == "" && wf.Spec.Steps[i].RunsTask():
 		what = "cannot start" // its task was never created
+	}
+	if s.Reason == schedv1.ReasonDenied || s.Reason == schedv1.ReasonWhenError {
+		// More telling than StepFailed, and the step says it.
+		reason = s.Reason
 	}
 	msg := fmt.Sprintf("step %d (%s) %s: %s", i, name, what, s.Message)
 	if n := countFailed(st); n > 1 {
 		msg += fmt.Sprintf(" (and %d more failed)", n-1)
 	}
 	st.CurrentStep = int32(i)
-	end(st, schedv1.WorkflowFailed, reason, msg, now)
 	skipWaiting(st, fmt.Sprintf("step %s did not succeed", name))
+	mainEnded(wf, st, schedv1.WorkflowFailed, reason, msg, now)
 }
 
 func countFailed(st *schedv1.WorkflowStatus) int {
@@ -281,59 +384,126 @@ func skipBlocked(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) {
 		}
 		for _, d := range wf.Spec.Dependencies(i) {
 			if dp := st.Steps[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
-				s.Phase, s.Message = schedv1.StepSkipped, fmt.Sprintf("skipped: step %s did not succeed", wf.Spec.Steps[d].Name)
+				s.Phase, s.Message = schedv1.StepSkipped, skippedBecause(wf.Spec.Steps[d].Name, dp)
 				break
 			}
 		}
 	}
 }
 
+// skippedBecause is the message of a step skipped because step dep, which
+// it depends on, ended in phase without succeeding.
+func skippedBecause(dep string, phase schedv1.StepPhase) string {
+	if phase == schedv1.StepSkipped {
+		return fmt.Sprintf("skipped: step %s was skipped", dep)
+	}
+	return fmt.Sprintf("skipped: step %s did not succeed", dep)
+}
+
 // setCurrentStep points at the first running step, else the first that has
-// not succeeded, else the last.
+// neither succeeded nor been skipped, else the last that was not skipped.
 func setCurrentStep(st *schedv1.WorkflowStatus, active []int) {
 	if len(active) > 0 {
 		st.CurrentStep = int32(active[0])
 		return
 	}
+	last := 0
 	for i, s := range st.Steps {
-		if s.Phase != schedv1.StepSucceeded {
+		switch s.Phase {
+		case schedv1.StepSucceeded:
+			last = i
+		case schedv1.StepSkipped:
+		default:
 			st.CurrentStep = int32(i)
 			return
 		}
 	}
-	st.CurrentStep = int32(max(len(st.Steps)-1, 0))
+	st.CurrentStep = int32(last)
 }
 
-// activeMessage says which steps run: one as before, several by name.
-func activeMessage(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, active []int, creates []stepCreate) string {
-	if len(active) == 1 {
-		i := active[0]
-		if len(creates) == 1 && creates[0].step == i {
-			return fmt.Sprintf("step %d (%s) is starting", i, wf.Spec.Steps[i].Name)
+// runningMain reports the main steps that run: one as before, several by
+// name, and those that wait for an approval with the command to give it.
+func runningMain(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, active []int, creates []stepCreate) {
+	var run []int
+	var approvals []string
+	for _, i := range active {
+		if st.Steps[i].Phase == schedv1.StepWaitingForApproval {
+			approvals = append(approvals, wf.Spec.Steps[i].Name)
+		} else {
+			run = append(run, i)
 		}
-		return fmt.Sprintf("step %d (%s) is %s", i, wf.Spec.Steps[i].Name, lower(st.Steps[i].Phase))
 	}
-	names := make([]string, len(active))
-	for j, i := range active {
-		names[j] = wf.Spec.Steps[i].Name
+	var msg string
+	switch {
+	case len(run) == 1:
+		i := run[0]
+		if len(creates) == 1 && creates[0].step == i {
+			msg = fmt.Sprintf("step %d (%s) is starting", i, wf.Spec.Steps[i].Name)
+		} else {
+			msg = fmt.Sprintf("step %d (%s) is %s", i, wf.Spec.Steps[i].Name, lower(st.Steps[i].Phase))
+		}
+	case len(run) > 1:
+		names := make([]string, len(run))
+		for j, i := range run {
+			names[j] = wf.Spec.Steps[i].Name
+		}
+		msg = fmt.Sprintf("%d steps run side by side: %s", len(run), strings.Join(names, ", "))
 	}
-	return fmt.Sprintf("%d steps run side by side: %s", len(active), strings.Join(names, ", "))
+	reason := schedv1.ReasonRunning
+	if len(approvals) > 0 {
+		wait := approvalMessage(wf, approvals)
+		if msg == "" {
+			msg, reason = wait, schedv1.ReasonWaitingForApproval
+		} else {
+			msg += "; " + wait
+		}
+	}
+	if wf.Spec.Suspend {
+		msg += "; suspended: no other step starts until it is resumed (kubectl sched workflow resume " + wf.Name + ")"
+	}
+	runningAs(st, reason, msg)
 }
 
-// syncSteps makes status.steps mirror spec.steps and copies what each
-// step's task reports. Outputs already recorded are kept when a task is gone.
+// approvalMessage says which steps wait for approval and how to give it.
+func approvalMessage(wf *schedv1.Workflow, steps []string) string {
+	if len(steps) == 1 {
+		return fmt.Sprintf("step %s is waiting for approval: kubectl sched workflow approve %s %s", steps[0], wf.Name, steps[0])
+	}
+	return fmt.Sprintf("steps %s are waiting for approval: kubectl sched workflow approve %s STEP", strings.Join(steps, ", "), wf.Name)
+}
+
+// isActive: the step has started and not ended.
+func isActive(p schedv1.StepPhase) bool {
+	return p == schedv1.StepPending || p == schedv1.StepRunning || p == schedv1.StepWaitingForApproval
+}
+
+func anyWaiting(steps []schedv1.StepStatus) bool {
+	return slices.ContainsFunc(steps, func(s schedv1.StepStatus) bool { return s.Phase == schedv1.StepWaiting })
+}
+
+// syncSteps makes status.steps and status.finally mirror spec.steps and
+// spec.finally, and copies what each step's task reports. Outputs already
+// recorded are kept when a task is gone.
 func syncSteps(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask) {
+	st.Steps = syncList(wf.Spec.Steps, st.Steps, tasks, 0)
+	if len(wf.Spec.Finally) > 0 {
+		st.Finally = syncList(wf.Spec.Finally, st.Finally, tasks, len(wf.Spec.Steps))
+	}
+}
+
+// syncList is syncSteps for one list; offset is its first index in tasks.
+func syncList(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, tasks map[int]*schedv1.AgentTask, offset int) []schedv1.StepStatus {
 	old := map[string]schedv1.StepStatus{}
-	for _, s := range st.Steps {
+	for _, s := range status {
 		old[s.Name] = s
 	}
-	steps := make([]schedv1.StepStatus, len(wf.Spec.Steps))
-	for i, step := range wf.Spec.Steps {
+	steps := make([]schedv1.StepStatus, len(spec))
+	for i, step := range spec {
 		s, ok := old[step.Name]
 		if !ok {
 			s = schedv1.StepStatus{Name: step.Name, Phase: schedv1.StepWaiting}
 		}
-		if t := tasks[i]; t != nil {
+		if t := tasks[offset+i]; t != nil {
 			s.TaskName = t.Name
 			if s.StartTime == nil {
 				ts := t.CreationTimestamp
@@ -351,13 +521,16 @@ func syncSteps(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, tasks map[int]*
 		}
 		steps[i] = s
 	}
-	st.Steps = steps
+	return steps
 }
 
-// newStepTask builds step i's AgentTask with its references resolved from the
-// params and the recorded outputs of earlier steps.
+// newStepTask builds the AgentTask of step i (of spec.steps, or
+// spec.finally from len(spec.steps) on) with its references resolved from
+// the params, the recorded outputs of the steps and, for a finally step,
+// the phase of the main steps.
 func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*schedv1.AgentTask, error) {
-	v := substitution.Values{Params: map[string]string{}}
+	n := len(wf.Spec.Steps)
+	v := substitution.Values{Params: map[string]string{}, MainSteps: n}
 	for _, p := range wf.Spec.Params {
 		v.Params[p.Name] = p.Value
 	}
@@ -365,7 +538,24 @@ func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*sche
 		v.StepNames = append(v.StepNames, s.Name)
 		v.Outputs = append(v.Outputs, st.Steps[j].Outputs)
 	}
-	spec, err := substitution.ResolveTask(i, wf.Spec.Steps[i].Task, v)
+	for j, s := range wf.Spec.Finally {
+		v.StepNames = append(v.StepNames, s.Name)
+		var outs map[string]string
+		if j < len(st.Finally) {
+			outs = st.Finally[j].Outputs
+		}
+		v.Outputs = append(v.Outputs, outs)
+	}
+	step := &wf.Spec.Steps[min(i, n-1)]
+	name, label := names.StepTask(wf.Name, i, step.Name), strconv.Itoa(i)
+	if i >= n {
+		step = &wf.Spec.Finally[i-n]
+		name, label = names.FinallyTask(wf.Name, i-n, step.Name), names.FinallyStep(i-n)
+		if st.Main != nil {
+			v.Phase = string(st.Main.Phase)
+		}
+	}
+	spec, err := substitution.ResolveTask(i, step.Task, v)
 	if err != nil {
 		return nil, err
 	}
@@ -374,12 +564,12 @@ func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*sche
 	spec.TTLAfterFinished, spec.Cleanup = nil, ""
 	return &schedv1.AgentTask{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      names.StepTask(wf.Name, i, wf.Spec.Steps[i].Name),
+			Name:      name,
 			Namespace: wf.Namespace,
 			Labels: map[string]string{
 				schedv1.LabelManagedBy:    schedv1.ManagedByValue,
 				schedv1.LabelWorkflow:     names.Join(wf.Name),
-				schedv1.LabelWorkflowStep: strconv.Itoa(i),
+				schedv1.LabelWorkflowStep: label,
 			},
 		},
 		Spec: spec,
@@ -426,38 +616,71 @@ func nameTaken(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, taken *s
 }
 
 func cannotStart(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, reason, msg string, now metav1.Time) {
-	s := &st.Steps[i]
+	s := stepStatus(wf, st, i)
 	s.Phase, s.TaskName, s.CompletionTime = schedv1.StepFailed, "", &now
 	s.Message = msg
+	if i >= len(wf.Spec.Steps) {
+		// A finally step: the others go on; the next reconcile ends the
+		// workflow once they are done.
+		skipBlockedFinally(wf, st)
+		return
+	}
 	if !wf.Spec.IsDAG() || wf.Spec.FailFast {
 		name := wf.Spec.Steps[i].Name
-		end(st, schedv1.WorkflowFailed, reason, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
 		skipWaiting(st, fmt.Sprintf("step %s did not start", name))
+		mainEnded(wf, st, schedv1.WorkflowFailed, reason, fmt.Sprintf("step %d (%s) cannot start: %s", i, name, s.Message), now)
 		return
 	}
 	st.Reason = reason
 	skipBlocked(wf, st)
 }
 
+// stepStatus is the status of step i: of spec.steps, or of spec.finally
+// from len(spec.steps) on.
+func stepStatus(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) *schedv1.StepStatus {
+	if n := len(wf.Spec.Steps); i >= n {
+		return &st.Finally[i-n]
+	}
+	return &st.Steps[i]
+}
+
+// stepName is the name of step i, counted as stepStatus counts.
+func stepName(wf *schedv1.Workflow, i int) string {
+	if n := len(wf.Spec.Steps); i >= n {
+		return wf.Spec.Finally[i-n].Name
+	}
+	return wf.Spec.Steps[i].Name
+}
+
 // waitingForQuota puts step i back to Waiting, since its task does not
 // exist, and says which quota holds it.
-func waitingForQuota(st *schedv1.WorkflowStatus, i int, name, msg string) {
-	s := &st.Steps[i]
+func waitingForQuota(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, msg string) {
+	s := stepStatus(wf, st, i)
 	s.Phase, s.TaskName, s.StartTime = schedv1.StepWaiting, "", nil
 	s.Message = "waiting for quota: " + msg
-	running(st, fmt.Sprintf("step %d (%s) is waiting for quota: %s", i, name, msg))
+	what := fmt.Sprintf("step %d (%s)", i, stepName(wf, i))
+	if i >= len(wf.Spec.Steps) {
+		what = fmt.Sprintf("finally step %d (%s)", i-len(wf.Spec.Steps), stepName(wf, i))
+	}
+	running(st, fmt.Sprintf("%s is waiting for quota: %s", what, msg))
 	st.Reason = schedv1.ReasonQuotaExceeded
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonQuotaExceeded, Message: st.Message})
 }
 
-func running(st *schedv1.WorkflowStatus, msg string) {
-	st.Phase, st.Reason, st.Message = schedv1.WorkflowRunning, schedv1.ReasonRunning, msg
+func running(st *schedv1.WorkflowStatus, msg string) { runningAs(st, schedv1.ReasonRunning, msg) }
+
+// runningAs is running with another reason: WaitingForApproval,
+// Suspended, RunningFinally.
+func runningAs(st *schedv1.WorkflowStatus, reason, msg string) {
+	msg = clip(msg)
+	st.Phase, st.Reason, st.Message = schedv1.WorkflowRunning, reason, msg
 	setProgress(st)
-	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: msg})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: reason, Message: msg})
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the workflow has not finished"})
 }
 
 func end(st *schedv1.WorkflowStatus, phase schedv1.WorkflowPhase, reason, msg string, now metav1.Time) {
+	msg = clip(msg)
 	st.Phase, st.Reason, st.Message = phase, reason, msg
 	st.CompletionTime = &now
 	setProgress(st)
@@ -469,20 +692,43 @@ func end(st *schedv1.WorkflowStatus, phase schedv1.WorkflowPhase, reason, msg st
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: cs, Reason: reason, Message: msg})
 }
 
+// skipFrom skips every unfinished step from index from on, and every
+// unfinished finally step.
 func skipFrom(st *schedv1.WorkflowStatus, from int, why string) {
 	for i := from; i < len(st.Steps); i++ {
 		if !st.Steps[i].Phase.Finished() {
 			st.Steps[i].Phase, st.Steps[i].Message = schedv1.StepSkipped, "skipped: "+why
 		}
 	}
+	for i := range st.Finally {
+		if !st.Finally[i].Phase.Finished() {
+			st.Finally[i].Phase, st.Finally[i].Message = schedv1.StepSkipped, "skipped: "+why
+		}
+	}
 }
 
-// stopRunning ends the started steps in phase, and has their tasks
-// cancelled, which stops their pods.
+// maxMessage is the CRD's bound on status messages.
+const maxMessage = 32768
+
+// clip cuts a message to maxMessage bytes, on a rune boundary: a status
+// over the CRD's bound would be refused.
+func clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + "…"
+}
+
+// stopRunning ends the started main steps in phase, and has their tasks
+// cancelled, which stops their pods; a step waiting for approval just ends.
 func stopRunning(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p *plan, phase schedv1.StepPhase, msg string, now metav1.Time) {
 	for i := range st.Steps {
 		s := &st.Steps[i]
-		if s.Phase == schedv1.StepPending || s.Phase == schedv1.StepRunning {
+		if isActive(s.Phase) {
 			s.Phase, s.Message = phase, msg
 			s.CompletionTime = &now
 			if t := tasks[i]; t != nil && !t.Spec.Cancel {
@@ -518,8 +764,11 @@ func phaseWord(p schedv1.StepPhase) string {
 }
 
 func lower(p schedv1.StepPhase) string {
-	if p == schedv1.StepRunning {
+	switch p {
+	case schedv1.StepRunning:
 		return "running"
+	case schedv1.StepWaitingForApproval:
+		return "waiting for approval"
 	}
 	return "pending"
 }

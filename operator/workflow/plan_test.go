@@ -47,6 +47,12 @@ func stepTaskFor(wf *schedv1.Workflow, i int) (*schedv1.AgentTask, error) {
 	for j := range st.Steps {
 		st.Steps[j].Outputs = map[string]string{"sha": "x", "image": "y"}
 	}
+	for j := range st.Finally {
+		st.Finally[j].Outputs = map[string]string{"id": "z"}
+	}
+	if i >= len(wf.Spec.Steps) {
+		st.Main = &schedv1.WorkflowOutcome{Phase: schedv1.WorkflowSucceeded}
+	}
 	return newStepTask(wf, i, st)
 }
 
@@ -55,6 +61,7 @@ type summary struct {
 	Reason   string
 	Progress string
 	Steps    []string // "name=Phase"
+	Finally  []string // "name=Phase", when the workflow has finally steps
 	Create   string   // name of the task to create
 	Cancel   string   // name of the task to stop
 }
@@ -63,6 +70,9 @@ func summarize(p plan) summary {
 	s := summary{Phase: p.status.Phase, Reason: p.status.Reason, Progress: p.status.Progress}
 	for _, st := range p.status.Steps {
 		s.Steps = append(s.Steps, st.Name+"="+string(st.Phase))
+	}
+	for _, st := range p.status.Finally {
+		s.Finally = append(s.Finally, st.Name+"="+string(st.Phase))
 	}
 	var creates, cancels []string
 	for _, c := range p.creates {

@@ -2,7 +2,8 @@
 // with, so that other checks of the same grammar are tested with them too:
 // the fuzz test seeds its corpus with them, and the
 // kubectl-sched-workflow-references admission policy (config/policy) must
-// give the same verdict as substitution.ValidateWorkflow for each
+// give the same verdict as substitution.ValidateWorkflow for each, in a
+// step of spec.steps and in a finally step
 // (api/v1alpha1's TestWorkflowReferencesPolicyAgreesWithSubstitution).
 package substitutiontest
 
@@ -20,6 +21,7 @@ var FuzzSeeds = []string{
 	"${steps.${params.a}.output.x}", "${params.a.b}", "${steps.-1.output.x}",
 	"héllo ${params.a} ✓\n\"q\"\r\n", "\xff${params.a}\xfe", "$\x00{", "${params.a}\x00",
 	"${steps.99999999999999999999.output.x}",
+	"${workflow.phase}", "$${workflow.phase}", "${workflow.name}",
 }
 
 // Tricky are cases a re-implementation of the grammar is likely to get
@@ -72,6 +74,11 @@ var Tricky = []string{
 	"日本 ${params.p} ✓", "${params.é}", "${steps.fétch.output.x}", "${steps.fetch.output.ké}",
 	"${params.p\u200b}", "\u200b${params.nope}", "＄{params.nope}", "$｛params.nope}",
 	"${params.p}\u0000${params.nope}", "\t${params.p}\r\n", "\U0001F600${steps.0.output.x}",
+	// The workflow's phase (finally steps only), and what only looks like it.
+	"${workflow.phase}", "phase=${workflow.phase}.", "${workflow.phase}${params.p}", "${workflow.phase}${params.nope}",
+	"${workflow.Phase}", "${workflow.phase.x}", "${workflow.phase }", "${workflow}", "${workflow.}", "${workflows.phase}",
+	"${Workflow.phase}", "${workflow.phase", "${workflow.${params.p}}", "$${workflow.phase}${workflow.phase}",
+	"${steps.workflow.output.phase}", "${params.workflow}", "${workflow.phase}${steps.0.output.x}", "${workflow.phase}${steps.9.output.x}",
 }
 
 // Generated returns n strings made of the pieces of the grammar, put
@@ -83,6 +90,7 @@ func Generated(n int) []string {
 		"0", "1", "2", "01", "9", "fetch", "build", "use", "later", "nope",
 		".output.", ".output.", "output.", ".outputs.", "output",
 		"x", "p", "a", "tag", "_k", "k.v", "-", "é", " ", "\n",
+		"workflow.", "workflow.phase", "phase",
 	}
 	r := rand.New(rand.NewPCG(24, 2024))
 	out := make([]string, 0, n)
@@ -114,7 +122,10 @@ func References() []string {
 	for _, p := range []string{"p", "a", "tag", "_my-Param2", "nope", "P", "a.b", "1a", "-a", ""} {
 		out = append(out, "${params."+p+"}")
 	}
-	refs := []string{"${params.p}", "${params.nope}", "${steps.0.output.x}", "${steps.later.output.x}", "${foo}", "${params.p"}
+	for _, w := range []string{"phase", "Phase", "name", "phase.x", ""} {
+		out = append(out, "${workflow."+w+"}")
+	}
+	refs := []string{"${params.p}", "${params.nope}", "${steps.0.output.x}", "${steps.later.output.x}", "${foo}", "${params.p", "${workflow.phase}"}
 	before := []string{"", "$", "$$", "$$$", "a", "}", "${", "{", "\\"}
 	after := []string{"", "}", "$", "{", "${params.p}", "${params.nope}", "${", "$${"}
 	for _, ref := range refs {

@@ -8,11 +8,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -353,4 +355,45 @@ func TestDescribeBranches(t *testing.T) {
 	if !want.MatchString(res.Stdout) {
 		t.Errorf("output does not match %s:\n%s", want, res.Stdout)
 	}
+}
+
+// TestDescribeGatesAndFinally: a skipped step with its when, a step waiting
+// for approval with the command, a decision and who made it, suspension,
+// how the steps ended and the finally steps in a section of their own.
+func TestDescribeGatesAndFinally(t *testing.T) {
+	const gns = "describe-gates"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gns}}); err != nil {
+		t.Fatal(err)
+	}
+	me, err := kubernetes.NewForConfigOrDie(env.Config).AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := me.Status.UserInfo.Username
+	wf := builders.MakeWorkflow("gated", gns).Param("channel", "stable").
+		Step("test", "busybox").
+		Step("canary", "busybox").DependsOn("test").When("params.channel == 'canary'").
+		Approval("review", "ship it?").DependsOn("test").
+		Approval("deploy", "really?").DependsOn("review").
+		Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.phase}"}}).
+		Decide("review", schedv1.Approved, user, "CHG-1").Suspend(true).Obj()
+	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "2/4", StartTime: at(0), Reason: schedv1.ReasonWaitingForApproval,
+		Message: "step deploy is waiting for approval: kubectl sched workflow approve gated deploy",
+		Steps: []schedv1.StepStatus{
+			{Name: "test", TaskName: "gated-0-test", Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(10 * time.Second)},
+			{Name: "canary", Phase: schedv1.StepSkipped, Reason: schedv1.ReasonWhenFalse, Message: `skipped: when "params.channel == 'canary'" was false`},
+			{Name: "review", Phase: schedv1.StepSucceeded, Reason: schedv1.ReasonApproved, StartTime: at(10 * time.Second), CompletionTime: at(40 * time.Second),
+				Message: "approved by " + user + ": CHG-1", Outputs: map[string]string{"approvedBy": user}},
+			{Name: "deploy", Phase: schedv1.StepWaitingForApproval, Reason: schedv1.ReasonWaitingForApproval, StartTime: at(40 * time.Second),
+				Message: "really? (waiting for approval: kubectl sched workflow approve gated deploy (or deny))"},
+		},
+		Finally:    []schedv1.StepStatus{{Name: "notify", Phase: schedv1.StepWaiting}},
+		Conditions: []metav1.Condition{cond(schedv1.ConditionSuspended, metav1.ConditionTrue, schedv1.ReasonSuspended, "no new step starts until it is resumed: kubectl sched workflow resume gated")},
+	}
+	create(t, wf)
+	res := env.Run("describe", "wf", "gated", "-n", gns)
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	plugintest.Golden(t, "workflow-gates", strings.ReplaceAll(normalise(res.Stdout), user, "USER"))
 }

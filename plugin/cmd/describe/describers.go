@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/liveview"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
@@ -199,6 +200,12 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 	if wf.Spec.TTLAfterFinished != nil {
 		w.field(0, "TTL After Finished", wf.Spec.TTLAfterFinished.Duration.String())
 	}
+	if wf.Spec.Suspend && !st.Phase.Finished() {
+		w.field(0, "Suspended", "true (no new step starts: kubectl sched workflow resume "+wf.Name+")")
+	}
+	if m := st.Main; m != nil {
+		w.field(0, "Steps Ended", fmt.Sprintf("%s at %s: %s", m.Phase, timePtr(&m.Time), printing.OneLine(m.Message)))
+	}
 	w.optional(0, "Start Time", timePtr(st.StartTime))
 	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
 	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
@@ -215,31 +222,20 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		w.field(0, "Retried By", by)
 	}
 
-	statusOf := map[string]schedv1.StepStatus{}
-	for _, s := range st.Steps {
-		statusOf[s.Name] = s
-	}
-	rows := [][]string{}
-	dag := wf.Spec.IsDAG()
-	for i, s := range wf.Spec.Steps {
-		ss, ok := statusOf[s.Name]
-		phase := string(ss.Phase)
-		if !ok || phase == "" {
-			phase = string(schedv1.StepWaiting)
-		}
-		row := []string{strconv.Itoa(i), s.Name, phase, printing.OrDash(ss.TaskName),
-			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
-		if dag {
-			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))
-		}
-		rows = append(rows, row)
-	}
-	headers := []string{"#", "Name", "Phase", "Task", "Duration", "Outputs", "Message"}
-	if dag {
-		// Steps that run side by side: say what each waits for.
-		headers = slices.Insert(headers, 2, "After")
-	}
+	headers, rows := stepRows(wf.Spec.Steps, st.Steps)
 	w.table(0, "Steps", headers, rows)
+	if len(wf.Spec.Finally) > 0 {
+		// Run once the steps above have ended, whatever happened.
+		headers, rows := stepRows(wf.Spec.Finally, st.Finally)
+		w.table(0, "Finally", headers, rows)
+	}
+	if len(wf.Spec.Approvals) > 0 {
+		rows := [][]string{}
+		for _, a := range wf.Spec.Approvals {
+			rows = append(rows, []string{a.Step, string(a.Decision), a.User, printing.OrDash(printing.OneLine(a.Reason))})
+		}
+		w.table(0, "Approvals", []string{"Step", "Decision", "By", "Reason"}, rows)
+	}
 	w.conditions(st.Conditions)
 
 	var tasks schedv1.AgentTaskList
@@ -260,6 +256,38 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		rows = append(rows, []string{t.Name, printing.OrDash(t.Labels[schedv1.LabelWorkflowStep]), printing.OrDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), printing.OrDash(t.Status.JobName)})
 	}
 	w.table(0, "Step Tasks", []string{"Name", "Step", "Phase", "Exit", "Attempts", "Job"}, rows)
+}
+
+// stepRows is the table of one list of steps: each with its phase
+// (WaitingForApproval read as "Waiting for approval"), task, duration,
+// outputs and message (why it failed or was skipped, how to approve it),
+// and what it waits for when steps run side by side.
+func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]string, [][]string) {
+	statusOf := map[string]schedv1.StepStatus{}
+	for _, s := range status {
+		statusOf[s.Name] = s
+	}
+	rows := [][]string{}
+	dag := slices.ContainsFunc(spec, func(s schedv1.WorkflowStep) bool { return len(s.DependsOn) > 0 })
+	for i, s := range spec {
+		ss, ok := statusOf[s.Name]
+		phase := ss.Phase
+		if !ok || phase == "" {
+			phase = schedv1.StepWaiting
+		}
+		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase), printing.OrDash(ss.TaskName),
+			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
+		if dag {
+			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))
+		}
+		rows = append(rows, row)
+	}
+	headers := []string{"#", "Name", "Phase", "Task", "Duration", "Outputs", "Message"}
+	if dag {
+		// Steps that run side by side: say what each waits for.
+		headers = slices.Insert(headers, 2, "After")
+	}
+	return headers, rows
 }
 
 func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {

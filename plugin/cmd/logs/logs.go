@@ -274,16 +274,25 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	case *schedv1.Workflow:
 		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: t.Name})
 		stepName := func(p *corev1.Pod) string {
-			i, err := strconv.Atoi(p.Labels[schedv1.LabelWorkflowStep])
+			label := p.Labels[schedv1.LabelWorkflowStep]
+			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
+				return t.Spec.Finally[j].Name
+			}
+			i, err := strconv.Atoi(label)
 			if err == nil && i >= 0 && i < len(t.Spec.Steps) {
 				return t.Spec.Steps[i].Name
 			}
-			return "step-" + p.Labels[schedv1.LabelWorkflowStep]
+			return "step-" + label
 		}
 		src.containers = taskContainer
 		src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
 		src.order = func(p *corev1.Pod) string {
-			i, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowStep])
+			// The finally steps after every step.
+			label := p.Labels[schedv1.LabelWorkflowStep]
+			if j, ok := names.ParseFinallyStep(label); ok {
+				return fmt.Sprintf("f%06d", j)
+			}
+			i, _ := strconv.Atoi(label)
 			return fmt.Sprintf("%06d", i)
 		}
 		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })

@@ -39,7 +39,7 @@ Succeeded is not run again but keeps its outputs, except the failed step
 (or --from STEP) and the steps that depend on it, which run again, as do
 the other steps that did not succeed. In a sequence that is every step from
 there on; in a DAG a branch that succeeded keeps its outputs wherever it is
-listed. The earlier attempt is kept
+listed. Finally steps always run again. The earlier attempt is kept
 and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 		Example: `  # Retry the nightly workflow from the step that failed, and watch it
   kubectl sched workflow retry nightly
@@ -83,8 +83,13 @@ func (o *RetryOptions) Run(ctx context.Context) error {
 				break
 			}
 		}
-		if from == "" {
+		switch {
+		case from == "" && old.Status.Phase == schedv1.WorkflowSucceeded:
 			return cmdutil.Errorf(cmdutil.ExitError, "Give --from STEP to run it again from that step.", "workflow %s Succeeded: no step failed", o.Name)
+		case from == "":
+			// Only a finally step failed.
+			return cmdutil.Errorf(cmdutil.ExitError, "Give --from STEP to run it again from that step; its finally steps always run again.",
+				"every step of workflow %s succeeded (it ended %s, %s): no step to retry from", o.Name, old.Status.Phase, old.Status.Reason)
 		}
 	}
 	var stepNames []string
@@ -100,7 +105,9 @@ func (o *RetryOptions) Run(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: generatedName(o.Name + "-retry"), Namespace: ns, Labels: old.Labels},
 		Spec:       *old.Spec.DeepCopy(),
 	}
-	next.Spec.Cancel = false
+	// A new attempt: no one decided on it yet (a step approved before
+	// keeps its outputs as a step that succeeded), and it runs at once.
+	next.Spec.Cancel, next.Spec.Suspend, next.Spec.Approvals = false, false, nil
 	next.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: o.Name, FromStep: from}
 	if err := c.Create(ctx, next, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {

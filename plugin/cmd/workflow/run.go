@@ -22,6 +22,7 @@ import (
 	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -36,7 +37,9 @@ from a template (--template T --set k=v ...), with server-side apply.
 
 Before anything is sent, the step references are checked: each
 ${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
-one using it, and each ${params.NAME} a param in spec.params. Every problem
+one using it, each ${params.NAME} a param in spec.params, and only finally
+steps may use ${workflow.phase}. Each step's when is compiled and
+type-checked as CEL, and may only read the steps it depends on. Every problem
 found is listed at once and nothing is submitted (exit 7, the code for an
 invalid object, as when the API server refuses one).
 
@@ -196,7 +199,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			name = "(no name)"
 		}
 		return cmdutil.Errorf(cmdutil.ExitInvalid,
-			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, and ${params.NAME} of spec.params.", o.source),
+			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, and ${params.NAME} of spec.params; a when is a CEL expression over steps.NAME.outputs.KEY, params.NAME and, in finally steps, workflow.phase.", o.source),
 			"workflow %s has %d problem%s; nothing was submitted:\n  %s", name, len(probs), plural(len(probs)), strings.Join(probs, "\n  "))
 	}
 	if o.secret != nil {
@@ -237,8 +240,10 @@ func (o *RunOptions) Run(ctx context.Context) error {
 }
 
 // problems lists every mistake the plugin can see before the API server:
-// missing names and images, repeated step names, and every bad reference
-// (api/substitution.ValidateWorkflow, which the operator also runs).
+// missing names and images, repeated step names, every bad reference
+// (api/substitution.ValidateWorkflow) and every when that does not compile
+// or names what it may not (api/celexpr.ValidateWorkflow), which the
+// operator also runs.
 func problems(wf *schedv1.Workflow) []string {
 	var out []string
 	if wf.Name == "" {
@@ -247,22 +252,40 @@ func problems(wf *schedv1.Workflow) []string {
 	if len(wf.Spec.Steps) == 0 {
 		out = append(out, "spec.steps: a workflow needs at least one step")
 	}
-	seen := map[string]int{}
-	for i, s := range wf.Spec.Steps {
-		switch j, dup := seen[s.Name]; {
+	seen := map[string]string{}
+	check := func(list string, i int, s *schedv1.WorkflowStep) {
+		path := fmt.Sprintf("%s[%d]", list, i)
+		switch at, dup := seen[s.Name]; {
 		case s.Name == "":
-			out = append(out, fmt.Sprintf("spec.steps[%d].name: every step needs a name", i))
+			out = append(out, path+".name: every step needs a name")
 		case dup:
-			out = append(out, fmt.Sprintf("spec.steps[%d].name: %q is also the name of step %d; step names must differ", i, s.Name, j))
+			out = append(out, fmt.Sprintf("%s.name: %q is also the name of %s; step names must differ", path, s.Name, at))
 		default:
-			seen[s.Name] = i
+			seen[s.Name] = path
 		}
-		if s.Task.Image == "" {
-			out = append(out, fmt.Sprintf("spec.steps[%d].task.image: every step needs an image", i))
+		switch {
+		case s.Approval != nil && s.Task.Image != "":
+			out = append(out, path+": a step runs a task or waits for an approval; remove one of task and approval")
+		case s.Approval == nil && s.Task.Image == "":
+			out = append(out, path+".task.image: every step needs an image (or, instead of a task, an approval)")
 		}
+	}
+	for i := range wf.Spec.Steps {
+		check("spec.steps", i, &wf.Spec.Steps[i])
+	}
+	for i := range wf.Spec.Finally {
+		if wf.Spec.Finally[i].Approval != nil {
+			out = append(out, fmt.Sprintf("spec.finally[%d].approval: a finally step cannot wait for approval: it runs whatever happened before it; put the approval in spec.steps", i))
+			continue
+		}
+		check("spec.finally", i, &wf.Spec.Finally[i])
 	}
 	for _, e := range substitution.ValidateWorkflow(&wf.Spec) {
 		out = append(out, e.Field+": "+e.Detail)
+	}
+	for _, e := range celexpr.ValidateWorkflow(&wf.Spec) {
+		// CEL's errors quote the expression on lines of their own.
+		out = append(out, e.Field+": "+strings.ReplaceAll(e.Detail, "\n", "\n    "))
 	}
 	return out
 }

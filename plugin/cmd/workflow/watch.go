@@ -27,8 +27,10 @@ import (
 )
 
 const watchLong = `Follow a Workflow until it ends: a header (phase, elapsed time, steps done
-out of all) and a row per step (phase, duration, outputs as they appear, why
-it failed).
+out of all, whether it is suspended) and a row per step (phase, duration,
+outputs as they appear, why it failed or was skipped, the command that
+approves a step waiting for approval), then its finally steps in a section
+of their own.
 
 On a terminal the view is redrawn in place, only when something in it changed.
 When stdout is not a terminal, or NO_COLOR is set, or TERM=dumb, no escape
@@ -199,12 +201,12 @@ type stepLogs struct {
 	started map[string]bool // by task name
 }
 
-// sync starts following each step that is pending or running.
+// sync starts following each step and finally step that is pending or running.
 func (l *stepLogs) sync(ctx context.Context, s liveview.State) {
 	if !l.enabled {
 		return
 	}
-	for _, st := range s.Steps {
+	for _, st := range append(append([]liveview.Step(nil), s.Steps...), s.Finally...) {
 		if st.TaskName == "" || l.started[st.TaskName] || (st.Phase != schedv1.StepPending && st.Phase != schedv1.StepRunning) {
 			continue
 		}

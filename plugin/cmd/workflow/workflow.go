@@ -1,6 +1,8 @@
-// Package workflow implements `kubectl sched workflow run`, `watch` and
-// `stop`: submit a Workflow, checked for bad step references first, follow
-// it live until it ends, or stop it.
+// Package workflow implements `kubectl sched workflow run`, `watch`,
+// `stop`, `retry`, `approve`, `deny`, `suspend` and `resume`: submit a
+// Workflow, checked for bad step references and when expressions first,
+// follow it live until it ends, stop it, run it again, decide on a step
+// that waits for approval, or hold and release the start of its steps.
 package workflow
 
 import (
@@ -20,7 +22,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "workflow",
 		Aliases: []string{"workflows", "wf"},
-		Short:   "Run Workflows (AgentTasks in sequence, passing outputs) and watch them live",
+		Short:   "Run Workflows (AgentTasks in sequence or side by side, passing outputs) and watch them live",
 		Example: `  # Submit a workflow and watch it to the end
   kubectl sched workflow run -f pipeline.yaml --watch
 
@@ -28,9 +30,17 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
   kubectl sched workflow watch nightly --logs
 
   # Stop it, keeping its record
-  kubectl sched workflow stop nightly`,
+  kubectl sched workflow stop nightly
+
+  # Let a step that waits for approval go on
+  kubectl sched workflow approve nightly deploy
+
+  # Hold the start of new steps, then release it
+  kubectl sched workflow suspend nightly
+  kubectl sched workflow resume nightly`,
 	}
-	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c))
+	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c),
+		newApproveCommand(c), newDenyCommand(c), newSuspendCommand(c), newResumeCommand(c))
 	return cmd
 }
 
@@ -38,15 +48,21 @@ func newStopCommand(c kube.ClientOptions) *cobra.Command {
 	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
 		Kind: workflowKind, Verb: "stop", Done: "stopped",
 		Phase: func(o client.Object) (string, bool) {
-			p := o.(*schedv1.Workflow).Status.Phase
-			return string(p), p.Finished()
+			st := o.(*schedv1.Workflow).Status
+			if m := st.Main; m != nil && !st.Phase.Finished() {
+				// spec.cancel stops the steps, not the finally steps.
+				return fmt.Sprintf("its steps ended %s; its finally steps run to their end", m.Phase), true
+			}
+			return string(st.Phase), st.Phase.Finished()
 		},
 	}, "Stop a Workflow without deleting it: its running step's pod stops, later steps are skipped",
 		`Stop a running workflow and keep its record. The operator cancels the running
 step's AgentTask (its pod is stopped), skips the steps not started, and ends the
 workflow in phase Cancelled (the same phase 'task cancel' ends a task in), with
-the outputs of the steps that finished. It cannot be resumed: run it again
-under another name. A workflow that has already ended is left as it is.`,
+the outputs of the steps that finished. Its finally steps still run. It
+cannot be resumed: run it again under another name. A workflow that has
+already ended, or runs its finally steps, is left as it is (cancel a finally
+step's task with 'kubectl sched task cancel' to stop it).`,
 		`  # Stop the nightly workflow
   kubectl sched workflow stop nightly
 

@@ -563,6 +563,10 @@ func TestRetry(t *testing.T) {
 	if res.Code != cmdutil.ExitError || !strings.Contains(res.Stderr, "workflow to-retry has not finished (phase Pending)") {
 		t.Errorf("retry of a running workflow: exit %d, stderr %q", res.Code, res.Stderr)
 	}
+	// Suspended while it ran: the retry runs at once.
+	if res := env.Run("workflow", "suspend", "to-retry"); res.Code != 0 {
+		t.Fatalf("suspend: exit %d, stderr %q", res.Code, res.Stderr)
+	}
 	setStatus(t, "to-retry", func(s *schedv1.WorkflowStatus) {
 		s.Phase = schedv1.WorkflowFailed
 		s.Steps = []schedv1.StepStatus{{Name: "build", Phase: schedv1.StepSucceeded}, {Name: "test", Phase: schedv1.StepFailed}}
@@ -576,6 +580,9 @@ func TestRetry(t *testing.T) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
 	if r := next.Spec.RetryOf; r == nil || r.Workflow != "to-retry" || r.FromStep != "test" || len(next.Spec.Steps) != 2 {
 		t.Errorf("new attempt spec %+v", next.Spec)
+	}
+	if next.Spec.Suspend || len(next.Spec.Approvals) > 0 {
+		t.Errorf("the new attempt kept the earlier one's suspension or decisions: %+v", next.Spec)
 	}
 	if got := getWF(t, "to-retry").Annotations["sched.kubectl-sched.dev/retried-by"]; got != m[1] {
 		t.Errorf("retried-by %q, want %q", got, m[1])

@@ -30,6 +30,10 @@ type State struct {
 	Created, Start, End time.Time
 	Message             string
 	Steps               []Step
+	// Finally are the finally steps, shown in a section of their own.
+	Finally []Step
+	// Suspended: spec.suspend holds the start of new steps.
+	Suspended bool
 }
 
 // Step is one row of the view.
@@ -44,6 +48,15 @@ type Step struct {
 	// After are the steps it waits for, when the workflow declares
 	// dependsOn (a DAG); empty for a plain sequence.
 	After []string
+}
+
+// PhaseText is how a step's phase reads: WaitingForApproval as "Waiting
+// for approval", the others as they are.
+func PhaseText(p schedv1.StepPhase) string {
+	if p == schedv1.StepWaitingForApproval {
+		return "Waiting for approval"
+	}
+	return string(p)
 }
 
 // StateOf reads a workflow. Rows come from the spec, so steps the operator
@@ -62,12 +75,21 @@ func StateOf(wf *schedv1.Workflow) State {
 	if st.CompletionTime != nil {
 		s.End = st.CompletionTime.Time
 	}
+	s.Steps = steps(wf.Spec.Steps, st.Steps)
+	s.Finally = steps(wf.Spec.Finally, st.Finally)
+	s.Suspended = wf.Spec.Suspend && !st.Phase.Finished()
+	return s
+}
+
+// steps reads the rows of one list: spec's steps with their status.
+func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) []Step {
 	byName := map[string]schedv1.StepStatus{}
-	for _, ss := range st.Steps {
+	for _, ss := range status {
 		byName[ss.Name] = ss
 	}
-	dag := slices.ContainsFunc(wf.Spec.Steps, func(st schedv1.WorkflowStep) bool { return len(st.DependsOn) > 0 })
-	for _, spec := range wf.Spec.Steps {
+	dag := slices.ContainsFunc(spec, func(st schedv1.WorkflowStep) bool { return len(st.DependsOn) > 0 })
+	var out []Step
+	for _, spec := range spec {
 		ss, ok := byName[spec.Name]
 		step := Step{Name: printing.Line(spec.Name), Phase: schedv1.StepWaiting}
 		if dag {
@@ -94,16 +116,18 @@ func StateOf(wf *schedv1.Workflow) State {
 				step.End = ss.CompletionTime.Time
 			}
 		}
-		s.Steps = append(s.Steps, step)
+		out = append(out, step)
 	}
-	return s
+	return out
 }
 
 // Done counts the steps that succeeded.
-func (s State) Done() int {
+func (s State) Done() int { return count(s.Steps, schedv1.StepSucceeded) }
+
+func count(steps []Step, phase schedv1.StepPhase) int {
 	n := 0
-	for _, st := range s.Steps {
-		if st.Phase == schedv1.StepSucceeded {
+	for _, st := range steps {
+		if st.Phase == phase {
 			n++
 		}
 	}
@@ -124,6 +148,12 @@ func (s State) Elapsed(now time.Time) time.Duration {
 func Summary(s State) string {
 	took := printing.FormatDuration(s.Elapsed(s.End))
 	progress := fmt.Sprintf("%d/%d steps", s.Done(), len(s.Steps))
+	if n := count(s.Steps, schedv1.StepSkipped); n > 0 && s.Phase == schedv1.WorkflowSucceeded {
+		progress += fmt.Sprintf(", %d skipped", n)
+	}
+	if len(s.Finally) > 0 {
+		progress += fmt.Sprintf("; finally %d/%d", count(s.Finally, schedv1.StepSucceeded), len(s.Finally))
+	}
 	switch s.Phase {
 	case schedv1.WorkflowSucceeded:
 		return fmt.Sprintf("Workflow %s Succeeded in %s (%s)", s.Name, took, progress)
@@ -147,11 +177,14 @@ func (s State) Failure() string {
 	return "no step reports why"
 }
 
-// FailedStep is the first step that failed, timed out or was cancelled, or nil.
+// FailedStep is the first step that failed, timed out or was cancelled,
+// else the first such finally step, or nil.
 func (s State) FailedStep() *Step {
-	for i := range s.Steps {
-		if p := s.Steps[i].Phase; p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepCancelled {
-			return &s.Steps[i]
+	for _, list := range [][]Step{s.Steps, s.Finally} {
+		for i := range list {
+			if p := list[i].Phase; p == schedv1.StepFailed || p == schedv1.StepTimeout || p == schedv1.StepCancelled {
+				return &list[i]
+			}
 		}
 	}
 	return nil
@@ -262,7 +295,8 @@ func (v *View) clear() string {
 }
 
 // appendChanges writes a line for each change since the last state: the
-// workflow's phase, each step's phase or message, each new output.
+// workflow's phase, its suspension, each step's and finally step's phase
+// or message, each new output.
 func (v *View) appendChanges(s State) {
 	stamp := v.now().Format("15:04:05")
 	var prev State
@@ -280,10 +314,23 @@ func (v *View) appendChanges(s State) {
 		phaseLine = ""
 	}
 	defer fmt.Fprint(v.out, phaseLine)
-	for i, st := range s.Steps {
+	if s.Suspended != prev.Suspended && (s.Suspended || v.last != nil) {
+		if s.Suspended {
+			fmt.Fprintf(v.out, "%s workflow %s Suspended: no new step starts until it is resumed (kubectl sched workflow resume %s)\n", stamp, s.Name, s.Name)
+		} else {
+			fmt.Fprintf(v.out, "%s workflow %s resumed\n", stamp, s.Name)
+		}
+	}
+	v.appendSteps(stamp, "step", prev.Steps, s.Steps)
+	v.appendSteps(stamp, "finally", prev.Finally, s.Finally)
+}
+
+// appendSteps writes the changes of one list of steps; what names it.
+func (v *View) appendSteps(stamp, what string, prev, steps []Step) {
+	for i, st := range steps {
 		old := Step{Phase: schedv1.StepWaiting}
-		if i < len(prev.Steps) && prev.Steps[i].Name == st.Name {
-			old = prev.Steps[i]
+		if i < len(prev) && prev[i].Name == st.Name {
+			old = prev[i]
 		}
 		if st.Phase != old.Phase || st.Message != old.Message {
 			name := st.Name
@@ -291,7 +338,7 @@ func (v *View) appendChanges(s State) {
 				// Where a branch starts, once.
 				name += " (after " + strings.Join(st.After, ", ") + ")"
 			}
-			line := fmt.Sprintf("%s step %d %s %s", stamp, i, name, st.Phase)
+			line := fmt.Sprintf("%s %s %d %s %s", stamp, what, i, name, PhaseText(st.Phase))
 			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
 				line += " in " + printing.FormatDuration(st.End.Sub(st.Start))
 			}
@@ -302,25 +349,38 @@ func (v *View) appendChanges(s State) {
 		}
 		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
 			if val, had := old.Outputs[k]; !had || val != st.Outputs[k] {
-				fmt.Fprintf(v.out, "%s step %d %s output %s=%s\n", stamp, i, st.Name, k, cut(st.Outputs[k], ValueWidth))
+				fmt.Fprintf(v.out, "%s %s %d %s output %s=%s\n", stamp, what, i, st.Name, k, cut(st.Outputs[k], ValueWidth))
 			}
 		}
 	}
 }
 
-// render draws the terminal view: a header, then a row per step.
+// render draws the terminal view: a header, then a row per step, then
+// the finally steps under a header of their own.
 func (v *View) render(s State) string {
 	now := v.now()
 	var b strings.Builder
 	header := fmt.Sprintf("Workflow %s  %s  %s  %d/%d steps", s.Name, s.Phase, printing.FormatDuration(s.Elapsed(now)), s.Done(), len(s.Steps))
+	if s.Suspended {
+		header += "  Suspended (kubectl sched workflow resume " + s.Name + ")"
+	}
 	if v.width > 0 && printing.Width(header) >= v.width {
 		b.WriteString(cut(header, v.width-1) + "\n")
 	} else {
 		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
 	}
+	v.table(&b, s.Steps, now)
+	if len(s.Finally) > 0 {
+		b.WriteString("Finally\n")
+		v.table(&b, s.Finally, now)
+	}
+	return b.String()
+}
 
+// table draws the rows of one list of steps.
+func (v *View) table(b *strings.Builder, steps []Step, now time.Time) {
 	// A DAG gets an AFTER column; a plain sequence reads top to bottom.
-	dag := slices.ContainsFunc(s.Steps, func(st Step) bool { return len(st.After) > 0 })
+	dag := slices.ContainsFunc(steps, func(st Step) bool { return len(st.After) > 0 })
 	columns := []string{"#", "STEP", "PHASE", "DURATION", "DETAILS"}
 	if dag {
 		columns = []string{"#", "STEP", "AFTER", "PHASE", "DURATION", "DETAILS"}
@@ -336,9 +396,9 @@ func (v *View) render(s State) string {
 		// A line that wraps breaks the redraw.
 		style.MaxWidth = v.width - 1
 	}
-	t := printing.NewTableWriter(&b, style)
+	t := printing.NewTableWriter(b, style)
 	t.Header(columns...)
-	for i, st := range s.Steps {
+	for i, st := range steps {
 		d := ""
 		if !st.Start.IsZero() && st.Phase != schedv1.StepSkipped {
 			d = printing.FormatDuration(span(st.Start, st.End, now))
@@ -347,17 +407,16 @@ func (v *View) render(s State) string {
 		if dag {
 			row = append(row, strings.Join(st.After, ","))
 		}
-		t.Row(append(row, string(st.Phase), d, detail(st))...)
+		t.Row(append(row, PhaseText(st.Phase), d, detail(st))...)
 	}
 	_ = t.Render() // a strings.Builder does not fail
-	return b.String()
 }
 
 // detail is a row's last column: why a step failed, waits or was skipped,
 // else its outputs.
 func detail(st Step) string {
 	switch st.Phase {
-	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending, schedv1.StepCancelled:
+	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending, schedv1.StepCancelled, schedv1.StepWaitingForApproval:
 		return st.Message
 	}
 	if len(st.Outputs) == 0 {
@@ -380,7 +439,7 @@ func paint(phase, text string) string {
 		code = "31"
 	case string(schedv1.StepRunning):
 		code = "36"
-	case string(schedv1.StepPending):
+	case string(schedv1.StepPending), PhaseText(schedv1.StepWaitingForApproval):
 		code = "33"
 	case string(schedv1.StepWaiting), string(schedv1.StepSkipped), string(schedv1.StepCancelled):
 		code = "2"

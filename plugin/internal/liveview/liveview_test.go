@@ -375,3 +375,103 @@ func TestLongStepNamesFitTheWidth(t *testing.T) {
 		t.Errorf("want step 1's name and what it waits for, cut:\n%s", got)
 	}
 }
+
+// gatedStates: test, a conditional deploy (false), an approval gate, and a
+// finally step; suspended, approved, resumed, then done.
+func gatedStates() []State {
+	wf := func(phase schedv1.WorkflowPhase, suspended bool, gate Step, notify Step) State {
+		return State{Name: "rel", Phase: phase, Created: t0, Start: t0, Suspended: suspended, Steps: []Step{
+			{Name: "test", Phase: schedv1.StepSucceeded, Start: t0, End: t0.Add(2 * time.Second), Outputs: map[string]string{"result": "passed"}},
+			{Name: "canary", Phase: schedv1.StepSkipped, Message: `when "params.channel == 'canary'" was false`},
+			gate,
+		}, Finally: []Step{notify}}
+	}
+	waiting := Step{Name: "gate", Phase: schedv1.StepWaitingForApproval, Start: t0.Add(2 * time.Second),
+		Message: "ship it? (waiting for approval: kubectl sched workflow approve rel gate (or deny))"}
+	approved := Step{Name: "gate", Phase: schedv1.StepSucceeded, Start: t0.Add(2 * time.Second), End: t0.Add(4 * time.Second),
+		Message: "approved by alice", Outputs: map[string]string{"approvedBy": "alice"}}
+	notifyWaiting := Step{Name: "notify", Phase: schedv1.StepWaiting}
+	notifyRunning := Step{Name: "notify", TaskName: "rel-finally0-notify", Phase: schedv1.StepRunning, Start: t0.Add(4 * time.Second)}
+	notifyDone := Step{Name: "notify", TaskName: "rel-finally0-notify", Phase: schedv1.StepSucceeded, Start: t0.Add(4 * time.Second), End: t0.Add(5 * time.Second),
+		Outputs: map[string]string{"sent": "Succeeded"}}
+	done := wf(schedv1.WorkflowSucceeded, false, approved, notifyDone)
+	done.End = t0.Add(5 * time.Second)
+	return []State{
+		wf(schedv1.WorkflowRunning, false, waiting, notifyWaiting),
+		wf(schedv1.WorkflowRunning, true, waiting, notifyWaiting),
+		wf(schedv1.WorkflowRunning, true, approved, notifyWaiting),
+		wf(schedv1.WorkflowRunning, false, approved, notifyRunning),
+		done,
+	}
+}
+
+// TestViewShowsGatesAndFinally: a skipped step with its reason, a step
+// waiting for approval with the command to give it, suspension and
+// resumption, and the finally steps in their own lines and section.
+func TestViewShowsGatesAndFinally(t *testing.T) {
+	ss := gatedStates()
+	var out bytes.Buffer
+	c := &clock{now: t0}
+	v := New(&out, false, 0, c.Now)
+	for _, s := range ss[:len(ss)-1] {
+		v.Update(s)
+	}
+	v.Finish(ss[len(ss)-1])
+	want := `12:00:00 workflow rel Running 1/3 steps
+12:00:00 step 0 test Succeeded in 2s
+12:00:00 step 0 test output result=passed
+12:00:00 step 1 canary Skipped: when "params.channel == 'canary'" was false
+12:00:00 step 2 gate Waiting for approval: ship it? (waiting for approval: kubectl sched workflow approve rel gate (or deny))
+12:00:00 workflow rel Suspended: no new step starts until it is resumed (kubectl sched workflow resume rel)
+12:00:00 step 2 gate Succeeded in 2s: approved by alice
+12:00:00 step 2 gate output approvedBy=alice
+12:00:00 workflow rel resumed
+12:00:00 finally 0 notify Running
+12:00:00 finally 0 notify Succeeded in 1s
+12:00:00 finally 0 notify output sent=Succeeded
+12:00:00 workflow rel Succeeded 2/3 steps
+Workflow rel Succeeded in 5s (2/3 steps, 1 skipped; finally 1/1)
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v = New(&out, true, 0, c.Now)
+	v.Update(ss[1])
+	got := plain(out.String())
+	for _, w := range []string{
+		"Workflow rel  Running  0s  1/3 steps  Suspended (kubectl sched workflow resume rel)\n",
+		"  1  canary  Skipped                         when \"params.channel == 'canary'\" was false\n",
+		"  2  gate    Waiting for approval  0s        ship it? (waiting for approval: kubectl sched workflow approve rel gate (or deny))\n",
+		"Finally\n  #  STEP    PHASE    DURATION  DETAILS\n  0  notify  Waiting\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("terminal view lacks %q:\n%s", w, got)
+		}
+	}
+	if !strings.Contains(out.String(), "\x1b[33mWaiting for approval") {
+		t.Errorf("waiting for approval is not painted as waiting: %q", out.String())
+	}
+}
+
+func TestStateOfFinallyAndSuspend(t *testing.T) {
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "rel"},
+		Spec: schedv1.WorkflowSpec{Suspend: true,
+			Steps:   []schedv1.WorkflowStep{{Name: "gate", Approval: &schedv1.StepApproval{Message: "ok?"}}},
+			Finally: []schedv1.WorkflowStep{{Name: "notify", Task: schedv1.AgentTaskSpec{Image: "x"}}, {Name: "page", Task: schedv1.AgentTaskSpec{Image: "x"}}}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning,
+			Steps:   []schedv1.StepStatus{{Name: "gate", Phase: schedv1.StepWaitingForApproval, Message: "ok?"}},
+			Finally: []schedv1.StepStatus{{Name: "page", Phase: schedv1.StepSkipped, Message: `skipped: when "workflow.phase == 'Failed'" was false`}}},
+	}
+	s := StateOf(wf)
+	want := []Step{{Name: "notify", Phase: schedv1.StepWaiting}, {Name: "page", Phase: schedv1.StepSkipped, Message: `when "workflow.phase == 'Failed'" was false`}}
+	if diff := cmp.Diff(want, s.Finally); diff != "" || !s.Suspended || s.Steps[0].Phase != schedv1.StepWaitingForApproval {
+		t.Errorf("finally (-want +got):\n%s\nsuspended %v, steps %+v", diff, s.Suspended, s.Steps)
+	}
+	wf.Status.Phase = schedv1.WorkflowSucceeded
+	if StateOf(wf).Suspended {
+		t.Error("a finished workflow shows as suspended")
+	}
+}

@@ -1,0 +1,179 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+)
+
+// FinallyGrace is how long finally steps may still run after spec.timeout
+// has passed, counted from the end of the main steps: a timed-out
+// workflow's cleanup still runs, and cannot run for ever.
+const FinallyGrace = 5 * time.Minute
+
+// decideFinally runs the finally steps once the main steps have ended
+// (status.main): side by side, each as soon as the finally steps it
+// depends on Succeeded; a failure skips only what depends on it. The
+// workflow ends when they all have, in the main steps' phase, Failed when
+// that was Succeeded and a finally step did not succeed.
+func decideFinally(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, st *schedv1.WorkflowStatus, p *plan, now metav1.Time) {
+	if wf.Spec.Timeout != nil {
+		deadline := finallyDeadline(wf, st)
+		if !now.Time.Before(deadline) {
+			msg := fmt.Sprintf("the finally steps ran past spec.timeout %s and the %s after the steps", wf.Spec.Timeout.Duration, FinallyGrace)
+			stopFinally(wf, st, tasks, p, schedv1.StepTimeout, "stopped: "+msg, now)
+			skipWaitingFinally(st, "the workflow timed out")
+			endAfterFinally(wf, st, msg, now)
+			return
+		}
+		p.requeueAt = deadline
+	}
+	skipBlockedFinally(wf, st)
+	for j := range wf.Spec.Finally {
+		s := &st.Finally[j]
+		if s.Phase != schedv1.StepWaiting || !finallyDependenciesSucceeded(wf, st, j) || wf.Spec.Suspend {
+			continue
+		}
+		reason, err := startFinally(wf, st, j, p, now)
+		if err != nil {
+			s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
+		}
+		skipBlockedFinally(wf, st)
+	}
+	var active []string
+	for j, s := range st.Finally {
+		if isActive(s.Phase) {
+			active = append(active, wf.Spec.Finally[j].Name)
+		}
+	}
+	switch {
+	case len(active) > 0:
+		msg := fmt.Sprintf("the steps ended %s; finally steps run: %s", st.Main.Phase, strings.Join(active, ", "))
+		if wf.Spec.Suspend {
+			msg += "; suspended: no other finally step starts until it is resumed (kubectl sched workflow resume " + wf.Name + ")"
+		}
+		runningAs(st, schedv1.ReasonRunningFinally, msg)
+	case wf.Spec.Suspend && anyWaiting(st.Finally):
+		suspended(wf, st)
+	default:
+		endAfterFinally(wf, st, "", now)
+	}
+}
+
+// finallyDeadline is when the finally steps are stopped: spec.timeout
+// after the start, but never before FinallyGrace after the main steps ended.
+func finallyDeadline(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) time.Time {
+	deadline := st.StartTime.Add(wf.Spec.Timeout.Duration)
+	if grace := st.Main.Time.Add(FinallyGrace); grace.After(deadline) {
+		return grace
+	}
+	return deadline
+}
+
+// startFinally starts finally step j, as start does a main step.
+func startFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int, p *plan, now metav1.Time) (string, error) {
+	s := &st.Finally[j]
+	switch g := when(wf, st, j, celexpr.Finally); g.verdict {
+	case gateSkip:
+		s.Phase, s.Reason, s.Message = schedv1.StepSkipped, schedv1.ReasonWhenFalse, g.message
+		return "", nil
+	case gateFail:
+		return schedv1.ReasonWhenError, errors.New(g.message)
+	}
+	i := len(wf.Spec.Steps) + j
+	task, err := newStepTask(wf, i, st)
+	if err != nil {
+		return taskErrorReason(err), err
+	}
+	p.creates = append(p.creates, stepCreate{step: i, task: task})
+	s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
+	return "", nil
+}
+
+func finallyDependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int) bool {
+	for _, d := range wf.Spec.FinallyDependencies(j) {
+		if st.Finally[d].Phase != schedv1.StepSucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// skipBlockedFinally skips the waiting finally steps that depend on a
+// finally step that ended without succeeding.
+func skipBlockedFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) {
+	for j := range st.Finally {
+		s := &st.Finally[j]
+		if s.Phase != schedv1.StepWaiting {
+			continue
+		}
+		for _, d := range wf.Spec.FinallyDependencies(j) {
+			if dp := st.Finally[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
+				s.Phase, s.Message = schedv1.StepSkipped, skippedBecause(wf.Spec.Finally[d].Name, dp)
+				break
+			}
+		}
+	}
+}
+
+// stopFinally ends the running finally steps in phase and cancels their tasks.
+func stopFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, p *plan, phase schedv1.StepPhase, msg string, now metav1.Time) {
+	for j := range st.Finally {
+		s := &st.Finally[j]
+		if !isActive(s.Phase) {
+			continue
+		}
+		s.Phase, s.Message, s.CompletionTime = phase, msg, &now
+		if t := tasks[len(wf.Spec.Steps)+j]; t != nil && !t.Spec.Cancel {
+			p.cancels = append(p.cancels, t)
+		}
+	}
+}
+
+func skipWaitingFinally(st *schedv1.WorkflowStatus, why string) {
+	for j := range st.Finally {
+		if st.Finally[j].Phase == schedv1.StepWaiting {
+			st.Finally[j].Phase, st.Finally[j].Message = schedv1.StepSkipped, "skipped: "+why
+		}
+	}
+}
+
+// endAfterFinally ends the workflow once its finally steps have: in the
+// main steps' phase, with their reason and message, and what a failed
+// finally step adds; a Succeeded workflow whose finally step did not
+// succeed is Failed (FinallyFailed), or Timeout when timeout says the
+// finally steps ran out of time.
+func endAfterFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, timeout string, now metav1.Time) {
+	m := st.Main
+	phase, reason, msg := m.Phase, m.Reason, m.Message
+	if m.Phase == schedv1.WorkflowSucceeded && timeout != "" {
+		end(st, schedv1.WorkflowTimeout, schedv1.ReasonDeadlineExceeded, timeout, now)
+		return
+	}
+	failed := -1
+	for j, s := range st.Finally {
+		if s.Phase == schedv1.StepFailed || s.Phase == schedv1.StepTimeout || s.Phase == schedv1.StepCancelled {
+			failed = j
+			break
+		}
+	}
+	if failed >= 0 {
+		s := st.Finally[failed]
+		what := fmt.Sprintf("finally step %d (%s) %s: %s", failed, s.Name, strings.ToLower(string(s.Phase)), s.Message)
+		if s.Phase == schedv1.StepTimeout {
+			what = fmt.Sprintf("finally step %d (%s) timed out: %s", failed, s.Name, s.Message)
+		}
+		if m.Phase == schedv1.WorkflowSucceeded {
+			phase, reason, msg = schedv1.WorkflowFailed, schedv1.ReasonFinallyFailed, what
+		} else {
+			msg += "; " + what
+		}
+	}
+	end(st, phase, reason, msg, now)
+}
