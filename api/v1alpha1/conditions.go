@@ -106,6 +106,22 @@ const (
 	// not define, or defines so that it does not parse.
 	ReasonUnknownTier = "UnknownTier"
 
+	// CronWorkflow. Ready is True with ReasonScheduled while runs start on
+	// schedule, False with ReasonSuspended, ReasonInvalidSchedule,
+	// ReasonUnknownTimeZone, or the reason a run could not be created
+	// (ReasonRejected, ReasonQuotaExceeded, ReasonNameTaken,
+	// ReasonCreateFailed). Events: ReasonCreated and ReasonDeleted for its
+	// runs, ReasonRunSkipped (Forbid), ReasonRunReplaced (Replace),
+	// ReasonMissedSchedule (too late for startingDeadlineSeconds, or too
+	// many missed to count).
+	ReasonScheduled       = "Scheduled"
+	ReasonSuspended       = "Suspended"
+	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonUnknownTimeZone = "UnknownTimeZone"
+	ReasonRunSkipped      = "RunSkipped"
+	ReasonRunReplaced     = "RunReplaced"
+	ReasonMissedSchedule  = "MissedSchedule"
+
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"
 	ReasonPriorityUnmapped = "PriorityUnmapped"

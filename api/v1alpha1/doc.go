@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the kubectl-sched API: UserDeployment, AgentTask,
-// Workflow and SchedExt in the sched.kubectl-sched.dev group.
+// Workflow, CronWorkflow and SchedExt in the sched.kubectl-sched.dev group.
 //
 // # Where validation lives
 //

@@ -10,19 +10,15 @@ import (
 // config/policy, not by CRD rules: CRD rules run on every write, status
 // writes included, and these scan every string of every step.
 // api/substitution checks the same in the plugin and the operator.
-// The spec is immutable but for cancel, which may only be set: each other
-// field has its own self == oldSelf rule (the form the API server's cost
-// estimate allows on large fields), and the rule here keeps optional ones
-// from appearing or going (add new fields to both).
-// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast) && has(self.retryOf) == has(oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
-// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
+// A Workflow's spec is immutable but for cancel: the rules that say so are
+// on Workflow.Spec, not here, because a CronWorkflow's workflowSpec is a
+// WorkflowSpec its owner may edit. Add a rule there for each new field.
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Params []WorkflowParam `json:"params,omitempty"`
 
 	// Steps run one after another (a step starts when the one before it
@@ -34,7 +30,6 @@ type WorkflowSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Steps []WorkflowStep `json:"steps"`
 
 	// Timeout is the longest the whole workflow may run. Past it the running
@@ -44,7 +39,6 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// TTLAfterFinished deletes the finished workflow, and with it its
@@ -54,7 +48,6 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
 
 	// FailFast stops the whole workflow at the first failed step: the other
@@ -64,7 +57,6 @@ type WorkflowSpec struct {
 	// it could produce. Steps that run one after another behave the same
 	// either way.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	FailFast bool `json:"failFast,omitempty"`
 
 	// RetryOf makes this workflow a new attempt of a finished one in the
@@ -73,7 +65,6 @@ type WorkflowSpec struct {
 	// on it (in a sequence, every step after it), which run again, as do
 	// the steps that did not succeed. `kubectl sched workflow retry` sets it.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it"
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
 	// Cancel stops the workflow without deleting it: the running step's
@@ -285,8 +276,17 @@ type Workflow struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the workflow to run.
+	// Spec is the workflow to run. It cannot change once created, as its
+	// steps may already have run, but for cancel, which may only be set.
+	// One rule per field, each naming it.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self.steps == oldSelf.steps",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".steps"
+	// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".params"
+	// +kubebuilder:validation:XValidation:rule="has(self.timeout) == has(oldSelf.timeout) && (!has(self.timeout) || self.timeout == oldSelf.timeout)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".timeout"
+	// +kubebuilder:validation:XValidation:rule="has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && (!has(self.ttlAfterFinished) || self.ttlAfterFinished == oldSelf.ttlAfterFinished)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".ttlAfterFinished"
+	// +kubebuilder:validation:XValidation:rule="self.?failFast.orValue(false) == oldSelf.?failFast.orValue(false)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".failFast"
+	// +kubebuilder:validation:XValidation:rule="has(self.retryOf) == has(oldSelf.retryOf) && (!has(self.retryOf) || self.retryOf == oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel may be set, to stop it",fieldPath=".retryOf"
+	// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 	Spec WorkflowSpec `json:"spec"`
 
 	// Status is the workflow's observed state.
