@@ -106,6 +106,7 @@ type CronWorkflowSpec struct {
 	// Suspend stops new runs while true; running ones go on. Times missed
 	// meanwhile count as missed (see startingDeadlineSeconds).
 	// +optional
+	// +kubebuilder:default=false
 	Suspend bool `json:"suspend,omitempty"`
 
 	// WorkflowSpec is the Workflow each run is: the same fields, checked by

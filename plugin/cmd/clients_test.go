@@ -49,6 +49,8 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"version":           {"version"},
 		"workflow retry":    {"workflow", "retry", "nightly"},
 		"workflow run":      {"workflow", "run", "-f", "nightly.yaml"},
+		"workflow schedule": {"workflow", "schedule", "nightly", "--cron", "@daily", "-f", "nightly.yaml"},
+		"workflow trigger":  {"workflow", "trigger", "nightly"},
 		"workflow stop":     {"workflow", "stop", "nightly"},
 		"workflow watch":    {"workflow", "watch", "nightly"},
 		"__complete get":    {"__complete", "get", "at", ""},

@@ -1,6 +1,8 @@
-// Package workflow implements `kubectl sched workflow run`, `watch` and
-// `stop`: submit a Workflow, checked for bad step references first, follow
-// it live until it ends, or stop it.
+// Package workflow implements `kubectl sched workflow run`, `watch`,
+// `stop`, `retry`, `schedule` and `trigger`: submit a Workflow, checked for
+// bad step references first, follow it live until it ends, stop or retry
+// it, put it on a cron schedule (a CronWorkflow) or start a scheduled one
+// now.
 package workflow
 
 import (
@@ -20,7 +22,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "workflow",
 		Aliases: []string{"workflows", "wf"},
-		Short:   "Run Workflows (AgentTasks in sequence, passing outputs) and watch them live",
+		Short:   "Run Workflows (AgentTasks in sequence, passing outputs), on a schedule too, and watch them live",
 		Example: `  # Submit a workflow and watch it to the end
   kubectl sched workflow run -f pipeline.yaml --watch
 
@@ -28,9 +30,13 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
   kubectl sched workflow watch nightly --logs
 
   # Stop it, keeping its record
-  kubectl sched workflow stop nightly`,
+  kubectl sched workflow stop nightly
+
+  # Run it every night at 02:00 Berlin time, and once now
+  kubectl sched workflow schedule nightly --cron "0 2 * * *" --time-zone Europe/Berlin -f pipeline.yaml
+  kubectl sched workflow trigger nightly --watch`,
 	}
-	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c))
+	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c), newScheduleCommand(c), newTriggerCommand(c))
 	return cmd
 }
 
