@@ -309,8 +309,16 @@ func TestMembers(t *testing.T) {
 		phaseOf(t, &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"}},
 			func(w *schedv1.Workflow) string { return string(w.Status.Phase) }, string(schedv1.WorkflowCancelled))
 
+		// Schedules: the tier's workflow count leaves room for one run.
+		r = run(0, []string{"workflow", "schedule", "nightly", "--cron", "0 2 * * *", "--time-zone", "Europe/Berlin", "-f", td("release.yaml")})
+		if !strings.Contains(r.Stdout, "Next run: ") {
+			t.Errorf("workflow schedule:\n%s", r.Stdout)
+		}
+		run(0, []string{"workflow", "trigger", "nightly", "--watch"})
+		run(0, []string{"get", "cwf"})
+
 		// Views.
-		for _, words := range [][]string{{"describe", "ud", "shop"}, {"describe", "ud", "db"}, {"describe", "at", "hello"}, {"describe", "wf", "release"}, {"describe", "wf", "failing"}} {
+		for _, words := range [][]string{{"describe", "ud", "shop"}, {"describe", "ud", "db"}, {"describe", "at", "hello"}, {"describe", "wf", "release"}, {"describe", "wf", "failing"}, {"describe", "cwf", "nightly"}} {
 			r := run(0, words)
 			if !strings.Contains(r.Stdout, "Events:") {
 				t.Errorf("%v shows no events:\n%s", words, r.Stdout)
@@ -340,6 +348,8 @@ func TestMembers(t *testing.T) {
 			{"logs", "shop"}, {"logs", "agenttask/hello", "-f"}, {"logs", "workflow/release", "-f"},
 			{"workflow", "run", "-f", td("release.yaml"), "--name", "intruder", "--watch", "--logs"},
 			{"workflow", "watch", "release", "--logs"}, {"workflow", "stop", "slow"}, {"workflow", "retry", "failing"},
+			{"workflow", "schedule", "intruder", "--cron", "@hourly", "-f", td("release.yaml")}, {"workflow", "trigger", "nightly", "--watch"},
+			{"describe", "cwf", "nightly"}, {"get", "cwf"},
 			{"describe", "ud", "shop"}, {"describe", "at", "hello"}, {"describe", "wf", "release"},
 			{"get"}, {"get", "ud", "shop"}, {"get", "wf", "-w"},
 			{"delete", "ud", "shop"}, {"delete", "at", "hello", "--wait"},
@@ -358,7 +368,7 @@ func TestMembers(t *testing.T) {
 	})
 
 	t.Run("a member deletes", func(t *testing.T) {
-		for _, words := range [][]string{{"delete", "ud", "db", "--wait"}, {"delete", "at", "hello", "--wait"}, {"delete", "wf", "release", "--wait"}} {
+		for _, words := range [][]string{{"delete", "ud", "db", "--wait"}, {"delete", "at", "hello", "--wait"}, {"delete", "wf", "release", "--wait"}, {"delete", "cwf", "nightly", "--wait"}} {
 			succeeds(t, as(alice, ns, words...), 0)
 		}
 	})
@@ -380,6 +390,9 @@ var readVerbs = []string{"get", "list", "watch"}
 var grantedUnused = map[access]string{
 	{"update", schedv1.GroupName, "agenttasks"}:                "kubectl-sched-edit",
 	{"update", schedv1.GroupName, "workflows"}:                 "kubectl-sched-edit",
+	{"update", schedv1.GroupName, "cronworkflows"}:             "kubectl-sched-edit",
+	{"deletecollection", schedv1.GroupName, "cronworkflows"}:   "kubectl-sched-edit",
+	{"get", schedv1.GroupName, "cronworkflows/status"}:         "kubectl-sched-edit",
 	{"update", schedv1.GroupName, "userdeployments"}:           "kubectl-sched-edit",
 	{"deletecollection", schedv1.GroupName, "agenttasks"}:      "kubectl-sched-edit",
 	{"deletecollection", schedv1.GroupName, "workflows"}:       "kubectl-sched-edit",
