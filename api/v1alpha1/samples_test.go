@@ -25,7 +25,7 @@ func TestSamplesAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "sched_*.yaml"))
-	if err != nil || len(files) < 4 {
+	if err != nil || len(files) < 5 {
 		t.Fatalf("want a sample per kind in config/samples, found %v (%v)", files, err)
 	}
 	kinds := map[string]bool{}
@@ -52,7 +52,7 @@ func TestSamplesAccepted(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range []string{"UserDeployment", "AgentTask", "Workflow", "SchedExt"} {
+	for _, k := range []string{"UserDeployment", "AgentTask", "Workflow", "CronWorkflow", "SchedExt"} {
 		if !kinds[k] {
 			t.Errorf("no sample for %s", k)
 		}
@@ -68,15 +68,18 @@ func TestExplain(t *testing.T) {
 	}
 	kubeconfig := writeKubeconfig(t)
 	cases := map[string][]string{
-		"userdeployment.spec":          {"services", "Services of the app", "placement", "networkIsolation"},
-		"userdeployment.spec.services": {"exposure", "None, Internal (the default) or Public"},
-		"agenttask.spec":               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
-		"agenttask.status":             {"outputs", "termination message"},
-		"workflow.spec":                {"steps", "${params.NAME}"},
-		"workflow.spec.steps.task":     {"image"},
-		"schedext.spec":                {"scheduler", "one scheduler per node"},
-		"schedext.spec.scheduler":      {"scx_lavd", "opsName"},
-		"schedext.status":              {"readyNodes", "conflictingNodes"},
+		"userdeployment.spec":            {"services", "Services of the app", "placement", "networkIsolation"},
+		"userdeployment.spec.services":   {"exposure", "None, Internal (the default) or Public"},
+		"agenttask.spec":                 {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
+		"agenttask.status":               {"outputs", "termination message"},
+		"workflow.spec":                  {"steps", "${params.NAME}"},
+		"workflow.spec.steps.task":       {"image"},
+		"cronworkflow.spec":              {"schedule", "day of week (0-6 or SUN-SAT, 0 is Sunday)", "timeZone", "concurrencyPolicy", "startingDeadlineSeconds", "suspend", "workflowSpec"},
+		"cronworkflow.spec.workflowSpec": {"steps", "${params.NAME}"},
+		"cronworkflow.status":            {"lastScheduleTime", "nextScheduleTime", "activeCount", "lastSuccessfulTime"},
+		"schedext.spec":                  {"scheduler", "one scheduler per node"},
+		"schedext.spec.scheduler":        {"scx_lavd", "opsName"},
+		"schedext.status":                {"readyNodes", "conflictingNodes"},
 	}
 	for path, want := range cases {
 		t.Run(path, func(t *testing.T) {

@@ -200,7 +200,11 @@ func (o *ScheduleOptions) Run(ctx context.Context) error {
 		}
 	}
 	if len(probs) > 0 {
-		return cmdutil.Errorf(cmdutil.ExitInvalid, "Fix them and run again; nothing was submitted.",
+		hint := "Fix it and run again; nothing was submitted."
+		if len(probs) > 1 {
+			hint = "Fix them and run again; nothing was submitted."
+		}
+		return cmdutil.Errorf(cmdutil.ExitInvalid, hint,
 			"cronworkflow %s has %d problem%s:\n  %s", cw.Name, len(probs), plural(len(probs)), strings.Join(probs, "\n  "))
 	}
 	if o.secret != nil {
