@@ -2,6 +2,8 @@ package v1alpha1_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	"github.com/kubectl-sched/kubectl-sched/api/cronschedule"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 func durationOf(s string) *metav1.Duration {
@@ -167,5 +170,24 @@ func TestLargestCronWorkflowAccepted(t *testing.T) {
 		TimeZone("America/Argentina/ComodRivadavia").StepTask("a", largestTaskSpec()).Obj()
 	if err := cleo.Create(context.Background(), cw, client.DryRunAll); err != nil {
 		t.Fatalf("the largest CronWorkflow was refused: %v", err)
+	}
+}
+
+// TestWorkflowSpecHasNoTransitionRules: a rule that compares with oldSelf
+// inside WorkflowSpec would make every CronWorkflow's workflowSpec
+// immutable too. A Workflow's own immutability rules belong on
+// Workflow.Spec (workflow_types.go); this finds one put in the type.
+func TestWorkflowSpecHasNoTransitionRules(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "crd", "bases", "sched.kubectl-sched.dev_cronworkflows.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.Index(string(data), "oldSelf"); i >= 0 {
+		t.Errorf("the CronWorkflow CRD has a transition rule (oldSelf) at byte %d: move it from WorkflowSpec's fields to Workflow.Spec:\n%s",
+			i, data[max(0, i-300):min(len(data), i+100)])
 	}
 }
