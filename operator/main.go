@@ -1,5 +1,5 @@
 // Command operator runs the kubectl-sched controllers: UserDeployment,
-// AgentTask, Workflow and SchedExt. This file only wires flags to the
+// AgentTask, Workflow, CronWorkflow and SchedExt. This file only wires flags to the
 // manager; the controllers live in one package per kind.
 package main
 

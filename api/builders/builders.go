@@ -399,3 +399,73 @@ func (w *SchedExtWrapper) Spec(f func(*schedv1.SchedExtSpec)) *SchedExtWrapper {
 	f(&w.SchedExt.Spec)
 	return w
 }
+
+// CronWorkflowWrapper builds a CronWorkflow.
+type CronWorkflowWrapper struct{ schedv1.CronWorkflow }
+
+// MakeCronWorkflow starts a CronWorkflow on schedule with no steps.
+func MakeCronWorkflow(name, ns, schedule string) *CronWorkflowWrapper {
+	return &CronWorkflowWrapper{schedv1.CronWorkflow{
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "CronWorkflow"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec:       schedv1.CronWorkflowSpec{Schedule: schedule},
+	}}
+}
+
+// Obj returns the CronWorkflow.
+func (w *CronWorkflowWrapper) Obj() *schedv1.CronWorkflow { return &w.CronWorkflow }
+
+// Step adds a step of the workflow running image with args.
+func (w *CronWorkflowWrapper) Step(name, image string, args ...string) *CronWorkflowWrapper {
+	return w.StepTask(name, schedv1.AgentTaskSpec{Image: image, Args: args})
+}
+
+// StepTask adds a step of the workflow with a whole task spec.
+func (w *CronWorkflowWrapper) StepTask(name string, task schedv1.AgentTaskSpec) *CronWorkflowWrapper {
+	s := &w.CronWorkflow.Spec.WorkflowSpec
+	s.Steps = append(s.Steps, schedv1.WorkflowStep{Name: name, Task: task})
+	return w
+}
+
+// TimeZone sets spec.timeZone.
+func (w *CronWorkflowWrapper) TimeZone(tz string) *CronWorkflowWrapper {
+	w.CronWorkflow.Spec.TimeZone = tz
+	return w
+}
+
+// Concurrency sets spec.concurrencyPolicy.
+func (w *CronWorkflowWrapper) Concurrency(p schedv1.ConcurrencyPolicy) *CronWorkflowWrapper {
+	w.CronWorkflow.Spec.ConcurrencyPolicy = p
+	return w
+}
+
+// Deadline sets spec.startingDeadlineSeconds.
+func (w *CronWorkflowWrapper) Deadline(seconds int64) *CronWorkflowWrapper {
+	w.CronWorkflow.Spec.StartingDeadlineSeconds = ptr.To(seconds)
+	return w
+}
+
+// History sets how many succeeded and failed runs are kept.
+func (w *CronWorkflowWrapper) History(succeeded, failed int32) *CronWorkflowWrapper {
+	w.CronWorkflow.Spec.SuccessfulRunsHistoryLimit = ptr.To(succeeded)
+	w.CronWorkflow.Spec.FailedRunsHistoryLimit = ptr.To(failed)
+	return w
+}
+
+// Suspend sets spec.suspend.
+func (w *CronWorkflowWrapper) Suspend(s bool) *CronWorkflowWrapper {
+	w.CronWorkflow.Spec.Suspend = s
+	return w
+}
+
+// Created sets the creation time, for pure tests of the schedule.
+func (w *CronWorkflowWrapper) Created(t time.Time) *CronWorkflowWrapper {
+	w.CreationTimestamp = metav1.NewTime(t)
+	return w
+}
+
+// Spec edits the spec in place, for fields without a builder method.
+func (w *CronWorkflowWrapper) Spec(f func(*schedv1.CronWorkflowSpec)) *CronWorkflowWrapper {
+	f(&w.CronWorkflow.Spec)
+	return w
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxLength is the longest derived name: a DNS-1123 label.
@@ -82,6 +83,19 @@ func TLSSecret(app string) string { return app + ".tls" }
 // namespace c and app a in namespace b-c share a host; a namespace has no
 // dots, so the last label names it and no two apps' prefixes are equal.
 func HostPrefix(app, namespace string) string { return Join(app) + "." + namespace }
+
+// CronRun is the run a CronWorkflow starts for the schedule time at:
+// <cron>-<unix seconds>, the same after a restart, so a run is never made
+// twice.
+func CronRun(cron string, at time.Time) string {
+	return Join(cron, strconv.FormatInt(at.Unix(), 10))
+}
+
+// ManualCronRun is the run `kubectl sched workflow trigger` makes at:
+// <cron>-manual-<unix seconds>, apart from every scheduled run.
+func ManualCronRun(cron string, at time.Time) string {
+	return Join(cron, "manual", strconv.FormatInt(at.Unix(), 10))
+}
 
 // DaemonSet runs a SchedExt's scheduler.
 func DaemonSet(schedext string) string { return Join("scx", schedext) }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -90,6 +91,23 @@ func TestFinallyTask(t *testing.T) {
 	for _, label := range []string{"0", "finally", "finally-1", "finally01", "finallyx"} {
 		if _, ok := ParseFinallyStep(label); ok {
 			t.Errorf("ParseFinallyStep(%q) took it for a finally step", label)
+		}
+	}
+}
+
+// TestCronRunNamesFit: the longest CronWorkflow name the API allows gives
+// runs of at most 63 characters, with the schedule time in them whole.
+func TestCronRunNamesFit(t *testing.T) {
+	at := time.Date(2026, 11, 27, 2, 0, 0, 0, time.UTC)
+	longest := strings.Repeat("n", 45)
+	for _, tc := range []struct{ got, want string }{
+		{CronRun("nightly", at), "nightly-1795744800"},
+		{ManualCronRun("nightly", at), "nightly-manual-1795744800"},
+		{CronRun(longest, at), longest + "-1795744800"},
+		{ManualCronRun(longest, at), longest + "-manual-1795744800"},
+	} {
+		if tc.got != tc.want || len(tc.got) > MaxLength {
+			t.Errorf("got %q (%d characters), want %q", tc.got, len(tc.got), tc.want)
 		}
 	}
 }

@@ -197,6 +197,24 @@ func bounds() map[string]bound {
 				}
 			})
 		}, "spec.allowFrom.metricsPorts", "must have at most 4 items", false},
+		"cwf: the schedule": {128, func(ns string, n int) client.Object {
+			// A minute list of n-8 characters: 00,0,0... or 0,0,0...
+			m := n - len(" * * * *")
+			minute := "0" + strings.Repeat(",0", (m-1)/2)
+			if m%2 == 0 {
+				minute = "00" + strings.Repeat(",0", (m-2)/2)
+			}
+			return MakeCronWorkflow("c", ns, minute+" * * * *").Step("a", "busybox").Obj()
+		}, "spec.schedule", "may not be more than 128", false},
+		"cwf: the time zone": {64, func(ns string, n int) client.Object {
+			return MakeCronWorkflow("c", ns, "@daily").TimeZone("Europe/"+strings.Repeat("z", n-len("Europe/"))).Step("a", "busybox").Obj()
+		}, "spec.timeZone", "may not be more than 64", false},
+		"cwf: the name": {45, func(ns string, n int) client.Object {
+			return MakeCronWorkflow(strings.Repeat("c", n), ns, "@daily").Step("a", "busybox").Obj()
+		}, "metadata.name", "at most 45 characters", false},
+		"cwf: succeeded runs kept": {100, func(ns string, n int) client.Object {
+			return MakeCronWorkflow("c", ns, "@daily").History(int32(n), 1).Step("a", "busybox").Obj()
+		}, "spec.successfulRunsHistoryLimit", "less than or equal to 100", false},
 		"scx: a node selector value": {63, func(_ string, n int) client.Object {
 			return MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector("k", strings.Repeat("v", n)).Obj()
 		}, "spec.nodeSelector", "values 63", true},
@@ -207,7 +225,7 @@ func bounds() map[string]bound {
 }
 
 // TestTenantCannotCreateOversizeObjects: every list, map and string of the
-// four kinds is bounded, inside the core/v1 types they embed too, so a
+// five kinds is bounded, inside the core/v1 types they embed too, so a
 // namespace user cannot make the operator cache, copy and write objects of
 // any size. Each bound is tried at its limit (accepted) and one past it
 // (refused, naming the field).

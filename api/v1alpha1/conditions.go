@@ -123,7 +123,8 @@ const (
 	ReasonApproved = "Approved"
 	ReasonDenied   = "Denied"
 	// ReasonSuspended: spec.suspend holds the start of new steps (the
-	// Suspended condition, and the workflow's reason while nothing runs).
+	// Suspended condition, and the workflow's reason while nothing runs),
+	// or a CronWorkflow's new runs (its Ready reason).
 	ReasonSuspended = "Suspended"
 	// ReasonResumed: spec.suspend was set and is no longer.
 	ReasonResumed = "Resumed"
@@ -148,6 +149,21 @@ const (
 	// ReasonUnknownTier: a namespace names a tier the tiers ConfigMap does
 	// not define, or defines so that it does not parse.
 	ReasonUnknownTier = "UnknownTier"
+
+	// CronWorkflow. Ready is True with ReasonScheduled while runs start on
+	// schedule, False with ReasonSuspended, ReasonInvalidSchedule,
+	// ReasonUnknownTimeZone, or the reason a run could not be created
+	// (ReasonRejected, ReasonQuotaExceeded, ReasonNameTaken,
+	// ReasonCreateFailed). Events: ReasonCreated and ReasonDeleted for its
+	// runs, ReasonRunSkipped (Forbid), ReasonRunReplaced (Replace),
+	// ReasonMissedSchedule (too late for startingDeadlineSeconds, or too
+	// many missed to count).
+	ReasonScheduled       = "Scheduled"
+	ReasonInvalidSchedule = "InvalidSchedule"
+	ReasonUnknownTimeZone = "UnknownTimeZone"
+	ReasonRunSkipped      = "RunSkipped"
+	ReasonRunReplaced     = "RunReplaced"
+	ReasonMissedSchedule  = "MissedSchedule"
 
 	// PriorityMapped.
 	ReasonPriorityMapped   = "PriorityClassMapped"

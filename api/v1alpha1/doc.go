@@ -1,5 +1,5 @@
 // Package v1alpha1 holds the kubectl-sched API: UserDeployment, AgentTask,
-// Workflow and SchedExt in the sched.kubectl-sched.dev group.
+// Workflow, CronWorkflow and SchedExt in the sched.kubectl-sched.dev group.
 //
 // # Where validation lives
 //
@@ -20,7 +20,9 @@
 //  2. The ValidatingAdmissionPolicies in config/policy (installed with the
 //     CRDs by `kubectl sched install`): rules that need more than the
 //     object. The requesting user (reserved_labels, operator_confinement,
-//     operator_pod_patch, operator_node_patch, pod_owners), the namespace's labels and
+//     operator_pod_patch, operator_node_patch, pod_owners) and what RBAC
+//     lets them do (cronworkflow_runs: who writes a CronWorkflow may
+//     create Workflows), the namespace's labels and
 //     annotations (restricted_pods' opt-out, ingress_hosts' allowed
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in
@@ -33,7 +35,10 @@
 //     changing). Each file's header says what it checks and why it is a
 //     policy. The operator
 //     checks again what it must not get wrong when a policy is missing
-//     (operator/podsecurity, the host rules, api/substitution).
+//     (operator/podsecurity, the host rules, api/substitution). A
+//     CronWorkflow's workflowSpec is checked by the same policies as a
+//     Workflow's spec, and each of its runs again when the operator
+//     creates it.
 //
 //  3. api/substitution: the ${steps.N.output.KEY},
 //     ${steps.NAME.output.KEY}, ${params.NAME} and ${workflow.phase}
@@ -64,6 +69,14 @@
 //     with reason InvalidSpec naming spec.steps[i].when and CEL's error.
 //     Evaluation is bounded by celexpr.CostLimit; an error there (a
 //     missing key, the limit) fails the step with reason WhenError.
+//  5. api/cronschedule: a CronWorkflow's schedule and time zone, parsed
+//     as the CronJob controller parses them, by the operator before each
+//     run and by the plugin before it submits one. The CRD re-states what
+//     CEL can (the fields' shape and ranges) and
+//     TestScheduleRulesAgreeWithTheParser holds the two to one verdict on
+//     a corpus; what CEL cannot see (a range past its end, February 30, an
+//     unknown zone) the operator reports in Ready (InvalidSchedule,
+//     UnknownTimeZone) and starts nothing.
 //
 //  5. The template checker, plugin/internal/templates: on the user's
 //     machine, before anything is submitted. It checks a template when it

@@ -144,6 +144,11 @@ func TestTenantCannotSetTheOperatorsLabels(t *testing.T) {
 			wantField: "metadata.labels[sched.kubectl-sched.dev/workflow]",
 		},
 	}
+	cases["a CronWorkflow marked as the operator's"] = struct {
+		obj       client.Object
+		wantField string
+	}{MakeCronWorkflow("c", tns, "@daily").Step("a", "busybox").Obj(), "metadata.labels[app.kubernetes.io/managed-by]"}
+	cases["a CronWorkflow marked as the operator's"].obj.SetLabels(managed)
 	cases["an AgentTask posing as a workflow's step"].obj.SetLabels(map[string]string{schedv1.LabelWorkflow: "victim", schedv1.LabelWorkflowStep: "0"})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -160,6 +165,8 @@ func TestTenantCannotSetTheOperatorsLabels(t *testing.T) {
 			s.PodMetadata = &schedv1.PodMetadata{Labels: map[string]string{schedv1.LabelManagedBy: "someone-else"}}
 		}).Obj(),
 		"a workflow step's podMetadata": MakeWorkflow("w", tns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
+			PodMetadata: &schedv1.PodMetadata{Labels: map[string]string{schedv1.LabelAgentTask: "victim"}}}).Obj(),
+		"a scheduled step's podMetadata": MakeCronWorkflow("c", tns, "@daily").StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
 			PodMetadata: &schedv1.PodMetadata{Labels: map[string]string{schedv1.LabelAgentTask: "victim"}}}).Obj(),
 		"a service's podMetadata": MakeUserDeployment("u", tns).Service("web", "nginx", 80, schedv1.ExposureInternal).
 			EditService("web", func(s *schedv1.ServiceSpec) {

@@ -28,7 +28,9 @@ const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-refe
 // which the plugin and the operator run, to give the same verdict: a
 // Workflow the server admits must be one the operator runs, and one the
 // plugin refuses must not be admitted by `kubectl apply`. api/substitution
-// is the reference: when they disagree, the policy is what to fix.
+// is the reference: when they disagree, the policy is what to fix. The same
+// workflow as a CronWorkflow's workflowSpec gets the same verdict, its
+// refusal naming spec.workflowSpec.
 func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	corpus := substitutiontest.Corpus()
 	// Each string twice: in a step of spec.steps, then in a finally step.
@@ -40,6 +42,9 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		refusal  string // the server's message when refused
 		valid    bool   // by substitution.ValidateWorkflow
 		problems string
+		// The same workflow as a CronWorkflow's workflowSpec.
+		cronAdmitted bool
+		cronRefusal  string
 	}
 	verdicts := make([]verdict, cases)
 	work := make(chan int)
@@ -60,6 +65,12 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 				v.admitted = err == nil
 				if err != nil {
 					v.refusal = err.Error()
+				}
+				cw := MakeCronWorkflow(wf.Name, ns, "@daily").Spec(func(c *schedv1.CronWorkflowSpec) { c.WorkflowSpec = wf.Spec }).Obj()
+				err = env.Client.Create(context.Background(), cw, client.DryRunAll)
+				v.cronAdmitted = err == nil
+				if err != nil {
+					v.cronRefusal = err.Error()
 				}
 				verdicts[i] = v
 			}
@@ -91,6 +102,14 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		case !v.admitted && v.valid:
 			disagree++
 			t.Errorf("%q in %s: api/substitution accepts it, the API server refuses it: %s", v.in, v.field, v.refusal)
+		}
+		switch {
+		case v.cronAdmitted != v.admitted:
+			t.Errorf("%q in %s: as a Workflow admitted %v, as a CronWorkflow's workflowSpec admitted %v: %s", v.in, v.field, v.admitted, v.cronAdmitted, v.cronRefusal)
+		case !v.cronAdmitted && !strings.Contains(v.cronRefusal, referencesPolicy):
+			t.Errorf("%q in %s: the CronWorkflow was refused by something other than the policy: %s", v.in, v.field, v.cronRefusal)
+		case !v.cronAdmitted && !strings.Contains(v.cronRefusal, "spec.workflowSpec.steps"):
+			t.Errorf("%q in %s: the CronWorkflow's refusal does not name spec.workflowSpec.steps: %s", v.in, v.field, v.cronRefusal)
 		}
 	}
 	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution, %d disagreements", len(verdicts), admitted, valid, disagree)

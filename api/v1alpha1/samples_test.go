@@ -28,7 +28,7 @@ func TestSamplesAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, err := filepath.Glob(filepath.Join(root, "config", "samples", "sched_*.yaml"))
-	if err != nil || len(files) < 4 {
+	if err != nil || len(files) < 5 {
 		t.Fatalf("want a sample per kind in config/samples, found %v (%v)", files, err)
 	}
 	kinds := map[string]bool{}
@@ -55,7 +55,7 @@ func TestSamplesAccepted(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range []string{"UserDeployment", "AgentTask", "Workflow", "SchedExt"} {
+	for _, k := range []string{"UserDeployment", "AgentTask", "Workflow", "CronWorkflow", "SchedExt"} {
 		if !kinds[k] {
 			t.Errorf("no sample for %s", k)
 		}
@@ -71,22 +71,25 @@ func TestExplain(t *testing.T) {
 	}
 	kubeconfig := writeKubeconfig(t)
 	cases := map[string][]string{
-		"userdeployment.spec":          {"services", "Services of the app", "placement", "networkIsolation"},
-		"userdeployment.spec.services": {"exposure", "None, Internal (the default) or Public"},
-		"agenttask.spec":               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
-		"agenttask.status":             {"outputs", "termination message"},
-		"workflow.spec.steps.task":     {"image"},
-		"workflow.spec.steps":          {"when", "steps.test.outputs.result == 'passed'", "approval", "WaitingForApproval"},
-		"workflow.spec.steps.approval": {"message"},
-		"workflow.spec.finally":        {"${workflow.phase}", "whatever happened", "grace of 5 minutes"},
-		"workflow.spec":                {"steps", "${params.NAME}", "suspend", "approvals", "finally"},
-		"workflow.spec.approvals":      {"request.userInfo.username", "decision", "Approved", "Denied"},
-		"workflow.status":              {"finally", "main", "Suspended"},
-		"workflow.status.steps":        {"reason", "WhenFalse", "WaitingForApproval"},
-		"workflow.status.main":         {"phase", "${workflow.phase}"},
-		"schedext.spec":                {"scheduler", "one scheduler per node"},
-		"schedext.spec.scheduler":      {"scx_lavd", "opsName"},
-		"schedext.status":              {"readyNodes", "conflictingNodes"},
+		"userdeployment.spec":            {"services", "Services of the app", "placement", "networkIsolation"},
+		"userdeployment.spec.services":   {"exposure", "None, Internal (the default) or Public"},
+		"agenttask.spec":                 {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
+		"agenttask.status":               {"outputs", "termination message"},
+		"workflow.spec.steps.task":       {"image"},
+		"workflow.spec.steps":            {"when", "steps.test.outputs.result == 'passed'", "approval", "WaitingForApproval"},
+		"workflow.spec.steps.approval":   {"message"},
+		"workflow.spec.finally":          {"${workflow.phase}", "whatever happened", "grace of 5 minutes"},
+		"workflow.spec":                  {"steps", "${params.NAME}", "suspend", "approvals", "finally"},
+		"workflow.spec.approvals":        {"request.userInfo.username", "decision", "Approved", "Denied"},
+		"workflow.status":                {"finally", "main", "Suspended"},
+		"workflow.status.steps":          {"reason", "WhenFalse", "WaitingForApproval"},
+		"workflow.status.main":           {"phase", "${workflow.phase}"},
+		"schedext.spec":                  {"scheduler", "one scheduler per node"},
+		"schedext.spec.scheduler":        {"scx_lavd", "opsName"},
+		"schedext.status":                {"readyNodes", "conflictingNodes"},
+		"cronworkflow.spec":              {"schedule", "day of week (0-6 or SUN-SAT, 0 is Sunday)", "timeZone", "concurrencyPolicy", "startingDeadlineSeconds", "suspend", "workflowSpec"},
+		"cronworkflow.spec.workflowSpec": {"steps", "${params.NAME}"},
+		"cronworkflow.status":            {"lastScheduleTime", "nextScheduleTime", "activeCount", "lastSuccessfulTime"},
 	}
 	for path, want := range cases {
 		t.Run(path, func(t *testing.T) {

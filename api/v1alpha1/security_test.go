@@ -33,7 +33,7 @@ func tenant(t *testing.T, namespace, user string, labels map[string]string) clie
 	}
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), nsObj) })
 	var allowed []authorizationv1.ResourceAttributes
-	for _, resource := range []string{"agenttasks", "workflows", "userdeployments"} {
+	for _, resource := range []string{"agenttasks", "workflows", "cronworkflows", "userdeployments"} {
 		allowed = append(allowed, authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: resource})
 	}
 	c, err := testenv.BindUser(ctx, env.Client, env.Config, namespace, user, "kubectl-sched-edit", allowed...)

@@ -440,6 +440,8 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 		"timeout":  func(s *schedv1.WorkflowSpec) { s.Timeout = &metav1.Duration{Duration: time.Hour} },
 		"ttl":      func(s *schedv1.WorkflowSpec) { s.TTLAfterFinished = &metav1.Duration{Duration: time.Hour} },
 		"a cancel": func(s *schedv1.WorkflowSpec) { s.Cancel = true; s.Steps[0].Name = "b" },
+		"failFast": func(s *schedv1.WorkflowSpec) { s.FailFast = true },
+		"retryOf":  func(s *schedv1.WorkflowSpec) { s.RetryOf = &schedv1.WorkflowRetry{Workflow: "earlier", FromStep: "a"} },
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed := wf.DeepCopy()

@@ -10,14 +10,10 @@ import (
 // config/policy, not by CRD rules: CRD rules run on every write, status
 // writes included, and these scan every string of every step.
 // api/substitution checks the same in the plugin and the operator.
-// The spec is immutable but for cancel, which may only be set, suspend,
-// which may be switched, and approvals, which may only be added to: each other
-// field has its own self == oldSelf rule (the form the API server's cost
-// estimate allows on large fields), and the rule here keeps optional ones
-// from appearing or going (add new fields to both).
-// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && has(self.timeout) == has(oldSelf.timeout) && has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && has(self.failFast) == has(oldSelf.failFast) && has(self.retryOf) == has(oldSelf.retryOf) && has(self.finally) == has(oldSelf.finally)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
-// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
-// +kubebuilder:validation:XValidation:rule="!has(oldSelf.approvals) || has(self.approvals)",message="spec.approvals cannot be removed: an approval, once recorded, stays",fieldPath=".approvals"
+// A Workflow's spec is immutable but for cancel, suspend and approvals
+// (added to only): the rules that say so are
+// on Workflow.Spec, not here, because a CronWorkflow's workflowSpec is a
+// WorkflowSpec its owner may edit. Add a rule there for each new field.
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !self.steps.exists(s, s.name == f.name))",message="a finally step cannot have the name of a step in spec.steps: step names must differ across steps and finally",fieldPath=".finally"
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !has(f.approval))",message="a finally step cannot be an approval: finally steps run tasks, whatever happened before them",fieldPath=".finally"
 // +kubebuilder:validation:XValidation:rule="!has(self.approvals) || self.approvals.all(a, self.steps.exists(s, s.name == a.step && has(s.approval)))",message="spec.approvals may only name steps that have an approval; 'kubectl sched workflow approve NAME STEP' records one",fieldPath=".approvals"
@@ -27,7 +23,6 @@ type WorkflowSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Params []WorkflowParam `json:"params,omitempty"`
 
 	// Steps run one after another (a step starts when the one before it
@@ -39,7 +34,6 @@ type WorkflowSpec struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Steps []WorkflowStep `json:"steps"`
 
 	// Timeout is the longest the whole workflow may run. Past it the running
@@ -49,7 +43,6 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('720h')",message="timeout must be between 1s and 720h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
 	// TTLAfterFinished deletes the finished workflow, and with it its
@@ -59,7 +52,6 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('8760h')",message="ttlAfterFinished must be between 0s and 8760h"
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
 
 	// FailFast stops the whole workflow at the first failed step: the other
@@ -69,7 +61,6 @@ type WorkflowSpec struct {
 	// it could produce. Steps that run one after another behave the same
 	// either way.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	FailFast bool `json:"failFast,omitempty"`
 
 	// RetryOf makes this workflow a new attempt of a finished one in the
@@ -78,7 +69,6 @@ type WorkflowSpec struct {
 	// on it (in a sequence, every step after it), which run again, as do
 	// the steps that did not succeed. `kubectl sched workflow retry` sets it.
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
 	// Cancel stops the workflow without deleting it: the running step's
@@ -126,7 +116,6 @@ type WorkflowSpec struct {
 	// +listType=map
 	// +listMapKey=step
 	// +kubebuilder:validation:MaxItems=32
-	// +kubebuilder:validation:XValidation:rule="oldSelf.all(o, self.exists(n, n.step == o.step && n == o))",message="an approval, once recorded, cannot change or be removed"
 	Approvals []StepDecision `json:"approvals,omitempty"`
 }
 
@@ -437,8 +426,21 @@ type Workflow struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the workflow to run.
+	// Spec is the workflow to run. It cannot change once created, as its
+	// steps may already have run, but for cancel, which may only be set,
+	// suspend, which may be switched, and approvals, which may only be
+	// added to.
+	// One rule per field, each naming it.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self.steps == oldSelf.steps",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".steps"
+	// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".params"
+	// +kubebuilder:validation:XValidation:rule="has(self.timeout) == has(oldSelf.timeout) && (!has(self.timeout) || self.timeout == oldSelf.timeout)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".timeout"
+	// +kubebuilder:validation:XValidation:rule="has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && (!has(self.ttlAfterFinished) || self.ttlAfterFinished == oldSelf.ttlAfterFinished)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".ttlAfterFinished"
+	// +kubebuilder:validation:XValidation:rule="self.?failFast.orValue(false) == oldSelf.?failFast.orValue(false)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".failFast"
+	// +kubebuilder:validation:XValidation:rule="has(self.retryOf) == has(oldSelf.retryOf) && (!has(self.retryOf) || self.retryOf == oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".retryOf"
+	// +kubebuilder:validation:XValidation:rule="has(self.finally) == has(oldSelf.finally) && (!has(self.finally) || self.finally == oldSelf.finally)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".finally"
+	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.approvals) || (has(self.approvals) && oldSelf.approvals.all(o, self.approvals.exists(n, n.step == o.step && n == o)))",message="an approval, once recorded, cannot change or be removed",fieldPath=".approvals"
+	// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 	Spec WorkflowSpec `json:"spec"`
 
 	// Status is the workflow's observed state.

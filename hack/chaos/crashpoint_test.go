@@ -2,10 +2,16 @@ package chaos
 
 import (
 	"context"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/builders"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 )
 
@@ -48,4 +54,75 @@ func TestKillsBetweenWrites(t *testing.T) {
 	}
 	checkRanOnce(t, cl, ns, workflows, steps, tasks)
 	t.Logf("4 aimed kills: %d workflows of %d steps and %d tasks finished, each step and task once", workflows, steps, tasks)
+}
+
+// TestKillAfterACronRunIsCreated kills the operator right after the
+// CronWorkflow controller created a run and before the CronWorkflow's
+// status records it (crash point cronworkflow-run-created), with a run due
+// every minute. The next operator must find that run, record it and make no
+// second one for the same minute; the runs go on each minute after. Up to
+// two minutes of waiting for schedule times: make test-faults runs it.
+func TestKillAfterACronRunIsCreated(t *testing.T) {
+	longFault(t)
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	cw := MakeCronWorkflow("minutely", "default", "* * * * *").Step("a", "busybox").Obj()
+	if err := cl.Create(ctx, cw); err != nil {
+		t.Fatal(err)
+	}
+
+	e.OperatorEnv = []string{crashpoint.EnvVar + "=" + crashpoint.CronRunCreated}
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.WaitOperatorExit(2 * time.Minute)
+	if err != nil {
+		t.Fatalf("the crash point was not reached: %v", err)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the operator ended with %v, want SIGKILL", st)
+	}
+	runs := func() []schedv1.Workflow {
+		var list schedv1.WorkflowList
+		if err := cl.List(ctx, &list, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		return list.Items
+	}
+	first := runs()
+	if len(first) != 1 || !strings.HasPrefix(first[0].Name, "minutely-") {
+		t.Fatalf("runs when killed: %v, want one", first)
+	}
+	if err := cl.Get(ctx, client.ObjectKeyFromObject(cw), cw); err != nil || cw.Status.LastScheduleTime != nil {
+		t.Fatalf("the status recorded the run before the kill (%v): %+v", err, cw.Status)
+	}
+
+	e.OperatorEnv = nil
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	// Recorded, and the next minute's run made too.
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(cw), cw); err != nil {
+			return false, nil
+		}
+		return cw.Status.LastScheduleTime != nil && len(runs()) >= 2, nil
+	})
+	if err != nil {
+		t.Fatalf("after the restart: %v; status %+v, runs %d", err, cw.Status, len(runs()))
+	}
+	seen := map[string]bool{}
+	for _, r := range runs() {
+		at := r.Annotations[schedv1.AnnotationScheduledTime]
+		if seen[at] {
+			t.Errorf("two runs for %s", at)
+		}
+		seen[at] = true
+		if r.Name == first[0].Name && r.UID != first[0].UID {
+			t.Errorf("the run made before the kill, %s, was made again", r.Name)
+		}
+	}
+	t.Logf("killed after creating %s; the next operator recorded it and made %v", first[0].Name, seen)
 }

@@ -61,7 +61,7 @@ func Steps(realNode bool) []Step {
 		},
 		{
 			Title: "Everything kubectl-sched manages, with plain kubectl",
-			Say:   "The four kinds share the category sched.",
+			Say:   "The five kinds share the category sched.",
 			Args:  []string{"get", "sched"},
 			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop", "Running"},
 		},

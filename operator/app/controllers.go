@@ -8,6 +8,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 	"github.com/kubectl-sched/kubectl-sched/operator/tenant"
@@ -80,6 +81,14 @@ var controllers = map[string]Controller{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("workflow-controller"),
+		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+	},
+	"cronworkflow": func(mgr ctrl.Manager, o Options) error {
+		return (&cronworkflow.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("cronworkflow-controller"),
+			Clock:     o.Clock,
 		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
 	},
 }

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
-// Options configure the manager and the controllers. Every option is a flag;
+// Options configure the manager and the controllers. Every option but Clock is a flag;
 // the ones a deployment sets per cluster can also come from the environment
 // (the variable named in the flag's help), which wins over the default but
 // not over a flag given on the command line.
@@ -59,6 +60,11 @@ type Options struct {
 	// Settings are the cluster settings (api/settings), each a flag and an
 	// environment variable.
 	Settings settings.Values
+
+	// Clock is what the CronWorkflow controller reads the time from; the
+	// real clock when nil. Not a flag: tests set a fake one, so a run
+	// falls due when they say.
+	Clock clock.PassiveClock
 }
 
 // DefaultOptions returns the options a deployment starts from.
@@ -140,7 +146,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	})
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
-	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, userdeployment, schedext); all when unset.", func(v string) error {
+	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, cronworkflow, userdeployment, schedext, tenant); all when unset.", func(v string) error {
 		o.Controllers = strings.Split(v, ",")
 		return nil
 	})

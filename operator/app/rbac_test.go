@@ -54,6 +54,11 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"create", "apps", "deployments", true},
 		{"patch", "", "pods", true},
 		{"create", schedv1.GroupVersion.Group, "agenttasks", true},
+		// A CronWorkflow's runs; the CronWorkflows themselves are read only.
+		{"create", schedv1.GroupVersion.Group, "workflows", true},
+		{"patch", schedv1.GroupVersion.Group, "cronworkflows/status", true},
+		{"create", schedv1.GroupVersion.Group, "cronworkflows", false},
+		{"update", schedv1.GroupVersion.Group, "cronworkflows", false},
 		{"list", "", "namespaces", true},
 		// What a deputy must not be able to do for anyone.
 		{"get", "", "secrets", false},

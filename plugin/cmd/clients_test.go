@@ -57,6 +57,8 @@ func TestCommandsTakeClientsFromTheRoot(t *testing.T) {
 		"workflow resume":   {"workflow", "resume", "nightly"},
 		"workflow retry":    {"workflow", "retry", "nightly"},
 		"workflow run":      {"workflow", "run", "-f", "nightly.yaml"},
+		"workflow schedule": {"workflow", "schedule", "nightly", "--cron", "@daily", "-f", "nightly.yaml"},
+		"workflow trigger":  {"workflow", "trigger", "nightly"},
 		"workflow stop":     {"workflow", "stop", "nightly"},
 		"workflow suspend":  {"workflow", "suspend", "nightly"},
 		"workflow watch":    {"workflow", "watch", "nightly"},

@@ -77,7 +77,7 @@ func NewRootCommandWithOptions(o RootOptions) *cobra.Command {
 		Use:   "kubectl-sched",
 		Short: "Run templated apps, agent tasks, workflows and sched_ext schedulers on Kubernetes",
 		Long: `kubectl sched renders templates into kubectl-sched resources (UserDeployment,
-AgentTask, Workflow, SchedExt), applies them with server-side apply and follows
+AgentTask, Workflow, CronWorkflow, SchedExt), applies them with server-side apply and follows
 what happens to them. The kubectl-sched operator must run in the cluster:
 see 'kubectl sched install'.`,
 		Example:       rootExamples,

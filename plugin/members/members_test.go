@@ -328,8 +328,18 @@ func TestMembers(t *testing.T) {
 		phaseOf(t, &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"}},
 			func(w *schedv1.Workflow) string { return string(w.Status.Phase) }, string(schedv1.WorkflowCancelled))
 
+		// Schedules: the tier counts 5 workflows; deleting gated leaves room
+		// for the triggered run.
+		run(0, []string{"delete", "wf", "gated", "--wait"})
+		r = run(0, []string{"workflow", "schedule", "nightly", "--cron", "0 2 * * *", "--time-zone", "Europe/Berlin", "-f", td("release.yaml")})
+		if !strings.Contains(r.Stdout, "Next run: ") {
+			t.Errorf("workflow schedule:\n%s", r.Stdout)
+		}
+		run(0, []string{"workflow", "trigger", "nightly", "--watch"})
+		run(0, []string{"get", "cwf"})
+
 		// Views.
-		for _, words := range [][]string{{"describe", "ud", "shop"}, {"describe", "ud", "db"}, {"describe", "at", "hello"}, {"describe", "wf", "release"}, {"describe", "wf", "failing"}} {
+		for _, words := range [][]string{{"describe", "ud", "shop"}, {"describe", "ud", "db"}, {"describe", "at", "hello"}, {"describe", "wf", "release"}, {"describe", "wf", "failing"}, {"describe", "cwf", "nightly"}} {
 			r := run(0, words)
 			if !strings.Contains(r.Stdout, "Events:") {
 				t.Errorf("%v shows no events:\n%s", words, r.Stdout)
@@ -362,6 +372,8 @@ func TestMembers(t *testing.T) {
 			{"workflow", "run", "-f", td("release.yaml"), "--name", "intruder", "--watch", "--logs"},
 			{"workflow", "watch", "release", "--logs"}, {"workflow", "stop", "slow"}, {"workflow", "retry", "failing"},
 			{"workflow", "approve", "gated", "gate"}, {"workflow", "deny", "gated", "gate"}, {"workflow", "suspend", "gated"}, {"workflow", "resume", "gated"},
+			{"workflow", "schedule", "intruder", "--cron", "@hourly", "-f", td("release.yaml")}, {"workflow", "trigger", "nightly", "--watch"},
+			{"describe", "cwf", "nightly"}, {"get", "cwf"},
 			{"describe", "ud", "shop"}, {"describe", "at", "hello"}, {"describe", "wf", "release"},
 			{"get"}, {"get", "ud", "shop"}, {"get", "wf", "-w"},
 			{"delete", "ud", "shop"}, {"delete", "at", "hello", "--wait"},
@@ -380,7 +392,7 @@ func TestMembers(t *testing.T) {
 	})
 
 	t.Run("a member deletes", func(t *testing.T) {
-		for _, words := range [][]string{{"delete", "ud", "db", "--wait"}, {"delete", "at", "hello", "--wait"}, {"delete", "wf", "release", "--wait"}} {
+		for _, words := range [][]string{{"delete", "ud", "db", "--wait"}, {"delete", "at", "hello", "--wait"}, {"delete", "wf", "release", "--wait"}, {"delete", "cwf", "nightly", "--wait"}} {
 			succeeds(t, as(alice, ns, words...), 0)
 		}
 	})
@@ -402,6 +414,9 @@ var readVerbs = []string{"get", "list", "watch"}
 var grantedUnused = map[access]string{
 	{"update", schedv1.GroupName, "agenttasks"}:                "kubectl-sched-edit",
 	{"update", schedv1.GroupName, "workflows"}:                 "kubectl-sched-edit",
+	{"update", schedv1.GroupName, "cronworkflows"}:             "kubectl-sched-edit",
+	{"deletecollection", schedv1.GroupName, "cronworkflows"}:   "kubectl-sched-edit",
+	{"get", schedv1.GroupName, "cronworkflows/status"}:         "kubectl-sched-edit",
 	{"update", schedv1.GroupName, "userdeployments"}:           "kubectl-sched-edit",
 	{"deletecollection", schedv1.GroupName, "agenttasks"}:      "kubectl-sched-edit",
 	{"deletecollection", schedv1.GroupName, "workflows"}:       "kubectl-sched-edit",

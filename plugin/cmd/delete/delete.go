@@ -58,7 +58,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	o := &Options{ClientOptions: c, Timeout: 5 * time.Minute, Cascade: "background"}
 	cmd := &cobra.Command{
 		Use:   "delete KIND (NAME... | --all | -l SELECTOR)",
-		Short: "Delete UserDeployments, AgentTasks, Workflows or SchedExts",
+		Short: "Delete UserDeployments, AgentTasks, Workflows, CronWorkflows or SchedExts",
 		Long: `Delete kubectl-sched objects by name, by label or all of a kind. The objects the
 operator created for them (Jobs, pods, Deployments, step tasks, DaemonSets) are
 deleted with them by the garbage collector.`,

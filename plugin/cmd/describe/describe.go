@@ -27,6 +27,9 @@ const examples = `  # A task's phase, outputs, Job, pods and events
   # A workflow's steps and their tasks
   kubectl sched describe workflow/nightly
 
+  # A schedule: its last and next runs, and every run kept
+  kubectl sched describe cwf nightly
+
   # Every app in the namespace with a label
   kubectl sched describe ud -l team=web`
 
@@ -48,9 +51,10 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "describe KIND [NAME...]",
 		Short: "Show an object's status, conditions, the objects it owns and its events",
-		Long: `Describe UserDeployments, AgentTasks, Workflows and SchedExts: status in words,
-conditions, the Jobs, pods, Deployments, Services, Ingresses or step tasks the
-operator created for them, and their recent events (oldest first). With no NAME,
+		Long: `Describe UserDeployments, AgentTasks, Workflows, CronWorkflows and SchedExts:
+status in words, conditions, the Jobs, pods, Deployments, Services, Ingresses,
+step tasks or runs the operator created for them, and their recent events
+(oldest first). With no NAME,
 every object of the kind (matching -l) is described. Secrets are shown as
 references, never values.`,
 		Example:           examples,
@@ -166,6 +170,8 @@ func (o *Options) describe(ctx context.Context, k kinds.Kind, key client.ObjectK
 		d.agentTask(w, obj)
 	case *schedv1.Workflow:
 		d.workflow(w, obj)
+	case *schedv1.CronWorkflow:
+		d.cronWorkflow(w, obj)
 	case *schedv1.SchedExt:
 		d.schedExt(w, obj)
 	}

@@ -69,6 +69,8 @@ func create(t *testing.T, objs ...client.Object) {
 			d.Status, hasStatus = status.(*schedv1.AgentTask).Status, true
 		case *schedv1.Workflow:
 			d.Status, hasStatus = status.(*schedv1.Workflow).Status, true
+		case *schedv1.CronWorkflow:
+			d.Status, hasStatus = status.(*schedv1.CronWorkflow).Status, true
 		case *schedv1.UserDeployment:
 			d.Status, hasStatus = status.(*schedv1.UserDeployment).Status, true
 		case *schedv1.SchedExt:
@@ -235,10 +237,37 @@ func TestDescribe(t *testing.T) {
 		pod("scx-lavd-bbbbb", "kubectl-sched-schedulers", "node-4", scxLabels, false, corev1.PodRunning))
 	event(t, scx, "SchedExt", corev1.EventTypeWarning, schedv1.ReasonSchedulerConflict, "node-3 already runs SchedExt rusty", 0, 1)
 
+	// CronWorkflow in Berlin with a scheduled run that failed and a manual
+	// one running.
+	cw := builders.MakeCronWorkflow("nightly-cron", ns, "0 2 * * *").TimeZone("Europe/Berlin").Concurrency(schedv1.ConcurrencyForbid).
+		Deadline(600).History(5, 2).Step("fetch", "alpine/git:2").Step("build", "busybox:1.37").Obj()
+	cw.Spec.WorkflowSpec.Params = []schedv1.WorkflowParam{{Name: "repo", Value: "https://example.com/shop.git"}}
+	cw.Spec.WorkflowSpec.Steps[1].DependsOn = []string{"fetch"}
+	cw.Spec.WorkflowSpec.Timeout = &metav1.Duration{Duration: 30 * time.Minute}
+	cw.Status = schedv1.CronWorkflowStatus{
+		LastScheduleTime: at(0), NextScheduleTime: at(24 * time.Hour), ActiveCount: 1,
+		Active:     []schedv1.CronWorkflowRun{{Name: "nightly-cron-manual-981173406"}},
+		Conditions: []metav1.Condition{cond(schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonScheduled, "runs start on schedule; the next at 2001-02-04 05:05:06 CET")},
+	}
+	create(t, cw)
+	scheduled := builders.MakeWorkflow("nightly-cron-981173106", ns).Step("fetch", "alpine/git:2").Obj()
+	scheduled.Annotations = map[string]string{schedv1.AnnotationScheduledTime: past.Format(time.RFC3339)}
+	scheduled.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Progress: "0/1", StartTime: at(time.Second), CompletionTime: at(46 * time.Second)}
+	manual := builders.MakeWorkflow("nightly-cron-manual-981173406", ns).Step("fetch", "alpine/git:2").Obj()
+	manual.Annotations = map[string]string{schedv1.AnnotationManualRun: "true"}
+	manual.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "0/1", StartTime: at(5 * time.Minute)}
+	other := builders.MakeWorkflow("not-a-run", ns).Step("fetch", "alpine/git:2").Obj()
+	for _, r := range []*schedv1.Workflow{scheduled, manual} {
+		r.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cw, schedv1.GroupVersion.WithKind("CronWorkflow"))}
+	}
+	create(t, scheduled, manual, other)
+	event(t, cw, "CronWorkflow", corev1.EventTypeNormal, schedv1.ReasonCreated, "created run nightly-cron-981173106 for 2001-02-03 05:05:06 CET", 0, 1)
+
 	cases := map[string]struct {
 		args   []string
 		golden string
 	}{
+		"cronworkflow":   {args: []string{"describe", "cwf", "nightly-cron", "-n", ns}, golden: "cronworkflow"},
 		"agenttask":      {args: []string{"describe", "at", "hello", "-n", ns}, golden: "agenttask"},
 		"workflow":       {args: []string{"describe", "workflow/nightly", "-n", ns}, golden: "workflow"},
 		"userdeployment": {args: []string{"describe", "userdeployments", "shop", "-n", ns}, golden: "userdeployment"},

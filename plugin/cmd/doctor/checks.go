@@ -87,7 +87,7 @@ func skipped(name string, err error, verb, what string) Check {
 	return Check{Name: name, Status: Skip, Message: "(" + msg + ")"}
 }
 
-// crds checks that the API server serves the four kinds (discovery, which
+// crds checks that the API server serves the kinds (discovery, which
 // every user may read) and that their CRDs are at the plugin's version.
 func (d *doctor) crds(ctx context.Context) Check {
 	served := map[string]bool{}

@@ -73,6 +73,8 @@ var Commands = []struct {
 	{"workflow run", []Access{sched("create", "workflows")}},
 	{"workflow watch", []Access{sched("watch", "workflows")}},
 	{"workflow retry", []Access{sched("create", "workflows")}},
+	{"workflow schedule", []Access{sched("patch", "cronworkflows"), sched("create", "workflows")}},
+	{"workflow trigger", []Access{sched("get", "cronworkflows"), sched("create", "workflows")}},
 	{"template list", []Access{core("list", "configmaps")}},
 	{"tenant list", []Access{{Verb: "get", Resource: "namespaces", Self: true}, core("list", "resourcequotas")}},
 	{"schedext", []Access{{Verb: "list", Group: schedv1.GroupName, Resource: "schedexts", Cluster: true}}},

@@ -1,4 +1,4 @@
-// Package get implements `kubectl sched get`: the four kinds listed as
+// Package get implements `kubectl sched get`: the kinds listed as
 // kubectl lists them, with tables the API server builds from the CRDs'
 // printer columns. KIND arguments are resolved by plugin/internal/kinds.
 package get
@@ -67,11 +67,11 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	o := &Options{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "get [KIND [NAME...]]",
-		Short: "List UserDeployments, AgentTasks, Workflows and SchedExts",
+		Short: "List UserDeployments, AgentTasks, Workflows, CronWorkflows and SchedExts",
 		Long: `List kubectl-sched objects as kubectl get does. KIND is a kind, its plural or
-its short name: userdeployment (ud), agenttask (at), workflow (wf), schedext (scx),
-several separated by commas, or "all". With no KIND every kind is listed, each
-name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
+its short name: userdeployment (ud), agenttask (at), workflow (wf),
+cronworkflow (cwf), schedext (scx), several separated by commas, or "all". With
+no KIND every kind is listed, each name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
 		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),

@@ -62,6 +62,8 @@ func setStatusFrom(dst, src client.Object) {
 		d.Status = src.(*schedv1.UserDeployment).Status
 	case *schedv1.SchedExt:
 		d.Status = src.(*schedv1.SchedExt).Status
+	case *schedv1.CronWorkflow:
+		d.Status = src.(*schedv1.CronWorkflow).Status
 	}
 }
 
@@ -102,8 +104,12 @@ func seedObjects(t *testing.T) {
 	scx := builders.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("pool", "batch").Obj()
 	scx.Status = schedv1.SchedExtStatus{ResolvedImage: "ghcr.io/sched-ext/scx_lavd:1.0", DesiredNodes: 3, ReadyNodes: 2, AvailableNodes: 2, UnavailableNodes: 1,
 		Conditions: []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonNotAttached, Message: "attached on 2 of 3 nodes", LastTransitionTime: metav1.Now()}}}
+	cw := builders.MakeCronWorkflow("nightly", "get-test", "0 2 * * *").TimeZone("Europe/Berlin").Step("build", "busybox").Obj()
+	cw.Status = schedv1.CronWorkflowStatus{ActiveCount: 1, LastScheduleTime: &metav1.Time{Time: time.Now().Add(-3 * time.Hour)},
+		NextScheduleTime: &metav1.Time{Time: time.Date(2031, 11, 27, 1, 0, 0, 0, time.UTC)},
+		Conditions:       []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonScheduled, Message: "runs start on schedule", LastTransitionTime: metav1.Now()}}}
 	mustCreate(t,
-		ud, wf, scx,
+		ud, wf, cw, scx,
 		task("hello", "get-test", schedv1.TaskSucceeded, 0, map[string]string{"team": "a"}),
 		task("fail", "get-test", schedv1.TaskFailed, 3, map[string]string{"team": "b"}),
 		task("other", "get-other", schedv1.TaskRunning, 0, map[string]string{"team": "a"}),
@@ -117,25 +123,26 @@ func TestGet(t *testing.T) {
 		golden string
 		stderr string
 	}{
-		"one kind by short name":         {args: []string{"get", "at", "-n", "get-test"}, golden: "tasks"},
-		"one kind by plural":             {args: []string{"get", "agenttasks", "-n", "get-test"}, golden: "tasks"},
-		"one kind by kind and group":     {args: []string{"get", "AgentTask.sched.kubectl-sched.dev", "-n", "get-test"}, golden: "tasks"},
-		"names":                          {args: []string{"get", "at", "hello", "fail", "-n", "get-test"}, golden: "tasks-named"},
-		"kind/name":                      {args: []string{"get", "at/hello", "wf/nightly", "-n", "get-test"}, golden: "kind-slash-name"},
-		"every kind":                     {args: []string{"get", "-n", "get-test"}, golden: "all"},
-		"every kind, no headers":         {args: []string{"get", "all", "-n", "get-test", "--no-headers"}, golden: "all-no-headers"},
-		"wide":                           {args: []string{"get", "at", "-n", "get-test", "-o", "wide"}, golden: "tasks-wide"},
-		"all namespaces with selector":   {args: []string{"get", "at", "-A", "-l", "team=a"}, golden: "tasks-all-namespaces"},
-		"selector":                       {args: []string{"get", "at", "-n", "get-test", "-l", "team=b"}, golden: "tasks-selector"},
-		"names only":                     {args: []string{"get", "-n", "get-test", "-o", "name"}, golden: "all-names"},
-		"jsonpath of one":                {args: []string{"get", "at", "hello", "-n", "get-test", "-o", "jsonpath={.status.phase}"}, golden: "jsonpath-one"},
-		"jsonpath of a list":             {args: []string{"get", "at", "-n", "get-test", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.exitCode}{"\n"}{end}`}, golden: "jsonpath-list"},
-		"go-template":                    {args: []string{"get", "wf", "nightly", "-n", "get-test", "-o", "go-template={{.status.progress}}"}, golden: "go-template"},
-		"schedext is cluster-scoped":     {args: []string{"get", "scx", "-n", "get-test", "-o", "wide"}, golden: "schedexts-wide"},
-		"schedext with -A has no NS":     {args: []string{"get", "scx", "-A"}, golden: "schedexts"},
-		"userdeployments":                {args: []string{"get", "ud", "-n", "get-test"}, golden: "userdeployments"},
-		"nothing found":                  {args: []string{"get", "wf", "-n", "get-other"}, golden: "empty", stderr: "No resources found in get-other namespace.\n"},
-		"nothing found across the board": {args: []string{"get", "wf", "-A", "-l", "nothing=here"}, golden: "empty", stderr: "No resources found\n"},
+		"one kind by short name":           {args: []string{"get", "at", "-n", "get-test"}, golden: "tasks"},
+		"one kind by plural":               {args: []string{"get", "agenttasks", "-n", "get-test"}, golden: "tasks"},
+		"one kind by kind and group":       {args: []string{"get", "AgentTask.sched.kubectl-sched.dev", "-n", "get-test"}, golden: "tasks"},
+		"names":                            {args: []string{"get", "at", "hello", "fail", "-n", "get-test"}, golden: "tasks-named"},
+		"kind/name":                        {args: []string{"get", "at/hello", "wf/nightly", "-n", "get-test"}, golden: "kind-slash-name"},
+		"every kind":                       {args: []string{"get", "-n", "get-test"}, golden: "all"},
+		"every kind, no headers":           {args: []string{"get", "all", "-n", "get-test", "--no-headers"}, golden: "all-no-headers"},
+		"wide":                             {args: []string{"get", "at", "-n", "get-test", "-o", "wide"}, golden: "tasks-wide"},
+		"all namespaces with selector":     {args: []string{"get", "at", "-A", "-l", "team=a"}, golden: "tasks-all-namespaces"},
+		"selector":                         {args: []string{"get", "at", "-n", "get-test", "-l", "team=b"}, golden: "tasks-selector"},
+		"names only":                       {args: []string{"get", "-n", "get-test", "-o", "name"}, golden: "all-names"},
+		"jsonpath of one":                  {args: []string{"get", "at", "hello", "-n", "get-test", "-o", "jsonpath={.status.phase}"}, golden: "jsonpath-one"},
+		"jsonpath of a list":               {args: []string{"get", "at", "-n", "get-test", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.exitCode}{"\n"}{end}`}, golden: "jsonpath-list"},
+		"go-template":                      {args: []string{"get", "wf", "nightly", "-n", "get-test", "-o", "go-template={{.status.progress}}"}, golden: "go-template"},
+		"schedext is cluster-scoped":       {args: []string{"get", "scx", "-n", "get-test", "-o", "wide"}, golden: "schedexts-wide"},
+		"cronworkflows: last and next run": {args: []string{"get", "cwf", "-n", "get-test", "-o", "wide"}, golden: "cronworkflows-wide"},
+		"schedext with -A has no NS":       {args: []string{"get", "scx", "-A"}, golden: "schedexts"},
+		"userdeployments":                  {args: []string{"get", "ud", "-n", "get-test"}, golden: "userdeployments"},
+		"nothing found":                    {args: []string{"get", "wf", "-n", "get-other"}, golden: "empty", stderr: "No resources found in get-other namespace.\n"},
+		"nothing found across the board":   {args: []string{"get", "wf", "-A", "-l", "nothing=here"}, golden: "empty", stderr: "No resources found\n"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -178,7 +185,7 @@ func TestGetErrors(t *testing.T) {
 	}{
 		"unknown kind lists the kinds": {
 			args: []string{"get", "pods"}, admin: true, wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`unknown kind "pods"`, "userdeployment (ud), agenttask (at), workflow (wf), schedext (scx)"},
+			wantErr: []string{`unknown kind "pods"`, "userdeployment (ud), agenttask (at), workflow (wf), cronworkflow (cwf), schedext (scx)"},
 		},
 		"not found": {
 			args: []string{"get", "at", "missing", "-n", "get-test"}, admin: true, wantCode: cmdutil.ExitNotFound,
@@ -243,7 +250,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	}
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "get-test"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows"}, Verbs: []string{"list"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows", "cronworkflows"}, Verbs: []string{"list"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "get-test"},
@@ -257,7 +264,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	}
 	env.WaitAllowed(t, user, authorizationv1.ResourceAttributes{Namespace: "get-test", Group: schedv1.GroupName, Resource: "workflows", Verb: "list"})
 	res := plugintest.RunWithInput("", "get", "-n", "get-test", "-o", "name", "--kubeconfig", kc)
-	wantOut := "userdeployment.sched.kubectl-sched.dev/web\nagenttask.sched.kubectl-sched.dev/fail\nagenttask.sched.kubectl-sched.dev/hello\nworkflow.sched.kubectl-sched.dev/nightly\n"
+	wantOut := "userdeployment.sched.kubectl-sched.dev/web\nagenttask.sched.kubectl-sched.dev/fail\nagenttask.sched.kubectl-sched.dev/hello\nworkflow.sched.kubectl-sched.dev/nightly\ncronworkflow.sched.kubectl-sched.dev/nightly\n"
 	wantErr := "Warning: forbidden: user \"get-test-user\" may not list schedexts.sched.kubectl-sched.dev at the cluster scope; skipped.\n"
 	if res.Code != 0 || res.Stdout != wantOut || res.Stderr != wantErr {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
@@ -347,7 +354,7 @@ func TestCompletion(t *testing.T) {
 		return plugintest.RunWithInput("", append([]string{"__complete", "--kubeconfig", env.Kubeconfig}, args...)...)
 	}
 	res := complete("get", "")
-	for _, want := range []string{"userdeployment\t", "agenttask\t", "workflow\t", "schedext\t", ":4"} {
+	for _, want := range []string{"userdeployment\t", "agenttask\t", "workflow\t", "cronworkflow\t", "schedext\t", ":4"} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("kind completion lacks %q:\n%s", want, res.Stdout)
 		}

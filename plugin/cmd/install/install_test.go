@@ -121,9 +121,11 @@ func TestInstallDryRunClient(t *testing.T) {
 	}
 	want := []string{
 		"CustomResourceDefinition /agenttasks.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /cronworkflows.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /schedexts.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /userdeployments.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
+		"ValidatingAdmissionPolicy /kubectl-sched-cronworkflow-runs",
 		"ValidatingAdmissionPolicy /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-ingress-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-operator-confinement",
@@ -137,6 +139,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ValidatingAdmissionPolicy /kubectl-sched-tier-ttl",
 		"ValidatingAdmissionPolicy /kubectl-sched-workflow-approvals",
 		"ValidatingAdmissionPolicy /kubectl-sched-workflow-references",
+		"ValidatingAdmissionPolicyBinding /kubectl-sched-cronworkflow-runs",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-ingress-hosts",
 		"ValidatingAdmissionPolicyBinding /kubectl-sched-operator-confinement",
@@ -430,7 +433,7 @@ func TestInstallUninstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("uninstall needs --yes", []string{"uninstall"}, cmdutil.ExitUsage, func(t *testing.T, res plugintest.Result) {
-		for _, want := range []string{"every UserDeployment, AgentTask, Workflow and SchedExt in the cluster (now: 1 agenttasks)", "--yes", "--keep-crds"} {
+		for _, want := range []string{"every UserDeployment, AgentTask, Workflow, CronWorkflow and SchedExt in the cluster (now: 1 agenttasks)", "--yes", "--keep-crds"} {
 			if !strings.Contains(res.Stderr, want) {
 				t.Errorf("stderr lacks %q:\n%s", want, res.Stderr)
 			}

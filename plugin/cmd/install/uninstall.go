@@ -48,7 +48,7 @@ func NewUninstallCommand(c kube.ClientOptions) *cobra.Command {
 		Use:   "uninstall",
 		Short: "Remove the operator, its RBAC and (unless --keep-crds) the CRDs with every object",
 		Long: `Remove what 'kubectl sched install' applied. Deleting the CRDs deletes every
-UserDeployment, AgentTask, Workflow and SchedExt in the cluster, and with them
+UserDeployment, AgentTask, Workflow, CronWorkflow and SchedExt in the cluster, and with them
 their Jobs, Deployments and scheduler DaemonSets: it needs --yes. Task pods
 still held for their outputs are released, so that none is left terminating
 without the operator. With --keep-crds the objects stay (and stop being
@@ -106,7 +106,7 @@ func (o *UninstallOptions) Validate() error {
 func (o *UninstallOptions) Run(ctx context.Context) error {
 	if !o.KeepCRDs && !o.Yes && o.DryRun == "" {
 		return cmdutil.Usage("Run again with --yes to delete them, or with --keep-crds to remove only the operator.",
-			"uninstall deletes the kubectl-sched CRDs and with them every UserDeployment, AgentTask, Workflow and SchedExt in the cluster%s", o.census(ctx))
+			"uninstall deletes the kubectl-sched CRDs and with them every UserDeployment, AgentTask, Workflow, CronWorkflow and SchedExt in the cluster%s", o.census(ctx))
 	}
 	if !o.KeepCRDs && o.DryRun == "" {
 		fmt.Fprintf(o.ErrOut, "Warning: deleting the CRDs deletes every kubectl-sched object in the cluster%s.\n", o.census(ctx))

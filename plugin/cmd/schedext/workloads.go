@@ -42,7 +42,8 @@ var workloadKinds = func() []kinds.Kind {
 	return out
 }()
 
-// workloads lists the UserDeployments, AgentTasks and Workflows that ask
+// workloads lists the UserDeployments, AgentTasks, Workflows and
+// CronWorkflows that ask
 // for a CPU scheduler, by scheduler: in every namespace unless -n names
 // one. Where the user may not list a kind in every namespace, the current
 // namespace's are shown; where not even there, none. Each says so on
@@ -114,20 +115,32 @@ func asking(list client.ObjectList) []Workload {
 		}
 	case *schedv1.WorkflowList:
 		for _, wf := range l.Items {
-			var schedulers []string
-			steps := map[string][]string{}
-			for _, s := range wf.Spec.Steps {
-				if p := s.Task.Placement; p != nil && p.CPUScheduler != "" {
-					if _, seen := steps[p.CPUScheduler]; !seen {
-						schedulers = append(schedulers, p.CPUScheduler)
-					}
-					steps[p.CPUScheduler] = append(steps[p.CPUScheduler], s.Name)
-				}
-			}
-			for _, s := range schedulers {
-				out = append(out, Workload{Kind: "workflow", Namespace: wf.Namespace, Name: wf.Name, Steps: steps[s], Phase: string(wf.Status.Phase), CPUScheduler: s})
-			}
+			out = append(out, stepsAsking("workflow", wf.Namespace, wf.Name, string(wf.Status.Phase), &wf.Spec)...)
 		}
+	case *schedv1.CronWorkflowList:
+		for _, cw := range l.Items {
+			out = append(out, stepsAsking("cronworkflow", cw.Namespace, cw.Name, "", &cw.Spec.WorkflowSpec)...)
+		}
+	}
+	return out
+}
+
+// stepsAsking is one Workload per scheduler the steps (finally steps
+// too) of spec ask for, naming those steps.
+func stepsAsking(kind, namespace, name, phase string, spec *schedv1.WorkflowSpec) []Workload {
+	var schedulers []string
+	steps := map[string][]string{}
+	for _, s := range slices.Concat(spec.Steps, spec.Finally) {
+		if p := s.Task.Placement; p != nil && p.CPUScheduler != "" {
+			if _, seen := steps[p.CPUScheduler]; !seen {
+				schedulers = append(schedulers, p.CPUScheduler)
+			}
+			steps[p.CPUScheduler] = append(steps[p.CPUScheduler], s.Name)
+		}
+	}
+	var out []Workload
+	for _, s := range schedulers {
+		out = append(out, Workload{Kind: kind, Namespace: namespace, Name: name, Steps: steps[s], Phase: phase, CPUScheduler: s})
 	}
 	return out
 }

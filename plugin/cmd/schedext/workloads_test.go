@@ -110,7 +110,7 @@ func TestStatusWorkloads(t *testing.T) {
 	grantSchedExtRead(t, user)
 	grant := []client.Object{
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "default"}, Rules: []rbacv1.PolicyRule{{
-			APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows"}, Verbs: []string{"get", "list"}}}},
+			APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows", "cronworkflows"}, Verbs: []string{"get", "list"}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "default"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: user},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}},
@@ -125,6 +125,7 @@ func TestStatusWorkloads(t *testing.T) {
 	wantErr := `Warning: forbidden: user "default-viewer" may not list userdeployments.sched.kubectl-sched.dev at the cluster scope; showing the userdeployments of namespace default only.
 Warning: forbidden: user "default-viewer" may not list agenttasks.sched.kubectl-sched.dev at the cluster scope; showing the agenttasks of namespace default only.
 Warning: forbidden: user "default-viewer" may not list workflows.sched.kubectl-sched.dev at the cluster scope; showing the workflows of namespace default only.
+Warning: forbidden: user "default-viewer" may not list cronworkflows.sched.kubectl-sched.dev at the cluster scope; showing the cronworkflows of namespace default only.
 Warning: forbidden: user "default-viewer" may not list nodes at the cluster scope; how many nodes have each scheduler is unknown.
 Warning: forbidden: user "default-viewer" may not list pods in namespace "kubectl-sched-schedulers"; pod states are unknown.
 `

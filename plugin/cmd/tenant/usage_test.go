@@ -95,14 +95,14 @@ func TestCreateWaitsUntilUsable(t *testing.T) {
 	q := applyTier(t, ns, "free")
 	count(t, q, used(core...))
 	res = env.Run("tenant", "create", ns, "--tier", "free", "--timeout", "1s")
-	want := "waiting for the cluster's quota controller to count count/agenttasks.sched.kubectl-sched.dev, count/userdeployments.sched.kubectl-sched.dev, count/workflows.sched.kubectl-sched.dev in quota kubectl-sched-tier"
+	want := "waiting for the cluster's quota controller to count count/agenttasks.sched.kubectl-sched.dev, count/cronworkflows.sched.kubectl-sched.dev, count/userdeployments.sched.kubectl-sched.dev, count/workflows.sched.kubectl-sched.dev in quota kubectl-sched-tier"
 	if res.Code != cmdutil.ExitWatchTimeout || !strings.Contains(res.Stdout, want) ||
 		!strings.Contains(res.Stderr, "Until then the API server refuses creates of those kinds in waiting ('status unknown for quota')") {
 		t.Errorf("uncounted: exit %d\nstdout:\n%sstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}
 
 	// Counted in full: create returns at once.
-	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0")...))
+	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
 	res = env.Run("tenant", "create", ns, "--tier", "free")
 	if res.Code != 0 || !strings.HasSuffix(res.Stdout, "tenant waiting ready: its quotas count everything they limit\n") || strings.Contains(res.Stdout, "waiting for") {
 		t.Errorf("counted: exit %d\nstdout:\n%sstderr:\n%s", res.Code, res.Stdout, res.Stderr)
@@ -168,7 +168,7 @@ func TestListAndDescribe(t *testing.T) {
 	q := applyTier(t, ns, "free")
 	// Counted in full: the API server's quota admission adds what the
 	// test creates.
-	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0")...))
+	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
 
 	// Two workflows: one finished (deleted by the tier's default far
 	// ahead), one running; a finished task with its own TTL, one without

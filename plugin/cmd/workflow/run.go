@@ -136,10 +136,17 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 		return cmdutil.Usage("--set, --values, --secret and --secret-file give template parameters; edit the file instead, or use --template.",
 			"template parameters need --template")
 	}
-	var err error
-	if err = o.ClientOptions.Complete(cmd, args); err != nil {
+	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
 	}
+	return o.load(ctx)
+}
+
+// load reads the workflow from -f or renders --template, names it, sets
+// the -p params and its namespace. `workflow schedule` reads its
+// workflow the same way.
+func (o *RunOptions) load(ctx context.Context) error {
+	var err error
 	o.generate = o.GenerateName || (o.Template != "" && o.Name == "")
 	if o.File != "" {
 		o.wf, err = o.readFile()

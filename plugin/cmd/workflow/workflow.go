@@ -1,8 +1,10 @@
 // Package workflow implements `kubectl sched workflow run`, `watch`,
-// `stop`, `retry`, `approve`, `deny`, `suspend` and `resume`: submit a
-// Workflow, checked for bad step references and when expressions first,
-// follow it live until it ends, stop it, run it again, decide on a step
-// that waits for approval, or hold and release the start of its steps.
+// `stop`, `retry`, `approve`, `deny`, `suspend`, `resume`, `schedule` and
+// `trigger`: submit a Workflow, checked for bad step references and when
+// expressions first, follow it live until it ends, stop it, run it again,
+// decide on a step that waits for approval, hold and release the start of
+// its steps, put it on a cron schedule (a CronWorkflow) or start a
+// scheduled one now.
 package workflow
 
 import (
@@ -22,7 +24,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "workflow",
 		Aliases: []string{"workflows", "wf"},
-		Short:   "Run Workflows (AgentTasks in sequence or side by side, passing outputs) and watch them live",
+		Short:   "Run Workflows (AgentTasks in sequence or side by side, passing outputs), on a schedule too, and watch them live",
 		Example: `  # Submit a workflow and watch it to the end
   kubectl sched workflow run -f pipeline.yaml --watch
 
@@ -37,10 +39,15 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 
   # Hold the start of new steps, then release it
   kubectl sched workflow suspend nightly
-  kubectl sched workflow resume nightly`,
+  kubectl sched workflow resume nightly
+
+  # Run it every night at 02:00 Berlin time, and once now
+  kubectl sched workflow schedule nightly --cron "0 2 * * *" --time-zone Europe/Berlin -f pipeline.yaml
+  kubectl sched workflow trigger nightly --watch`,
 	}
 	cmd.AddCommand(newRunCommand(c), newWatchCommand(c), newStopCommand(c), newRetryCommand(c),
-		newApproveCommand(c), newDenyCommand(c), newSuspendCommand(c), newResumeCommand(c))
+		newApproveCommand(c), newDenyCommand(c), newSuspendCommand(c), newResumeCommand(c),
+		newScheduleCommand(c), newTriggerCommand(c))
 	return cmd
 }
 

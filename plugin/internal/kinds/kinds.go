@@ -40,6 +40,7 @@ var Kinds = []Kind{
 	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }},
 	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }},
 	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true, New: func() client.Object { return &schedv1.Workflow{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowList{} }},
+	{Kind: "CronWorkflow", Singular: "cronworkflow", Plural: "cronworkflows", Short: "cwf", Namespaced: true, New: func() client.Object { return &schedv1.CronWorkflow{} }, NewList: func() client.ObjectList { return &schedv1.CronWorkflowList{} }},
 	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false, New: func() client.Object { return &schedv1.SchedExt{} }, NewList: func() client.ObjectList { return &schedv1.SchedExtList{} }},
 }
 

@@ -25,6 +25,7 @@ const (
 	CountTasks     = "count/agenttasks." + schedv1.GroupName
 	CountWorkflows = "count/workflows." + schedv1.GroupName
 	CountApps      = "count/userdeployments." + schedv1.GroupName
+	CountSchedules = "count/cronworkflows." + schedv1.GroupName
 )
 
 // Refused returns err, from a create in namespace ns, as an error with exit
@@ -60,7 +61,7 @@ func Refused(ctx context.Context, c client.Reader, ns string, err error, now tim
 // noun names what a quota resource counts, for a person; "" when the
 // resource's own name says it.
 func noun(resource string) string {
-	return map[string]string{CountTasks: "AgentTasks", CountWorkflows: "Workflows", CountApps: "apps", "count/jobs.batch": "Jobs"}[resource]
+	return map[string]string{CountTasks: "AgentTasks", CountWorkflows: "Workflows", CountApps: "apps", CountSchedules: "CronWorkflows", "count/jobs.batch": "Jobs"}[resource]
 }
 
 // explain says what counts against resource in ns and what to do.
@@ -100,6 +101,12 @@ func explain(ctx context.Context, c client.Reader, ns, resource string, now time
 			"Every app counts while it exists, stopped ones too.",
 			"List them: kubectl sched get userdeployments -n " + ns,
 			"Delete one you no longer need: kubectl sched delete userdeployment NAME -n " + ns,
+		}
+	case CountSchedules:
+		return []string{
+			"Every CronWorkflow counts while it exists, suspended ones too; its runs count as Workflows.",
+			"List them: kubectl sched get cronworkflows -n " + ns,
+			"Delete one you no longer need: kubectl sched delete cronworkflow NAME -n " + ns,
 		}
 	case "count/jobs.batch":
 		return []string{"Each AgentTask's Job counts until the task is deleted (its TTL with cleanup Task, or the tier's), or until spec.ttlAfterFinished with cleanup Job deletes the Job alone. Delete finished tasks: kubectl sched delete agenttask NAME -n " + ns}

@@ -81,13 +81,13 @@ func createWithStatus(t *testing.T, obj client.Object, status func()) {
 }
 
 // TestFullQuotaSaysWhatToDo: a free tenant whose quota holds 2 workflows,
-// 2 tasks and 1 app, all taken: one workflow finished (its TTL deletes it
+// 2 tasks, 1 app and 1 CronWorkflow, all taken: one workflow finished (its TTL deletes it
 // in about 14 minutes), one running with its step task, a finished task
 // without a TTL, an app. Each command that creates one more is refused
 // with exit 9 and told what counts and what to do.
 func TestFullQuotaSaysWhatToDo(t *testing.T) {
 	const ns = "full"
-	tierNamespace(t, ns, limits(quota.CountWorkflows, "2", quota.CountTasks, "2", quota.CountApps, "1"), true)
+	tierNamespace(t, ns, limits(quota.CountWorkflows, "2", quota.CountTasks, "2", quota.CountApps, "1", quota.CountSchedules, "1"), true)
 	soon := metav1.NewTime(time.Now().Add(14*time.Minute + 30*time.Second))
 	done := MakeWorkflow("done", ns).Step("a", "busybox").Step("b", "busybox").Obj()
 	createWithStatus(t, done, func() {
@@ -106,6 +106,8 @@ func TestFullQuotaSaysWhatToDo(t *testing.T) {
 	})
 	app := MakeUserDeployment("shop", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).Obj()
 	createWithStatus(t, app, func() { app.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning} })
+	nightly := MakeCronWorkflow("nightly", ns, "0 2 * * *").Step("a", "busybox").Obj()
+	createWithStatus(t, nightly, func() {})
 
 	file := filepath.Join(t.TempDir(), "wf.yaml")
 	if err := os.WriteFile(file, []byte("apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: Workflow\nmetadata:\n  name: next\nspec:\n  steps:\n    - name: a\n      task: {image: busybox}\n"), 0o600); err != nil {
@@ -126,6 +128,12 @@ func TestFullQuotaSaysWhatToDo(t *testing.T) {
 			"1 of the 2 AgentTasks have finished; finished ones count until their TTL deletes them. 1 of them have no TTL and stay until deleted.",
 			"Workflow steps' tasks among them: 1; they go with their workflow (delete the workflow to free them).",
 			"Delete a finished one: kubectl sched delete agenttask NAME -n full",
+		}},
+		"workflow trigger": {Args: []string{"workflow", "trigger", "nightly", "-n", ns}, Code: cmdutil.ExitQuota, Stderr: workflows},
+		"workflow schedule": {Args: []string{"workflow", "schedule", "weekly", "--cron", "@weekly", "-f", file, "-n", ns}, Code: cmdutil.ExitQuota, Stderr: []string{
+			"namespace full is at its limit of 1 CronWorkflows (count/cronworkflows.sched.kubectl-sched.dev, quota kubectl-sched-tier): 1 in use",
+			"Every CronWorkflow counts while it exists, suspended ones too; its runs count as Workflows.",
+			"Delete one you no longer need: kubectl sched delete cronworkflow NAME -n full",
 		}},
 		"deploy": {Args: []string{"deploy", "shop2", "--template", "web-app", "--set", "apiImage=api:1", "-n", ns}, Code: cmdutil.ExitQuota, Stderr: []string{
 			"namespace full is at its limit of 1 apps (count/userdeployments.sched.kubectl-sched.dev, quota kubectl-sched-tier): 1 in use",

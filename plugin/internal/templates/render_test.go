@@ -380,6 +380,10 @@ func TestParseErrors(t *testing.T) {
 		"object kind": {
 			text: doc(imageParam, "  kind: Deployment\n  spec:\n    image: ${{ image }}"), wantErr: `object.kind must be one of UserDeployment, AgentTask, Workflow, SchedExt, got "Deployment"`,
 		},
+		"a CronWorkflow": {
+			text:    doc(imageParam, "  kind: CronWorkflow\n  spec:\n    schedule: '0 2 * * *'\n    workflowSpec:\n      steps:\n      - name: a\n        task:\n          image: ${{ image }}"),
+			wantErr: "make the template a Workflow and put it on a schedule with 'kubectl sched workflow schedule NAME --cron ... --template T'",
+		},
 		"object name set": {
 			text: doc(imageParam, taskObject+"\n  metadata:\n    name: fixed"), wantErr: "object.metadata.name is set by the command",
 		},

@@ -289,10 +289,18 @@ func (t *Template) validateObject() []string {
 	}
 	kind := t.ObjectKind()
 	k, ok := kinds.ByKind(kind)
+	if kind == "CronWorkflow" {
+		// A schedule is given on the command line; the template is its
+		// workflow (and its step strings are escaped as a Workflow's).
+		add("object.kind CronWorkflow is not a template kind: make the template a Workflow and put it on a schedule with 'kubectl sched workflow schedule NAME --cron ... --template T'")
+		return problems
+	}
 	if !ok {
 		var names []string
 		for _, k := range kinds.Kinds {
-			names = append(names, k.Kind)
+			if k.Kind != "CronWorkflow" {
+				names = append(names, k.Kind)
+			}
 		}
 		add("object.kind must be one of %s, got %q", strings.Join(names, ", "), t.Object["kind"])
 		return problems
