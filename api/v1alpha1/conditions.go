@@ -16,6 +16,12 @@ const (
 	// ConditionCertificateReady is set on a public app whose certificate the
 	// operator requests from cert-manager: True once it is issued.
 	ConditionCertificateReady = "CertificateReady"
+	// ConditionRolledBack is set on an app with spec.rollback: OnDegraded
+	// while its services run an earlier revision than the spec's, which
+	// did not become Running within spec.progressDeadline: True, reason
+	// RolledBack, the message saying which revisions and why. It is
+	// removed when the spec changes, or spec.rollback is Never again.
+	ConditionRolledBack = "RolledBack"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -126,6 +132,12 @@ const (
 	// created (images pulled, volumes mounted) or initialised; it keeps an
 	// app Progressing until its progress deadline.
 	ReasonContainersStarting = "ContainersStarting"
+	// ReasonRolledBack: the app's revision did not become Running within
+	// spec.progressDeadline, so the operator runs the last revision that
+	// did (spec.rollback: OnDegraded). The Warning event when it rolls
+	// back, the RolledBack condition while it does, and the Ready
+	// condition's reason while the revision rolled back to runs.
+	ReasonRolledBack = "RolledBack"
 	// Events about the objects an app is made of.
 	ReasonCreated  = "Created"
 	ReasonRepaired = "Repaired"

@@ -68,15 +68,20 @@ func TestExplain(t *testing.T) {
 	}
 	kubeconfig := writeKubeconfig(t)
 	cases := map[string][]string{
-		"userdeployment.spec":          {"services", "Services of the app", "placement", "networkIsolation"},
-		"userdeployment.spec.services": {"exposure", "None, Internal (the default) or Public"},
-		"agenttask.spec":               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
-		"agenttask.status":             {"outputs", "termination message"},
-		"workflow.spec":                {"steps", "${params.NAME}"},
-		"workflow.spec.steps.task":     {"image"},
-		"schedext.spec":                {"scheduler", "one scheduler per node"},
-		"schedext.spec.scheduler":      {"scx_lavd", "opsName"},
-		"schedext.status":              {"readyNodes", "conflictingNodes"},
+		"userdeployment.spec":                      {"services", "Services of the app", "placement", "networkIsolation"},
+		"userdeployment.spec.services":             {"exposure", "None, Internal (the default) or Public"},
+		"userdeployment.spec.revisionHistoryLimit": {"10 when unset, between 1 and 100", "ControllerRevision <name>.v<N>", "kubectl sched history"},
+		"userdeployment.spec.rollback":             {"Never (the", "OnDegraded", "never writes the spec", "once per", "revision"},
+		"userdeployment.status":                    {"currentRevision", "lastRunningRevision", "rolledBack"},
+		"userdeployment.status.rolledBack":         {"fromRevision", "toRevision"},
+		"userdeployment.status.services.revision":  {"rolled out completely"},
+		"agenttask.spec":                           {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
+		"agenttask.status":                         {"outputs", "termination message"},
+		"workflow.spec":                            {"steps", "${params.NAME}"},
+		"workflow.spec.steps.task":                 {"image"},
+		"schedext.spec":                            {"scheduler", "one scheduler per node"},
+		"schedext.spec.scheduler":                  {"scx_lavd", "opsName"},
+		"schedext.status":                          {"readyNodes", "conflictingNodes"},
 	}
 	for path, want := range cases {
 		t.Run(path, func(t *testing.T) {

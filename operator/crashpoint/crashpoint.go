@@ -1,7 +1,8 @@
 // Package crashpoint lets the fault tests kill the operator at a named point
 // between two writes, where a random SIGKILL lands only by luck: after a
-// Job is created and before the task's status says so, and after a step's
-// AgentTask is created and before the Workflow's status says so.
+// Job is created and before the task's status says so, after a step's
+// AgentTask is created and before the Workflow's status says so, and after
+// an app's revision is recorded and before the app's status says so.
 //
 // The points exist only in a binary built with -tags crashpoint, as
 // hack/chaos builds the operator. Everywhere else, the release binary
@@ -27,6 +28,9 @@ const (
 	// StepTasksCreated: Workflow controller, step tasks created, the status
 	// not written.
 	StepTasksCreated = "workflow-step-tasks-created"
+	// RevisionCreated: UserDeployment controller, an app's revision
+	// (ControllerRevision) created, the status not written.
+	RevisionCreated = "userdeployment-revision-created"
 )
 
 // Tag is the build tag that arms the points.

@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
 	logscmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/logs"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/revisions"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
 	templatecmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/template"
@@ -99,6 +100,7 @@ see 'kubectl sched install'.`,
 	root.AddCommand(get.NewCommand(c), describe.NewCommand(c), deletecmd.NewCommand(c), schedext.NewCommand(c), install.NewCommand(c), install.NewUninstallCommand(c))
 	root.AddCommand(task.NewCommand(c), workflow.NewCommand(c))
 	root.AddCommand(lifecycle.NewStopCommand(c), lifecycle.NewStartCommand(c), lifecycle.NewRestartCommand(c))
+	root.AddCommand(revisions.NewHistoryCommand(c), revisions.NewRollbackCommand(c))
 	root.AddCommand(logscmd.NewCommand(c))
 	root.AddCommand(tenant.NewCommand(c))
 	return root

@@ -270,6 +270,16 @@ func TestMembers(t *testing.T) {
 		run(0, []string{"stop", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"start", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"restart", "shop", "web", "--wait", "--timeout", "2m"})
+		// Revisions: a new API image, the history, and back.
+		run(0, []string{"deploy", "shop", "--template", td("app-v2.yaml"), "--wait", "--timeout", "2m"})
+		r = run(0, []string{"history", "shop"})
+		if !strings.Contains(r.Stdout, "api: image ghcr.io/example/api:1.0 → ghcr.io/example/api:1.1") {
+			t.Errorf("history:\n%s", r.Stdout)
+		}
+		r = run(0, []string{"rollback", "shop", "--wait", "--timeout", "2m"})
+		if !strings.Contains(r.Stdout, "api: image ghcr.io/example/api:1.1 → ghcr.io/example/api:1.0") {
+			t.Errorf("rollback:\n%s", r.Stdout)
+		}
 
 		// Tasks.
 		r = run(0, []string{"task", "run", "hello", "--image", "busybox:1.36", "--annotation", "sim.kubectl-sched.dev/termination-message=greeting=hi", "--wait", "--", "echo", "hi"})
@@ -335,6 +345,7 @@ func TestMembers(t *testing.T) {
 			{"deploy", "shop", "--template", td("app.yaml"), "--secret", "TOKEN=x", "--wait"},
 			{"deploy", "intruder", "--template", "web-app", "--set", "apiImage=api:1"},
 			{"stop", "shop", "--wait"}, {"start", "shop"}, {"restart", "shop", "web"},
+			{"history", "shop"}, {"rollback", "shop", "--wait"},
 			{"task", "run", "intruder", "--image", "busybox:1.36", "--wait", "--", "echo", "hi"},
 			{"task", "logs", "hello", "-f"}, {"task", "cancel", "sleeper"},
 			{"logs", "shop"}, {"logs", "agenttask/hello", "-f"}, {"logs", "workflow/release", "-f"},
