@@ -25,7 +25,21 @@ const (
 	// NodeLabelCPUScheduler with this value; a pod without it (an image
 	// with no opsName) labels no node.
 	LabelCPUScheduler = GroupName + "/cpu-scheduler"
+
+	// LabelRevisionHash is on the ControllerRevisions that record an app's
+	// revisions: a hash of the revision's data (api/revision). Only the
+	// operator sets it (config/policy/reserved_labels.yaml), and its caches
+	// select revisions by it, so the ControllerRevisions the StatefulSet
+	// controller makes, which copy the pods' labels, are not taken for
+	// them.
+	LabelRevisionHash = GroupName + "/revision-hash"
 )
+
+// AnnotationChangedBy on a revision's ControllerRevision is the field
+// manager of the change that made it, from the app's managed fields: the
+// tool, such as kubectl-sched or kubectl-edit, not the user (objects do
+// not record users).
+const AnnotationChangedBy = GroupName + "/changed-by"
 
 // FinalizerOutputs is on every AgentTask pod until the operator has recorded
 // the pod's outputs in the task's status, so that nothing deletes a pod

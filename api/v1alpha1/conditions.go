@@ -19,6 +19,12 @@ const (
 	// ConditionSuspended is set on a Workflow once spec.suspend was set:
 	// True while it holds the start of new steps, False once resumed.
 	ConditionSuspended = "Suspended"
+	// ConditionRolledBack is set on an app with spec.rollback: OnDegraded
+	// while its services run an earlier revision than the spec's, which
+	// did not become Running within spec.progressDeadline: True, reason
+	// RolledBack, the message saying which revisions and why. It is
+	// removed when the spec changes, or spec.rollback is Never again.
+	ConditionRolledBack = "RolledBack"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -185,6 +191,12 @@ const (
 	// created (images pulled, volumes mounted) or initialised; it keeps an
 	// app Progressing until its progress deadline.
 	ReasonContainersStarting = "ContainersStarting"
+	// ReasonRolledBack: the app's revision did not become Running within
+	// spec.progressDeadline, so the operator runs the last revision that
+	// did (spec.rollback: OnDegraded). The Warning event when it rolls
+	// back, the RolledBack condition while it does, and the Ready
+	// condition's reason while the revision rolled back to runs.
+	ReasonRolledBack = "RolledBack"
 	// Events about the objects an app is made of.
 	ReasonCreated  = "Created"
 	ReasonRepaired = "Repaired"

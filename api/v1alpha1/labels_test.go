@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,13 +27,15 @@ const reservedMsg = "reserved for the kubectl-sched operator"
 
 // editRole stands in for the built-in edit role, whose rules the
 // aggregation controller of kube-controller-manager fills in (envtest runs
-// none): what edit grants on the kinds these tests create.
+// none): what edit grants on the kinds these tests create, and writing
+// ControllerRevisions, which edit does not grant but a namespace's admin
+// may be given.
 var editRole = &rbacv1.ClusterRole{
 	ObjectMeta: metav1.ObjectMeta{Name: "test-edit"},
 	Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "services", "configmaps", "secrets", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"serviceaccounts"}, Verbs: []string{"impersonate"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets", "controllerrevisions"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs", "cronjobs"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"ingresses", "networkpolicies"}, Verbs: []string{"get", "list", "create", "update", "patch", "delete"}},
 	},
@@ -138,6 +141,11 @@ func TestTenantCannotSetTheOperatorsLabels(t *testing.T) {
 		"a NetworkPolicy": {
 			obj:       &networkingv1.NetworkPolicy{ObjectMeta: meta("np", managed)},
 			wantField: "metadata.labels[app.kubernetes.io/managed-by]",
+		},
+		"a ControllerRevision posing as an app's revision": {
+			obj: &appsv1.ControllerRevision{ObjectMeta: meta("shop.v2", map[string]string{schedv1.LabelUserDeployment: "shop", schedv1.LabelRevisionHash: "0123456789abcdef"}),
+				Revision: 2, Data: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}},
+			wantField: "metadata.labels[sched.kubectl-sched.dev/revision-hash]",
 		},
 		"an AgentTask posing as a workflow's step": {
 			obj:       MakeAgentTask("t", tns).Image("busybox").Obj(),

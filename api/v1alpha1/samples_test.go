@@ -90,6 +90,11 @@ func TestExplain(t *testing.T) {
 		"cronworkflow.spec":              {"schedule", "day of week (0-6 or SUN-SAT, 0 is Sunday)", "timeZone", "concurrencyPolicy", "startingDeadlineSeconds", "suspend", "workflowSpec"},
 		"cronworkflow.spec.workflowSpec": {"steps", "${params.NAME}"},
 		"cronworkflow.status":            {"lastScheduleTime", "nextScheduleTime", "activeCount", "lastSuccessfulTime"},
+		"userdeployment.spec.revisionHistoryLimit": {"10 when unset, between 1 and 100", "ControllerRevision <name>.v<N>", "kubectl sched history"},
+		"userdeployment.spec.rollback":             {"Never (the", "OnDegraded", "never writes the spec", "once per", "revision"},
+		"userdeployment.status":                    {"currentRevision", "lastRunningRevision", "rolledBack"},
+		"userdeployment.status.rolledBack":         {"fromRevision", "toRevision"},
+		"userdeployment.status.services.revision":  {"rolled out completely"},
 	}
 	for path, want := range cases {
 		t.Run(path, func(t *testing.T) {

@@ -193,6 +193,66 @@ type UserDeploymentSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s') && duration(self) <= duration('24h')",message="progressDeadline must be between 10s and 24h"
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+
+	// RevisionHistoryLimit is how many revisions of the app the operator
+	// keeps, the current one included: 10 when unset, between 1 and 100.
+	// A revision records what the app's pods run, and every change to it
+	// makes a new one: the services' images, commands, args, env, ports,
+	// resources, probes, pod metadata, security context, service account
+	// and image pull secrets, the config, the secret references and the
+	// secrets' values (annotation sched.kubectl-sched.dev/secret-hash), and
+	// the placement. Replicas, exposure, ingress paths, volumes, the
+	// ingress, network rules, state, restarts and these settings do not
+	// make one. Each is a ControllerRevision <name>.v<N> controlled by the
+	// app; `kubectl sched history` lists them and `kubectl sched rollback`
+	// restores one as a new revision. The revision the services run, and
+	// the last that became Running, are kept beyond the limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Rollback says what happens to a new revision that does not become
+	// Running within spec.progressDeadline of its start (its creation, or
+	// the app's start if it was Stopped then): Never (the
+	// default) leaves the app Degraded on it; OnDegraded has the operator
+	// run the last revision that became Running again, with a Warning
+	// event and the condition RolledBack. The operator rolls back what it
+	// derives (Deployments, StatefulSets, the ConfigMap, ExternalSecrets)
+	// to that revision's template and leaves the spec as its owner wrote
+	// it: it never writes the spec, so it does not fight whoever applies
+	// it (a person, a script, GitOps), and status.currentRevision still
+	// names the spec's revision while status.rolledBack and each
+	// service's revision say what runs. A rollback happens once per
+	// revision: if the revision rolled back to does not run either, the
+	// app is Degraded and stays so. Changing the spec again (a new
+	// revision) tries that one; setting Never runs the spec's revision
+	// again; `kubectl sched rollback` makes the spec the running revision.
+	// +optional
+	Rollback RollbackPolicy `json:"rollback,omitempty"`
+}
+
+// RollbackPolicy says whether the operator rolls back a revision that does
+// not become Running.
+// +kubebuilder:validation:Enum=Never;OnDegraded
+// +kubebuilder:validation:MaxLength=16
+type RollbackPolicy string
+
+// The rollback policies.
+const (
+	RollbackNever      RollbackPolicy = "Never"
+	RollbackOnDegraded RollbackPolicy = "OnDegraded"
+)
+
+// DefaultRevisionHistoryLimit is spec.revisionHistoryLimit when it is unset.
+const DefaultRevisionHistoryLimit = 10
+
+// HistoryLimit is spec.revisionHistoryLimit, or its default.
+func (s *UserDeploymentSpec) HistoryLimit() int {
+	if s.RevisionHistoryLimit == nil {
+		return DefaultRevisionHistoryLimit
+	}
+	return int(*s.RevisionHistoryLimit)
 }
 
 // DefaultProgressDeadline is spec.progressDeadline when it is unset, a
@@ -540,6 +600,43 @@ type UserDeploymentStatus struct {
 	// +listMapKey=type
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// CurrentRevision is the revision of the spec: N of the
+	// ControllerRevision <name>.vN that records what its pods run (see
+	// spec.revisionHistoryLimit). Numbers only grow, a rollback included.
+	// +optional
+	CurrentRevision int64 `json:"currentRevision,omitempty"`
+
+	// CurrentRevisionTime is when the spec's revision began to roll out:
+	// when it was recorded, or, recorded while the app was Stopped, when
+	// the app was started again. spec.rollback counts spec.progressDeadline
+	// from it.
+	// +optional
+	CurrentRevisionTime *metav1.Time `json:"currentRevisionTime,omitempty"`
+
+	// LastRunningRevision is the last revision the whole app ran: every
+	// service rolled out to it and ready, the phase Running.
+	// spec.rollback: OnDegraded goes back to it.
+	// +optional
+	LastRunningRevision int64 `json:"lastRunningRevision,omitempty"`
+
+	// RolledBack is set while the services run an earlier revision than
+	// the spec's, because the spec's did not become Running within
+	// spec.progressDeadline (spec.rollback: OnDegraded). The condition
+	// RolledBack says why.
+	// +optional
+	RolledBack *RolledBack `json:"rolledBack,omitempty"`
+}
+
+// RolledBack says which revision the operator rolled back, to which, and when.
+type RolledBack struct {
+	// FromRevision is the spec's revision, which did not become Running.
+	FromRevision int64 `json:"fromRevision"`
+	// ToRevision is the revision the services run instead: the last that
+	// became Running.
+	ToRevision int64 `json:"toRevision"`
+	// Time is when the operator rolled back.
+	Time metav1.Time `json:"time"`
 }
 
 // ServiceStatus reports one service.
@@ -560,6 +657,11 @@ type ServiceStatus struct {
 	// the service runs its desired replicas, or is stopped.
 	// +optional
 	LastProgressTime *metav1.Time `json:"lastProgressTime,omitempty"`
+	// Revision is the revision the service's pods run: the last whose
+	// template its workload rolled out completely. It stays the previous
+	// one while a rollout is under way.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -570,6 +672,7 @@ type ServiceStatus struct {
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.urls[0]`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.spec.state`,priority=1
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.currentRevision`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.spec.services.all(s, size(self.metadata.name) + 1 + size(s.name) <= 63)",message="metadata.name plus '-' plus each service name must fit in 63 characters (objects are named <name>-<service>)"
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 50",message="metadata.name must be at most 50 characters"

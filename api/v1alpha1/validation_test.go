@@ -137,6 +137,18 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validApp().State("Paused").Obj(),
 			wantField: "spec.state", wantMsg: "Unsupported value",
 		},
+		"ud: no revision kept": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.RevisionHistoryLimit = ptr.To[int32](0) }).Obj(),
+			wantField: "spec.revisionHistoryLimit", wantMsg: "greater than or equal to 1",
+		},
+		"ud: too many revisions kept": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.RevisionHistoryLimit = ptr.To[int32](101) }).Obj(),
+			wantField: "spec.revisionHistoryLimit", wantMsg: "less than or equal to 100",
+		},
+		"ud: unknown rollback": {
+			obj:       validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.Rollback = "Always" }).Obj(),
+			wantField: "spec.rollback", wantMsg: "Unsupported value",
+		},
 		"ud: repeated node pool": {
 			obj:       validApp().Placement(schedv1.Placement{NodePools: []string{"general", "general"}}).Obj(),
 			wantField: "spec.placement.nodePools", wantMsg: "must not repeat a pool",
@@ -388,6 +400,12 @@ func TestValidObjectsAccepted(t *testing.T) {
 		}).Obj(),
 		"ud: the shortest progress deadline": validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 10 * time.Second} }).Obj(),
 		"ud: a day's progress deadline":      validApp().Spec(func(s *schedv1.UserDeploymentSpec) { s.ProgressDeadline = &metav1.Duration{Duration: 24 * time.Hour} }).Obj(),
+		"ud: revisions and rollback": validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.RevisionHistoryLimit, s.Rollback = ptr.To[int32](100), schedv1.RollbackOnDegraded
+		}).Obj(),
+		"ud: one revision, never rolled back": validApp().Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.RevisionHistoryLimit, s.Rollback = ptr.To[int32](1), schedv1.RollbackNever
+		}).Obj(),
 		"ud: volumes, service account and pull secrets": validApp().EditService("web", func(s *schedv1.ServiceSpec) {
 			s.Volumes = []schedv1.ServiceVolume{{Name: "data", Size: resource.MustParse("10Gi"), MountPath: "/data", StorageClass: "fast"}}
 			s.ServiceAccountName = "web"

@@ -2,16 +2,22 @@ package chaos
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/tour"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 )
 
@@ -125,4 +131,76 @@ func TestKillAfterACronRunIsCreated(t *testing.T) {
 		}
 	}
 	t.Logf("killed after creating %s; the next operator recorded it and made %v", first[0].Name, seen)
+}
+
+// TestRevisionKilledBetweenWrites kills the operator after it recorded an
+// app's revision (its ControllerRevision created) and before the app's
+// status says so, on the app's first revision and on a new image's: the
+// operator that follows adopts the revision it finds instead of making a
+// second one.
+func TestRevisionKilledBetweenWrites(t *testing.T) {
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	const ns = "default"
+	if err := cl.Create(ctx, MakeUserDeployment("shop", ns).Service("web", "nginx:1.25", 80, schedv1.ExposureInternal).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	for i, image := range []string{"", "nginx:1.27"} {
+		n := int64(i + 1)
+		if image != "" {
+			patch := client.RawPatch(types.JSONPatchType, []byte(`[{"op":"replace","path":"/spec/services/0/image","value":"`+image+`"}]`))
+			if err := cl.Patch(ctx, &schedv1.UserDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop"}}, patch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		killAt(t, e, crashpoint.RevisionCreated+":1")
+		if err := e.StartOperator(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+		var last string
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			ud := &schedv1.UserDeployment{}
+			var revs appsv1.ControllerRevisionList
+			if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ud); err != nil {
+				return false, err
+			}
+			if err := cl.List(ctx, &revs, client.InNamespace(ns), client.HasLabels{schedv1.LabelRevisionHash}); err != nil {
+				return false, err
+			}
+			var names []string
+			for _, r := range revs.Items {
+				names = append(names, r.Name)
+			}
+			slices.Sort(names)
+			last = fmt.Sprintf("phase %s, current revision %d, revisions %v", ud.Status.Phase, ud.Status.CurrentRevision, names)
+			want := []string{"shop.v1", "shop.v2"}[:n]
+			return ud.Status.Phase == schedv1.UserDeploymentRunning && ud.Status.CurrentRevision == n && slices.Equal(names, want), nil
+		})
+		if err != nil {
+			t.Fatalf("after the kill at revision %d: %s", n, last)
+		}
+		if err := e.StopOperator(); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed after recording revision %d; the next operator adopted it: %s", n, last)
+	}
+}
+
+// killAt starts the operator to be killed at point, and waits for it.
+func killAt(t *testing.T, e *tour.Env, point string) {
+	t.Helper()
+	e.OperatorEnv = []string{crashpoint.EnvVar + "=" + point}
+	defer func() { e.OperatorEnv = nil }()
+	if err := e.StartOperator(context.Background(), false); err != nil {
+		t.Fatalf("start with crash point %s: %v", point, err)
+	}
+	st, err := e.WaitOperatorExit(2 * time.Minute)
+	if err != nil {
+		t.Fatalf("crash point %s was not reached: %v", point, err)
+	}
+	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("crash point %s: the operator ended with %v, want SIGKILL", point, st)
+	}
 }

@@ -90,6 +90,26 @@ func Steps(realNode bool) []Step {
 			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop service api restarted", "Running"},
 		},
 		{
+			Title: "Deploy a new version of the API",
+			Say:   "Every change to what an app's pods run is a new revision, which the operator records (a restart is not one).",
+			Args:  []string{"sched", "deploy", "shop", "--template", "web-app", "--set", "apiImage=ghcr.io/example/shop-api:1.5.0", "--wait", "--timeout", "2m"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop applied", "Running (2/2 services ready)"},
+		},
+		{
+			Title: "The app's revisions: when, by which tool, what changed",
+			Args:  []string{"sched", "history", "shop"},
+			Want:  []string{"first revision: web nginx:1.27, api ghcr.io/example/shop-api:1.4.0", "api: image ghcr.io/example/shop-api:1.4.0 → ghcr.io/example/shop-api:1.5.0", "The spec is revision 2"},
+			// The operator reports every service on revision 2 a moment
+			// after deploy --wait sees Running.
+			Retry: 10 * time.Second,
+		},
+		{
+			Title: "Roll back to the revision before, as kubectl rollout undo does",
+			Say:   "It restores revision 1's pod templates with server-side apply, as a new revision 3; the history keeps revision 2.",
+			Args:  []string{"sched", "rollback", "shop", "--wait", "--timeout", "2m"},
+			Want:  []string{"userdeployment.sched.kubectl-sched.dev/shop rolled back to revision 1: api: image ghcr.io/example/shop-api:1.5.0 → ghcr.io/example/shop-api:1.4.0", "Running (2/2 services ready)"},
+		},
+		{
 			Title: "Scripts can wait on any kind with kubectl itself",
 			Args:  []string{"wait", "--for=jsonpath={.status.phase}=Succeeded", "workflow/release", "--timeout=60s"},
 			Want:  []string{"workflow.sched.kubectl-sched.dev/release condition met"},

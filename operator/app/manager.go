@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -48,6 +49,16 @@ func Scheme() *runtime.Scheme {
 // operator may set the label (config/policy/reserved_labels.yaml), so
 // nobody else's objects are cached by it.
 var managedSelector = labels.SelectorFromSet(labels.Set{schedv1.LabelManagedBy: schedv1.ManagedByValue})
+
+// revisionSelector selects the ControllerRevisions that record apps'
+// revisions: the operator's, with a revision hash. The StatefulSet
+// controller's revisions of an app's StatefulSets copy the pods' labels,
+// managed-by included, but never carry the hash.
+var revisionSelector = func() labels.Selector {
+	hash, err := labels.NewRequirement(schedv1.LabelRevisionHash, selection.Exists, nil)
+	utilruntime.Must(err)
+	return managedSelector.Add(*hash)
+}()
 
 // owned caches what the operator made of a kind an app is made of, each
 // object trimmed to what the UserDeployment controller reads of it.
@@ -99,7 +110,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				// future read cannot cache every Secret in the cluster.
 				&corev1.Secret{}: {Label: managedSelector},
 				// The tasks' Jobs, without their pod templates (agenttask.TrimJob).
-				&batchv1.Job{}:                {Label: managedSelector, Transform: agenttask.TrimJob},
+				&batchv1.Job{}: {Label: managedSelector, Transform: agenttask.TrimJob},
+				// The apps' revisions, without their data (userdeployment.TrimRevision).
+				&appsv1.ControllerRevision{}:  {Label: revisionSelector, Transform: userdeployment.TrimRevision},
 				&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
 				&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
 				&corev1.LimitRange{}:          {Label: managedSelector},

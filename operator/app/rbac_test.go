@@ -60,6 +60,14 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"create", schedv1.GroupVersion.Group, "cronworkflows", false},
 		{"update", schedv1.GroupVersion.Group, "cronworkflows", false},
 		{"list", "", "namespaces", true},
+		// An app's revisions: made and trimmed, never changed.
+		{"create", "apps", "controllerrevisions", true},
+		{"delete", "apps", "controllerrevisions", true},
+		{"update", "apps", "controllerrevisions", false},
+		{"patch", "apps", "controllerrevisions", false},
+		// Nor does it ever write an app's spec: a rollback changes what it derives.
+		{"patch", schedv1.GroupVersion.Group, "userdeployments", false},
+		{"update", schedv1.GroupVersion.Group, "userdeployments", false},
 		// What a deputy must not be able to do for anyone.
 		{"get", "", "secrets", false},
 		{"list", "", "secrets", false},

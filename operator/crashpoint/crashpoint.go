@@ -2,7 +2,8 @@
 // between two writes, where a random SIGKILL lands only by luck: after a
 // Job is created and before the task's status says so, after a step's
 // AgentTask is created and before the Workflow's status says so, and after
-// a CronWorkflow's run is created and before its status says so.
+// a CronWorkflow's run is created and before its status says so, or after
+// an app's revision is recorded and before the app's status says so.
 //
 // The points exist only in a binary built with -tags crashpoint, as
 // hack/chaos builds the operator. Everywhere else, the release binary
@@ -31,6 +32,9 @@ const (
 	// CronRunCreated: CronWorkflow controller, a run created, the status
 	// not written.
 	CronRunCreated = "cronworkflow-run-created"
+	// RevisionCreated: UserDeployment controller, an app's revision
+	// (ControllerRevision) created, the status not written.
+	RevisionCreated = "userdeployment-revision-created"
 )
 
 // Tag is the build tag that arms the points.

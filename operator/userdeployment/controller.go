@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -73,6 +74,10 @@ type Reconciler struct {
 	routes       cache.Cache
 	routeMu      sync.RWMutex
 	routeIndexes []routeKindIndex
+
+	// templates remembers, per app rolled back, the template of the
+	// revision it runs (revisions.go).
+	templates sync.Map
 }
 
 // The operator writes only objects it owns, in the app's namespace. It never
@@ -100,15 +105,34 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ud := &schedv1.UserDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, ud); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ud.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 
+	s := &syncState{ud: ud, deployments: map[string]*appsv1.Deployment{}}
+	// The spec's revision, recorded first: a crash after this finds it
+	// again. The plan builds what runs: the spec, or the revision rolled
+	// back to restored into it.
+	rv, err := r.revisionsOf(ctx, s)
+	if errors.Is(err, errChanged) {
+		// Its event is on the way; in case it was missed, come back.
+		return ctrl.Result{RequeueAfter: time.Second}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	run := ud
+	if rv.restored != nil {
+		run = rv.restored
+	}
 	// One view of the optional APIs for the whole reconcile.
 	a := r.apisInUse()
-	p, err := r.planFor(ctx, ud, a)
+	p, err := r.planFor(ctx, run, a)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -116,6 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.owned = owned
 	heldByRoute, err := r.checkHost(ctx, ud, &p, owned)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -125,7 +150,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	p.leaveReplicasTo(targets)
-	s := &syncState{ud: ud, owned: owned, deployments: map[string]*appsv1.Deployment{}}
 	r.applyObjects(ctx, s, p)
 	if s.terminating {
 		// The namespace is being deleted, and the app with it.
@@ -144,20 +168,41 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	before := ud.Status.DeepCopy()
 	now := time.Now()
-	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now, noCPUScheduler: noCPUScheduler}
+	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now, noCPUScheduler: noCPUScheduler,
+		runRevision: rv.run, rolledBack: rv.rolledBack}
+	if rv.current != nil {
+		o.currentRevision, o.currentCreated = rv.current.Revision, rv.current.CreationTimestamp.Time
+	}
 	if p.certificate != "" {
 		o.certificate, _ = s.owned[objectKey{certificateGVK.Kind, p.certificate}].(*unstructured.Unstructured)
 	}
 	ud.Status = computeStatus(ud, p, o)
+	// A revision that does not become Running is rolled back once its
+	// deadline passes: the status says so first, and the next reconcile
+	// builds the app from the revision rolled back to.
+	to, rollbackIn := rollBackTo(ud, &ud.Status, rv, now)
+	var announce func()
+	if to > 0 {
+		announce = r.rollBack(ctx, ud, &ud.Status, rv.current.Revision, to, now)
+	}
 	if err := r.patchStatus(ctx, ud, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
+	if announce != nil {
+		announce()
+		// The status write wakes nothing up (SetupWithManager).
+		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
+	}
 	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments))
+	r.trimRevisions(ctx, s, rv, &ud.Status)
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
 	}
 	// A progress deadline passes with no event to say so.
 	after := recheckAfter(ud.Spec.Deadline(), ud.Status, now)
+	if rollbackIn > 0 {
+		after = min(rollbackIn, cmp.Or(after, rollbackIn))
+	}
 	if s.conflict || heldByRoute {
 		after = min(conflictRetry, cmp.Or(after, conflictRetry))
 	}

@@ -97,12 +97,15 @@ func TestThreeServiceAppRuns(t *testing.T) {
 		t.Errorf("urls (-want +got):\n%s", diff)
 	}
 	wantServices := []schedv1.ServiceStatus{
-		{Name: "web", ReadyReplicas: 2, DesiredReplicas: 2},
-		{Name: "api", ReadyReplicas: 1, DesiredReplicas: 1},
-		{Name: "worker", ReadyReplicas: 1, DesiredReplicas: 1},
+		{Name: "web", ReadyReplicas: 2, DesiredReplicas: 2, Revision: 1},
+		{Name: "api", ReadyReplicas: 1, DesiredReplicas: 1, Revision: 1},
+		{Name: "worker", ReadyReplicas: 1, DesiredReplicas: 1, Revision: 1},
 	}
 	if diff := cmp.Diff(wantServices, ud.Status.Services); diff != "" {
 		t.Errorf("services (-want +got):\n%s", diff)
+	}
+	if ud.Status.CurrentRevision != 1 || ud.Status.LastRunningRevision != 1 {
+		t.Errorf("revisions: current %d, last running %d; want 1 and 1", ud.Status.CurrentRevision, ud.Status.LastRunningRevision)
 	}
 	for typ, want := range map[string]metav1.ConditionStatus{schedv1.ConditionReady: metav1.ConditionTrue, schedv1.ConditionProgressing: metav1.ConditionFalse, schedv1.ConditionDegraded: metav1.ConditionFalse} {
 		if c := condition(ud, typ); c.Status != want || c.ObservedGeneration != ud.Generation {
@@ -935,6 +938,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		for kind, list := range map[string]client.ObjectList{
 			"Deployment": &appsv1.DeploymentList{}, "Service": &corev1.ServiceList{}, "ConfigMap": &corev1.ConfigMapList{},
 			"Ingress": &networkingv1.IngressList{}, "NetworkPolicy": &networkingv1.NetworkPolicyList{},
+			"ControllerRevision": &appsv1.ControllerRevisionList{},
 		} {
 			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("quiet")); err != nil {
 				t.Fatal(err)
@@ -979,8 +983,8 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		return nil
 	})
 	before := versions()
-	if len(before) != 8 {
-		t.Fatalf("found %d objects, want the app and the 7 objects it owns: %v", len(before), before)
+	if len(before) != 9 {
+		t.Fatalf("found %d objects, want the app, the 7 objects it owns and its revision: %v", len(before), before)
 	}
 
 	start, written := reconciles(t), writeCount()

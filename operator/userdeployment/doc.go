@@ -24,6 +24,10 @@
 //     routecache.go: every route of the cluster, by host.
 //   - optional.go: External Secrets, Traefik and cert-manager, used while
 //     the cluster serves them.
+//   - revisions.go: the app's revisions (api/revision), recorded as
+//     ControllerRevisions before anything is applied, trimmed to
+//     spec.revisionHistoryLimit, and the rollback of spec.rollback:
+//     OnDegraded, which has the plan built from an earlier revision.
 //   - status.go: the status, a pure function of the plan and what was
 //     observed.
 //   - watches.go: what wakes the reconciler up.

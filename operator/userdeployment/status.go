@@ -1,6 +1,7 @@
 package userdeployment
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,6 +39,14 @@ type observed struct {
 	// they may run on has their placement.cpuScheduler attached
 	// (cpuSchedulerCause); "" otherwise.
 	noCPUScheduler string
+	// currentRevision is the spec's revision, 0 when it could not be
+	// recorded; runRevision the one whose template the plan builds (the
+	// spec's, or the one rolled back to), 0 when not known; rolledBack
+	// says which revision is rolled back to which, while one is.
+	currentRevision, runRevision int64
+	// currentCreated is when the spec's revision was recorded.
+	currentCreated time.Time
+	rolledBack     *schedv1.RolledBack
 }
 
 // cause is why an app is Degraded, or what it waits for.
@@ -74,8 +83,9 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	sum := summarize(ud, p, o, &st)
 	st.Ready = fmt.Sprintf("%d/%d", sum.ready, sum.services)
 	st.Phase = phaseOf(sum)
+	revisionStatus(ud, o, &st)
 	degraded := degradedCondition(sum)
-	status.SetCondition(&st.Conditions, ud.Generation, readyCondition(st.Phase, sum, degraded))
+	status.SetCondition(&st.Conditions, ud.Generation, readyCondition(st.Phase, sum, degraded, st.RolledBack))
 	status.SetCondition(&st.Conditions, ud.Generation, progressingCondition(st.Phase, sum, degraded))
 	status.SetCondition(&st.Conditions, ud.Generation, degraded)
 	if c := p.priority; c.Type != "" {
@@ -88,7 +98,51 @@ func computeStatus(ud *schedv1.UserDeployment, p plan, o observed) schedv1.UserD
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionCertificateReady)
 	}
+	setRolledBackCondition(ud, &st)
 	return st
+}
+
+// revisionStatus sets the status's revisions: the spec's (the last one
+// recorded while a new one cannot be), the last that ran (when the app
+// runs now, the one whose template it runs), and the rollback.
+func revisionStatus(ud *schedv1.UserDeployment, o observed, st *schedv1.UserDeploymentStatus) {
+	st.CurrentRevision = cmp.Or(o.currentRevision, ud.Status.CurrentRevision)
+	// When the spec's revision began to roll out: its creation, or the
+	// app's start when it was made while the app was Stopped.
+	st.CurrentRevisionTime = ud.Status.CurrentRevisionTime
+	switch {
+	case o.currentRevision > 0 && (o.currentRevision != ud.Status.CurrentRevision || st.CurrentRevisionTime == nil):
+		t := metav1.NewTime(o.currentCreated).Rfc3339Copy()
+		st.CurrentRevisionTime = &t
+	case ud.Status.Phase == schedv1.UserDeploymentStopped && st.Phase != schedv1.UserDeploymentStopped:
+		t := metav1.NewTime(o.now).Rfc3339Copy()
+		st.CurrentRevisionTime = &t
+	}
+	st.LastRunningRevision = ud.Status.LastRunningRevision
+	if st.Phase == schedv1.UserDeploymentRunning && o.runRevision > 0 {
+		st.LastRunningRevision = o.runRevision
+	}
+	st.RolledBack = o.rolledBack
+}
+
+// setRolledBackCondition sets the RolledBack condition while the app runs
+// an earlier revision than the spec's, and removes it otherwise.
+func setRolledBackCondition(ud *schedv1.UserDeployment, st *schedv1.UserDeploymentStatus) {
+	rb := st.RolledBack
+	if rb == nil {
+		meta.RemoveStatusCondition(&st.Conditions, schedv1.ConditionRolledBack)
+		return
+	}
+	msg := fmt.Sprintf("revision %d, the spec's, did not become Running within %s (spec.progressDeadline): the services run revision %d, the last that did. "+
+		"A new spec tries again; kubectl sched rollback %s --to-revision %d makes the spec revision %d's",
+		rb.FromRevision, ud.Spec.Deadline(), rb.ToRevision, ud.Name, rb.ToRevision, rb.ToRevision)
+	if st.Phase != schedv1.UserDeploymentRunning {
+		msg += fmt.Sprintf("; revision %d does not run either, and is not rolled back further", rb.ToRevision)
+	}
+	status.SetCondition(&st.Conditions, ud.Generation, metav1.Condition{
+		Type: schedv1.ConditionRolledBack, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRolledBack,
+		Message: clipCondition(msg), LastTransitionTime: rb.Time,
+	})
 }
 
 // summarize reads each service's Deployment and pods into st.Services and
@@ -115,6 +169,10 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 			want = *dep.Spec.Replicas // an autoscaler decides
 		}
 		ss := schedv1.ServiceStatus{Name: svc.Name, DesiredReplicas: want}
+		prev := previousService(ud, svc.Name)
+		if prev != nil {
+			ss.Revision = prev.Revision
+		}
 		if dep == nil {
 			sum.missing++
 			ss.Message = "the Deployment is not created yet"
@@ -124,8 +182,12 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 		ss.ReadyReplicas = dep.Status.ReadyReplicas
 		sum.remaining += dep.Status.Replicas
 		done := rolledOut(dep, want)
+		if done && o.runRevision > 0 {
+			// Its workload runs the template the plan built.
+			ss.Revision = o.runRevision
+		}
 		if !sum.stopped {
-			ss.LastProgressTime = lastProgress(previousService(ud, svc.Name), newSpec, done, dep.Status.ReadyReplicas, o.now)
+			ss.LastProgressTime = lastProgress(prev, newSpec, done, dep.Status.ReadyReplicas, o.now)
 		}
 		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name], o.noCPUScheduler)
 		if why := p.notAllowed[svc.Name]; why != "" {
@@ -272,8 +334,9 @@ func clipCondition(msg string) string {
 	return msg
 }
 
-// readyCondition says whether the app serves, and if not why.
-func readyCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded metav1.Condition) metav1.Condition {
+// readyCondition says whether the app serves, and if not why; rb is set
+// while it runs a revision rolled back to.
+func readyCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded metav1.Condition, rb *schedv1.RolledBack) metav1.Condition {
 	c := metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse}
 	switch phase {
 	case schedv1.UserDeploymentStopped:
@@ -284,6 +347,10 @@ func readyCondition(phase schedv1.UserDeploymentPhase, sum summary, degraded met
 		c.Reason, c.Message = schedv1.ReasonPending, pendingMessage(sum)
 	case schedv1.UserDeploymentRunning:
 		c.Status, c.Reason, c.Message = metav1.ConditionTrue, schedv1.ReasonAvailable, fmt.Sprintf("all %d service(s) are ready", sum.ready)
+		if rb != nil {
+			c.Reason = schedv1.ReasonRolledBack
+			c.Message += fmt.Sprintf(", running revision %d: the spec's revision %d did not become Running and was rolled back", rb.ToRevision, rb.FromRevision)
+		}
 	default:
 		c.Reason, c.Message = schedv1.ReasonReconciling, rollingMessage(sum)
 		if len(sum.waitingOn) > 0 {

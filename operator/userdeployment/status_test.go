@@ -777,7 +777,7 @@ func TestConditionsFromASummary(t *testing.T) {
 			degraded := degradedCondition(tc.sum)
 			for _, c := range []struct{ got, want metav1.Condition }{
 				{degraded, tc.degrade},
-				{readyCondition(tc.phase, tc.sum, degraded), tc.ready},
+				{readyCondition(tc.phase, tc.sum, degraded, nil), tc.ready},
 				{progressingCondition(tc.phase, tc.sum, degraded), tc.progressing},
 			} {
 				if diff := cmp.Diff(c.want, c.got); diff != "" {

@@ -3,6 +3,7 @@ package userdeployment
 import (
 	"reflect"
 
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -126,5 +127,26 @@ func TrimHPA(obj any) (any, error) {
 			CreationTimestamp: hpa.CreationTimestamp, DeletionTimestamp: hpa.DeletionTimestamp,
 		},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef},
+	}, nil
+}
+
+// TrimRevision is the cache transform for the ControllerRevisions that
+// record the apps' revisions: the controller reads which app controls one,
+// its labels (the hash of its data), its number and when it was made. Its
+// data, up to the size of an app's spec, is read from the API server only
+// when an app is rolled back to it; its annotations are the plugin's to
+// read.
+func TrimRevision(obj any) (any, error) {
+	cr, ok := obj.(*appsv1.ControllerRevision)
+	if !ok {
+		return obj, nil
+	}
+	return &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: cr.Name, Namespace: cr.Namespace, UID: cr.UID, ResourceVersion: cr.ResourceVersion,
+			CreationTimestamp: cr.CreationTimestamp, DeletionTimestamp: cr.DeletionTimestamp,
+			Labels: cr.Labels, OwnerReferences: cr.OwnerReferences,
+		},
+		Revision: cr.Revision,
 	}, nil
 }

@@ -51,6 +51,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&corev1.ConfigMap{}).
 		Owns(&networkingv1.Ingress{}).
 		Owns(&networkingv1.NetworkPolicy{}).
+		// A revision deleted or edited out of band is recorded again.
+		Owns(&appsv1.ControllerRevision{}).
 		Watches(&corev1.Pod{}, byAppLabel, builder.WithPredicates(podCauseChanged)).
 		// An autoscaler added or removed changes who sets replicas; its
 		// status, rewritten on every sync, changes nothing here.

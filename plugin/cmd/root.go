@@ -25,6 +25,7 @@ import (
 	logscmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/logs"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/placement"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/scale"
+	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/revisions"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	setcmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd/set"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/task"
@@ -102,6 +103,7 @@ see 'kubectl sched install'.`,
 	root.AddCommand(get.NewCommand(c), describe.NewCommand(c), deletecmd.NewCommand(c), schedext.NewCommand(c), install.NewCommand(c), install.NewUninstallCommand(c))
 	root.AddCommand(task.NewCommand(c), workflow.NewCommand(c), placement.NewCommand(c))
 	root.AddCommand(lifecycle.NewStopCommand(c), lifecycle.NewStartCommand(c), lifecycle.NewRestartCommand(c))
+	root.AddCommand(revisions.NewHistoryCommand(c), revisions.NewRollbackCommand(c))
 	root.AddCommand(logscmd.NewCommand(c))
 	root.AddCommand(tenant.NewCommand(c))
 	return root

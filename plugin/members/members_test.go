@@ -270,6 +270,16 @@ func TestMembers(t *testing.T) {
 		run(0, []string{"stop", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"start", "shop", "--wait", "--timeout", "2m"})
 		run(0, []string{"restart", "shop", "web", "--wait", "--timeout", "2m"})
+		// Revisions: a new API image, the history, and back.
+		run(0, []string{"deploy", "shop", "--template", td("app-v2.yaml"), "--wait", "--timeout", "2m"})
+		r = run(0, []string{"history", "shop"})
+		if !strings.Contains(r.Stdout, "api: image ghcr.io/example/api:1.0 → ghcr.io/example/api:1.1") {
+			t.Errorf("history:\n%s", r.Stdout)
+		}
+		r = run(0, []string{"rollback", "shop", "--wait", "--timeout", "2m"})
+		if !strings.Contains(r.Stdout, "api: image ghcr.io/example/api:1.1 → ghcr.io/example/api:1.0") {
+			t.Errorf("rollback:\n%s", r.Stdout)
+		}
 		run(0, []string{"scale", "shop", "web", "--replicas", "2", "--wait", "--timeout", "2m"})
 		run(0, []string{"set", "image", "shop", "api=ghcr.io/example/api:1.1"})
 		run(0, []string{"set", "env", "shop", "api", "LOG=debug", "--wait", "--timeout", "2m"})
@@ -366,6 +376,7 @@ func TestMembers(t *testing.T) {
 			{"stop", "shop", "--wait"}, {"start", "shop"}, {"restart", "shop", "web"},
 			{"deploy", "intruder", "--image", "nginx:1.27"}, {"scale", "shop", "web", "--replicas", "3"},
 			{"set", "image", "shop", "web=nginx:1.28"}, {"set", "env", "shop", "web", "X=1"},
+			{"history", "shop"}, {"rollback", "shop", "--wait"},
 			{"task", "run", "intruder", "--image", "busybox:1.36", "--wait", "--", "echo", "hi"},
 			{"task", "logs", "hello", "-f"}, {"task", "cancel", "sleeper"},
 			{"logs", "shop"}, {"logs", "agenttask/hello", "-f"}, {"logs", "workflow/release", "-f"},

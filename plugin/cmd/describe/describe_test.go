@@ -192,7 +192,7 @@ func TestDescribe(t *testing.T) {
 		{Name: "db", SecretName: "shop-db", EnvPrefix: "DB_"},
 		{Name: "stripe", External: &schedv1.ExternalSecretSource{Key: "vault/shop/stripe", Property: "token"}, MountPath: "/etc/stripe", Services: []string{"api"}},
 	}
-	ud.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentDegraded, Ready: "1/2", URLs: []string{"https://shop.example.com/"},
+	ud.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentDegraded, Ready: "1/2", URLs: []string{"https://shop.example.com/"}, CurrentRevision: 3,
 		Services: []schedv1.ServiceStatus{{Name: "web", ReadyReplicas: 1, DesiredReplicas: 1}, {Name: "api", ReadyReplicas: 0, DesiredReplicas: 1, Message: "image shop/api:2.1: ErrImagePull"}},
 		Conditions: []metav1.Condition{
 			cond(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonImagePull, "service api: image shop/api:2.1 cannot be pulled"),

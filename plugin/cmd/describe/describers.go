@@ -307,6 +307,13 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			w.line(0, "\t%s", u)
 		}
 	}
+	if n := st.CurrentRevision; n > 0 {
+		rev := strconv.FormatInt(n, 10)
+		if rb := st.RolledBack; rb != nil && rb.FromRevision == n {
+			rev += fmt.Sprintf(", rolled back: the services run revision %d (spec.rollback: OnDegraded); kubectl sched history %s lists them", rb.ToRevision, ud.Name)
+		}
+		w.field(0, "Revision", rev)
+	}
 	w.field(0, "Network Isolation", string(spec.NetworkIsolation))
 	if spec.Placement != nil {
 		w.field(0, "Placement", placement(*spec.Placement))

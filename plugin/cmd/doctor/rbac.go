@@ -66,6 +66,8 @@ var Commands = []struct {
 	{"deploy", []Access{sched("patch", "userdeployments"), core("patch", "secrets")}},
 	{"stop/start/restart", []Access{sched("patch", "userdeployments")}},
 	{"scale/set", []Access{sched("get", "userdeployments"), sched("patch", "userdeployments")}},
+	{"history", []Access{sched("get", "userdeployments"), {Verb: "list", Group: "apps", Resource: "controllerrevisions"}}},
+	{"rollback", []Access{sched("patch", "userdeployments"), {Verb: "list", Group: "apps", Resource: "controllerrevisions"}}},
 	{"delete", []Access{sched("delete", "userdeployments"), sched("delete", "agenttasks"), sched("delete", "workflows")}},
 	{"logs", []Access{core("list", "pods"), {Verb: "get", Resource: "pods", Subresource: "log"}}},
 	{"task run", []Access{sched("create", "agenttasks")}},

@@ -22,7 +22,8 @@ import (
 )
 
 // Wait follows ud with a watch until it is Running (Stopped when its spec
-// asks for that), exit 0; Degraded, exit 10; or timeout passes, exit 12.
+// asks for that), exit 0; Degraded, or rolled back by the operator
+// (spec.rollback: OnDegraded), exit 10; or timeout passes, exit 12.
 // It prints to out one line per change of phase, readiness or what the app
 // waits for (waitingFor), and the URL as soon as the status has one. A
 // status older than the spec is ignored. The operator decides what is
@@ -117,6 +118,15 @@ func (f *follower) condition(ud *schedv1.UserDeployment) (bool, error) {
 		fmt.Fprintf(f.out, "URL: %s\n", printing.Line(strings.Join(st.URLs, " ")))
 	}
 	switch {
+	case st.RolledBack != nil && st.RolledBack.FromRevision == st.CurrentRevision:
+		// The operator runs an earlier revision: this one failed.
+		msg := fmt.Sprintf("revision %d did not become Running and was rolled back to revision %d", st.RolledBack.FromRevision, st.RolledBack.ToRevision)
+		if c := apimeta.FindStatusCondition(st.Conditions, schedv1.ConditionRolledBack); c != nil && c.Message != "" {
+			msg = printing.OneLine(c.Message)
+		}
+		return false, cmdutil.Errorf(cmdutil.ExitFailed,
+			fmt.Sprintf("'kubectl sched history %s%s' lists the revisions; 'kubectl sched describe ud %s%s' shows the events.", f.name, f.nsFlag, f.name, f.nsFlag),
+			"userdeployment %q was rolled back (spec.rollback: OnDegraded): %s", f.name, msg)
 	case string(st.Phase) == f.target():
 		return true, nil
 	case st.Phase == schedv1.UserDeploymentDegraded:
