@@ -69,6 +69,7 @@
 //     with reason InvalidSpec naming spec.steps[i].when and CEL's error.
 //     Evaluation is bounded by celexpr.CostLimit; an error there (a
 //     missing key, the limit) fails the step with reason WhenError.
+//
 //  5. api/cronschedule: a CronWorkflow's schedule and time zone, parsed
 //     as the CronJob controller parses them, by the operator before each
 //     run and by the plugin before it submits one. The CRD re-states what
