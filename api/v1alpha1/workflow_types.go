@@ -96,7 +96,6 @@ type WorkflowSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to"
 	Finally []WorkflowStep `json:"finally,omitempty"`
 
 	// Suspend holds the start of new steps while true: the steps running
