@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
@@ -149,7 +150,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
-	if c, ok := placement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
+	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}
 	if err := r.patchStatus(ctx, task, before); err != nil {

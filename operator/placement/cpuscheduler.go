@@ -1,3 +1,7 @@
+// Package placement is the operator's side of placement.cpuScheduler: why a
+// pod waits for its CPU scheduler, and the watches that re-check the
+// workloads asking for one. The translation of a Placement into pod
+// scheduling fields, shared with the plugin, is api/placement.
 package placement
 
 import (

@@ -121,3 +121,12 @@ func TestMatchesRequired(t *testing.T) {
 		})
 	}
 }
+
+func req(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
+}
+
+var (
+	notSpot = req(schedv1.NodeLabelSpot, corev1.NodeSelectorOpNotIn, "true")
+	lavd    = req(schedv1.NodeLabelCPUScheduler, corev1.NodeSelectorOpIn, "scx_lavd")
+)

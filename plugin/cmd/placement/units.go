@@ -21,8 +21,8 @@ import (
 	k8sjson "sigs.k8s.io/json"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	opplacement "github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
@@ -64,7 +64,7 @@ func servicePod(ns string, ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns}, Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: svc.Name, Resources: svc.Resources.Core()}},
 	}}
-	opplacement.Apply(&pod.Spec, ud.Spec.Placement, map[string]string{schedv1.LabelUserDeployment: ud.Name, schedv1.LabelService: svc.Name}, nil)
+	podplacement.Apply(&pod.Spec, ud.Spec.Placement, map[string]string{schedv1.LabelUserDeployment: ud.Name, schedv1.LabelService: svc.Name}, nil)
 	return pod
 }
 
@@ -75,7 +75,7 @@ func taskPod(ns string, spec *schedv1.AgentTaskSpec) *corev1.Pod {
 		RestartPolicy: corev1.RestartPolicyNever,
 		Containers:    []corev1.Container{{Name: "task", Resources: spec.Resources.Core()}},
 	}}
-	opplacement.Apply(&pod.Spec, spec.Placement, nil, nil)
+	podplacement.Apply(&pod.Spec, spec.Placement, nil, nil)
 	return pod
 }
 
