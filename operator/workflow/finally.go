@@ -97,29 +97,13 @@ func startFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int, p *pl
 }
 
 func finallyDependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int) bool {
-	for _, d := range wf.Spec.FinallyDependencies(j) {
-		if st.Finally[d].Phase != schedv1.StepSucceeded {
-			return false
-		}
-	}
-	return true
+	return allSucceeded(st.Finally, wf.Spec.FinallyDependencies(j))
 }
 
 // skipBlockedFinally skips the waiting finally steps that depend on a
 // finally step that ended without succeeding.
 func skipBlockedFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) {
-	for j := range st.Finally {
-		s := &st.Finally[j]
-		if s.Phase != schedv1.StepWaiting {
-			continue
-		}
-		for _, d := range wf.Spec.FinallyDependencies(j) {
-			if dp := st.Finally[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
-				s.Phase, s.Message = schedv1.StepSkipped, skippedBecause(wf.Spec.Finally[d].Name, dp)
-				break
-			}
-		}
-	}
+	skipBlockedIn(st.Finally, wf.Spec.Finally, wf.Spec.FinallyDependencies)
 }
 
 // stopFinally ends the running finally steps in phase and cancels their tasks.

@@ -366,8 +366,13 @@ func countFailed(st *schedv1.WorkflowStatus) int {
 
 // dependenciesSucceeded reports whether every step i waits for Succeeded.
 func dependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) bool {
-	for _, d := range wf.Spec.Dependencies(i) {
-		if st.Steps[d].Phase != schedv1.StepSucceeded {
+	return allSucceeded(st.Steps, wf.Spec.Dependencies(i))
+}
+
+// allSucceeded reports whether every step of steps listed in deps Succeeded.
+func allSucceeded(steps []schedv1.StepStatus, deps []int) bool {
+	for _, d := range deps {
+		if steps[d].Phase != schedv1.StepSucceeded {
 			return false
 		}
 	}
@@ -377,14 +382,20 @@ func dependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i i
 // skipBlocked skips the waiting steps that depend on a step that ended
 // without succeeding; in index order, so skipping passes down the graph.
 func skipBlocked(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) {
-	for i := range st.Steps {
-		s := &st.Steps[i]
+	skipBlockedIn(st.Steps, wf.Spec.Steps, wf.Spec.Dependencies)
+}
+
+// skipBlockedIn is skipBlocked over one list of steps (spec.steps or
+// spec.finally), their statuses and what each depends on within it.
+func skipBlockedIn(statuses []schedv1.StepStatus, steps []schedv1.WorkflowStep, deps func(int) []int) {
+	for i := range statuses {
+		s := &statuses[i]
 		if s.Phase != schedv1.StepWaiting {
 			continue
 		}
-		for _, d := range wf.Spec.Dependencies(i) {
-			if dp := st.Steps[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
-				s.Phase, s.Message = schedv1.StepSkipped, skippedBecause(wf.Spec.Steps[d].Name, dp)
+		for _, d := range deps(i) {
+			if dp := statuses[d].Phase; dp.Finished() && dp != schedv1.StepSucceeded {
+				s.Phase, s.Message = schedv1.StepSkipped, skippedBecause(steps[d].Name, dp)
 				break
 			}
 		}
