@@ -80,10 +80,8 @@ type RunOptions struct {
 	ParamFiles   []string
 	Name         string
 	GenerateName bool
-	Watch        bool
-	Logs         bool
-	WatchTimeout time.Duration
-	DryRun       string
+	watchFlags
+	DryRun string
 
 	// generate: the name gets a random suffix.
 	generate bool
@@ -111,9 +109,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
 	f.BoolVar(&o.GenerateName, "generate-name", false, "Add a random suffix to the name, so the same file can run again (always done for --template without --name).")
-	f.BoolVarP(&o.Watch, "watch", "w", false, "After submitting, watch the workflow until it ends and exit with its outcome.")
-	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
-	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
+	o.addFlags(f, "After submitting, watch the workflow until it ends and exit with its outcome.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
 	// Only -o: the other printing flags include --template, which here
 	// names a workflow template (-o go-template=... still works).
@@ -186,15 +182,7 @@ func (o *RunOptions) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	switch {
-	case o.DryRun != "" && o.Watch:
-		return cmdutil.Usage("Drop --watch, or drop --dry-run.", "--dry-run creates nothing to watch")
-	case (o.Logs || o.WatchTimeout != 0) && !o.Watch:
-		return cmdutil.Usage("Add --watch.", "--logs and --watch-timeout need --watch")
-	case o.WatchTimeout < 0:
-		return cmdutil.Usage("Use a positive --watch-timeout, or 0 for no limit.", "--watch-timeout must not be negative")
-	}
-	return nil
+	return o.validate(o.DryRun)
 }
 
 // Run checks the workflow, submits it and, with --watch, follows it.
@@ -240,10 +228,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	if !o.Watch {
 		return nil
 	}
-	tty := printing.Color(o.Out)
-	return follow(ctx, o.Clients, wf.Namespace, wf.Name, followOptions{
-		out: o.Out, tty: tty, width: width(o.Out, tty), logs: o.Logs, timeout: o.WatchTimeout,
-	})
+	return o.follow(ctx, o.Clients, o.Out, wf.Namespace, wf.Name)
 }
 
 // problems lists every mistake the plugin can see before the API server:

@@ -23,11 +23,9 @@ type TriggerOptions struct {
 	kube.ClientOptions
 	Print *printing.Flags
 
-	Name         string
-	Watch        bool
-	Logs         bool
-	WatchTimeout time.Duration
-	DryRun       string
+	Name string
+	watchFlags
+	DryRun string
 }
 
 func newTriggerCommand(c kube.ClientOptions) *cobra.Command {
@@ -52,9 +50,7 @@ on as 'kubectl sched workflow watch' and exits with the run's outcome.`,
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.BoolVarP(&o.Watch, "watch", "w", false, "Watch the run until it ends and exit with its outcome.")
-	f.BoolVar(&o.Logs, "logs", false, "With --watch, stream the running step's pod logs.")
-	f.DurationVar(&o.WatchTimeout, "watch-timeout", 0, "With --watch, stop watching after this long and exit 12 (0: no limit).")
+	o.addFlags(f, "Watch the run until it ends and exit with its outcome.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the run without sending it; "server" has the API server check it without creating it.`)
 	f.StringVarP(o.Print.OutputFormat, "output", "o", "", "Output format: json, yaml, name, jsonpath=..., go-template=... (default: a line saying what was done).")
 	return cmd
@@ -74,15 +70,7 @@ func (o *TriggerOptions) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	switch {
-	case o.DryRun != "" && o.Watch:
-		return cmdutil.Usage("Drop --watch, or drop --dry-run.", "--dry-run creates nothing to watch")
-	case (o.Logs || o.WatchTimeout != 0) && !o.Watch:
-		return cmdutil.Usage("Add --watch.", "--logs and --watch-timeout need --watch")
-	case o.WatchTimeout < 0:
-		return cmdutil.Usage("Use a positive --watch-timeout, or 0 for no limit.", "--watch-timeout must not be negative")
-	}
-	return nil
+	return o.validate(o.DryRun)
 }
 
 // Run creates the run and, with --watch, follows it.
@@ -126,8 +114,5 @@ func (o *TriggerOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "Watch it with: kubectl sched workflow watch %s%s\n", run.Name, nsFlag)
 		return nil
 	}
-	tty := printing.Color(o.Out)
-	return follow(ctx, o.Clients, ns, run.Name, followOptions{
-		out: o.Out, tty: tty, width: width(o.Out, tty), logs: o.Logs, timeout: o.WatchTimeout,
-	})
+	return o.follow(ctx, o.Clients, o.Out, ns, run.Name)
 }
