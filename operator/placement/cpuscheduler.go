@@ -12,9 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
+	corev1helper "k8s.io/component-helpers/scheduling/corev1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -155,47 +153,13 @@ func NodesRunning(ctx context.Context, c client.Reader, scheduler string, affini
 }
 
 // MatchesRequired says whether node satisfies affinity's required node
-// affinity, as the scheduler reads it: any one term, each term's
-// expressions on the labels and fields on metadata.name all holding. An
-// empty term matches nothing; no required affinity matches every node.
+// affinity, as the scheduler reads it (the scheduler's own helper): any
+// one term, each term's expressions and fields all holding. An empty term
+// matches nothing; no required affinity matches every node.
 func MatchesRequired(affinity *corev1.Affinity, node *corev1.Node) bool {
 	if affinity == nil || affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		return true
 	}
-	nodeLabels := labels.Set(node.Labels)
-	nodeFields := labels.Set{metav1.ObjectNameField: node.Name}
-	for _, term := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-		if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
-			continue
-		}
-		if matchAll(term.MatchExpressions, nodeLabels) && matchAll(term.MatchFields, nodeFields) {
-			return true
-		}
-	}
-	return false
-}
-
-// matchAll says whether every requirement holds for set; a requirement
-// that does not parse holds for nothing.
-func matchAll(reqs []corev1.NodeSelectorRequirement, set labels.Set) bool {
-	for _, r := range reqs {
-		op, ok := operators[r.Operator]
-		if !ok {
-			return false
-		}
-		req, err := labels.NewRequirement(r.Key, op, r.Values)
-		if err != nil || !req.Matches(set) {
-			return false
-		}
-	}
-	return true
-}
-
-var operators = map[corev1.NodeSelectorOperator]selection.Operator{
-	corev1.NodeSelectorOpIn:           selection.In,
-	corev1.NodeSelectorOpNotIn:        selection.NotIn,
-	corev1.NodeSelectorOpExists:       selection.Exists,
-	corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	corev1.NodeSelectorOpGt:           selection.GreaterThan,
-	corev1.NodeSelectorOpLt:           selection.LessThan,
+	ok, err := corev1helper.MatchNodeSelectorTerms(node, affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	return err == nil && ok
 }
