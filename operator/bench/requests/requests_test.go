@@ -114,7 +114,7 @@ func startOperator(b *testing.B) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(op.requests.wrap)
 	stop, opts, err := testenv.StartOperator(context.Background(), cfg, func(o *app.Options) {
-		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 1000, 2000
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -37,9 +37,8 @@ func TestSettingsAreOperatorSettings(t *testing.T) {
 			operator[m[1]] = f.Name
 		}
 	})
-	// Per-pod or per-deployment values, not cluster settings.
+	// A per-pod value, not a cluster setting.
 	delete(operator, "POD_NAMESPACE")
-	delete(operator, "MAX_CONCURRENT_RECONCILES")
 	installed := map[string]string{}
 	for _, s := range install.Settings {
 		installed[s.Env] = s.Flag
