@@ -192,8 +192,9 @@ type AgentTaskStatus struct {
 	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// Expiry is when the operator deletes the task once it has finished:
-	// by spec.ttlAfterFinished with cleanup Task, or, in a namespace of a
-	// tier, by the tier's TTLs. Unset while nothing will delete it (a
+	// by spec.ttlAfterFinished with cleanup Task, in a namespace of a tier
+	// by the tier's TTLs, else by the cluster's default (kubectl sched
+	// install --default-ttl). Unset while nothing will delete it (a
 	// workflow's step task goes with its workflow).
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`

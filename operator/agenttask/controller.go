@@ -77,6 +77,9 @@ type Reconciler struct {
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
 	Clock           clock.PassiveClock
+	// DefaultTTL deletes finished tasks whose spec and tier set no TTL
+	// (--default-ttl); 0 keeps them.
+	DefaultTTL time.Duration
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -143,13 +146,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	tier, err := expiry.Of(ctx, r.Client, task.Namespace)
+	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
+	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}

@@ -55,6 +55,7 @@ var controllers = map[string]Controller{
 			APIReader:       mgr.GetAPIReader(),
 			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
 			PriorityClasses: o.Settings.PriorityClasses,
+			DefaultTTL:      o.Settings.DefaultTTL,
 		}).SetupWithManager(mgr, o.Workers("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {
@@ -72,7 +73,8 @@ var controllers = map[string]Controller{
 		return (&workflow.Reconciler{
 			Client:     mgr.GetClient(),
 			APIReader:  mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("workflow-controller"),
+			Recorder:   mgr.GetEventRecorder("workflow-controller"),
+			DefaultTTL: o.Settings.DefaultTTL,
 		}).SetupWithManager(mgr, o.Workers("workflow"))
 	},
 	"cronworkflow": func(mgr ctrl.Manager, o Options) error {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
+	// DefaultTTL deletes finished workflows whose spec and tier set no
+	// TTL (--default-ttl); 0 keeps them.
+	DefaultTTL time.Duration
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
@@ -58,14 +62,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := metav1.NewTime(r.Clock.Now())
-	tier, err := expiry.Of(ctx, r.Client, wf.Namespace)
+	rules, err := expiry.Of(ctx, r.Client, wf.Namespace, r.DefaultTTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if wf.Status.Phase.Finished() {
 		// Its tier may have changed since it finished.
 		st := *wf.Status.DeepCopy()
-		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, tier)
+		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, rules)
 		if err := r.patchStatus(ctx, wf, st); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -127,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, tier)
+	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
