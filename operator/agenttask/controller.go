@@ -80,12 +80,18 @@ type Reconciler struct {
 	// DefaultTTL deletes finished tasks whose spec and tier set no TTL
 	// (--default-ttl); 0 keeps them.
 	DefaultTTL time.Duration
+	// SucceededPodRetention is how long a succeeded task's pod is kept
+	// after the task finished (--succeeded-pod-retention); 0 keeps it as
+	// long as the task.
+	SucceededPodRetention time.Duration
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// Pods: patched only to release the outputs finalizer, deleted only when
+// a succeeded task's Job made them (kubectl-sched-operator-pod-patch).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch
@@ -169,7 +175,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.releasePods(ctx, o.pods); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.applyTTL(ctx, task, o.job)
+		podsDue, err := r.deleteSucceededPods(ctx, task, o.job, o.pods)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		res, err := r.applyTTL(ctx, task, o.job)
+		if podsDue > 0 && (res.RequeueAfter == 0 || podsDue < res.RequeueAfter) {
+			res.RequeueAfter = podsDue
+		}
+		return res, err
 	}
 	return ctrl.Result{}, nil
 }

@@ -51,11 +51,12 @@ var controllers = map[string]Controller{
 	},
 	"agenttask": func(mgr ctrl.Manager, o Options) error {
 		return (&agenttask.Reconciler{
-			Client:          mgr.GetClient(),
-			APIReader:       mgr.GetAPIReader(),
-			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
-			PriorityClasses: o.Settings.PriorityClasses,
-			DefaultTTL:      o.Settings.DefaultTTL,
+			Client:                mgr.GetClient(),
+			APIReader:             mgr.GetAPIReader(),
+			Recorder:              mgr.GetEventRecorder("agenttask-controller"),
+			PriorityClasses:       o.Settings.PriorityClasses,
+			DefaultTTL:            o.Settings.DefaultTTL,
+			SucceededPodRetention: o.Settings.SucceededPodRetention,
 		}).SetupWithManager(mgr, o.Workers("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {
