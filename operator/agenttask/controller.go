@@ -553,6 +553,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, cpuSchedulerIndex, waitsForCPUScheduler); err != nil {
 		return err
 	}
+	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.AgentTask{}, func(o client.Object) bool {
+		task, ok := o.(*schedv1.AgentTask)
+		return ok && task.Status.Reason == schedv1.ReasonQuotaExceeded
+	}); err != nil {
+		return err
+	}
 	tasksOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }, cpuSchedulerIndex)
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
@@ -582,9 +588,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return ok
 		}))).
 		Watches(&corev1.Event{}, byEventJob).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
-			func() client.ObjectList { return &schedv1.AgentTaskList{} },
-			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+			builder.WithPredicates(refusal.GivesRoom)).
 		// A tier's TTLs changing, or a namespace's tier, moves the tasks'
 		// expiry.
 		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
