@@ -386,26 +386,29 @@ func (c *Cache) served() []*namespace {
 	return out
 }
 
-// perNamespaceKind reports whether gvk is cached per namespace.
-func (c *Cache) perNamespaceKind(gvk schema.GroupVersionKind) (bool, error) {
-	if c.fixed[gvk] {
-		return false, nil
+// route says obj's kind (a list's items') and whether it is cached per
+// namespace; the others are the cluster cache's.
+func (c *Cache) route(obj runtime.Object) (schema.GroupVersionKind, bool, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
+	if err != nil {
+		return gvk, false, err
 	}
-	return apiutil.IsGVKNamespaced(gvk, c.opts.Mapper)
+	if meta.IsListType(obj) {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	if c.fixed[gvk] {
+		return gvk, false, nil
+	}
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.opts.Mapper)
+	return gvk, namespaced, err
 }
 
 // Get reads from the cache of key's namespace; an object in a namespace
 // not served is not found.
 func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
-	if err != nil {
-		return err
-	}
-	if per, err := c.perNamespaceKind(gvk); err != nil || !per {
-		if err != nil {
-			return err
-		}
-		return c.cluster.Get(ctx, key, obj, opts...)
+	gvk, per, err := c.route(obj)
+	if err != nil || !per {
+		return orCluster(err, func() error { return c.cluster.Get(ctx, key, obj, opts...) })
 	}
 	if _, err := c.kindOf(obj); err != nil {
 		return err
@@ -420,16 +423,9 @@ func (c *Cache) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 // List reads from the cache of the namespace asked, or of every namespace
 // served; a namespace not served has nothing.
 func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	gvk, err := apiutil.GVKForObject(list, c.opts.Scheme)
-	if err != nil {
-		return err
-	}
-	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	if per, err := c.perNamespaceKind(gvk); err != nil || !per {
-		if err != nil {
-			return err
-		}
-		return c.cluster.List(ctx, list, opts...)
+	gvk, per, err := c.route(list)
+	if err != nil || !per {
+		return orCluster(err, func() error { return c.cluster.List(ctx, list, opts...) })
 	}
 	if _, err := c.kindOf(itemOf(list, gvk, c.opts.Scheme)); err != nil {
 		return err
@@ -462,6 +458,14 @@ func (c *Cache) List(ctx context.Context, list client.ObjectList, opts ...client
 	return meta.SetList(list, items)
 }
 
+// orCluster is err, or else what the cluster cache does.
+func orCluster(err error, cluster func() error) error {
+	if err != nil {
+		return err
+	}
+	return cluster()
+}
+
 func (c *Cache) namespace(name string) *namespace {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -485,11 +489,7 @@ func whenStarted(ctx context.Context, ns *namespace, read func() error) error {
 // GetInformer returns the informer of obj's kind: for a kind cached per
 // namespace, one that spans every namespace served, now and later.
 func (c *Cache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
-	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
-	if err != nil {
-		return nil, err
-	}
-	if per, err := c.perNamespaceKind(gvk); err != nil || !per {
+	if _, per, err := c.route(obj); err != nil || !per {
 		if err != nil {
 			return nil, err
 		}
@@ -526,15 +526,9 @@ func (c *Cache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionK
 
 // RemoveInformer stops the informers of obj's kind.
 func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
-	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
-	if err != nil {
-		return err
-	}
-	if per, err := c.perNamespaceKind(gvk); err != nil || !per {
-		if err != nil {
-			return err
-		}
-		return c.cluster.RemoveInformer(ctx, obj)
+	gvk, per, err := c.route(obj)
+	if err != nil || !per {
+		return orCluster(err, func() error { return c.cluster.RemoveInformer(ctx, obj) })
 	}
 	key := keyOf(gvk, obj)
 	c.mu.Lock()
@@ -550,15 +544,8 @@ func (c *Cache) RemoveInformer(ctx context.Context, obj client.Object) error {
 
 // IndexField adds the index in every namespace's cache, now and later.
 func (c *Cache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	gvk, err := apiutil.GVKForObject(obj, c.opts.Scheme)
-	if err != nil {
-		return err
-	}
-	if per, err := c.perNamespaceKind(gvk); err != nil || !per {
-		if err != nil {
-			return err
-		}
-		return c.cluster.IndexField(ctx, obj, field, extract)
+	if _, per, err := c.route(obj); err != nil || !per {
+		return orCluster(err, func() error { return c.cluster.IndexField(ctx, obj, field, extract) })
 	}
 	if _, err := c.kindOf(obj); err != nil {
 		return err

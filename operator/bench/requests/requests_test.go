@@ -243,6 +243,20 @@ func create(b *testing.B, c client.Client, n int, obj func(int) client.Object) {
 	}
 }
 
+// createWithJobs creates n tasks in ns and waits for the operator to make
+// their Jobs.
+func createWithJobs(b *testing.B, c client.Client, ns string, n int, task func(int) client.Object) {
+	b.Helper()
+	create(b, c, n, task)
+	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
+		var list batchv1.JobList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < n {
+			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
+		}
+		return nil
+	})
+}
+
 func poll(b *testing.B, what string, timeout time.Duration, cond func(context.Context) error, interval ...time.Duration) {
 	b.Helper()
 	every := time.Second
@@ -504,15 +518,8 @@ func BenchmarkTaskCache(b *testing.B) {
 	for i := range args {
 		args[i] = strings.Repeat("a", 1024)
 	}
-	create(b, c, tasks, func(i int) client.Object {
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
 		return MakeAgentTask(fmt.Sprintf("t-%03d", i), ns).Image("busybox").Args(args...).Obj()
-	})
-	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
-		var list batchv1.JobList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < tasks {
-			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
-		}
-		return nil
 	})
 	op.settle(b, "agenttask")
 	heap1 := liveHeap()
@@ -594,15 +601,8 @@ func BenchmarkQuotaUpdates(b *testing.B) {
 	op := startOperator(b)
 	defer func() { _ = op.stop() }()
 	ns := namespace(b, c, "quota")
-	create(b, c, tasks, func(i int) client.Object {
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
 		return MakeAgentTask(fmt.Sprintf("t-%04d", i), ns).Image("busybox").Obj()
-	})
-	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
-		var list batchv1.JobList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < tasks {
-			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
-		}
-		return nil
 	})
 	quota := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: "jobs", Namespace: ns},
@@ -686,15 +686,8 @@ func BenchmarkUnrelatedObjects(b *testing.B) {
 	op := startOperator(b)
 	defer func() { _ = op.stop() }()
 	ns := namespace(b, c, "tenant")
-	create(b, c, tasks, func(i int) client.Object {
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
 		return MakeAgentTask(fmt.Sprintf("t-%03d", i), ns).Image("busybox").Obj()
-	})
-	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
-		var list batchv1.JobList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < tasks {
-			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
-		}
-		return nil
 	})
 	others := make([]string, 10)
 	for i := range others {
