@@ -199,7 +199,10 @@ type AgentTaskStatus struct {
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`
 
-	// Conditions: Ready (the pod runs or the task succeeded) and Succeeded.
+	// Conditions: Ready (the pod runs or the task succeeded), Succeeded,
+	// and PodDeleted once the operator deleted a succeeded task's pods
+	// after the cluster's --succeeded-pod-retention (the outputs stay
+	// here).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
