@@ -106,6 +106,9 @@ func New(cfg *rest.Config, opts cache.Options, o Options) (*Cache, error) {
 	if len(opts.DefaultNamespaces) > 0 {
 		return nil, errors.New("scope.New chooses the namespaces itself: DefaultNamespaces must be empty")
 	}
+	if o.Selector == nil {
+		return nil, errors.New("scope.New needs a namespace selector")
+	}
 	c := &Cache{
 		cfg:          cfg,
 		opts:         opts,
@@ -192,11 +195,18 @@ func (c *Cache) Start(ctx context.Context) error {
 	}
 	errs := make(chan error, 1)
 	go func() { errs <- c.cluster.Start(ctx) }()
-	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
-		return <-errs
+	known := make(chan struct{})
+	go func() {
+		if toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+			close(known)
+		}
+	}()
+	select {
+	case err = <-errs:
+	case <-known:
+		close(c.synced)
+		err = <-errs
 	}
-	close(c.synced)
-	err = <-errs
 
 	c.mu.Lock()
 	var stopped []*namespace
@@ -259,7 +269,10 @@ func (c *Cache) addLocked(name string) error {
 			return err
 		}
 	}
+	// Everything is attached before the cache starts, and recorded only
+	// once all of it is: a failure leaves nothing running or half known.
 	informers := map[kindKey]cache.Informer{}
+	registrations := map[*registration]toolscache.ResourceEventHandlerRegistration{}
 	for key, k := range c.kinds {
 		inf, err := nc.GetInformer(c.ctx, k.newObject(), cache.BlockUntilSynced(false))
 		if err != nil {
@@ -270,7 +283,20 @@ func (c *Cache) addLocked(name string) error {
 				return err
 			}
 		}
+		for _, reg := range k.handlers {
+			r, err := inf.AddEventHandlerWithOptions(reg.handler, reg.opts)
+			if err != nil {
+				return err
+			}
+			registrations[reg] = r
+		}
 		informers[key] = inf
+	}
+	for key, inf := range informers {
+		c.kinds[key].informers[name] = inf
+	}
+	for reg, r := range registrations {
+		reg.byNamespace[name] = r
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	ns := &namespace{name: name, cache: nc, cancel: cancel, done: make(chan struct{})}
@@ -280,17 +306,6 @@ func (c *Cache) addLocked(name string) error {
 			log.FromContext(ctx).Error(err, "The cache of a namespace stopped", "namespace", name)
 		}
 	}()
-	for key, inf := range informers {
-		k := c.kinds[key]
-		k.informers[name] = inf
-		for _, reg := range k.handlers {
-			r, err := inf.AddEventHandlerWithOptions(reg.handler, reg.opts)
-			if err != nil {
-				return err
-			}
-			reg.byNamespace[name] = r
-		}
-	}
 	c.namespaces[name] = ns
 	return nil
 }
