@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
@@ -98,6 +101,44 @@ func schedulerImage(k, v string) string {
 	}
 	if v != "" && !imageRef.MatchString(v) {
 		return fmt.Sprintf("%q is not an image reference", v)
+	}
+	return ""
+}
+
+func labelSelector(_, v string) string {
+	if _, err := labels.Parse(v); err != nil {
+		return "is not a label selector: " + err.Error()
+	}
+	return ""
+}
+
+func duration(_, v string) string {
+	if d, err := time.ParseDuration(v); err != nil || d < 0 {
+		return "is not a duration of 0 or more (10m, 168h)"
+	}
+	return ""
+}
+
+func positiveInt(_, v string) string {
+	if n, err := strconv.Atoi(v); err != nil || n < 1 {
+		return "is not a whole number of 1 or more"
+	}
+	return ""
+}
+
+func positiveNumber(_, v string) string {
+	if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
+		return "is not a number above 0"
+	}
+	return ""
+}
+
+func controllerWorkers(k, v string) string {
+	if !slices.Contains(Controllers, k) {
+		return fmt.Sprintf("%q is not a controller (%s)", k, strings.Join(Controllers, ", "))
+	}
+	if v != "" && positiveInt(k, v) != "" {
+		return fmt.Sprintf("%q is not a whole number of workers of 1 or more", v)
 	}
 	return ""
 }

@@ -4,7 +4,11 @@
 // from All, so none of them can name a setting the others lack.
 package settings
 
-import "github.com/kubectl-sched/kubectl-sched/api/secretstore"
+import (
+	"time"
+
+	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
+)
 
 // Kind is how a setting's value is written.
 type Kind int
@@ -19,6 +23,12 @@ const (
 	// Map is KEY=VALUE pairs: a repeatable flag, comma-separated in the
 	// environment.
 	Map
+	// Int is a whole number.
+	Int
+	// Number is a decimal number.
+	Number
+	// Duration is a Go duration: 10m, 168h.
+	Duration
 )
 
 // Setting is one cluster setting of the operator.
@@ -36,7 +46,8 @@ type Setting struct {
 	// Metavar names a Map setting's pairs in the README (PRIORITY=CLASS).
 	Metavar string
 	// Field is where the operator keeps the value: a *string, *bool,
-	// *[]string or map[string]string in v, by Kind.
+	// *[]string, map[string]string, *int, *float64 or *time.Duration in v,
+	// by Kind.
 	Field func(v *Values) any
 	// Split reads a List.
 	Split func(string) []string
@@ -101,7 +112,31 @@ type Values struct {
 	// ClusterIssuer is the cert-manager ClusterIssuer that signs public
 	// apps' certificates when cert-manager is installed; none when empty.
 	ClusterIssuer string
+
+	// NamespaceSelector is a label selector (labels.Parse) of the
+	// namespaces the operator serves; every namespace when empty.
+	NamespaceSelector string
+	// DefaultTTL is how long finished AgentTasks and Workflows are kept
+	// where neither their spec nor their namespace's tier says; 0 keeps
+	// them until someone deletes them.
+	DefaultTTL time.Duration
+	// SucceededPodRetention is how long the pod of a succeeded AgentTask
+	// is kept once its outputs are recorded; 0 keeps it as long as the
+	// task.
+	SucceededPodRetention time.Duration
+	// KubeAPIQPS and KubeAPIBurst limit the operator's requests to the API
+	// server (client-go's token bucket).
+	KubeAPIQPS   float64
+	KubeAPIBurst int
+	// MaxConcurrentReconciles is each controller's number of workers;
+	// ControllerWorkers overrides it per controller (NAME=N).
+	MaxConcurrentReconciles int
+	ControllerWorkers       map[string]string
 }
+
+// Controllers are the operator's controllers by the names --controllers
+// and --controller-workers take.
+var Controllers = []string{"agenttask", "cronworkflow", "schedext", "tenant", "userdeployment", "workflow"}
 
 // All lists every setting, in the order `kubectl sched doctor` and the
 // README show them.
@@ -254,5 +289,70 @@ var All = []Setting{
 		InstallHelp: "Image with sh and cat for the SchedExt pods' kernel preflight and attach check (mirror it on air-gapped clusters).",
 		Default:     "`busybox:1.37`",
 		Doc:         "image with `sh` and `cat` for the SchedExt pods' kernel preflight and attach check",
+	},
+	{
+		Flag: "namespace-selector", Env: "NAMESPACE_SELECTOR", Kind: String,
+		Field:       func(v *Values) any { return &v.NamespaceSelector },
+		Check:       labelSelector,
+		Help:        "Label selector of the namespaces the operator serves (sched.kubectl-sched.dev/tier: the namespaces of tenant create); every namespace when empty.",
+		InstallHelp: "Label selector of the namespaces the operator serves, such as sched.kubectl-sched.dev/tier (every namespace 'kubectl sched tenant create' made); its caches then hold only those namespaces' objects. Every namespace when empty.",
+		Default:     "none (every namespace)",
+		Doc:         "label selector of the namespaces the operator serves; `sched.kubectl-sched.dev/tier` picks every namespace `kubectl sched tenant create` made. Its caches then hold only those namespaces' objects (and its own and the scheduler namespace's); objects elsewhere are never read or changed. A namespace labelled or unlabelled is taken up or let go while it runs (see [Scale settings](#scale-settings))",
+	},
+	{
+		Flag: "default-ttl", Env: "DEFAULT_TTL", Kind: Duration,
+		Field:       func(v *Values) any { return &v.DefaultTTL },
+		Check:       duration,
+		Help:        "How long finished AgentTasks and Workflows are kept when neither their spec nor their namespace's tier sets a ttlAfterFinished; 0 keeps them.",
+		InstallHelp: "How long finished AgentTasks and Workflows are kept when neither their spec nor their namespace's tier sets a ttlAfterFinished (a Go duration: 168h); 0 keeps them until someone deletes them.",
+		Default:     "`168h` (7 days)",
+		Doc:         "the `ttlAfterFinished` of finished AgentTasks and Workflows whose spec has none and whose namespace's tier has no default (status.expiry says `InstallDefault`); `0` keeps them until someone deletes them (see [What is cleaned up, and when](#what-is-cleaned-up-and-when))",
+	},
+	{
+		Flag: "succeeded-pod-retention", Env: "SUCCEEDED_POD_RETENTION", Kind: Duration,
+		Field:       func(v *Values) any { return &v.SucceededPodRetention },
+		Check:       duration,
+		Help:        "How long the pod of a succeeded AgentTask is kept after the task finished, its outputs recorded; 0 keeps it as long as the task.",
+		InstallHelp: "How long the pod of a succeeded AgentTask is kept after the task finished, its outputs recorded in its status (a Go duration); 0 keeps it as long as the task. Pods of failed tasks are always kept as long as the task.",
+		Default:     "`10m`",
+		Doc:         "how long the pod of a succeeded AgentTask (and so its log) is kept once the task has finished and its outputs are in its status; then the operator deletes it. `0` keeps it as long as the task. Pods of failed or timed-out tasks are kept as long as the task",
+	},
+	{
+		Flag: "kube-api-qps", Env: "KUBE_API_QPS", Kind: Number,
+		Field:       func(v *Values) any { return &v.KubeAPIQPS },
+		Check:       positiveNumber,
+		Help:        "Requests per second the operator sends the API server, on average.",
+		InstallHelp: "Requests per second the operator sends the API server, on average (client-go's QPS).",
+		Default:     "`50`",
+		Doc:         "requests per second the operator sends the API server, on average (client-go's QPS; its own default, 5, is too few for a busy cluster)",
+	},
+	{
+		Flag: "kube-api-burst", Env: "KUBE_API_BURST", Kind: Int,
+		Field:       func(v *Values) any { return &v.KubeAPIBurst },
+		Check:       positiveInt,
+		Help:        "Requests the operator may send the API server at once, above --kube-api-qps.",
+		InstallHelp: "Requests the operator may send the API server at once, above --kube-api-qps (client-go's burst).",
+		Default:     "`100`",
+		Doc:         "requests the operator may send at once before `--kube-api-qps` paces it (client-go's burst)",
+	},
+	{
+		Flag: "max-concurrent-reconciles", Env: "MAX_CONCURRENT_RECONCILES", Kind: Int,
+		Field:       func(v *Values) any { return &v.MaxConcurrentReconciles },
+		Check:       positiveInt,
+		Help:        "Reconciles each controller runs at once (its workers).",
+		InstallHelp: "Reconciles each controller runs at once (its workers); --controller-workers sets one controller's.",
+		Default:     "`10`",
+		Doc:         "reconciles each controller runs at once; `--controller-workers` overrides it per controller",
+	},
+	{
+		Flag: "controller-workers", Env: "CONTROLLER_WORKERS", Kind: Map,
+		Metavar:     "NAME=N",
+		Field:       func(v *Values) any { return v.ControllerWorkers },
+		Check:       controllerWorkers,
+		Help:        "NAME=N: reconciles the controller NAME runs at once, instead of --max-concurrent-reconciles; repeatable.",
+		EnvNote:     ", comma-separated",
+		InstallHelp: "NAME=N runs N reconciles of controller NAME (agenttask, cronworkflow, schedext, tenant, userdeployment, workflow) at once instead of --max-concurrent-reconciles; NAME= goes back to it. Repeatable.",
+		Default:     "none (each runs `--max-concurrent-reconciles`)",
+		Doc:         "workers of one controller (`agenttask`, `cronworkflow`, `schedext`, `tenant`, `userdeployment`, `workflow`); repeatable; `NAME=` goes back to `--max-concurrent-reconciles`",
 	},
 }

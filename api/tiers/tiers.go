@@ -66,9 +66,12 @@ func FormatDuration(d time.Duration) string {
 }
 
 // Why says what set an expiry: "its spec.ttlAfterFinished", "tier free's
-// default ttlAfterFinished", "tier free's maximum ttlAfterFinished".
+// default ttlAfterFinished", "tier free's maximum ttlAfterFinished", "the
+// cluster's default ttlAfterFinished".
 func Why(e *schedv1.Expiry) string {
 	switch e.Source {
+	case schedv1.ExpiryFromInstallDefault:
+		return "the cluster's default ttlAfterFinished"
 	case schedv1.ExpiryFromTierDefault:
 		return "tier " + e.Tier + "'s default ttlAfterFinished"
 	case schedv1.ExpiryFromTierMaximum:

@@ -192,13 +192,17 @@ type AgentTaskStatus struct {
 	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// Expiry is when the operator deletes the task once it has finished:
-	// by spec.ttlAfterFinished with cleanup Task, or, in a namespace of a
-	// tier, by the tier's TTLs. Unset while nothing will delete it (a
+	// by spec.ttlAfterFinished with cleanup Task, in a namespace of a tier
+	// by the tier's TTLs, else by the cluster's default (kubectl sched
+	// install --default-ttl). Unset while nothing will delete it (a
 	// workflow's step task goes with its workflow).
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`
 
-	// Conditions: Ready (the pod runs or the task succeeded) and Succeeded.
+	// Conditions: Ready (the pod runs or the task succeeded), Succeeded,
+	// and PodDeleted once the operator deleted a succeeded task's pods
+	// after the cluster's --succeeded-pod-retention (the outputs stay
+	// here).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

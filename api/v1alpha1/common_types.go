@@ -319,7 +319,7 @@ const (
 )
 
 // ExpirySource says what set when a finished object is deleted.
-// +kubebuilder:validation:Enum=Spec;TierDefault;TierMaximum
+// +kubebuilder:validation:Enum=Spec;TierDefault;TierMaximum;InstallDefault
 // +kubebuilder:validation:MaxLength=16
 type ExpirySource string
 
@@ -333,6 +333,11 @@ const (
 	// for longer (made before the tier was tightened) or, for a task whose
 	// cleanup is Job, to bound how long the task's record is kept.
 	ExpiryFromTierMaximum ExpirySource = "TierMaximum"
+	// ExpiryFromInstallDefault means neither the spec nor the namespace's
+	// tier says, and the cluster's install sets a default
+	// (--default-ttl); for a task whose cleanup is Job, it bounds how long
+	// the task's record is kept, never below its spec.ttlAfterFinished.
+	ExpiryFromInstallDefault ExpirySource = "InstallDefault"
 )
 
 // Expiry says when the operator deletes a finished AgentTask or Workflow
@@ -343,7 +348,9 @@ type Expiry struct {
 	// +kubebuilder:validation:MaxLength=32
 	TTLAfterFinished metav1.Duration `json:"ttlAfterFinished"`
 
-	// Source is what set it: Spec, TierDefault or TierMaximum.
+	// Source is what set it: Spec, TierDefault, TierMaximum or
+	// InstallDefault (the cluster's default, where the spec and the
+	// namespace's tier say nothing).
 	Source ExpirySource `json:"source"`
 
 	// Tier is the namespace's tier, when the tier set it.

@@ -25,6 +25,12 @@ const (
 	// RolledBack, the message saying which revisions and why. It is
 	// removed when the spec changes, or spec.rollback is Never again.
 	ConditionRolledBack = "RolledBack"
+	// ConditionPodDeleted is set on a succeeded AgentTask once the
+	// operator deleted its pods, its outputs safe in the status: True,
+	// reason SucceededPodRetention, the message naming the pod and the
+	// retention, lastTransitionTime when. Failed and timed-out tasks keep
+	// their pods, and so their logs, as long as the task.
+	ConditionPodDeleted = "PodDeleted"
 )
 
 // Reasons for conditions and events. They are part of the API: scripts and
@@ -144,6 +150,10 @@ const (
 	// ReasonExpired: the event of a finished task or workflow that its
 	// TTL (status.expiry) deleted.
 	ReasonExpired = "Expired"
+	// ReasonSucceededPodRetention: a succeeded task's pods were deleted
+	// once the cluster's --succeeded-pod-retention had passed since it
+	// finished (the PodDeleted condition).
+	ReasonSucceededPodRetention = "SucceededPodRetention"
 	// Tenant namespace events: the operator asked the cluster's quota
 	// controller to count what the tier's ResourceQuota limits
 	// (QuotaRecount), or it still has not after minutes (QuotaNotCounted).

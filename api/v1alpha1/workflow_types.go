@@ -396,8 +396,10 @@ type WorkflowStatus struct {
 	Main *WorkflowOutcome `json:"main,omitempty"`
 
 	// Expiry is when the operator deletes the workflow, and its step
-	// tasks with it, once it has finished: by spec.ttlAfterFinished or, in
-	// a namespace of a tier, by the tier's TTLs. Unset while nothing will.
+	// tasks with it, once it has finished: by spec.ttlAfterFinished, in a
+	// namespace of a tier by the tier's TTLs, else by the cluster's
+	// default (kubectl sched install --default-ttl). Unset while nothing
+	// will.
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`
 

@@ -77,12 +77,21 @@ type Reconciler struct {
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
 	Clock           clock.PassiveClock
+	// DefaultTTL deletes finished tasks whose spec and tier set no TTL
+	// (--default-ttl); 0 keeps them.
+	DefaultTTL time.Duration
+	// SucceededPodRetention is how long a succeeded task's pod is kept
+	// after the task finished (--succeeded-pod-retention); 0 keeps it as
+	// long as the task.
+	SucceededPodRetention time.Duration
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// Pods: patched only to release the outputs finalizer, deleted only when
+// a succeeded task's Job made them (kubectl-sched-operator-pod-patch).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch
@@ -143,13 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	tier, err := expiry.Of(ctx, r.Client, task.Namespace)
+	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	before := task.Status.DeepCopy()
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
+	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}
@@ -166,7 +175,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.releasePods(ctx, o.pods); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.applyTTL(ctx, task, o.job)
+		podsDue, err := r.deleteSucceededPods(ctx, task, o.job, o.pods)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		res, err := r.applyTTL(ctx, task, o.job)
+		if podsDue > 0 && (res.RequeueAfter == 0 || podsDue < res.RequeueAfter) {
+			res.RequeueAfter = podsDue
+		}
+		return res, err
 	}
 	return ctrl.Result{}, nil
 }
@@ -536,6 +553,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, cpuSchedulerIndex, waitsForCPUScheduler); err != nil {
 		return err
 	}
+	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.AgentTask{}, func(o client.Object) bool {
+		task, ok := o.(*schedv1.AgentTask)
+		return ok && task.Status.Reason == schedv1.ReasonQuotaExceeded
+	}); err != nil {
+		return err
+	}
 	tasksOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }, cpuSchedulerIndex)
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
@@ -565,9 +588,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return ok
 		}))).
 		Watches(&corev1.Event{}, byEventJob).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
-			func() client.ObjectList { return &schedv1.AgentTaskList{} },
-			func(o client.Object) bool { return o.(*schedv1.AgentTask).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+			builder.WithPredicates(refusal.GivesRoom)).
 		// A tier's TTLs changing, or a namespace's tier, moves the tasks'
 		// expiry.
 		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),

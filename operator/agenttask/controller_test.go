@@ -26,12 +26,15 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 )
 
-var sim *testenv.Sim
+var (
+	sim      *testenv.Sim
+	operator *testenv.Operator
+)
 
 // One simulated cluster and one operator (with only its generated RBAC)
 // for the package.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask"}})
+	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask"}, Operator: &operator})
 }
 
 const pollTimeout = 60 * time.Second

@@ -108,14 +108,19 @@ func TestTierChangeMovesTheExpiry(t *testing.T) {
 	gone(t, got, "the task deleted once the tier's default is 1s")
 }
 
-// TestNoTierNoDefault: outside a tier nothing changes: a task without
-// ttlAfterFinished is kept, with no expiry.
-func TestNoTierNoDefault(t *testing.T) {
+// TestInstallDefaultTTL: outside a tier, a finished task without
+// ttlAfterFinished gets the install's default (--default-ttl, a week
+// unless set), and says so in status.expiry.
+func TestInstallDefaultTTL(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	create(t, task("kept", ns, 0, "").Obj())
-	got := waitTask(t, ns, "kept", "finished", finished)
-	if got.Status.Expiry != nil {
-		t.Errorf("expiry %+v outside a tier, want none", got.Status.Expiry)
+	got := waitTask(t, ns, "kept", "finished with its expiry", func(at *schedv1.AgentTask) bool {
+		return finished(at) && at.Status.Expiry != nil && at.Status.Expiry.DeleteTime != nil
+	})
+	week := 7 * 24 * time.Hour
+	if e := got.Status.Expiry; e.Source != schedv1.ExpiryFromInstallDefault || e.Tier != "" || e.TTLAfterFinished.Duration != week ||
+		!e.DeleteTime.Time.Equal(got.Status.CompletionTime.Add(week)) {
+		t.Errorf("expiry %+v (completed %s), want the install's default, a week after completion", e, got.Status.CompletionTime)
 	}
 }

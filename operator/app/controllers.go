@@ -6,7 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
@@ -23,25 +22,21 @@ type Controller func(mgr ctrl.Manager, o Options) error
 // name --controllers takes.
 var controllers = map[string]Controller{
 	"userdeployment": func(mgr ctrl.Manager, o Options) error {
-		// The status Lease goes beside the leader Lease.
-		ns := o.LeaderElectionNamespace
-		if ns == "" {
-			ns = schedv1.DefaultOperatorNamespace
-		}
 		return (&userdeployment.Reconciler{
-			Client:          mgr.GetClient(),
-			APIReader:       mgr.GetAPIReader(),
-			Recorder:        mgr.GetEventRecorder("userdeployment-controller"),
-			StatusNamespace: ns,
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("userdeployment-controller"),
+			// The status Lease goes beside the leader Lease.
+			StatusNamespace: o.operatorNamespace(),
 			Settings:        o.Settings,
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+		}).SetupWithManager(mgr, o.Workers("userdeployment"))
 	},
 	"schedext": func(mgr ctrl.Manager, o Options) error {
 		// Nodes carry the CPU scheduler their kernel runs.
 		if err := (&schedext.NodeLabeler{
 			Client:    mgr.GetClient(),
 			Namespace: o.Settings.SchedulerNamespace,
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles); err != nil {
+		}).SetupWithManager(mgr, o.Workers("schedext")); err != nil {
 			return err
 		}
 		return (&schedext.Reconciler{
@@ -52,36 +47,36 @@ var controllers = map[string]Controller{
 			Images:            o.Settings.SchedulerImages,
 			HelperImage:       o.Settings.HelperImage,
 			AllowedRegistries: o.Settings.AllowedSchedulerRegistries,
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+		}).SetupWithManager(mgr, o.Workers("schedext"))
 	},
 	"agenttask": func(mgr ctrl.Manager, o Options) error {
 		return (&agenttask.Reconciler{
-			Client:          mgr.GetClient(),
-			APIReader:       mgr.GetAPIReader(),
-			Recorder:        mgr.GetEventRecorder("agenttask-controller"),
-			PriorityClasses: o.Settings.PriorityClasses,
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+			Client:                mgr.GetClient(),
+			APIReader:             mgr.GetAPIReader(),
+			Recorder:              mgr.GetEventRecorder("agenttask-controller"),
+			PriorityClasses:       o.Settings.PriorityClasses,
+			DefaultTTL:            o.Settings.DefaultTTL,
+			SucceededPodRetention: o.Settings.SucceededPodRetention,
+		}).SetupWithManager(mgr, o.Workers("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {
-		ns := o.LeaderElectionNamespace
-		if ns == "" {
-			ns = schedv1.DefaultOperatorNamespace
-		}
 		return (&tenant.Reconciler{
 			Client:          mgr.GetClient(),
 			Recorder:        mgr.GetEventRecorder("tenant-controller"),
-			Namespace:       ns,
+			Namespace:       o.operatorNamespace(),
 			PriorityClasses: o.Settings.PriorityClasses,
 			NetworkPolicies: o.Settings.NetworkPolicies,
 			Platform:        netpol.Platform{IngressNamespace: o.Settings.IngressNamespace, MonitoringNamespace: o.Settings.MonitoringNamespace},
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+			Serves:          o.serves(),
+		}).SetupWithManager(mgr, o.Workers("tenant"))
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {
 		return (&workflow.Reconciler{
-			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
-			Recorder:  mgr.GetEventRecorder("workflow-controller"),
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+			Client:     mgr.GetClient(),
+			APIReader:  mgr.GetAPIReader(),
+			Recorder:   mgr.GetEventRecorder("workflow-controller"),
+			DefaultTTL: o.Settings.DefaultTTL,
+		}).SetupWithManager(mgr, o.Workers("workflow"))
 	},
 	"cronworkflow": func(mgr ctrl.Manager, o Options) error {
 		return (&cronworkflow.Reconciler{
@@ -89,7 +84,7 @@ var controllers = map[string]Controller{
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("cronworkflow-controller"),
 			Clock:     o.Clock,
-		}).SetupWithManager(mgr, o.MaxConcurrentReconciles)
+		}).SetupWithManager(mgr, o.Workers("cronworkflow"))
 	},
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	"github.com/kubectl-sched/kubectl-sched/operator/scope"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 )
 
@@ -73,10 +74,17 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = o.KubeAPIQPS, o.KubeAPIBurst
+	cfg.QPS, cfg.Burst = float32(o.Settings.KubeAPIQPS), o.Settings.KubeAPIBurst
 	sync := o.SyncPeriod
 	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
+	// With a namespace selector, namespaced kinds are cached per namespace
+	// served (operator/scope), following the selection as it changes.
+	var newCache cache.NewCacheFunc
+	if sel, _ := o.NamespaceSelector(); sel != nil {
+		newCache = scope.NewCache(scope.Options{Selector: sel, Always: o.alwaysServed()})
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		NewCache:                newCache,
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,

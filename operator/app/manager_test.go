@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
@@ -80,7 +81,7 @@ func TestOptionsFromEnvironment(t *testing.T) {
 				o.Settings.IngressDomain = "apps.local"
 				o.Settings.NetworkPolicies = false
 				o.Settings.SchedulerImages["scx_lavd"] = "reg/lavd:1"
-				o.MaxConcurrentReconciles = 3
+				o.Settings.MaxConcurrentReconciles = 3
 			},
 		},
 		"a flag wins over the environment": {
@@ -147,6 +148,45 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			env:     map[string]string{"EXTERNAL_SECRET_KEY_TEMPLATE": "apps/"},
 			wantErr: `--external-secret-key-template "apps/" must hold {{namespace}}, so each namespace gets a part of the store of its own (the default is {{namespace}}/)`,
 		},
+		"scale settings from the environment": {
+			env: map[string]string{"KUBE_API_QPS": "150.5", "KUBE_API_BURST": "300", "CONTROLLER_WORKERS": "workflow=20, agenttask=30",
+				"NAMESPACE_SELECTOR": "sched.kubectl-sched.dev/tier", "DEFAULT_TTL": "24h", "SUCCEEDED_POD_RETENTION": "0s"},
+			want: func(o *app.Options) {
+				o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 150.5, 300
+				o.Settings.ControllerWorkers = map[string]string{"workflow": "20", "agenttask": "30"}
+				o.Settings.NamespaceSelector = "sched.kubectl-sched.dev/tier"
+				o.Settings.DefaultTTL, o.Settings.SucceededPodRetention = 24*time.Hour, 0
+			},
+		},
+		"empty numbers in the ConfigMap keep the defaults": {
+			env: map[string]string{"KUBE_API_QPS": "", "MAX_CONCURRENT_RECONCILES": "", "DEFAULT_TTL": "", "CONTROLLER_WORKERS": ""},
+		},
+		"workers of one controller by flag": {
+			args: []string{"--controller-workers=workflow=20", "--controller-workers=agenttask=5"},
+			want: func(o *app.Options) {
+				o.Settings.ControllerWorkers = map[string]string{"workflow": "20", "agenttask": "5"}
+			},
+		},
+		"workers of an unknown controller": {
+			args:    []string{"--controller-workers=workflows=20"},
+			wantErr: `--controller-workers workflows=20: "workflows" is not a controller (agenttask, cronworkflow, schedext, tenant, userdeployment, workflow)`,
+		},
+		"no workers": {
+			env:     map[string]string{"CONTROLLER_WORKERS": "workflow=0"},
+			wantErr: "--controller-workers workflow=0: give a whole number of workers of 1 or more",
+		},
+		"bad namespace selector": {
+			args:    []string{"--namespace-selector=tier in (free"},
+			wantErr: `--namespace-selector "tier in (free" is not a label selector: unable to parse requirement: found '', expected: ',' or ')'`,
+		},
+		"negative TTL": {
+			args:    []string{"--default-ttl=-1h"},
+			wantErr: "--default-ttl and --succeeded-pod-retention must be 0 or more, got -1h0m0s and 10m0s",
+		},
+		"bad duration": {
+			env:     map[string]string{"SUCCEEDED_POD_RETENTION": "ten minutes"},
+			wantErr: `SUCCEEDED_POD_RETENTION="ten minutes" is not a duration (10m, 168h)`,
+		},
 		"bad provider": {
 			args:    []string{"--ingress-provider=nginx"},
 			wantErr: `--ingress-provider must be ingress or traefik, got "nginx"`,
@@ -178,6 +218,23 @@ func TestOptionsFromEnvironment(t *testing.T) {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestControllerWorkersNameEveryController: --controller-workers, which
+// install checks against settings.Controllers, names each controller the
+// manager runs, and each gets its own count.
+func TestControllerWorkersNameEveryController(t *testing.T) {
+	if diff := cmp.Diff(settings.Controllers, app.ControllerNames()); diff != "" {
+		t.Errorf("settings.Controllers differ from the manager's (-settings +manager):\n%s", diff)
+	}
+	o := app.DefaultOptions()
+	o.Settings.ControllerWorkers = map[string]string{"workflow": "20"}
+	if got := o.Workers("workflow"); got != 20 {
+		t.Errorf("workflow workers = %d, want 20", got)
+	}
+	if got := o.Workers("agenttask"); got != o.Settings.MaxConcurrentReconciles {
+		t.Errorf("agenttask workers = %d, want --max-concurrent-reconciles (%d)", got, o.Settings.MaxConcurrentReconciles)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/clock"
 
@@ -36,11 +38,6 @@ type Options struct {
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
-	MaxConcurrentReconciles int
-	// KubeAPIQPS and KubeAPIBurst limit the operator's requests to the API
-	// server; a busy cluster with many tasks needs more than client-go's 5/10.
-	KubeAPIQPS   float32
-	KubeAPIBurst int
 	// SyncPeriod is how often every cached object is reconciled again, as a
 	// safety net; controllers never rely on it.
 	SyncPeriod time.Duration
@@ -70,14 +67,11 @@ type Options struct {
 // DefaultOptions returns the options a deployment starts from.
 func DefaultOptions() Options {
 	return Options{
-		MetricsAddr:             ":8443",
-		MetricsSecure:           true,
-		ProbeAddr:               ":8081",
-		LeaderElectionID:        "kubectl-sched-operator.sched.kubectl-sched.dev",
-		MaxConcurrentReconciles: 10,
-		KubeAPIQPS:              50,
-		KubeAPIBurst:            100,
-		SyncPeriod:              10 * time.Hour,
+		MetricsAddr:      ":8443",
+		MetricsSecure:    true,
+		ProbeAddr:        ":8081",
+		LeaderElectionID: "kubectl-sched-operator.sched.kubectl-sched.dev",
+		SyncPeriod:       10 * time.Hour,
 		// client-go's and kube-controller-manager's defaults.
 		LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second,
@@ -100,6 +94,15 @@ func DefaultOptions() Options {
 			SchedulerImages:             DefaultSchedulerImages(),
 			HelperImage:                 "busybox:1.37",
 			PriorityClasses:             map[string]string{},
+			// A week of history, then finished runs go (tiers say less).
+			DefaultTTL: 7 * 24 * time.Hour,
+			// Long enough to read a fresh log; the outputs are in the status.
+			SucceededPodRetention: 10 * time.Minute,
+			// A busy cluster with many tasks needs more than client-go's 5/10.
+			KubeAPIQPS:              50,
+			KubeAPIBurst:            100,
+			MaxConcurrentReconciles: 10,
+			ControllerWorkers:       map[string]string{},
 		},
 	}
 }
@@ -135,16 +138,6 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew before it gives up leading; less than the lease duration.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to take or renew the Lease.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long a stopping operator waits for reconciles in flight before it releases the Lease; the pod's terminationGracePeriodSeconds must exceed it plus --leader-elect-renew-deadline.")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Reconciles that run at once per kind. (env MAX_CONCURRENT_RECONCILES)")
-	fs.Func("kube-api-qps", "Requests per second to the API server. (default 50)", func(v string) error {
-		f, err := strconv.ParseFloat(v, 32)
-		if err != nil || f <= 0 {
-			return fmt.Errorf("%q is not a positive number", v)
-		}
-		o.KubeAPIQPS = float32(f)
-		return nil
-	})
-	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Burst of requests to the API server.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
 	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, cronworkflow, userdeployment, schedext, tenant); all when unset.", func(v string) error {
 		o.Controllers = strings.Split(v, ",")
@@ -163,6 +156,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			})
 		case map[string]string:
 			fs.Var(mapFlag(p), st.Flag, usage(st, p))
+		case *int:
+			fs.IntVar(p, st.Flag, *p, usage(st, p))
+		case *float64:
+			fs.Float64Var(p, st.Flag, *p, usage(st, p))
+		case *time.Duration:
+			fs.DurationVar(p, st.Flag, *p, usage(st, p))
 		}
 	}
 }
@@ -191,13 +190,6 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 	if v, ok := lookup("POD_NAMESPACE"); ok && !given["leader-election-namespace"] {
 		o.LeaderElectionNamespace = v
 	}
-	if v, ok := lookup("MAX_CONCURRENT_RECONCILES"); ok && !given["max-concurrent-reconciles"] {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return fmt.Errorf("MAX_CONCURRENT_RECONCILES=%q is not a whole number", v)
-		}
-		o.MaxConcurrentReconciles = n
-	}
 	for _, st := range settings.All {
 		if given[st.Flag] {
 			continue
@@ -221,8 +213,25 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 
 // Validate reports options that cannot work.
 func (o *Options) Validate() error {
-	if o.MaxConcurrentReconciles < 1 {
-		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	if o.Settings.MaxConcurrentReconciles < 1 {
+		return fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.Settings.MaxConcurrentReconciles)
+	}
+	for name, n := range o.Settings.ControllerWorkers {
+		if !slices.Contains(settings.Controllers, name) {
+			return fmt.Errorf("--controller-workers %s=%s: %q is not a controller (%s)", name, n, name, strings.Join(settings.Controllers, ", "))
+		}
+		if w, err := strconv.Atoi(n); err != nil || w < 1 {
+			return fmt.Errorf("--controller-workers %s=%s: give a whole number of workers of 1 or more", name, n)
+		}
+	}
+	if o.Settings.KubeAPIQPS <= 0 || o.Settings.KubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be above 0, got %v and %d", o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst)
+	}
+	if o.Settings.DefaultTTL < 0 || o.Settings.SucceededPodRetention < 0 {
+		return fmt.Errorf("--default-ttl and --succeeded-pod-retention must be 0 or more, got %v and %v", o.Settings.DefaultTTL, o.Settings.SucceededPodRetention)
+	}
+	if _, err := o.NamespaceSelector(); err != nil {
+		return err
 	}
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got %v, %v, %v", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
@@ -262,6 +271,56 @@ func (o *Options) Validate() error {
 	return nil
 }
 
+// Workers is how many reconciles the controller name runs at once:
+// --controller-workers's, or --max-concurrent-reconciles.
+func (o *Options) Workers(name string) int {
+	if n, err := strconv.Atoi(o.Settings.ControllerWorkers[name]); err == nil && n > 0 {
+		return n
+	}
+	return o.Settings.MaxConcurrentReconciles
+}
+
+// NamespaceSelector is --namespace-selector parsed; nil when every
+// namespace is served.
+func (o *Options) NamespaceSelector() (labels.Selector, error) {
+	if strings.TrimSpace(o.Settings.NamespaceSelector) == "" {
+		return nil, nil
+	}
+	sel, err := labels.Parse(o.Settings.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--namespace-selector %q is not a label selector: %w", o.Settings.NamespaceSelector, err)
+	}
+	return sel, nil
+}
+
+// serves says whether the operator serves a namespace: nil when it serves
+// every one.
+func (o *Options) serves() func(*corev1.Namespace) bool {
+	sel, err := o.NamespaceSelector()
+	if err != nil || sel == nil {
+		return nil
+	}
+	always := o.alwaysServed()
+	return func(ns *corev1.Namespace) bool {
+		return slices.Contains(always, ns.Name) || sel.Matches(labels.Set(ns.Labels))
+	}
+}
+
+// alwaysServed are the namespaces the operator reads whatever the
+// namespace selector: its own (templates, the status Lease) and the
+// scheduler namespace (the SchedExt pods).
+func (o *Options) alwaysServed() []string {
+	return []string{o.operatorNamespace(), o.Settings.SchedulerNamespace}
+}
+
+// operatorNamespace runs the operator: the leader Lease's namespace.
+func (o *Options) operatorNamespace() string {
+	if o.LeaderElectionNamespace != "" {
+		return o.LeaderElectionNamespace
+	}
+	return schedv1.DefaultOperatorNamespace
+}
+
 // setFromEnv sets st in values from the variable name's value v; negate
 // reads a Bool the other way round.
 func setFromEnv(st settings.Setting, values *settings.Values, name, v string, negate bool) error {
@@ -285,6 +344,34 @@ func setFromEnv(st settings.Setting, values *settings.Values, name, v string, ne
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
+	case *int:
+		// Empty, as the ConfigMap may hold it: the default.
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not a whole number", name, v)
+		}
+		*p = n
+	case *float64:
+		if v == "" {
+			return nil
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not a number", name, v)
+		}
+		*p = f
+	case *time.Duration:
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%s=%q is not a duration (10m, 168h)", name, v)
+		}
+		*p = d
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -93,13 +95,14 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		}
 	}
 	// Pods: evicted (an app's, off a node whose CPU scheduler detached),
-	// never deleted, exec'd into or bound.
+	// deleted (a succeeded task's; the policy below allows only its Jobs'
+	// pods), never exec'd into or bound.
 	for _, c := range []struct {
 		verb, subresource string
 		allowed           bool
 	}{
 		{"create", "eviction", true},
-		{"delete", "", false},
+		{"delete", "", true},
 		{"create", "binding", false},
 		{"update", "status", false},
 	} {
@@ -186,6 +189,43 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	}
 	if len(got.Finalizers) != 0 || got.Labels["team"] != "a" {
 		t.Errorf("pod finalizers %v labels %v, want the finalizer gone and the labels as they were", got.Finalizers, got.Labels)
+	}
+
+	// Deleting pods: only those a task's Job made.
+	jobController := rest.CopyConfig(env.Config)
+	jobController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:job-controller",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"}}
+	asJobController, err := client.New(jobController, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskLabels := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelAgentTask: "t"}
+	jobOwner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "t", UID: "0b4a2e8c-0000-4000-8000-000000000001", Controller: ptr.To(true)}}
+	for name, c := range map[string]struct {
+		labels  map[string]string
+		owners  []metav1.OwnerReference
+		creator client.Client
+		allowed bool
+	}{
+		"a pod of nobody's":      {labels: map[string]string{"team": "a"}, creator: env.Client},
+		"an app's pod":           {labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelUserDeployment: "shop"}, creator: env.Client},
+		"a Job's pod of no task": {labels: map[string]string{"team": "a"}, owners: jobOwner, creator: asJobController},
+		"a task's Job's pod":     {labels: taskLabels, owners: jobOwner, creator: asJobController, allowed: true},
+	} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "deletee-", Namespace: "default", Labels: c.labels, OwnerReferences: c.owners},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}},
+		}
+		if err := c.creator.Create(ctx, pod); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		err := op.Delete(ctx, pod)
+		switch {
+		case c.allowed && err != nil:
+			t.Errorf("operator deleting %s: %v", name, err)
+		case !c.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may delete only the pods of its tasks' Jobs")):
+			t.Errorf("operator deleting %s: err = %v, want forbidden by the policy", name, err)
+		}
 	}
 
 	// Patching nodes: only the CPU scheduler label, to a scheduler's name.

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 	}
 	stop, _, err := testenv.StartOperator(context.Background(), sim.Config, func(o *app.Options) {
 		o.Controllers = []string{"agenttask", "workflow"}
-		o.KubeAPIQPS, o.KubeAPIBurst = 200, 400
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 200, 400
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

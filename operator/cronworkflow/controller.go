@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -199,15 +200,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.Workflow{}, ownerIndex, controllerName); err != nil {
 		return err
 	}
+	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.CronWorkflow{}, func(o client.Object) bool {
+		cw, ok := o.(*schedv1.CronWorkflow)
+		if !ok {
+			return false
+		}
+		c := readyCondition(&cw.Status)
+		return c != nil && c.Reason == schedv1.ReasonQuotaExceeded
+	}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.CronWorkflow{}).
 		Owns(&schedv1.Workflow{}).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
-			func() client.ObjectList { return &schedv1.CronWorkflowList{} },
-			func(o client.Object) bool {
-				c := readyCondition(&o.(*schedv1.CronWorkflow).Status)
-				return c != nil && c.Reason == schedv1.ReasonQuotaExceeded
-			})).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.CronWorkflowList{} }),
+			builder.WithPredicates(refusal.GivesRoom)).
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("cronworkflow").
 		Complete(r)

@@ -17,6 +17,7 @@ import (
 var (
 	done = metav1.NewTime(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	free = &tiers.TTL{Tier: "free", Default: 15 * time.Minute, Max: 24 * time.Hour}
+	week = 7 * 24 * time.Hour
 )
 
 func exp(ttl time.Duration, src schedv1.ExpirySource, tier string, finished bool) *schedv1.Expiry {
@@ -41,6 +42,7 @@ func TestForTask(t *testing.T) {
 	cases := map[string]struct {
 		task     *schedv1.AgentTask
 		tier     *tiers.TTL
+		def      time.Duration
 		finished bool
 		want     *schedv1.Expiry
 	}{
@@ -57,6 +59,20 @@ func TestForTask(t *testing.T) {
 		"tier without default":                 {task: task(-1, ""), tier: &tiers.TTL{Tier: "t", Max: time.Hour}},
 		"a step task goes with its workflow":   {task: step, tier: free, finished: true},
 		"zero TTL in the spec deletes at once": {task: task(0, schedv1.CleanupTask), tier: free, finished: true, want: exp(0, schedv1.ExpiryFromSpec, "", true)},
+		"install default, no tier":             {task: task(-1, ""), def: week, finished: true, want: exp(week, schedv1.ExpiryFromInstallDefault, "", true)},
+		"install default, tier without default": {task: task(-1, ""), tier: &tiers.TTL{Tier: "t"}, def: week,
+			want: exp(week, schedv1.ExpiryFromInstallDefault, "", false)},
+		"the tier's default wins over the install's": {task: task(-1, ""), tier: free, def: week, want: exp(15*time.Minute, schedv1.ExpiryFromTierDefault, "free", false)},
+		"install default above the tier's maximum": {task: task(-1, ""), tier: &tiers.TTL{Tier: "t", Max: time.Hour}, def: week, finished: true,
+			want: exp(time.Hour, schedv1.ExpiryFromTierMaximum, "t", true)},
+		"the spec wins over the install default": {task: task(time.Hour, schedv1.CleanupTask), def: week, finished: true, want: exp(time.Hour, schedv1.ExpiryFromSpec, "", true)},
+		"cleanup Job: the install default keeps the record": {task: task(time.Hour, schedv1.CleanupJob), def: week, finished: true,
+			want: exp(week, schedv1.ExpiryFromInstallDefault, "", true)},
+		"cleanup Job: the record outlives its Job": {task: task(10*24*time.Hour, schedv1.CleanupJob), def: week, finished: true,
+			want: exp(10*24*time.Hour, schedv1.ExpiryFromInstallDefault, "", true)},
+		"cleanup Job: the tier's maximum before the install's default": {task: task(time.Minute, ""), tier: free, def: week,
+			want: exp(24*time.Hour, schedv1.ExpiryFromTierMaximum, "free", false)},
+		"a step task goes with its workflow, whatever the install says": {task: step, def: week, finished: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,7 +80,7 @@ func TestForTask(t *testing.T) {
 			if tc.finished {
 				completion = &done
 			}
-			if diff := cmp.Diff(tc.want, expiry.ForTask(tc.task, completion, tc.tier)); diff != "" {
+			if diff := cmp.Diff(tc.want, expiry.ForTask(tc.task, completion, expiry.Rules{Tier: tc.tier, Default: tc.def})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -82,6 +98,7 @@ func TestForWorkflow(t *testing.T) {
 	cases := map[string]struct {
 		wf       *schedv1.Workflow
 		tier     *tiers.TTL
+		def      time.Duration
 		finished bool
 		want     *schedv1.Expiry
 	}{
@@ -91,6 +108,11 @@ func TestForWorkflow(t *testing.T) {
 		"spec wins within the max":    {wf: wf(time.Minute), tier: free, want: exp(time.Minute, schedv1.ExpiryFromSpec, "", false)},
 		"spec beyond the max, capped": {wf: wf(100 * time.Hour), tier: free, finished: true, want: exp(24*time.Hour, schedv1.ExpiryFromTierMaximum, "free", true)},
 		"tier without TTLs":           {wf: wf(-1), tier: &tiers.TTL{Tier: "t"}},
+		"install default":             {wf: wf(-1), def: week, finished: true, want: exp(week, schedv1.ExpiryFromInstallDefault, "", true)},
+		"install default, tier without TTLs": {wf: wf(-1), tier: &tiers.TTL{Tier: "t"}, def: week,
+			want: exp(week, schedv1.ExpiryFromInstallDefault, "", false)},
+		"tier default over the install's": {wf: wf(-1), tier: free, def: week, finished: true, want: exp(15*time.Minute, schedv1.ExpiryFromTierDefault, "free", true)},
+		"spec over the install default":   {wf: wf(time.Hour), def: week, want: exp(time.Hour, schedv1.ExpiryFromSpec, "", false)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -98,7 +120,7 @@ func TestForWorkflow(t *testing.T) {
 			if tc.finished {
 				completion = &done
 			}
-			if diff := cmp.Diff(tc.want, expiry.ForWorkflow(tc.wf, completion, tc.tier)); diff != "" {
+			if diff := cmp.Diff(tc.want, expiry.ForWorkflow(tc.wf, completion, expiry.Rules{Tier: tc.tier, Default: tc.def})); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -61,5 +63,42 @@ func TestMessageIsTheServers(t *testing.T) {
 	err := apierrors.NewForbidden(schema.GroupResource{Group: "batch", Resource: "jobs"}, "t", errors.New("exceeded quota: jobs"))
 	if got, want := Message(err), `jobs.batch "t" is forbidden: exceeded quota: jobs`; got != want {
 		t.Errorf("Message() = %q, want %q", got, want)
+	}
+}
+
+func TestGivesRoom(t *testing.T) {
+	status := func(hard, used map[string]string) corev1.ResourceQuotaStatus {
+		list := func(m map[string]string) corev1.ResourceList {
+			if m == nil {
+				return nil
+			}
+			out := corev1.ResourceList{}
+			for k, v := range m {
+				out[corev1.ResourceName(k)] = resource.MustParse(v)
+			}
+			return out
+		}
+		return corev1.ResourceQuotaStatus{Hard: list(hard), Used: list(used)}
+	}
+	hard := map[string]string{"pods": "10", "requests.cpu": "4"}
+	cases := map[string]struct {
+		old, cur corev1.ResourceQuotaStatus
+		want     bool
+	}{
+		"usage goes up":         {old: status(hard, map[string]string{"pods": "3", "requests.cpu": "1"}), cur: status(hard, map[string]string{"pods": "4", "requests.cpu": "1500m"})},
+		"nothing changes":       {old: status(hard, map[string]string{"pods": "3"}), cur: status(hard, map[string]string{"pods": "3"})},
+		"usage goes down":       {old: status(hard, map[string]string{"pods": "3", "requests.cpu": "1"}), cur: status(hard, map[string]string{"pods": "4", "requests.cpu": "500m"}), want: true},
+		"a limit is raised":     {old: status(hard, map[string]string{"pods": "10"}), cur: status(map[string]string{"pods": "20", "requests.cpu": "4"}, map[string]string{"pods": "10"}), want: true},
+		"a limit is removed":    {old: status(hard, map[string]string{"pods": "10"}), cur: status(map[string]string{"requests.cpu": "4"}, map[string]string{"pods": "10"}), want: true},
+		"counted for the first": {old: status(hard, map[string]string{"pods": "3"}), cur: status(hard, map[string]string{"pods": "3", "requests.cpu": "0"}), want: true},
+		"no longer counted":     {old: status(hard, map[string]string{"pods": "3", "requests.cpu": "1"}), cur: status(hard, map[string]string{"pods": "3"}), want: true},
+		"synced for the first":  {old: status(nil, nil), cur: status(hard, map[string]string{"pods": "0", "requests.cpu": "0"}), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := givesRoom(tc.old, tc.cur); got != tc.want {
+				t.Errorf("givesRoom = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

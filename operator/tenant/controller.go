@@ -47,6 +47,10 @@ type Reconciler struct {
 	// Platform names the ingress and monitoring namespaces that tenant
 	// namespaces admit.
 	Platform netpol.Platform
+	// Serves says whether the operator serves a namespace
+	// (--namespace-selector); every namespace when nil. A tier is applied
+	// only to a namespace served: the caches hold nothing of the others.
+	Serves func(*corev1.Namespace) bool
 
 	// tiers caches the tiers ConfigMap and nothing else: the manager's
 	// cache keeps only ConfigMaps labelled as the operator's, a label the
@@ -73,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	tierName := ns.Labels[schedv1.LabelTier]
-	if tierName == "" || !ns.DeletionTimestamp.IsZero() {
+	if tierName == "" || !ns.DeletionTimestamp.IsZero() || !r.serves(ns) {
 		r.recounts.forget(ns.Name)
 		return ctrl.Result{}, nil
 	}
@@ -197,8 +201,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return nil
 		}
 		var out []reconcile.Request
-		for _, ns := range list.Items {
-			if ns.Labels[schedv1.LabelTier] != "" {
+		for i, ns := range list.Items {
+			if ns.Labels[schedv1.LabelTier] != "" && r.serves(&list.Items[i]) {
 				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
 			}
 		}
@@ -225,6 +229,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("tenant").
 		Complete(r)
+}
+
+func (r *Reconciler) serves(ns *corev1.Namespace) bool {
+	return r.Serves == nil || r.Serves(ns)
 }
 
 // isOurs is true for the objects this controller makes.

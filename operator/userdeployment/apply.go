@@ -183,21 +183,50 @@ func (r *Reconciler) handOverReplicas(ctx context.Context, form, current *unstru
 	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(handover), client.FieldOwner(fieldOwnerHandover), client.ForceOwnership)
 }
 
-// autoscaled returns the names of the workloads in ns that a
-// HorizontalPodAutoscaler scales.
-func (r *Reconciler) autoscaled(ctx context.Context, ns string) (map[string]bool, error) {
-	var hpas autoscalingv2.HorizontalPodAutoscalerList
-	if err := r.List(ctx, &hpas, client.InNamespace(ns)); err != nil {
-		return nil, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
-	}
+// autoscaled returns which of the planned workloads (by name) a
+// HorizontalPodAutoscaler scales: a lookup per workload in the index of
+// autoscalers by target, however many the namespace has.
+func (r *Reconciler) autoscaled(ctx context.Context, ns string, objects []client.Object) (map[string]bool, error) {
 	targets := map[string]bool{}
-	for _, h := range hpas.Items {
-		ref := h.Spec.ScaleTargetRef
-		if gv, _ := schema.ParseGroupVersion(ref.APIVersion); gv.Group == appsv1.GroupName && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet") {
-			targets[ref.Name] = true
+	for _, obj := range objects {
+		var kind string
+		switch obj.(type) {
+		case *appsv1.Deployment:
+			kind = "Deployment"
+		case *appsv1.StatefulSet:
+			kind = "StatefulSet"
+		default:
+			continue
+		}
+		var hpas autoscalingv2.HorizontalPodAutoscalerList
+		key := scaleTargetKey(kind, obj.GetName())
+		if err := r.List(ctx, &hpas, client.InNamespace(ns), client.MatchingFields{indexScaleTarget: key}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("list HorizontalPodAutoscalers: %w", err)
+		}
+		if len(hpas.Items) > 0 {
+			targets[obj.GetName()] = true
 		}
 	}
 	return targets, nil
+}
+
+// indexScaleTarget indexes the cached autoscalers by the Deployment or
+// StatefulSet they scale (scaleTargetKey).
+const indexScaleTarget = "sched.kubectl-sched.dev/hpa-target"
+
+func scaleTargetKey(kind, name string) string { return kind + "/" + name }
+
+// scaleTargetOf is an autoscaler's indexScaleTarget value.
+func scaleTargetOf(o client.Object) []string {
+	hpa, ok := o.(*autoscalingv2.HorizontalPodAutoscaler)
+	if !ok {
+		return nil
+	}
+	ref := hpa.Spec.ScaleTargetRef
+	if gv, _ := schema.ParseGroupVersion(ref.APIVersion); gv.Group == appsv1.GroupName && (ref.Kind == "Deployment" || ref.Kind == "StatefulSet") {
+		return []string{scaleTargetKey(ref.Kind, ref.Name)}
+	}
+	return nil
 }
 
 // deleteUnwanted removes owned objects the plan no longer has: a removed

@@ -47,8 +47,8 @@ const benchApps = 200
 //	go test ./operator/userdeployment/ -run '^$' -bench BenchmarkUserDeployments -benchtime 1x
 func BenchmarkUserDeployments(b *testing.B) {
 	restartOperator(b, func(o *app.Options) {
-		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
-		o.MaxConcurrentReconciles = 20
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 1000, 2000
+		o.Settings.MaxConcurrentReconciles = 20
 	})
 	cfg := rest.CopyConfig(sim.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000

@@ -145,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	targets, err := r.autoscaled(ctx, ud.Namespace)
+	targets, err := r.autoscaled(ctx, ud.Namespace, p.objects)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

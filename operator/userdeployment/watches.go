@@ -38,6 +38,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.UserDeployment{}, indexCPUScheduler, cpuSchedulerOf); err != nil {
 		return fmt.Errorf("index apps by CPU scheduler: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &autoscalingv2.HorizontalPodAutoscaler{}, indexScaleTarget, scaleTargetOf); err != nil {
+		return fmt.Errorf("index autoscalers by target: %w", err)
+	}
 	appsOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.UserDeploymentList{} }, indexCPUScheduler)
 	byAppLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[schedv1.LabelUserDeployment]}}}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,6 +39,9 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
+	// DefaultTTL deletes finished workflows whose spec and tier set no
+	// TTL (--default-ttl); 0 keeps them.
+	DefaultTTL time.Duration
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
@@ -58,14 +62,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := metav1.NewTime(r.Clock.Now())
-	tier, err := expiry.Of(ctx, r.Client, wf.Namespace)
+	rules, err := expiry.Of(ctx, r.Client, wf.Namespace, r.DefaultTTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if wf.Status.Phase.Finished() {
 		// Its tier may have changed since it finished.
 		st := *wf.Status.DeepCopy()
-		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, tier)
+		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, rules)
 		if err := r.patchStatus(ctx, wf, st); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -127,7 +131,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
-	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, tier)
+	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
@@ -204,12 +208,24 @@ func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, 
 // maxParallelCreates bounds the step tasks created at once by one reconcile.
 const maxParallelCreates = 10
 
+// stepTaskIndex indexes the cached AgentTasks by the Workflow that
+// controls them.
+const stepTaskIndex = "workflow.tasks.byWorkflow"
+
+// controllingWorkflow is a task's stepTaskIndex value.
+func controllingWorkflow(o client.Object) []string {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String() {
+		return []string{ref.Name}
+	}
+	return nil
+}
+
 // stepTasks returns the workflow's step tasks by index. Tasks are matched by
 // owner and by the name the index and step name derive, so a renamed or
 // foreign task is never taken for a step.
 func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[int]*schedv1.AgentTask, error) {
 	var list schedv1.AgentTaskList
-	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace), client.MatchingLabels{schedv1.LabelWorkflow: names.Join(wf.Name)}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace), client.MatchingFields{stepTaskIndex: wf.Name}); err != nil {
 		return nil, err
 	}
 	tasks := map[int]*schedv1.AgentTask{}
@@ -345,12 +361,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.Workflow{}, func(o client.Object) bool {
+		wf, ok := o.(*schedv1.Workflow)
+		return ok && wf.Status.Reason == schedv1.ReasonQuotaExceeded
+	}); err != nil {
+		return err
+	}
+	// A workflow's step tasks by a lookup, not a scan of every task in its
+	// namespace on each reconcile.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, stepTaskIndex, controllingWorkflow); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.Workflow{}).
 		Owns(&schedv1.AgentTask{}).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(),
-			func() client.ObjectList { return &schedv1.WorkflowList{} },
-			func(o client.Object) bool { return o.(*schedv1.Workflow).Status.Reason == schedv1.ReasonQuotaExceeded })).
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+			builder.WithPredicates(refusal.GivesRoom)).
 		// A tier's TTLs changing, or a namespace's tier, moves the
 		// workflows' expiry.
 		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),

@@ -68,3 +68,26 @@ func TestSpecTTLWithinTheTier(t *testing.T) {
 		t.Errorf("expiry %+v, want the spec's 30m", e)
 	}
 }
+
+// TestInstallDefaultTTL: outside a tier, a finished workflow without
+// ttlAfterFinished gets the install's default (--default-ttl, a week
+// unless set); its step tasks still go with it, not on their own.
+func TestInstallDefaultTTL(t *testing.T) {
+	t.Parallel()
+	ns := testenv.Namespace(t, sim.Client)
+	wf := MakeWorkflow("plain", ns).StepTask("a", step("x", 0, "", 0)).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	done := waitWorkflow(t, ns, "plain", "finished with its expiry", func(w *schedv1.Workflow) bool {
+		return finished(w) && w.Status.Expiry != nil && w.Status.Expiry.DeleteTime != nil
+	})
+	week := 7 * 24 * time.Hour
+	if e := done.Status.Expiry; e.Source != schedv1.ExpiryFromInstallDefault || e.Tier != "" || e.TTLAfterFinished.Duration != week ||
+		!e.DeleteTime.Time.Equal(done.Status.CompletionTime.Add(week)) {
+		t.Errorf("expiry %+v (completed %s), want the install's default, a week after completion", e, done.Status.CompletionTime)
+	}
+	if at := getTask(t, ns, names.StepTask("plain", 0, "a")); at.Status.Expiry != nil {
+		t.Errorf("step task %s has its own expiry %+v", at.Name, at.Status.Expiry)
+	}
+}

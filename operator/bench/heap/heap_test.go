@@ -107,8 +107,8 @@ func BenchmarkOperatorHeap(b *testing.B) {
 		b.Fatal(err)
 	}
 	stop, opts, err := testenv.StartOperator(ctx, sim.Config, func(o *app.Options) {
-		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
-		o.MaxConcurrentReconciles = 20
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 1000, 2000
+		o.Settings.MaxConcurrentReconciles = 20
 	})
 	if err != nil {
 		b.Fatal(err)

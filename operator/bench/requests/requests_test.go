@@ -114,7 +114,7 @@ func startOperator(b *testing.B) *operator {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(op.requests.wrap)
 	stop, opts, err := testenv.StartOperator(context.Background(), cfg, func(o *app.Options) {
-		o.KubeAPIQPS, o.KubeAPIBurst = 1000, 2000
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 1000, 2000
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -241,6 +241,20 @@ func create(b *testing.B, c client.Client, n int, obj func(int) client.Object) {
 	if err, _ := firstErr.Load().(error); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// createWithJobs creates n tasks in ns and waits for the operator to make
+// their Jobs.
+func createWithJobs(b *testing.B, c client.Client, ns string, n int, task func(int) client.Object) {
+	b.Helper()
+	create(b, c, n, task)
+	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
+		var list batchv1.JobList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < n {
+			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
+		}
+		return nil
+	})
 }
 
 func poll(b *testing.B, what string, timeout time.Duration, cond func(context.Context) error, interval ...time.Duration) {
@@ -504,15 +518,8 @@ func BenchmarkTaskCache(b *testing.B) {
 	for i := range args {
 		args[i] = strings.Repeat("a", 1024)
 	}
-	create(b, c, tasks, func(i int) client.Object {
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
 		return MakeAgentTask(fmt.Sprintf("t-%03d", i), ns).Image("busybox").Args(args...).Obj()
-	})
-	poll(b, "the tasks' Jobs", 5*time.Minute, func(ctx context.Context) error {
-		var list batchv1.JobList
-		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) < tasks {
-			return fmt.Errorf("%d Jobs (%v)", len(list.Items), err)
-		}
-		return nil
 	})
 	op.settle(b, "agenttask")
 	heap1 := liveHeap()
@@ -576,4 +583,143 @@ func BenchmarkPaddedObjects(b *testing.B) {
 	fmt.Printf("%d Deployments (annotations and pod template) and %d Services padded with 64 KiB each: heap %+.1f KiB per padded object; %.0f reconciles, %d API requests\n",
 		apps, apps, float64(int64(heap1)-int64(heap0))/padded/1024, after-base, requests1-requests0)
 	b.ReportMetric(float64(int64(heap1)-int64(heap0))/padded/1024, "KiB/padded-object")
+}
+
+// BenchmarkQuotaUpdates: 1,000 tasks in a namespace whose quota
+// (count/jobs.batch) is full, 20 more refused by it and waiting. The quota
+// controller rewrites a quota's status.used whenever a pod or object it
+// counts comes or goes; here 100 updates take room (pods used goes up) and
+// 100 give it back (it goes down). Printed: reconciles and API requests
+// per update of each sort. Only an update that gives room can let a
+// refused task through.
+//
+//	go test ./operator/bench/requests -run '^$' -bench QuotaUpdates -benchtime 1x -timeout 30m
+func BenchmarkQuotaUpdates(b *testing.B) {
+	const tasks, waiting, updates = 1000, 20, 100
+	ctx := context.Background()
+	c := admin(b)
+	op := startOperator(b)
+	defer func() { _ = op.stop() }()
+	ns := namespace(b, c, "quota")
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
+		return MakeAgentTask(fmt.Sprintf("t-%04d", i), ns).Image("busybox").Obj()
+	})
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "jobs", Namespace: ns},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			"count/jobs.batch": resource.MustParse(strconv.Itoa(tasks)), corev1.ResourcePods: resource.MustParse("10000")}},
+	}
+	if err := c.Create(ctx, quota); err != nil {
+		b.Fatal(err)
+	}
+	// As the quota controller would: full for Jobs, no pods yet.
+	setUsed := func(pods int) {
+		b.Helper()
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{
+			"count/jobs.batch": resource.MustParse(strconv.Itoa(tasks)), corev1.ResourcePods: resource.MustParse(strconv.Itoa(pods))}}
+		if err := c.Status().Update(ctx, quota); err != nil {
+			b.Fatal(err)
+		}
+	}
+	setUsed(0)
+	create(b, c, waiting, func(i int) client.Object {
+		return MakeAgentTask(fmt.Sprintf("w-%02d", i), ns).Image("busybox").Obj()
+	})
+	poll(b, "the refused tasks to wait for quota", 2*time.Minute, func(ctx context.Context) error {
+		var list schedv1.AgentTaskList
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		n := 0
+		for _, t := range list.Items {
+			if t.Status.Reason == schedv1.ReasonQuotaExceeded {
+				n++
+			}
+		}
+		if n < waiting {
+			return fmt.Errorf("%d of %d waiting", n, waiting)
+		}
+		return nil
+	})
+	base := op.settle(b, "agenttask")
+	requests0 := op.requests.n.Load()
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	for i := 1; i <= updates; i++ {
+		setUsed(i)
+	}
+	taking := op.settle(b, "agenttask")
+	requests1 := op.requests.n.Load()
+	runtime.ReadMemStats(&ms1)
+	for i := updates - 1; i >= 0; i-- {
+		setUsed(i)
+	}
+	giving := op.settle(b, "agenttask")
+	requests2 := op.requests.n.Load()
+	fmt.Printf("%d quota updates that take room (%d tasks, %d waiting): %.2f reconciles and %.2f API requests per update; the process allocated %s per update\n",
+		updates, tasks+waiting, waiting, (taking-base)/updates, float64(requests1-requests0)/updates, kib((ms1.TotalAlloc-ms0.TotalAlloc)/updates))
+	fmt.Printf("%d quota updates that give room: %.2f reconciles and %.2f API requests per update\n",
+		updates, (giving-taking)/updates, float64(requests2-requests1)/updates)
+	b.ReportMetric((taking-base)/updates, "reconciles/taking-update")
+	b.ReportMetric((giving-taking)/updates, "reconciles/giving-update")
+}
+
+// BenchmarkUnrelatedObjects: the operator with 200 tasks and their Jobs,
+// then $UNRELATED ConfigMaps and as many pods (20,000 of each unless set)
+// that are not the operator's, half in the tasks' namespace and half in
+// ten others. Printed: the growth of the heap, and the reconciles and API
+// requests they cost. The operator caches ConfigMaps and pods by its
+// managed-by label, so the API server never sends it these.
+//
+//	UNRELATED=100000 go test ./operator/bench/requests -run '^$' -bench UnrelatedObjects -benchtime 1x -timeout 60m
+func BenchmarkUnrelatedObjects(b *testing.B) {
+	const tasks = 200
+	unrelated := 20000
+	if v := os.Getenv("UNRELATED"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("UNRELATED=%q: %v", v, err)
+		}
+		unrelated = n
+	}
+	c := admin(b)
+	op := startOperator(b)
+	defer func() { _ = op.stop() }()
+	ns := namespace(b, c, "tenant")
+	createWithJobs(b, c, ns, tasks, func(i int) client.Object {
+		return MakeAgentTask(fmt.Sprintf("t-%03d", i), ns).Image("busybox").Obj()
+	})
+	others := make([]string, 10)
+	for i := range others {
+		others[i] = namespace(b, c, fmt.Sprintf("other%d", i))
+	}
+	where := func(i int) string {
+		if i%2 == 0 {
+			return ns
+		}
+		return others[(i/2)%len(others)]
+	}
+	base := op.settle(b, "agenttask")
+	heap0 := liveHeap()
+	requests0 := op.requests.n.Load()
+	start := time.Now()
+	create(b, c, unrelated, func(i int) client.Object {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%06d", i), Namespace: where(i), Labels: map[string]string{"app": "other"}},
+			Data:       map[string]string{"config.yaml": strings.Repeat("x", 256)},
+		}
+	})
+	create(b, c, unrelated, func(i int) client.Object {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%06d", i), Namespace: where(i), Labels: map[string]string{"app": "other"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27", Args: []string{"--port", "8080"}}}},
+		}
+	})
+	created := time.Since(start)
+	after := op.settle(b, "agenttask")
+	heap1 := liveHeap()
+	requests1 := op.requests.n.Load()
+	fmt.Printf("%d unrelated ConfigMaps and %d pods (created in %s), half in the tasks' namespace: heap %+.2f MiB (from %.1f MiB); %.0f reconciles, %d API requests\n",
+		unrelated, unrelated, created.Round(time.Second), float64(int64(heap1)-int64(heap0))/(1<<20), float64(heap0)/(1<<20), after-base, requests1-requests0)
+	b.ReportMetric(float64(int64(heap1)-int64(heap0))/(1<<20), "MiB-growth")
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -37,9 +38,8 @@ func TestSettingsAreOperatorSettings(t *testing.T) {
 			operator[m[1]] = f.Name
 		}
 	})
-	// Per-pod or per-deployment values, not cluster settings.
+	// A per-pod value, not a cluster setting.
 	delete(operator, "POD_NAMESPACE")
-	delete(operator, "MAX_CONCURRENT_RECONCILES")
 	installed := map[string]string{}
 	for _, s := range install.Settings {
 		installed[s.Env] = s.Flag
@@ -113,7 +113,10 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--scheduler-image", "scx_lavd=registry.example.org/scx:v1.0.14",
 		"--scheduler-namespace", "schedulers", "--helper-image", "registry.example.org/busybox:1.37",
 		"--allowed-scheduler-registries", "ghcr.io/sched-ext,registry.example.org",
-		"--allowed-ingress-classes", "internal, nginx-public")
+		"--allowed-ingress-classes", "internal, nginx-public",
+		"--namespace-selector", "sched.kubectl-sched.dev/tier", "--default-ttl", "24h", "--succeeded-pod-retention", "0",
+		"--kube-api-qps", "150", "--kube-api-burst", "300", "--max-concurrent-reconciles", "15",
+		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -128,6 +131,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"SCHEDULER_NAMESPACE": "schedulers", "HELPER_IMAGE": "registry.example.org/busybox:1.37",
 		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
 		"ALLOWED_INGRESS_CLASSES":      "internal, nginx-public",
+		"NAMESPACE_SELECTOR":           "sched.kubectl-sched.dev/tier", "DEFAULT_TTL": "24h", "SUCCEEDED_POD_RETENTION": "0",
+		"KUBE_API_QPS": "150", "KUBE_API_BURST": "300", "MAX_CONCURRENT_RECONCILES": "15",
+		"CONTROLLER_WORKERS": "agenttask=40,workflow=30",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
@@ -163,6 +169,10 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	if _, ok := s.PriorityClasses["Low"]; ok {
 		t.Errorf("Low is mapped: %v", s.PriorityClasses)
 	}
+	if s.NamespaceSelector != "sched.kubectl-sched.dev/tier" || s.DefaultTTL != 24*time.Hour || s.SucceededPodRetention != 0 ||
+		s.KubeAPIQPS != 150 || s.KubeAPIBurst != 300 || opts.Workers("workflow") != 30 || opts.Workers("agenttask") != 40 || opts.Workers("tenant") != 15 {
+		t.Errorf("scale settings %+v", s)
+	}
 }
 
 func TestInstallSettingsRefused(t *testing.T) {
@@ -176,6 +186,13 @@ func TestInstallSettingsRefused(t *testing.T) {
 		"empty namespace": {"--scheduler-namespace", ""},
 		"registry URL":    {"--allowed-scheduler-registries", "https://ghcr.io"},
 		"ingress class":   {"--allowed-ingress-classes", "nginx,Public_LB"},
+		"selector":        {"--namespace-selector", "tier in (free"},
+		"days":            {"--default-ttl", "7d"},
+		"retention":       {"--succeeded-pod-retention", "-1m"},
+		"qps":             {"--kube-api-qps", "0"},
+		"burst":           {"--kube-api-burst", "many"},
+		"workers":         {"--max-concurrent-reconciles", "0"},
+		"controller":      {"--controller-workers", "workflows=3"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := plugintest.RunWithInput("", append([]string{"install", "--pin-image=false", "--dry-run=client"}, args...)...)

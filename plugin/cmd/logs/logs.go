@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	apiwatch "k8s.io/apimachinery/pkg/watch"
@@ -87,7 +88,10 @@ skipped. A task's or workflow's attempts are pods of their own, which the
 command shows without -p.
 
 A pod on a simulated (kwok) node has no logs; the command says so for that
-pod and goes on. It exits 8 when no pod had logs to show.`,
+pod and goes on. A succeeded task's pod is deleted by the operator after
+the cluster's --succeeded-pod-retention (10m unless an admin set it),
+its outputs kept in the task's status; the command says when, for each
+such task or step. It exits 8 when no pod had logs to show.`,
 		Example: `  # Every service of app shop, following
   kubectl sched logs shop -f
 
@@ -190,6 +194,18 @@ type source struct {
 	order func(*corev1.Pod) string
 	// finished reports a task or workflow that ended (follow stops).
 	finished func(context.Context) <-chan struct{}
+	// deleted lists the tasks whose pods the operator deleted after they
+	// succeeded; nil for an app.
+	deleted func(context.Context) ([]deletedPods, error)
+}
+
+// deletedPods is a succeeded task whose pods the operator deleted, with
+// its PodDeleted condition.
+type deletedPods struct {
+	// of names the task: "agenttask NAME", or "step NAME" of a workflow.
+	of        string
+	task      string
+	condition metav1.Condition
 }
 
 func (o *Options) resolve(ctx context.Context) (*source, error) {
@@ -271,8 +287,15 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 		src.containers, src.prefix = taskContainer, podName
 		src.order = func(*corev1.Pod) string { return "" }
 		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
+		src.deleted = func(context.Context) ([]deletedPods, error) {
+			if c := podDeleted(t); c != nil {
+				return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
+			}
+			return nil, nil
+		}
 	case *schedv1.Workflow:
-		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: t.Name})
+		// The label holds the name as the operator writes it, hashed when long.
+		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: names.Join(t.Name)})
 		stepName := func(p *corev1.Pod) string {
 			label := p.Labels[schedv1.LabelWorkflowStep]
 			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
@@ -296,8 +319,33 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 			return fmt.Sprintf("%06d", i)
 		}
 		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
+		src.deleted = func(ctx context.Context) ([]deletedPods, error) {
+			var tasks schedv1.AgentTaskList
+			if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels{schedv1.LabelWorkflow: names.Join(t.Name)}); err != nil {
+				return nil, err
+			}
+			var out []deletedPods
+			for i := range tasks.Items {
+				task := &tasks.Items[i]
+				if c := podDeleted(task); c != nil && metav1.IsControlledBy(task, t) {
+					out = append(out, deletedPods{of: "step " + stepName(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: task.Labels}}), task: task.Name, condition: *c})
+				}
+			}
+			slices.SortFunc(out, func(a, b deletedPods) int {
+				return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
+			})
+			return out, nil
+		}
 	}
 	return src, nil
+}
+
+// podDeleted is a task's PodDeleted condition when it is True.
+func podDeleted(t *schedv1.AgentTask) *metav1.Condition {
+	if c := meta.FindStatusCondition(t.Status.Conditions, schedv1.ConditionPodDeleted); c != nil && c.Status == metav1.ConditionTrue {
+		return c
+	}
+	return nil
 }
 
 func (o *Options) containerOr(def string) string {
@@ -352,9 +400,22 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 		}
 		return a.Name < b.Name
 	})
+	var deleted []deletedPods
+	if src.deleted != nil {
+		if deleted, err = src.deleted(ctx); err != nil {
+			// Only the explanation is lost: the logs that exist still show.
+			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", "agenttasks").Error()))
+		}
+	}
+	if len(pods) == 0 && len(deleted) > 0 {
+		return o.podsDeletedError(src, deleted)
+	}
 	if len(pods) == 0 {
 		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe %s %s' shows why; -f waits for them.", src.kind.Singular, src.name),
 			"%s %s has no pods", src.kind.Singular, src.name)
+	}
+	for _, d := range deleted {
+		fmt.Fprintln(o.ErrOut, "warning: "+d.String())
 	}
 	w := newPrefixWriter(o.Out, o.color)
 	shown, noLogs, restarted := 0, 0, 0 // restarted: containers with an ended instance
@@ -401,6 +462,25 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 			"no pod of %s %s has logs to show", src.kind.Singular, src.name)
 	}
 	return nil
+}
+
+// String says whose pods were deleted, why and when.
+func (d deletedPods) String() string {
+	return fmt.Sprintf("%s: %s (deleted at %s)", d.of, printing.Line(d.condition.Message), d.condition.LastTransitionTime.UTC().Format(time.RFC3339))
+}
+
+// podsDeletedError: every pod of src is gone, deleted by the operator
+// once its task succeeded. Exit 8, as when no pod has logs to show: the
+// cluster is fine, and the outputs are in the status.
+func (o *Options) podsDeletedError(src *source, deleted []deletedPods) error {
+	hint := fmt.Sprintf("'kubectl sched describe %s %s' shows the outputs. Succeeded tasks' pods are kept for the cluster's --succeeded-pod-retention; an admin keeps them longer with 'kubectl sched install --succeeded-pod-retention 1h' (0: as long as the task).", src.kind.Singular, src.name)
+	if src.kind.Kind == "AgentTask" {
+		return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s", deleted[0].String())
+	}
+	for _, d := range deleted {
+		fmt.Fprintln(o.ErrOut, "warning: "+d.String())
+	}
+	return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s %s has no pods left: the operator deleted the pods of its %d succeeded step(s), with their logs", src.kind.Singular, src.name, len(deleted))
 }
 
 // lastEnded finds container c's last instance that ended: the current one
@@ -469,6 +549,13 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			case <-watchCtx.Done():
 			}
 		}()
+	}
+	if src.deleted != nil {
+		if deleted, err := src.deleted(ctx); err == nil {
+			for _, d := range deleted {
+				fmt.Fprintln(o.ErrOut, "warning: "+d.String())
+			}
+		}
 	}
 	w := newPrefixWriter(o.Out, o.color)
 	cancels := map[string]context.CancelFunc{} // by pod UID and container

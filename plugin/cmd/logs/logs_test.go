@@ -2,15 +2,19 @@ package logs_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
@@ -114,4 +118,48 @@ func TestErrors(t *testing.T) {
 			t.Errorf("exit %d, want %d; stderr %q", r.Code, cmdutil.ExitNotInstalled, r.Stderr)
 		}
 	})
+}
+
+// TestDeletedPods: the pods of succeeded tasks that the operator deleted
+// after --succeeded-pod-retention are explained, with when, why and where
+// the outputs are, and exit 8 (no logs to show) when none is left.
+func TestDeletedPods(t *testing.T) {
+	const ns = "logs-deleted"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	deletedAt := metav1.NewTime(time.Date(2026, 11, 25, 10, 15, 0, 0, time.UTC))
+	succeeded := func(task *schedv1.AgentTask, pod string) {
+		t.Helper()
+		create(t, task)
+		task.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, PodName: pod, Outputs: map[string]string{"answer": "42"},
+			Conditions: []metav1.Condition{{Type: schedv1.ConditionPodDeleted, Status: metav1.ConditionTrue, Reason: schedv1.ReasonSucceededPodRetention,
+				LastTransitionTime: deletedAt,
+				Message:            "pod " + pod + " was deleted 10m after the task succeeded, as the cluster's --succeeded-pod-retention says; its log went with it, its outputs are in the task's status"}}}
+		if err := env.Client.Status().Update(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	succeeded(MakeAgentTask("pruned", ns).Image("busybox:1.36").Obj(), "pruned-x7k2p")
+	wf := MakeWorkflow("cleaned", ns).Step("build", "busybox:1.36").Step("test", "busybox:1.36").Obj()
+	create(t, wf)
+	for i, step := range []string{"build", "test"} {
+		task := MakeAgentTask(names.StepTask("cleaned", i, step), ns).Image("busybox:1.36").Obj()
+		task.Labels = map[string]string{schedv1.LabelWorkflow: "cleaned", schedv1.LabelWorkflowStep: strconv.Itoa(i)}
+		task.OwnerReferences = []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow", Name: wf.Name, UID: wf.UID, Controller: ptr.To(true)}}
+		succeeded(task, task.Name+"-abcde")
+	}
+
+	cases := map[string]plugintest.ErrorCase{
+		"a task": {Args: []string{"logs", "at/pruned", "-n", ns}, Code: cmdutil.ExitNoLogs, Stderr: []string{
+			"agenttask pruned: pod pruned-x7k2p was deleted 10m after the task succeeded, as the cluster's --succeeded-pod-retention says; its log went with it, its outputs are in the task's status (deleted at 2026-11-25T10:15:00Z)",
+			"'kubectl sched describe agenttask pruned' shows the outputs",
+			"kubectl sched install --succeeded-pod-retention 1h",
+		}},
+		"a workflow": {Args: []string{"logs", "wf/cleaned", "-n", ns}, Code: cmdutil.ExitNoLogs, Stderr: []string{
+			"warning: step build: pod cleaned-0-build-abcde was deleted 10m after the task succeeded",
+			"warning: step test: pod cleaned-1-test-abcde was deleted",
+			"workflow cleaned has no pods left: the operator deleted the pods of its 2 succeeded step(s), with their logs",
+			"--succeeded-pod-retention",
+		}},
+	}
+	env.RunErrorCases(t, cases, nil)
 }

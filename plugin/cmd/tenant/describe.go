@@ -329,13 +329,16 @@ func expires(r countedRun, now time.Time) string {
 	return fmt.Sprintf("in %s (%s)", duration.HumanDuration(e.DeleteTime.Sub(now)), source(e))
 }
 
-// source is a short Why: "tier default", "tier maximum", "spec".
+// source is a short Why: "tier default", "tier maximum", "cluster
+// default", "its ttlAfterFinished".
 func source(e *schedv1.Expiry) string {
 	switch e.Source {
 	case schedv1.ExpiryFromTierDefault:
 		return "tier default"
 	case schedv1.ExpiryFromTierMaximum:
 		return "tier maximum"
+	case schedv1.ExpiryFromInstallDefault:
+		return "cluster default"
 	}
 	return "its ttlAfterFinished"
 }
