@@ -158,7 +158,7 @@ func Compile(expr string, scope Scope) (*Expression, error) {
 			msg += "\n(workflow.phase is for finally steps: a main step runs before the workflow has a phase)"
 		}
 		if strings.Contains(msg, "undeclared reference to 'item'") {
-			msg += "\n(a forEach step's when is decided once, before any item runs: it cannot read the item; ${item} is for the strings of its task)"
+			msg += "\n(a when has no item: a forEach step's when is decided once, before any item runs; ${item} is for the strings of a forEach step's task)"
 		}
 		return nil, errors.New(msg)
 	}
