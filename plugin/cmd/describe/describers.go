@@ -273,7 +273,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 }
 
 // itemTables writes, for each forEach step that started, its items that
-// have not succeeded: running, or why they did not.
+// have not succeeded: running, or why they did not (nothing when all did).
 func itemTables(w *writer, wf *schedv1.Workflow) {
 	tables := func(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, what string, task func(i, k int) string) {
 		statusOf := map[string]schedv1.StepStatus{}
@@ -292,6 +292,9 @@ func itemTables(w *writer, wf *schedv1.Workflow) {
 				}
 				rows = append(rows, []string{strconv.Itoa(int(it.Index)), liveview.PhaseText(it.Phase), task(i, int(it.Index)),
 					printing.OrDash(elapsed(it.StartTime, it.CompletionTime)), printing.OrDash(printing.OneLine(it.Message))})
+			}
+			if len(rows) == 0 {
+				continue // every item succeeded: the step's row says so
 			}
 			title := fmt.Sprintf("Items of %s %s (%d/%d succeeded)", what, step.Name, fe.Succeeded, fe.Total)
 			w.table(0, title, []string{"Item", "Phase", "Task", "Duration", "Message"}, rows)
