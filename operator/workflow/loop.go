@@ -119,7 +119,8 @@ func advanceLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *pla
 	for _, it := range fe.Items {
 		started[it.Index] = true
 	}
-	for k := 0; k < len(items) && int(fe.Running) < limit; k++ {
+	built := 0
+	for k := 0; k < len(items) && int(fe.Running) < limit && built < maxItemBytesPerPass; k++ {
 		if started[int32(k)] {
 			continue
 		}
@@ -127,15 +128,42 @@ func advanceLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *pla
 		if err != nil {
 			fe.Items = append(fe.Items, schedv1.ItemStatus{Index: int32(k), Phase: schedv1.StepFailed,
 				StartTime: &now, CompletionTime: &now, Message: clipTo("cannot start: "+err.Error(), maxItemMessage)})
+			if s.Reason == "" {
+				// TooLarge or MissingOutput: the workflow's reason if it fails of it.
+				s.Reason = taskErrorReason(err)
+			}
 			break
 		}
 		p.creates = append(p.creates, stepCreate{step: i, loop: true, item: k, task: task})
 		fe.Items = append(fe.Items, schedv1.ItemStatus{Index: int32(k), Phase: schedv1.StepPending, StartTime: &now})
 		fe.Running++
+		built += renderedSize(&task.Spec)
 	}
+	sortItems(fe)
 	countItems(fe)
 	settleLoop(wf, s, i, items, now)
 	return "", nil
+}
+
+// maxItemBytesPerPass bounds the item tasks one pass builds, by the size
+// of their rendered strings: a step may render to 640.5 KiB, and 100 such
+// items at once would hold 64 MiB in one reconcile. Past it the other
+// items start in the next pass, which the status write brings at once.
+const maxItemBytesPerPass = 4 << 20
+
+// renderedSize is what a task's image, command, args and env values hold.
+func renderedSize(t *schedv1.AgentTaskSpec) int {
+	n := len(t.Image)
+	for _, s := range t.Command {
+		n += len(s)
+	}
+	for _, s := range t.Args {
+		n += len(s)
+	}
+	for _, e := range t.Env {
+		n += len(e.Value)
+	}
+	return n
 }
 
 // syncLoops copies what the items' tasks report into the status of each
@@ -188,7 +216,7 @@ func syncLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, found map
 		if it.Phase.Finished() && it.Phase != schedv1.StepSucceeded {
 			it.Message = clipTo(t.Status.Message, maxItemMessage)
 		}
-		if it.Phase == schedv1.StepSucceeded {
+		if it.Phase == schedv1.StepSucceeded && !s.Phase.Finished() {
 			if err := gather(s, int(fe.Total), k, t.Status.Outputs); err != nil {
 				s.Phase, s.Reason, s.CompletionTime = schedv1.StepFailed, schedv1.ReasonTooLarge, &now
 				s.Message = fmt.Sprintf("step %s: %v", s.Name, err)
@@ -223,13 +251,19 @@ func itemStatus(fe *schedv1.ForEachStatus, k int) *schedv1.ItemStatus {
 		}
 	}
 	fe.Items = append(fe.Items, schedv1.ItemStatus{Index: int32(k), Phase: schedv1.StepPending})
-	slices.SortFunc(fe.Items, func(a, b schedv1.ItemStatus) int { return int(a.Index - b.Index) })
+	sortItems(fe)
 	for j := range fe.Items {
 		if int(fe.Items[j].Index) == k {
 			return &fe.Items[j]
 		}
 	}
 	return nil // not reached
+}
+
+// sortItems keeps fe's items in item order: one a full quota held back
+// starts after later ones.
+func sortItems(fe *schedv1.ForEachStatus) {
+	slices.SortFunc(fe.Items, func(a, b schedv1.ItemStatus) int { return int(a.Index - b.Index) })
 }
 
 // countItems sets fe's counts from its items.

@@ -544,3 +544,41 @@ func TestLoopFinally(t *testing.T) {
 		t.Errorf("workflow %s, notify %s", w.wf.Status.Phase, w.wf.Status.Finally[0].Phase)
 	}
 }
+
+// TestLoopBuildsBoundedBytesPerPass: items whose tasks render large start
+// a few megabytes' worth at a time, the rest at the next look, and an item
+// that renders too large fails the step with reason TooLarge.
+func TestLoopBuildsBoundedBytesPerPass(t *testing.T) {
+	ref := "${params.p}"
+	arg := strings.Repeat(ref, 4096/len(ref)) // 4 KiB once rendered
+	args := make([]string, 60)                // 60 x 4 KiB: 240 KiB a task
+	for i := range args {
+		args[i] = arg
+	}
+	wf := MakeWorkflow("big", "ns").Param("p", strings.Repeat("v", len(ref))).
+		Step("fan", "busybox", args...).ForEach(make([]string, 40), "", 0).Obj()
+	w := newWorld(t, wf)
+	first := len(w.look().creates)
+	if first == 0 || first >= 40 || first*240<<10 > maxItemBytesPerPass+240<<10 {
+		t.Errorf("the first look builds %d items of 240 KiB, want a few megabytes' worth", first)
+	}
+	second := len(w.look().creates)
+	if second == 0 || first+second+len(w.look().creates)+len(w.look().creates) < 40 {
+		t.Errorf("the next looks do not start the rest: %d, then %d of 40", first, second)
+	}
+
+	// ${item} makes one item of a list from a param render past what a
+	// step may (items written out are checked before the workflow runs):
+	// the step fails with TooLarge, and no item starts after it.
+	items := strings.Repeat("${item}", 4096/len("${item}"))
+	wf = MakeWorkflow("big", "ns").Param("list", `["a","`+strings.Repeat("x", 1024)+`","b"]`).
+		Step("fan", "busybox", items, items).ForEach(nil, "${params.list}", 1).Obj()
+	w = newWorld(t, wf)
+	w.look()
+	w.item(0, 0, schedv1.TaskSucceeded, nil, "")
+	p := w.look()
+	s := w.wf.Status.Steps[0]
+	if len(p.creates) > 0 || s.Phase != schedv1.StepFailed || w.wf.Status.Reason != schedv1.ReasonTooLarge || !strings.Contains(s.Message, `item 1 ("`+strings.Repeat("x", 29)+`…") failed: cannot start: step 0 ("fan") renders to`) {
+		t.Errorf("creates %v, fan %s %q, workflow reason %s", creates(p), s.Phase, s.Message, w.wf.Status.Reason)
+	}
+}

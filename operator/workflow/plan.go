@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -774,16 +773,7 @@ const maxMessage = 32768
 
 // clip cuts a message to maxMessage bytes, on a rune boundary: a status
 // over the CRD's bound would be refused.
-func clip(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	cut := maxMessage - len("…")
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
-}
+func clip(msg string) string { return clipTo(msg, maxMessage) }
 
 // stopRunning ends the started main steps in phase, and has their tasks
 // cancelled, which stops their pods; a step waiting for approval just ends.
