@@ -55,11 +55,12 @@ type WorkflowSpec struct {
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
 
 	// FailFast stops the whole workflow at the first failed step: the other
-	// running steps are cancelled. Without it (the default) a failed step
-	// skips only the steps that depend on it, and independent branches run
-	// to the end, so one run reports every failure and keeps every output
-	// it could produce. Steps that run one after another behave the same
-	// either way.
+	// running steps are cancelled. It also fails a forEach step at its
+	// first failed item, its running items cancelled. Without it (the
+	// default) a failed step skips only the steps that depend on it, and
+	// independent branches run to the end, so one run reports every failure
+	// and keeps every output it could produce. Steps that run one after
+	// another behave the same either way.
 	// +optional
 	FailFast bool `json:"failFast,omitempty"`
 
@@ -71,8 +72,9 @@ type WorkflowSpec struct {
 	// +optional
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
-	// Cancel stops the workflow without deleting it: the running step's
-	// task is cancelled (its pod stopped), steps not started are skipped,
+	// Cancel stops the workflow without deleting it: the running steps'
+	// tasks, and forEach steps' running items, are cancelled (their pods
+	// stopped), steps not started are skipped,
 	// and the workflow ends in phase Cancelled, keeping its record and the
 	// outputs so far. It cannot be undone. `kubectl sched workflow stop`
 	// sets it.
@@ -100,7 +102,8 @@ type WorkflowSpec struct {
 
 	// Suspend holds the start of new steps while true: the steps running
 	// go on, no other step starts (nor waits for an approval, nor has its
-	// when evaluated) until it is false again. spec.timeout keeps counting.
+	// when evaluated), nor any new item of a forEach step, until it is
+	// false again. spec.timeout keeps counting.
 	// 'kubectl sched workflow suspend' and 'resume' set it.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
