@@ -287,6 +287,13 @@ func (w *WorkflowWrapper) DependsOn(steps ...string) *WorkflowWrapper {
 	return w
 }
 
+// ForEach makes the last step added run its task once per item of items
+// (literal) or of the list from names; maxParallel 0 leaves it unset.
+func (w *WorkflowWrapper) ForEach(items []string, from string, maxParallel int32) *WorkflowWrapper {
+	w.last().ForEach = &schedv1.ForEach{Items: items, From: from, MaxParallel: maxParallel}
+	return w
+}
+
 // When sets the when of the last step added.
 func (w *WorkflowWrapper) When(expr string) *WorkflowWrapper {
 	w.last().When = expr

@@ -157,6 +157,9 @@ func Compile(expr string, scope Scope) (*Expression, error) {
 		if scope == Main && strings.Contains(msg, "undeclared reference to '"+varWorkflow+"'") {
 			msg += "\n(workflow.phase is for finally steps: a main step runs before the workflow has a phase)"
 		}
+		if strings.Contains(msg, "undeclared reference to 'item'") {
+			msg += "\n(a when has no item: a forEach step's when is decided once, before any item runs; ${item} is for the strings of a forEach step's task)"
+		}
 		return nil, errors.New(msg)
 	}
 	if !checked.OutputType().IsExactType(types.BoolType) {

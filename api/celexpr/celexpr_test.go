@@ -63,6 +63,7 @@ func TestCompileErrors(t *testing.T) {
 		"an unknown field":   {expr: "steps.test.output.result == 'x'", want: []string{"undefined field 'output'"}},
 		"a syntax error":     {expr: "steps.test.outputs.result = 'x'", want: []string{"Syntax error"}},
 		"workflow in a step": {expr: "workflow.phase == 'Failed'", want: []string{"undeclared reference to 'workflow'", "workflow.phase is for finally steps"}},
+		"the item":           {expr: "item == 'eu'", want: []string{"undeclared reference to 'item'", "a when has no item: a forEach step's when is decided once"}},
 		"an unknown name":    {expr: "stepz.test.phase == 'x'", want: []string{"undeclared reference to 'stepz'"}},
 		"steps by a variable": {expr: "steps[params.env].phase == 'x'",
 			want: []string{"steps may only be used with a name written out, as steps.NAME or steps['NAME']"}},

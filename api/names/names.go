@@ -50,6 +50,18 @@ func FinallyTask(workflow string, index int, step string) string {
 	return Join(workflow, FinallyStep(index), step)
 }
 
+// ItemTask is the AgentTask that runs item item of forEach step index of
+// a workflow: <workflow>-<index>-<step>-<item>.
+func ItemTask(workflow string, index int, step string, item int) string {
+	return Join(workflow, strconv.Itoa(index), step, strconv.Itoa(item))
+}
+
+// FinallyItemTask is the AgentTask that runs item item of forEach finally
+// step index of a workflow.
+func FinallyItemTask(workflow string, index int, step string, item int) string {
+	return Join(workflow, FinallyStep(index), step, strconv.Itoa(item))
+}
+
 // ParseFinallyStep reads a step label written by FinallyStep: the index
 // and true, or false for a main step's label.
 func ParseFinallyStep(label string) (int, bool) {

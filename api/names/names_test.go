@@ -111,3 +111,21 @@ func TestCronRunNamesFit(t *testing.T) {
 		}
 	}
 }
+
+func TestItemTask(t *testing.T) {
+	if got := ItemTask("rel", 2, "deploy", 7); got != "rel-2-deploy-7" {
+		t.Errorf("ItemTask = %q", got)
+	}
+	if got := FinallyItemTask("rel", 0, "notify", 3); got != "rel-finally0-notify-3" {
+		t.Errorf("FinallyItemTask = %q", got)
+	}
+	// Long names: every item of a step keeps a name of its own, within 63.
+	seen := map[string]bool{StepTask(strings.Repeat("w", 50), 1, "deploy"): true}
+	for i := range 100 {
+		n := ItemTask(strings.Repeat("w", 50), 1, "deploy", i)
+		if seen[n] || len(n) > MaxLength {
+			t.Fatalf("item %d: %q taken or longer than %d", i, n, MaxLength)
+		}
+		seen[n] = true
+	}
+}

@@ -13,6 +13,7 @@
 //	${workflow.phase}         finally steps only: the phase the workflow has
 //	                          without them (Succeeded, Failed, Timeout or
 //	                          Cancelled)
+//	${item}                   forEach steps only: the item the task runs for
 //
 // N is a decimal number without leading zeros ("0", "1", "12"; not "01").
 // NAME of a step is its name, a DNS label: lowercase letters, digits and '-',
@@ -30,6 +31,18 @@
 // by name, of the finally steps it depends on; an output a step did not
 // produce (it failed, or was skipped) fails the finally step that uses it
 // with reason MissingOutput. A param NAME must be declared in spec.params.
+//
+// # Loops
+//
+// A step with forEach runs its task once per item, ${item} in its task's
+// strings (and nowhere else) replaced by the item. forEach.from holds
+// exactly one reference, and nothing else: ${steps.N.output.KEY},
+// ${steps.NAME.output.KEY} or ${params.NAME}, under the rules above for the
+// step that holds it; its value must be a JSON array of at most 100
+// strings ([ResolveItems]). A forEach step's outputs are JSON arrays, each
+// item's value of the key in item order and null for an item that did not
+// write it; a forEach step that ran no items reads [] for every key.
+// Items are text, like outputs: one holding "${...}" arrives as written.
 //
 // # Literal text
 //

@@ -16,6 +16,9 @@ const (
 	Param RefKind = "Param"
 	// WorkflowPhase is ${workflow.phase}, which only finally steps may use.
 	WorkflowPhase RefKind = "WorkflowPhase"
+	// Item is ${item}, the item a forEach step's task runs for, which only
+	// the task strings of a forEach step may use.
+	Item RefKind = "Item"
 )
 
 // Ref is one reference in a string.
@@ -25,7 +28,7 @@ type Ref struct {
 	Step string
 	// StepIndex is the step's index when written as one, else -1.
 	StepIndex int
-	// Key is the output key, the param name, or "phase".
+	// Key is the output key, the param name, "phase", or "" for ${item}.
 	Key string
 	// Raw is the reference as written, "${" to "}".
 	Raw string
@@ -45,7 +48,7 @@ type SyntaxError struct {
 
 // SyntaxHint lists the accepted forms; every syntax error ends with it so users
 // never have to look the syntax up.
-const SyntaxHint = "references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME} and, in finally steps, ${workflow.phase}; write $${ for a literal ${"
+const SyntaxHint = "references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME}, in forEach steps ${item} and, in finally steps, ${workflow.phase}; write $${ for a literal ${"
 
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("%q at byte %d %s; %s", e.Text, e.Offset, e.Problem, SyntaxHint)
@@ -166,8 +169,13 @@ func parseBody(body string) (Ref, string) {
 	if body == "" {
 		return Ref{}, "is empty"
 	}
-	root, rest, _ := strings.Cut(body, ".")
+	root, rest, dotted := strings.Cut(body, ".")
 	switch root {
+	case "item":
+		if dotted {
+			return Ref{}, "names a part of the item; an item is a string, written ${item}"
+		}
+		return Ref{Kind: Item, StepIndex: -1}, ""
 	case "steps":
 		step, after, _ := strings.Cut(rest, ".")
 		if step == "" {
@@ -217,7 +225,7 @@ func parseBody(body string) (Ref, string) {
 		}
 		return Ref{Kind: WorkflowPhase, StepIndex: -1, Key: rest}, ""
 	default:
-		return Ref{}, fmt.Sprintf(`starts with %q; a reference starts with "steps.", "params." or "workflow."`, root)
+		return Ref{}, fmt.Sprintf(`starts with %q; a reference starts with "steps.", "params." or "workflow.", or is ${item}`, root)
 	}
 }
 

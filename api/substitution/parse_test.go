@@ -54,6 +54,7 @@ func TestParse(t *testing.T) {
 		"quotes and newlines":  {in: "say \"${params.a}\"\n'${params.b}'\r\n", want: []Ref{paramRef("a", "${params.a}", 5), paramRef("b", "${params.b}", 19)}},
 		"zero index":           {in: "${steps.0.output.x}", want: []Ref{stepRef("0", 0, "x", "${steps.0.output.x}", 0)}},
 		"workflow phase":       {in: "phase=${workflow.phase}", want: []Ref{{Kind: WorkflowPhase, StepIndex: -1, Key: "phase", Raw: "${workflow.phase}", Offset: 6}}},
+		"item":                 {in: "deploy ${item} $${item}", want: []Ref{{Kind: Item, StepIndex: -1, Raw: "${item}", Offset: 7}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -81,9 +82,9 @@ func TestParseErrors(t *testing.T) {
 		"empty":               {in: "a${}", want: SyntaxError{Offset: 1, Text: "${}", Problem: "is empty"}},
 		"workflow, not phase": {in: "${workflow.name}", want: SyntaxError{Text: "${workflow.name}", Problem: `names something of the workflow other than its phase; the only one is ${workflow.phase}`}},
 		"workflow alone":      {in: "${workflow}", want: SyntaxError{Text: "${workflow}", Problem: `names something of the workflow other than its phase; the only one is ${workflow.phase}`}},
-		"unknown root":        {in: "${foo}", want: SyntaxError{Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow."`}},
-		"singular step":       {in: "${step.0.output.x}", want: SyntaxError{Text: "${step.0.output.x}", Problem: `starts with "step"; a reference starts with "steps.", "params." or "workflow."`}},
-		"spaces inside":       {in: "${ params.a }", want: SyntaxError{Text: "${ params.a }", Problem: `starts with " params"; a reference starts with "steps.", "params." or "workflow."`}},
+		"unknown root":        {in: "${foo}", want: SyntaxError{Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow.", or is ${item}`}},
+		"singular step":       {in: "${step.0.output.x}", want: SyntaxError{Text: "${step.0.output.x}", Problem: `starts with "step"; a reference starts with "steps.", "params." or "workflow.", or is ${item}`}},
+		"spaces inside":       {in: "${ params.a }", want: SyntaxError{Text: "${ params.a }", Problem: `starts with " params"; a reference starts with "steps.", "params." or "workflow.", or is ${item}`}},
 		"outputs":             {in: "${steps.a.outputs.x}", want: SyntaxError{Text: "${steps.a.outputs.x}", Problem: `says "outputs" where it should say "output"`}},
 		"steps only":          {in: "${steps}", want: SyntaxError{Text: "${steps}", Problem: "names no step"}},
 		"no step":             {in: "${steps..output.x}", want: SyntaxError{Text: "${steps..output.x}", Problem: "names no step"}},
@@ -99,6 +100,8 @@ func TestParseErrors(t *testing.T) {
 		"uppercase step":      {in: "${steps.Build.output.x}", want: SyntaxError{Text: "${steps.Build.output.x}", Problem: `has step "Build", which is neither an index (0, 1, ...) nor a step name (lowercase letters, digits and '-', starting with a letter)`}},
 		"step starting digit": {in: "${steps.1a.output.x}", want: SyntaxError{Text: "${steps.1a.output.x}", Problem: `has step "1a", which is neither an index (0, 1, ...) nor a step name (lowercase letters, digits and '-', starting with a letter)`}},
 		"negative index":      {in: "${steps.-1.output.x}", want: SyntaxError{Text: "${steps.-1.output.x}", Problem: `has step "-1", which is neither an index (0, 1, ...) nor a step name (lowercase letters, digits and '-', starting with a letter)`}},
+		"a part of the item":  {in: "${item.name}", want: SyntaxError{Text: "${item.name}", Problem: "names a part of the item; an item is a string, written ${item}"}},
+		"items":               {in: "${items}", want: SyntaxError{Text: "${items}", Problem: `starts with "items"; a reference starts with "steps.", "params." or "workflow.", or is ${item}`}},
 		"params only":         {in: "${params}", want: SyntaxError{Text: "${params}", Problem: "names no param"}},
 		"params dot":          {in: "${params.}", want: SyntaxError{Text: "${params.}", Problem: "names no param"}},
 		"dotted param":        {in: "${params.a.b}", want: SyntaxError{Text: "${params.a.b}", Problem: `has param name "a.b", which is invalid: a param name starts with a letter or '_' and holds only letters, digits, '_' and '-'`}},
@@ -109,7 +112,7 @@ func TestParseErrors(t *testing.T) {
 			in:   "${params.a " + strings.Repeat("é", 40),
 			want: SyntaxError{Text: "${params.a " + strings.Repeat("é", 26) + "...", Problem: `has no closing "}"`},
 		},
-		"first error wins": {in: "${params.a} ${foo} ${bar", want: SyntaxError{Offset: 12, Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow."`}},
+		"first error wins": {in: "${params.a} ${foo} ${bar", want: SyntaxError{Offset: 12, Text: "${foo}", Problem: `starts with "foo"; a reference starts with "steps.", "params." or "workflow.", or is ${item}`}},
 		"newline inside":   {in: "${params.a\n}", want: SyntaxError{Text: "${params.a\n}", Problem: `has param name "a\n", which is invalid: a param name starts with a letter or '_' and holds only letters, digits, '_' and '-'`}},
 	}
 	for name, tc := range tests {
@@ -137,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 func TestSyntaxErrorMessage(t *testing.T) {
 	_, err := Parse("run ${steps.a.outputs.x}")
 	want := `"${steps.a.outputs.x}" at byte 4 says "outputs" where it should say "output"; ` +
-		`references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME} and, in finally steps, ${workflow.phase}; write $${ for a literal ${`
+		`references are ${steps.N.output.KEY}, ${steps.NAME.output.KEY}, ${params.NAME}, in forEach steps ${item} and, in finally steps, ${workflow.phase}; write $${ for a literal ${`
 	if diff := cmp.Diff(want, fmt.Sprint(err)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

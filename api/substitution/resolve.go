@@ -1,11 +1,14 @@
 package substitution
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -25,6 +28,13 @@ type Values struct {
 	MainSteps int
 	// Phase is ${workflow.phase}: set for a finally step only.
 	Phase string
+	// Loop: the step is a forEach step, and Item is the item its task
+	// runs for, ${item}.
+	Loop bool
+	Item string
+	// NoItems are the forEach steps, by index, that ran no items (their
+	// list was empty): every output of theirs reads as [].
+	NoItems map[int]bool
 }
 
 // FinallyIndex is the index finally step j has in Values: after the main
@@ -108,6 +118,12 @@ func (v Values) stepName(i int) string {
 
 func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
 	uses := fmt.Sprintf("%s uses %s", fieldName, r.Raw)
+	if r.Kind == Item {
+		if !v.Loop {
+			return "", fmt.Errorf("%s, which only a forEach step's task may use", uses)
+		}
+		return v.Item, nil
+	}
 	if r.Kind == WorkflowPhase {
 		if v.Phase == "" {
 			return "", fmt.Errorf("%s, which only finally steps may use", uses)
@@ -141,6 +157,9 @@ func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
 		outs = v.Outputs[target]
 	}
 	val, ok := outs[r.Key]
+	if !ok && v.NoItems[target] {
+		return "[]", nil
+	}
 	if !ok {
 		return "", &MissingOutputError{
 			Field: fieldName, Raw: r.Raw,
@@ -149,4 +168,83 @@ func (v Values) lookup(self int, fieldName string, r Ref) (string, error) {
 		}
 	}
 	return val, nil
+}
+
+// ItemsError is a forEach step's forEach.from whose value is not a list
+// it can run over. The operator reports it with reason InvalidItems.
+type ItemsError struct {
+	// Step is the forEach step's name.
+	Step string
+	// From is the reference as written.
+	From string
+	// Problem says what is wrong with the value.
+	Problem string
+}
+
+func (e *ItemsError) Error() string {
+	return fmt.Sprintf("step %s: forEach.from %s %s", e.Step, e.From, e.Problem)
+}
+
+// ResolveItems reads the list forEach step self runs over from from, its
+// forEach.from: one reference whose value must be a JSON array of at most
+// v1alpha1.MaxItems strings. A reference that does not resolve fails as
+// ResolveTask's do (a *MissingOutputError for an output the step did not
+// write); a value that is not such a list with an *ItemsError. An empty
+// array is a list of no items.
+func ResolveItems(self int, from string, v Values) ([]string, error) {
+	refs, err := Parse(from)
+	if err != nil {
+		return nil, fmt.Errorf("forEach.from: %w", err)
+	}
+	if len(refs) != 1 || refs[0].Raw != from || (refs[0].Kind != StepOutput && refs[0].Kind != Param) {
+		return nil, &ItemsError{Step: v.stepName(self), From: strconv.Quote(from), Problem: "is not one reference to an output or a param"}
+	}
+	val, err := v.lookup(self, "forEach.from", refs[0])
+	if err != nil {
+		return nil, err
+	}
+	items, problem := parseItems(val)
+	if problem != "" {
+		return nil, &ItemsError{Step: v.stepName(self), From: from, Problem: problem}
+	}
+	return items, nil
+}
+
+// parseItems reads a JSON array of strings, or says why val is not one.
+func parseItems(val string) ([]string, string) {
+	notList := func(why string) string {
+		return fmt.Sprintf("is not a JSON array of strings: %s; its value is %s", why, quoteStart(val))
+	}
+	var raw []json.RawMessage
+	if t := strings.TrimSpace(val); !strings.HasPrefix(t, "[") {
+		return nil, notList("it does not start with [")
+	}
+	if err := json.Unmarshal([]byte(val), &raw); err != nil {
+		return nil, notList(err.Error())
+	}
+	if len(raw) > v1alpha1.MaxItems {
+		return nil, fmt.Sprintf("holds %d items, more than the %d a forEach step may run over", len(raw), v1alpha1.MaxItems)
+	}
+	items := make([]string, len(raw))
+	for i, r := range raw {
+		if len(r) == 0 || r[0] != '"' {
+			return nil, notList(fmt.Sprintf("item %d is %s, not a string", i, quoteStart(string(r))))
+		}
+		if err := json.Unmarshal(r, &items[i]); err != nil {
+			return nil, notList(fmt.Sprintf("item %d: %v", i, err))
+		}
+	}
+	return items, ""
+}
+
+// quoteStart quotes the start of s, at most 64 bytes of it, for a message.
+func quoteStart(s string) string {
+	if len(s) <= maxErrorText {
+		return strconv.Quote(s)
+	}
+	cut := maxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + fmt.Sprintf(" (%d bytes in all)", len(s))
 }

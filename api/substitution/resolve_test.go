@@ -2,6 +2,7 @@ package substitution
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,6 +134,79 @@ func TestResolveTaskMissingOutputError(t *testing.T) {
 	var target *MissingOutputError
 	if !errors.As(err, &target) {
 		t.Error("errors.As does not find the *MissingOutputError")
+	}
+}
+
+func TestResolveTaskItem(t *testing.T) {
+	v := testValues()
+	v.Loop, v.Item = true, `eu ${params.tag} "west"`
+	got, err := ResolveTask(2, v1alpha1.AgentTaskSpec{Image: "i", Args: []string{"--region=${item}", "$${item}", "${params.tag}"}}, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The item is text: inserted as written, never expanded again.
+	if diff := cmp.Diff([]string{`--region=eu ${params.tag} "west"`, "${item}", "v1"}, got.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	_, err = ResolveTask(2, v1alpha1.AgentTaskSpec{Image: "i", Args: []string{"${item}"}}, testValues())
+	if want := "args[0] uses ${item}, which only a forEach step's task may use"; errString(err) != want {
+		t.Errorf("outside a loop: %v, want %q", err, want)
+	}
+}
+
+func TestResolveTaskEmptyLoop(t *testing.T) {
+	v := testValues()
+	v.NoItems = map[int]bool{1: true}
+	v.Outputs[1] = nil
+	got, err := ResolveTask(2, v1alpha1.AgentTaskSpec{Image: "i", Args: []string{"${steps.build.output.urls}"}}, v)
+	if err != nil || got.Args[0] != "[]" {
+		t.Errorf("an output of a loop that ran no items: %q, %v; want []", got.Args, err)
+	}
+}
+
+func TestResolveItems(t *testing.T) {
+	v := testValues()
+	v.StepNames = append(v.StepNames, "deploy")
+	v.Params["regions"] = `["eu", "us", "a\"p\u00e9", "${params.tag}"]`
+	v.Params["empty"] = "[ ]"
+	v.Outputs[1]["list"] = "[" + strings.Repeat(`"x",`, 100) + `"x"]`
+	v.Outputs[1]["nulls"] = `["a",null]`
+	v.Outputs[1]["notjson"] = "eu,us"
+	v.Outputs[1]["object"] = `{"a":"b"}`
+	v.Outputs[1]["numbers"] = `["a",1]`
+	v.Outputs[1]["broken"] = `["a"`
+	v.Outputs[1]["long"] = strings.Repeat("x", 100)
+	tests := map[string]struct {
+		from    string
+		want    []string
+		wantErr string
+	}{
+		"a param":           {from: "${params.regions}", want: []string{"eu", "us", `a"pé`, "${params.tag}"}},
+		"an empty list":     {from: "${params.empty}", want: []string{}},
+		"101 items":         {from: "${steps.build.output.list}", wantErr: "step deploy: forEach.from ${steps.build.output.list} holds 101 items, more than the 100 a forEach step may run over"},
+		"a null item":       {from: "${steps.build.output.nulls}", wantErr: `step deploy: forEach.from ${steps.build.output.nulls} is not a JSON array of strings: item 1 is "null", not a string; its value is "[\"a\",null]"`},
+		"not JSON":          {from: "${steps.1.output.notjson}", wantErr: `step deploy: forEach.from ${steps.1.output.notjson} is not a JSON array of strings: it does not start with [; its value is "eu,us"`},
+		"an object":         {from: "${steps.build.output.object}", wantErr: `step deploy: forEach.from ${steps.build.output.object} is not a JSON array of strings: it does not start with [; its value is "{\"a\":\"b\"}"`},
+		"a number":          {from: "${steps.build.output.numbers}", wantErr: `step deploy: forEach.from ${steps.build.output.numbers} is not a JSON array of strings: item 1 is "1", not a string; its value is "[\"a\",1]"`},
+		"cut short":         {from: "${steps.build.output.broken}", wantErr: `step deploy: forEach.from ${steps.build.output.broken} is not a JSON array of strings: unexpected end of JSON input; its value is "[\"a\""`},
+		"a long value":      {from: "${steps.build.output.long}", wantErr: `step deploy: forEach.from ${steps.build.output.long} is not a JSON array of strings: it does not start with [; its value is "` + strings.Repeat("x", 64) + `" (100 bytes in all)`},
+		"a missing output":  {from: "${steps.build.output.nope}", wantErr: `forEach.from uses ${steps.build.output.nope}, but step 1 ("build") did not output "nope"; its outputs are: broken, digest, image.tag, list, long, notjson, nulls, numbers, object`},
+		"not one reference": {from: "[${params.tag}]", wantErr: `step deploy: forEach.from "[${params.tag}]" is not one reference to an output or a param`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := ResolveItems(3, tc.from, v)
+			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
+				t.Fatalf("error (-want +got):\n%s", diff)
+			}
+			var ie *ItemsError
+			if err != nil && !strings.Contains(name, "missing") && !errors.As(err, &ie) {
+				t.Errorf("error %T, want an *ItemsError", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("items (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -121,6 +121,8 @@ func (v Values) value(self int, r Ref) string {
 		return v.Params[r.Key]
 	case WorkflowPhase:
 		return v.Phase
+	case Item:
+		return v.Item
 	}
 	target := r.StepIndex
 	if target < 0 {
@@ -128,6 +130,9 @@ func (v Values) value(self int, r Ref) string {
 	}
 	if target < 0 || target >= self || target >= len(v.Outputs) {
 		return ""
+	}
+	if _, ok := v.Outputs[target][r.Key]; !ok && v.NoItems[target] {
+		return "[]"
 	}
 	return v.Outputs[target][r.Key]
 }

@@ -13,7 +13,9 @@ import (
 // (each step's and finally step's image, command, args and env values):
 // their syntax, that each step reference names a step whose outputs the
 // step may use, that each param is declared and that only finally steps
-// use ${workflow.phase}; and each dependsOn. Errors are on paths like
+// use ${workflow.phase} and only forEach steps ${item}; each dependsOn;
+// and each forEach: one of items and from within their bounds, not on an
+// approval, from one reference to an output or param the step may use. Errors are on paths like
 // spec.steps[2].task.args[0]. It also refuses a step that renders past
 // MaxRenderedStepBytes with its params alone (outputs, not known yet,
 // count as empty; ResolveTask checks them when the step starts).
@@ -49,13 +51,15 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s may only depend on steps listed before it (which rules out cycles); move %q above it", stepLabel(i, spec.Steps[i].Name), d)))
 			}
 		}
-		v.checkTask(ownerStep{index: i, name: spec.Steps[i].Name}, steps.Index(i).Child("task"), &spec.Steps[i].Task, values, i)
+		self := ownerStep{index: i, name: spec.Steps[i].Name, loop: spec.Steps[i].ForEach != nil}
+		v.checkForEach(self, steps.Index(i), &spec.Steps[i])
+		v.checkTask(self, steps.Index(i).Child("task"), &spec.Steps[i].Task, withItem(values, spec.Steps[i].ForEach), i)
 	}
 	fin := field.NewPath("spec", "finally")
 	// The longest phase ${workflow.phase} may be, for the size check.
 	values.Phase = string(v1alpha1.WorkflowSucceeded)
 	for j := range spec.Finally {
-		self := ownerStep{index: j, name: spec.Finally[j].Name, finally: true}
+		self := ownerStep{index: j, name: spec.Finally[j].Name, finally: true, loop: spec.Finally[j].ForEach != nil}
 		for k, d := range spec.Finally[j].DependsOn {
 			path := fin.Index(j).Child("dependsOn").Index(k)
 			switch at := stepByName(spec.Finally, d); {
@@ -67,7 +71,8 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 				v.errs = append(v.errs, field.Invalid(path, d, fmt.Sprintf("%s may only depend on finally steps listed before it (which rules out cycles); move %q above it", self.label(), d)))
 			}
 		}
-		v.checkTask(self, fin.Index(j).Child("task"), &spec.Finally[j].Task, values, values.FinallyIndex(j))
+		v.checkForEach(self, fin.Index(j), &spec.Finally[j])
+		v.checkTask(self, fin.Index(j).Child("task"), &spec.Finally[j].Task, withItem(values, spec.Finally[j].ForEach), values.FinallyIndex(j))
 	}
 	return v.errs
 }
@@ -77,6 +82,8 @@ type ownerStep struct {
 	index   int
 	name    string
 	finally bool
+	// loop: a forEach step, whose task may use ${item}.
+	loop bool
 }
 
 func (s ownerStep) label() string {
@@ -140,6 +147,11 @@ func (v *workflowValidator) checkRef(self ownerStep, path *field.Path, r Ref) *f
 	steps := v.spec.Steps
 	uses := fmt.Sprintf("%s uses %s", self.label(), r.Raw)
 	switch r.Kind {
+	case Item:
+		if self.loop {
+			return nil
+		}
+		return field.Invalid(path, field.OmitValueType{}, uses+", which only the task of a forEach step may use (the item it runs for); add forEach to the step, or write $${item} for the text")
 	case Param:
 		if v.params[r.Key] {
 			return nil
@@ -211,6 +223,70 @@ func (v *workflowValidator) checkFinallyRef(self ownerStep, path *field.Path, r 
 		return field.Invalid(path, field.OmitValueType{}, fmt.Sprintf("%s, but it does not depend on finally step %q, directly or through others (finally steps run side by side); add %q to its dependsOn", uses, r.Step, r.Step))
 	}
 	return nil
+}
+
+// withItem is values for the size check of a step's task with params
+// alone: ${item} counts as the longest item written out (those from
+// forEach.from are not known yet).
+func withItem(values Values, fe *v1alpha1.ForEach) Values {
+	if fe == nil {
+		return values
+	}
+	values.Loop = true
+	for _, it := range fe.Items {
+		if len(it) > len(values.Item) {
+			values.Item = it
+		}
+	}
+	return values
+}
+
+// checkForEach checks a step's forEach: not with an approval, one of
+// items and from, within the bounds, and from one reference to an output
+// or param that the step may use.
+func (v *workflowValidator) checkForEach(self ownerStep, p *field.Path, step *v1alpha1.WorkflowStep) {
+	fe := step.ForEach
+	if fe == nil {
+		return
+	}
+	p = p.Child("forEach")
+	label := self.label()
+	if step.Approval != nil {
+		v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, label+": a forEach step runs its task once per item; it cannot be an approval: put the approval in a step of its own before it"))
+	}
+	switch {
+	case len(fe.Items) > 0 && fe.From != "":
+		v.errs = append(v.errs, field.Invalid(p, field.OmitValueType{}, label+": forEach has both items and from; set one: items written out, or from, a reference to an output or param holding a JSON array of strings"))
+	case len(fe.Items) == 0 && fe.From == "":
+		v.errs = append(v.errs, field.Required(p, label+": forEach needs a list: items written out (1 to 100), or from, a reference to an output or param holding a JSON array of strings"))
+	}
+	if len(fe.Items) > v1alpha1.MaxItems {
+		v.errs = append(v.errs, field.TooMany(p.Child("items"), len(fe.Items), v1alpha1.MaxItems))
+	}
+	for k, it := range fe.Items {
+		if len(it) > v1alpha1.MaxItemLength {
+			v.errs = append(v.errs, field.TooLong(p.Child("items").Index(k), field.OmitValueType{}, v1alpha1.MaxItemLength))
+		}
+	}
+	if fe.MaxParallel < 0 || fe.MaxParallel > v1alpha1.MaxItems {
+		v.errs = append(v.errs, field.Invalid(p.Child("maxParallel"), fe.MaxParallel, fmt.Sprintf("%s: maxParallel must be between 1 and %d (unset: every item at once)", label, v1alpha1.MaxItems)))
+	}
+	if fe.From == "" {
+		return
+	}
+	fp := p.Child("from")
+	refs, err := Parse(fe.From)
+	if err != nil {
+		v.errs = append(v.errs, field.Invalid(fp, fe.From, label+": "+err.Error()))
+		return
+	}
+	if len(refs) != 1 || refs[0].Raw != fe.From || (refs[0].Kind != StepOutput && refs[0].Kind != Param) {
+		v.errs = append(v.errs, field.Invalid(fp, fe.From, label+": forEach.from must be one reference and nothing else, to an output (${steps.NAME.output.KEY}) or a param (${params.NAME}) holding a JSON array of strings; for items written out, use forEach.items"))
+		return
+	}
+	if e := v.checkRef(self, fp, refs[0]); e != nil {
+		v.errs = append(v.errs, e)
+	}
 }
 
 func notFound(path *field.Path, detail string) *field.Error {

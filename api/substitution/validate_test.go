@@ -136,7 +136,7 @@ func TestValidateWorkflow(t *testing.T) {
 				s.Steps[2].Task.Args = []string{"ok", "${steps.9.output.a}"}
 			},
 			want: field.ErrorList{
-				invalid("spec.steps[0].task.image", `step "fetch": "${foo}" at byte 0 starts with "foo"; a reference starts with "steps.", "params." or "workflow."; `+SyntaxHint),
+				invalid("spec.steps[0].task.image", `step "fetch": "${foo}" at byte 0 starts with "foo"; a reference starts with "steps.", "params." or "workflow.", or is ${item}; `+SyntaxHint),
 				notFoundErr("spec.steps[2].task.args[1]", `step "report" uses ${steps.9.output.a}, but there is no step 9: the workflow has 3 steps, 0 to 2`),
 			},
 		},
@@ -167,6 +167,111 @@ func TestValidateWorkflowErrorText(t *testing.T) {
 		`but step "report" runs after it; a step can only use outputs of earlier steps`
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestValidateForEach: ${item} only in a forEach step's task; forEach
+// with one of items and from, within bounds, not on an approval; from one
+// reference to an output the step may use, or a declared param.
+func TestValidateForEach(t *testing.T) {
+	loop := func(fe v1alpha1.ForEach, args ...string) func(*v1alpha1.WorkflowSpec) {
+		return func(s *v1alpha1.WorkflowSpec) {
+			s.Steps[2].ForEach = &fe
+			s.Steps[2].Task.Args = append(s.Steps[2].Task.Args, args...)
+		}
+	}
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = "x"
+	}
+	tests := map[string]struct {
+		edit func(*v1alpha1.WorkflowSpec)
+		want field.ErrorList
+	}{
+		"items and ${item}":                {edit: loop(v1alpha1.ForEach{Items: []string{"eu", "us"}, MaxParallel: 1}, "--region=${item}")},
+		"from an earlier step's output":    {edit: loop(v1alpha1.ForEach{From: "${steps.fetch.output.regions}"}, "${item}")},
+		"from an earlier step by index":    {edit: loop(v1alpha1.ForEach{From: "${steps.1.output.regions}"}, "${item}")},
+		"from a param":                     {edit: loop(v1alpha1.ForEach{From: "${params.tag}", MaxParallel: 100})},
+		"a literal $${item} outside loops": {edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[0].Task.Args[0] = "$${item}" }},
+		"${item} in a step without forEach": {
+			edit: func(s *v1alpha1.WorkflowSpec) { s.Steps[1].Task.Image = "${item}" },
+			want: field.ErrorList{invalid("spec.steps[1].task.image", `step "build" uses ${item}, which only the task of a forEach step may use (the item it runs for); add forEach to the step, or write $${item} for the text`)},
+		},
+		"${item} in a finally step without forEach": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Finally = []v1alpha1.WorkflowStep{{Name: "notify", Task: v1alpha1.AgentTaskSpec{Image: "x", Args: []string{"${item}"}}}}
+			},
+			want: field.ErrorList{invalid("spec.finally[0].task.args[0]", `finally step "notify" uses ${item}, which only the task of a forEach step may use (the item it runs for); add forEach to the step, or write $${item} for the text`)},
+		},
+		"a finally step may loop over a step's output": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Finally = []v1alpha1.WorkflowStep{{Name: "notify", ForEach: &v1alpha1.ForEach{From: "${steps.report.output.to}"}, Task: v1alpha1.AgentTaskSpec{Image: "x", Args: []string{"${item}"}}}}
+			},
+		},
+		"items and from": {
+			edit: loop(v1alpha1.ForEach{Items: []string{"a"}, From: "${params.tag}"}),
+			want: field.ErrorList{invalid("spec.steps[2].forEach", `step "report": forEach has both items and from; set one: items written out, or from, a reference to an output or param holding a JSON array of strings`)},
+		},
+		"no list": {
+			edit: loop(v1alpha1.ForEach{MaxParallel: 2}),
+			want: field.ErrorList{field.Required(field.NewPath("spec", "steps").Index(2).Child("forEach"), `step "report": forEach needs a list: items written out (1 to 100), or from, a reference to an output or param holding a JSON array of strings`)},
+		},
+		"101 items, one too long, maxParallel past 100": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				items := append([]string{}, many...)
+				items[3] = strings.Repeat("x", 1025)
+				loop(v1alpha1.ForEach{Items: items, MaxParallel: 101})(s)
+			},
+			want: field.ErrorList{
+				field.TooMany(field.NewPath("spec", "steps").Index(2).Child("forEach", "items"), 101, 100),
+				field.TooLong(field.NewPath("spec", "steps").Index(2).Child("forEach", "items").Index(3), field.OmitValueType{}, 1024),
+				field.Invalid(field.NewPath("spec", "steps").Index(2).Child("forEach", "maxParallel"), int32(101), `step "report": maxParallel must be between 1 and 100 (unset: every item at once)`),
+			},
+		},
+		"an approval": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Steps[2] = v1alpha1.WorkflowStep{Name: "report", Approval: &v1alpha1.StepApproval{}, ForEach: &v1alpha1.ForEach{Items: []string{"a"}}}
+			},
+			want: field.ErrorList{invalid("spec.steps[2].forEach", `step "report": a forEach step runs its task once per item; it cannot be an approval: put the approval in a step of its own before it`)},
+		},
+		"from with text around the reference": {
+			edit: loop(v1alpha1.ForEach{From: `["${params.tag}"]`}),
+			want: field.ErrorList{field.Invalid(field.NewPath("spec", "steps").Index(2).Child("forEach", "from"), `["${params.tag}"]`, `step "report": forEach.from must be one reference and nothing else, to an output (${steps.NAME.output.KEY}) or a param (${params.NAME}) holding a JSON array of strings; for items written out, use forEach.items`)},
+		},
+		"from ${item}": {
+			edit: loop(v1alpha1.ForEach{From: "${item}"}),
+			want: field.ErrorList{field.Invalid(field.NewPath("spec", "steps").Index(2).Child("forEach", "from"), "${item}", `step "report": forEach.from must be one reference and nothing else, to an output (${steps.NAME.output.KEY}) or a param (${params.NAME}) holding a JSON array of strings; for items written out, use forEach.items`)},
+		},
+		"from a malformed reference": {
+			edit: loop(v1alpha1.ForEach{From: "${steps.fetch.outputs.x}"}),
+			want: field.ErrorList{field.Invalid(field.NewPath("spec", "steps").Index(2).Child("forEach", "from"), "${steps.fetch.outputs.x}", `step "report": "${steps.fetch.outputs.x}" at byte 0 says "outputs" where it should say "output"; `+SyntaxHint)},
+		},
+		"from its own output": {
+			edit: loop(v1alpha1.ForEach{From: "${steps.report.output.x}"}),
+			want: field.ErrorList{invalid("spec.steps[2].forEach.from", `step "report" uses ${steps.report.output.x}, its own output; a step can only use outputs of earlier steps`)},
+		},
+		"from an undeclared param": {
+			edit: loop(v1alpha1.ForEach{From: "${params.regions}"}),
+			want: field.ErrorList{notFoundErr("spec.steps[2].forEach.from", `step "report" uses ${params.regions}, but spec.params has no param "regions"; params are: tag, registry`)},
+		},
+		"from a step it does not depend on": {
+			edit: func(s *v1alpha1.WorkflowSpec) {
+				s.Steps[1].DependsOn = []string{"fetch"}
+				s.Steps[2].DependsOn = []string{"fetch"}
+				s.Steps[2].Task.Args = []string{"${steps.0.output.src}"}
+				loop(v1alpha1.ForEach{From: "${steps.build.output.list}"})(s)
+			},
+			want: field.ErrorList{invalid("spec.steps[2].forEach.from", `step "report" uses ${steps.build.output.list}, but it does not depend on step "build", directly or through other steps; add "build" to its dependsOn`)},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			spec := goodWorkflow()
+			tc.edit(spec)
+			if diff := cmp.Diff(tc.want, ValidateWorkflow(spec)); diff != "" {
+				t.Errorf("ValidateWorkflow (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -130,6 +130,12 @@ func bounds() map[string]bound {
 			}
 			return withField(task(ns, func(*schedv1.AgentTaskSpec) {}), head+strings.Repeat("0ms", (n-len(head))/3), "spec", "timeout")
 		}, "spec.timeout", "32", false},
+		"wf: a forEach step's items": {100, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Step("a", "busybox", "${item}").ForEach(make([]string, n), "", 0).Obj()
+		}, "spec.steps[0].forEach.items", "at most 100 items", false},
+		"wf: a forEach item": {1024, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Step("a", "busybox", "${item}").ForEach([]string{strings.Repeat("i", n)}, "", 0).Obj()
+		}, "spec.steps[0].forEach.items[0]", "1024", false},
 		"wf: a step's pod annotation": {8192, func(ns string, n int) client.Object {
 			return MakeWorkflow("w", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
 				PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{"k": strings.Repeat("v", n)}}}).Obj()

@@ -18,7 +18,11 @@ const (
 	LabelAgentTask      = GroupName + "/agenttask"
 	LabelWorkflow       = GroupName + "/workflow"
 	LabelWorkflowStep   = GroupName + "/step"
-	LabelSchedExt       = GroupName + "/schedext"
+	// LabelWorkflowItem is on the AgentTask (and its Job and pods) of one
+	// item of a forEach step: the item's index, from 0, beside
+	// LabelWorkflowStep.
+	LabelWorkflowItem = GroupName + "/item"
+	LabelSchedExt     = GroupName + "/schedext"
 	// LabelCPUScheduler is on a SchedExt's loader pods: the scheduler
 	// name (SchedulerSource.CPUScheduler) whose ops the pod's attach check
 	// looks for. While the pod is Ready its node carries

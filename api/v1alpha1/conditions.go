@@ -107,9 +107,14 @@ const (
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"
 	// ReasonTooLarge: a workflow step renders past the size an AgentTask
-	// holds once its references are substituted; its task is not built.
-	ReasonTooLarge   = "TooLarge"
-	ReasonStepFailed = "StepFailed"
+	// holds once its references are substituted, its task is not built; or
+	// a forEach step's gathered outputs pass MaxLoopOutputBytes.
+	ReasonTooLarge = "TooLarge"
+	// ReasonInvalidItems: a forEach step's list, read from the output or
+	// param its forEach.from names, is not a JSON array of strings, or
+	// holds more than MaxItems items.
+	ReasonInvalidItems = "InvalidItems"
+	ReasonStepFailed   = "StepFailed"
 	// Workflow events for a step's phase change: Step<Phase>.
 	ReasonStepPending   = "StepPending"
 	ReasonStepRunning   = "StepRunning"

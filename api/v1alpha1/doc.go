@@ -41,22 +41,28 @@
 //     creates it.
 //
 //  3. api/substitution: the ${steps.N.output.KEY},
-//     ${steps.NAME.output.KEY}, ${params.NAME} and ${workflow.phase}
-//     grammar of Workflow step strings (finally steps' too) and the rules
-//     on what a reference may name. One Go implementation that the operator
+//     ${steps.NAME.output.KEY}, ${params.NAME}, ${workflow.phase} and
+//     ${item} grammar of Workflow step strings (finally steps' too, and a
+//     forEach.from) and the rules on what a reference may name. One Go implementation that the operator
 //     runs before it starts a workflow and resolves each step with, and the
 //     plugin runs before it submits one, so what one accepts the other
 //     does too; its doc.go is the reference. workflow_references.yaml
 //     re-states it in CEL for `kubectl apply` users, and
 //     TestWorkflowReferencesPolicyAgreesWithSubstitution (in this package)
 //     feeds both the corpus in api/substitution/substitutiontest, in a
-//     step and in a finally step, and requires the same verdict on every
+//     step, in a finally step, in a forEach step and as a forEach.from,
+//     and requires the same verdict on every
 //     string: api/substitution is right
 //     when they differ. Two of its rules are not in the policy (too costly
 //     in CEL): with dependsOn, a step may only use the outputs of the steps
 //     it depends on, directly or through others; and a step rendered with
 //     its params must fit in an AgentTask. The operator fails a workflow
-//     that breaks them with reason InvalidSpec before any step runs.
+//     that breaks them with reason InvalidSpec before any step runs. The
+//     value a forEach.from names is only known when its step starts: the
+//     operator reads it then (api/substitution.ResolveItems) and fails the
+//     step with reason InvalidItems when it is not a JSON array of at most
+//     100 strings. The CRD holds forEach's own shape: one of items and
+//     from, its bounds, never on an approval.
 //
 //  4. api/celexpr: a step's when, a CEL expression. Neither the CRD nor
 //     a policy can compile CEL held in a field, so the CRD bounds its

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,8 +23,9 @@ import (
 const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-references'"
 
 // TestWorkflowReferencesPolicyAgreesWithSubstitution puts each string of
-// substitutiontest.Corpus into a step of a Workflow, and again into a
-// finally step, and requires the API
+// substitutiontest.Corpus into a step of a Workflow, again into a finally
+// step, into a forEach step (whose task may use ${item}) and as the
+// forEach.from of a step or finally step, and requires the API
 // server (CRD rules and the policy) and substitution.ValidateWorkflow,
 // which the plugin and the operator run, to give the same verdict: a
 // Workflow the server admits must be one the operator runs, and one the
@@ -33,8 +35,9 @@ const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-refe
 // refusal naming spec.workflowSpec.
 func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	corpus := substitutiontest.Corpus()
-	// Each string twice: in a step of spec.steps, then in a finally step.
-	cases := 2 * len(corpus)
+	// Each string four times: in a step of spec.steps, in a finally step,
+	// in a forEach step, as a forEach.from.
+	cases := int(placements) * len(corpus)
 	type verdict struct {
 		in       string
 		field    string
@@ -54,7 +57,7 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 			for i := range work {
 				// What the server sees: JSON turns invalid UTF-8 into U+FFFD.
 				s := jsonString(t, corpus[i%len(corpus)])
-				wf, field := referencesWorkflow(i, s, i >= len(corpus))
+				wf, field := referencesWorkflow(i, s, placement(i/len(corpus)))
 				v := verdict{in: s, field: field}
 				errs := substitution.ValidateWorkflow(&wf.Spec)
 				v.valid = len(errs) == 0
@@ -82,10 +85,11 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	close(work)
 	wg.Wait()
 
-	var admitted, valid, disagree, validFinally int
+	var admitted, valid, disagree int
+	validIn := map[placement]int{}
 	for i, v := range verdicts {
-		if v.valid && i >= len(corpus) {
-			validFinally++
+		if v.valid {
+			validIn[placement(i/len(corpus))]++
 		}
 		if v.admitted {
 			admitted++
@@ -93,8 +97,12 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		if v.valid {
 			valid++
 		}
+		// As a forEach.from, the CRD's bounds on it (at least 1 and at most
+		// 256 characters) refuse some strings before the policy sees them,
+		// none of which is one reference.
+		byCRD := strings.HasSuffix(v.field, "forEach.from") && (v.in == "" || utf8.RuneCountInString(v.in) > 256)
 		switch {
-		case !v.admitted && !strings.Contains(v.refusal, referencesPolicy):
+		case !v.admitted && !strings.Contains(v.refusal, referencesPolicy) && !byCRD:
 			t.Errorf("%q in %s: refused by something other than the policy, so the case does not test it: %s", v.in, v.field, v.refusal)
 		case v.admitted && !v.valid:
 			disagree++
@@ -106,58 +114,93 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		switch {
 		case v.cronAdmitted != v.admitted:
 			t.Errorf("%q in %s: as a Workflow admitted %v, as a CronWorkflow's workflowSpec admitted %v: %s", v.in, v.field, v.admitted, v.cronAdmitted, v.cronRefusal)
+		case byCRD:
 		case !v.cronAdmitted && !strings.Contains(v.cronRefusal, referencesPolicy):
 			t.Errorf("%q in %s: the CronWorkflow was refused by something other than the policy: %s", v.in, v.field, v.cronRefusal)
 		case !v.cronAdmitted && !strings.Contains(v.cronRefusal, "spec.workflowSpec."+strings.SplitN(strings.TrimPrefix(v.field, "spec."), "[", 2)[0]):
 			t.Errorf("%q in %s: the CronWorkflow's refusal does not name the field under spec.workflowSpec: %s", v.in, v.field, v.cronRefusal)
 		}
 	}
-	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution, %d disagreements", len(verdicts), admitted, valid, disagree)
+	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution (%d in a step, %d in a finally step, %d in a forEach step, %d as a forEach.from), %d disagreements",
+		len(verdicts), admitted, valid, validIn[inStep], validIn[inFinally], validIn[inForEach], validIn[asFrom], disagree)
 	// The corpus must test both verdicts in numbers.
 	if valid < 100 || len(verdicts)-valid < 100 {
 		t.Errorf("%d of %d cases are valid; the corpus should hold at least 100 of each verdict", valid, len(verdicts))
 	}
-	if validFinally < 100 || len(corpus)-validFinally < 100 {
-		t.Errorf("%d of %d cases in a finally step are valid; the corpus should hold at least 100 of each verdict there too", validFinally, len(corpus))
+	for p := range placements {
+		// As a forEach.from only a whole reference is valid: fewer.
+		least := 100
+		if p == asFrom {
+			least = 20
+		}
+		if validIn[p] < least || len(corpus)-validIn[p] < 100 {
+			t.Errorf("%d of %d cases %s are valid; the corpus should hold at least %d valid and 100 invalid ones there", validIn[p], len(corpus), p, least)
+		}
 	}
+}
+
+// placement is where referencesWorkflow puts a string of the corpus.
+type placement int
+
+const (
+	inStep placement = iota
+	inFinally
+	inForEach
+	asFrom
+	placements
+)
+
+func (p placement) String() string {
+	return [...]string{"in a step", "in a finally step", "in a forEach step", "as a forEach.from"}[p]
 }
 
 // referencesWorkflow is a Workflow with params p, a, b and tag that holds
 // s in step "use": in its args, command, an env value or its image, taking
-// turns by i so each field the policy scans is tested. In spec.steps its
-// steps are fetch, build, use and later; with finally, spec.steps is fetch
+// turns by i so each field the policy scans is tested, or (asFrom) as its
+// forEach.from. In spec.steps its steps are fetch, build, use and later;
+// in a finally step (inFinally, and asFrom for odd i), spec.steps is fetch
 // and spec.finally build, use (depending on build, so that the steps
-// before it are those it may use, as in a sequence) and later. It returns
-// the field's path.
-func referencesWorkflow(i int, s string, finally bool) (*schedv1.Workflow, string) {
+// before it are those it may use, as in a sequence) and later. inForEach
+// and asFrom make "use" a forEach step. It returns the field's path.
+func referencesWorkflow(i int, s string, where placement) (*schedv1.Workflow, string) {
 	task := schedv1.AgentTaskSpec{Image: "busybox"}
 	var field string
-	switch i % 4 {
-	case 0:
-		task.Args, field = []string{"--in", s}, "args[1]"
-	case 1:
-		task.Command, field = []string{s}, "command[0]"
-	case 2:
-		task.Env, field = []schedv1.EnvVar{{Name: "IN", Value: s}}, "env[0].value"
+	finally := where == inFinally || where == asFrom && i%2 == 1
+	forEach := &schedv1.ForEach{Items: []string{"eu", "us"}}
+	switch where {
+	case inStep, inFinally:
+		forEach = nil
+	case asFrom:
+		forEach = &schedv1.ForEach{From: s}
+		task.Args, field = []string{"${item}"}, "forEach.from"
 	}
-	if field == "" {
-		if len(s) >= 1 && len(s) <= 512 {
-			task.Image, field = s, "image"
-		} else {
-			task.Args, field = []string{s}, "args[0]"
-		}
+	switch {
+	case where == asFrom:
+	case i%4 == 0:
+		task.Args, field = []string{"--in", s}, "task.args[1]"
+	case i%4 == 1:
+		task.Command, field = []string{s}, "task.command[0]"
+	case i%4 == 2:
+		task.Env, field = []schedv1.EnvVar{{Name: "IN", Value: s}}, "task.env[0].value"
+	case len(s) >= 1 && len(s) <= 512:
+		task.Image, field = s, "task.image"
+	default:
+		task.Args, field = []string{s}, "task.args[0]"
 	}
-	wf := MakeWorkflow(fmt.Sprintf("refs-%d", i), ns).
+	wf := MakeWorkflow(fmt.Sprintf("refs-%d-%d", where, i), ns).
 		Param("p", "v").Param("a", "1").Param("b", "2").Param("tag", "latest").
 		Step("fetch", "busybox")
 	if finally {
 		wf.Finally("build", schedv1.AgentTaskSpec{Image: "busybox"}).
-			Finally("use", task).DependsOn("build").
-			Finally("later", schedv1.AgentTaskSpec{Image: "busybox"})
-		return wf.Obj(), "spec.finally[1].task." + field
+			Finally("use", task).DependsOn("build")
+		wf.Spec(func(s *schedv1.WorkflowSpec) { s.Finally[1].ForEach = forEach })
+		wf.Finally("later", schedv1.AgentTaskSpec{Image: "busybox"})
+		return wf.Obj(), "spec.finally[1]." + field
 	}
-	wf.Step("build", "busybox").StepTask("use", task).Step("later", "busybox")
-	return wf.Obj(), "spec.steps[2].task." + field
+	wf.Step("build", "busybox").StepTask("use", task)
+	wf.Spec(func(s *schedv1.WorkflowSpec) { s.Steps[2].ForEach = forEach })
+	wf.Step("later", "busybox")
+	return wf.Obj(), "spec.steps[2]." + field
 }
 
 // jsonString returns s as it arrives through JSON.

@@ -313,6 +313,63 @@ func TestInvalidObjectsRefused(t *testing.T) {
 				Finally("b", schedv1.AgentTaskSpec{Image: "busybox"}).Obj(),
 			wantField: "spec.finally[].dependsOn", wantMsg: "a finally step may only depend on finally steps listed before it",
 		},
+		"wf: forEach with items and from": {
+			obj:       validWorkflow().ForEach([]string{"eu"}, "${steps.fetch.output.regions}", 0).Obj(),
+			wantField: "spec.steps[1].forEach", wantMsg: "set exactly one of items (the items written out) and from",
+		},
+		"wf: forEach without a list": {
+			obj:       validWorkflow().ForEach(nil, "", 2).Obj(),
+			wantField: "spec.steps[1].forEach", wantMsg: "forEach takes a list: set exactly one of items",
+		},
+		"wf: forEach of 101 items": {
+			obj:       validWorkflow().ForEach(make([]string, 101), "", 0).Obj(),
+			wantField: "spec.steps[1].forEach.items", wantMsg: "must have at most 100 items",
+		},
+		"wf: a forEach item too long": {
+			obj:       validWorkflow().ForEach([]string{strings.Repeat("x", 1025)}, "", 0).Obj(),
+			wantField: "spec.steps[1].forEach.items[0]", wantMsg: "may not be more than 1024",
+		},
+		"wf: maxParallel past 100": {
+			obj:       validWorkflow().ForEach([]string{"a"}, "", 101).Obj(),
+			wantField: "spec.steps[1].forEach.maxParallel", wantMsg: "less than or equal to 100",
+		},
+		"wf: maxParallel below 1": {
+			obj:       validWorkflow().ForEach([]string{"a"}, "", -1).Obj(),
+			wantField: "spec.steps[1].forEach.maxParallel", wantMsg: "greater than or equal to 1",
+		},
+		"wf: a forEach approval": {
+			obj:       validWorkflow().Approval("gate", "ship?").ForEach([]string{"eu"}, "", 0).Obj(),
+			wantField: "spec.steps[2].forEach", wantMsg: "a forEach step runs its task once per item; it cannot be an approval",
+		},
+		"wf: ${item} in a step without forEach": {
+			obj:       validWorkflow().Step("c", "busybox", "--region=${item}").Obj(),
+			wantField: "spec.steps", wantMsg: `step "c" uses ${item}, which only the task of a forEach step may use (the item it runs for)`,
+		},
+		"wf: ${item} in a finally step without forEach": {
+			obj:       validWorkflow().Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${item}"}}).Obj(),
+			wantField: "spec.finally", wantMsg: `finally step "notify" uses ${item}, which only the task of a forEach step may use`,
+		},
+		"wf: forEach.from with text around the reference": {
+			obj:       validWorkflow().Step("c", "busybox", "${item}").ForEach(nil, `["${steps.fetch.output.region}"]`, 0).Obj(),
+			wantField: "spec.steps", wantMsg: `step "c" has forEach.from "["${steps.fetch.output.region}"]", which must be one reference and nothing else`,
+		},
+		"wf: forEach.from a later step": {
+			obj:       validWorkflow().Step("c", "busybox", "${item}").ForEach(nil, "${steps.later.output.list}", 0).Step("later", "busybox").Obj(),
+			wantField: "spec.steps", wantMsg: "a step may only use the outputs of steps before it",
+		},
+		"wf: forEach.from an undeclared param": {
+			obj:       validWorkflow().Step("c", "busybox", "${item}").ForEach(nil, "${params.regions}", 0).Obj(),
+			wantField: "spec.steps", wantMsg: "a step uses ${params.NAME} for a NAME that is not in spec.params",
+		},
+		"wf: a forEach.from too long": {
+			// No reference is that long: 143 characters at most.
+			obj:       validWorkflow().Step("c", "busybox", "${item}").ForEach(nil, "${params."+strings.Repeat("p", 248)+"}", 0).Obj(),
+			wantField: "spec.steps[2].forEach.from", wantMsg: "may not be more than 256",
+		},
+		"wf: a malformed forEach.from": {
+			obj:       validWorkflow().Step("c", "busybox", "${item}").ForEach(nil, "${steps.fetch.outputs.regions}", 0).Obj(),
+			wantField: "spec.steps", wantMsg: `step "c" holds "${steps.fetch.outputs.regions}", which is not a valid reference`,
+		},
 		"wf: workflow.phase in a step": {
 			obj:       validWorkflow().Step("c", "busybox", "${workflow.phase}").Obj(),
 			wantField: "spec.steps", wantMsg: "only finally steps may use ${workflow.phase}",
@@ -424,6 +481,12 @@ func TestValidObjectsAccepted(t *testing.T) {
 			Finally("collect", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${steps.0.output.result}"}}).When("workflow.phase != 'Succeeded'").
 			Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.phase}", "${steps.collect.output.url}", "${steps.deploy.output.url}"}}).DependsOn("collect").
 			Suspend(true).Obj(),
+		"wf: forEach over items, an output, a param; in a finally step": MakeWorkflow("wf", ns).Param("regions", `["eu","us"]`).
+			Step("plan", "busybox").
+			Step("deploy", "busybox", "--region=${item}", "$${item}").ForEach(append(make([]string, 99), strings.Repeat("x", 1024)), "", 100).
+			Step("verify", "busybox", "${item}", "${steps.deploy.output.url}").ForEach(nil, "${steps.plan.output.regions}", 1).
+			Step("check", "busybox", "${item}").ForEach(nil, "${params.regions}", 0).
+			Finally("report", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${item}", "${workflow.phase}"}}).ForEach(nil, "${steps.0.output.regions}", 2).Obj(),
 		"scx: well-known":                MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
 		"scx: own image":                 MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
 		"scx: well-known from own image": MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),

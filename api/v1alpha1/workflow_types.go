@@ -55,11 +55,12 @@ type WorkflowSpec struct {
 	TTLAfterFinished *metav1.Duration `json:"ttlAfterFinished,omitempty"`
 
 	// FailFast stops the whole workflow at the first failed step: the other
-	// running steps are cancelled. Without it (the default) a failed step
-	// skips only the steps that depend on it, and independent branches run
-	// to the end, so one run reports every failure and keeps every output
-	// it could produce. Steps that run one after another behave the same
-	// either way.
+	// running steps are cancelled. It also fails a forEach step at its
+	// first failed item, its running items cancelled. Without it (the
+	// default) a failed step skips only the steps that depend on it, and
+	// independent branches run to the end, so one run reports every failure
+	// and keeps every output it could produce. Steps that run one after
+	// another behave the same either way.
 	// +optional
 	FailFast bool `json:"failFast,omitempty"`
 
@@ -71,8 +72,9 @@ type WorkflowSpec struct {
 	// +optional
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
-	// Cancel stops the workflow without deleting it: the running step's
-	// task is cancelled (its pod stopped), steps not started are skipped,
+	// Cancel stops the workflow without deleting it: the running steps'
+	// tasks, and forEach steps' running items, are cancelled (their pods
+	// stopped), steps not started are skipped,
 	// and the workflow ends in phase Cancelled, keeping its record and the
 	// outputs so far. It cannot be undone. `kubectl sched workflow stop`
 	// sets it.
@@ -100,7 +102,8 @@ type WorkflowSpec struct {
 
 	// Suspend holds the start of new steps while true: the steps running
 	// go on, no other step starts (nor waits for an approval, nor has its
-	// when evaluated) until it is false again. spec.timeout keeps counting.
+	// when evaluated), nor any new item of a forEach step, until it is
+	// false again. spec.timeout keeps counting.
 	// 'kubectl sched workflow suspend' and 'resume' set it.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
@@ -191,6 +194,7 @@ type WorkflowParam struct {
 // WorkflowStep is one step: a name and the AgentTask it runs, or the
 // approval it waits for.
 // +kubebuilder:validation:XValidation:rule="has(self.task) != has(self.approval)",message="a step runs a task or waits for an approval: set exactly one of task and approval"
+// +kubebuilder:validation:XValidation:rule="!has(self.forEach) || !has(self.approval)",message="a forEach step runs its task once per item; it cannot be an approval: put the approval in a step of its own before it",fieldPath=".forEach"
 type WorkflowStep struct {
 	// Name of the step, a DNS label, used as ${steps.NAME.output.KEY}.
 	// +kubebuilder:validation:MinLength=1
@@ -233,10 +237,66 @@ type WorkflowStep struct {
 	// step but an approval has one.
 	// +optional
 	Task AgentTaskSpec `json:"task,omitzero"`
+
+	// ForEach runs the step's task once per item of a list, each as an
+	// AgentTask of its own, with ${item} in the task's strings replaced by
+	// the item. The list is literal (items) or an output or param holding a
+	// JSON array of strings (from). Once every item has ended, a later step
+	// reads ${steps.NAME.output.KEY} of this step as a JSON array of each
+	// item's value of KEY, in item order (null for an item that did not
+	// write KEY). An item that fails starts no more items; those running
+	// finish and the step fails. The step's when is decided once, before
+	// any item starts.
+	// +optional
+	ForEach *ForEach `json:"forEach,omitempty"`
 }
 
 // RunsTask reports whether the step runs a task (it is not an approval).
 func (s *WorkflowStep) RunsTask() bool { return s.Approval == nil }
+
+// MaxItems is the most items a forEach step runs over.
+const MaxItems = 100
+
+// MaxItemLength is the longest item of forEach.items, in bytes.
+const MaxItemLength = 1024
+
+// MaxLoopOutputBytes bounds the outputs of a forEach step once its items'
+// values are gathered into JSON arrays: keys and values together. Past it
+// the step fails with reason TooLarge.
+const MaxLoopOutputBytes = 32768
+
+// ForEach is the list a step runs its task over.
+// +kubebuilder:validation:XValidation:rule="has(self.items) != has(self.from)",message="forEach takes a list: set exactly one of items (the items written out) and from (a reference to an output or param holding a JSON array of strings)"
+type ForEach struct {
+	// Items are the items, written out: 1 to 100 strings of at most 1024
+	// characters each. The step runs its task once per item, in this order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=1024
+	Items []string `json:"items,omitempty"`
+
+	// From is one reference, and nothing else, to an output of a step this
+	// one depends on (directly or through others; in a sequence, a step
+	// before it), as ${steps.NAME.output.KEY} or ${steps.N.output.KEY}, or
+	// to a param, ${params.NAME}, whose value is a JSON array of strings,
+	// such as ["eu","us"]. It is read when the step starts: a value that is
+	// not such an array, or holds more than 100 items, fails the step with
+	// reason InvalidItems; an empty array makes the step succeed at once,
+	// with no items, each of its outputs reading as [].
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	From string `json:"from,omitempty"`
+
+	// MaxParallel is how many items may run at once, 1 to 100; items start
+	// in order as earlier ones end. Unset, every item starts at once.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxParallel int32 `json:"maxParallel,omitempty"`
+}
 
 // WorkflowPhase is where a workflow is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
@@ -289,6 +349,7 @@ func (p StepPhase) Finished() bool {
 }
 
 // StepStatus reports one step.
+// +kubebuilder:validation:XValidation:rule="!has(self.outputs) || self.outputs.all(k, size(k) <= 63 && size(self.outputs[k]) <= (has(self.forEach) ? 32768 : 4096))",message="output keys may have at most 63 characters and values 4096 (32768 for a forEach step's)",fieldPath=".outputs"
 type StepStatus struct {
 	// Name of the step.
 	// +kubebuilder:validation:MaxLength=63
@@ -305,10 +366,11 @@ type StepStatus struct {
 	// CompletionTime is when the step finished.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
-	// Outputs of the step, as its AgentTask reported them.
+	// Outputs of the step, as its AgentTask reported them. Those of a
+	// forEach step are JSON arrays with each item's value (null for an
+	// item that did not write the key), filled in as items succeed.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 	// Message explains a failure or skip.
 	// +optional
@@ -316,10 +378,66 @@ type StepStatus struct {
 	Message string `json:"message,omitempty"`
 	// Reason is a CamelCase word for why the step is in its phase, when
 	// the phase alone does not say: WhenFalse, WhenError,
-	// WaitingForApproval, Approved, Denied.
+	// WaitingForApproval, Approved, Denied, InvalidItems, TooLarge.
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`
+	// ForEach reports the items of a forEach step, once it has started.
+	// +optional
+	ForEach *ForEachStatus `json:"forEach,omitempty"`
+}
+
+// ForEachStatus is the progress of a forEach step's items.
+type ForEachStatus struct {
+	// Total is how many items the step runs over.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Total int32 `json:"total"`
+	// Succeeded counts the items that succeeded.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Succeeded int32 `json:"succeeded,omitempty"`
+	// Failed counts the items that failed, timed out or were cancelled.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Failed int32 `json:"failed,omitempty"`
+	// Running counts the items started and not ended (Pending or Running).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Running int32 `json:"running,omitempty"`
+	// Items are the items started, by index (each runs as the AgentTask
+	// <workflow>-<step index>-<step>-<item index>). Item values are not
+	// repeated here: they are in spec.steps[].forEach.items, or in the
+	// output or param forEach.from names.
+	// +optional
+	// +listType=map
+	// +listMapKey=index
+	// +kubebuilder:validation:MaxItems=100
+	Items []ItemStatus `json:"items,omitempty"`
+}
+
+// ItemStatus reports one item of a forEach step.
+type ItemStatus struct {
+	// Index of the item in the list, from 0.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=99
+	Index int32 `json:"index"`
+	// Phase of the item's AgentTask: Pending, Running, Succeeded, Failed,
+	// Timeout or Cancelled.
+	Phase StepPhase `json:"phase"`
+	// StartTime is when the item's AgentTask was created.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the item ended.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// Message explains an item that did not succeed, cut to 512 bytes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // WorkflowOutcome is how the main steps (spec.steps) of a workflow with

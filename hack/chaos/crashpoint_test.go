@@ -2,21 +2,27 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 )
@@ -60,6 +66,104 @@ func TestKillsBetweenWrites(t *testing.T) {
 	}
 	checkRanOnce(t, cl, ns, workflows, steps, tasks)
 	t.Logf("4 aimed kills: %d workflows of %d steps and %d tasks finished, each step and task once", workflows, steps, tasks)
+}
+
+// TestKillWhileAForEachFansOut kills the operator three times while a
+// forEach step fans out over 30 items, 10 at a time: each time right
+// after it created a batch of item tasks and before the Workflow's status
+// records them (crash point workflow-step-tasks-created). The operator that
+// follows must take the items it finds for started: no item runs twice
+// (one AgentTask, one Job and one pod each, one attempt), none is left
+// out, and every item's output reaches the gathered array, in item order,
+// and the step after the loop.
+func TestKillWhileAForEachFansOut(t *testing.T) {
+	const n = 30
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	const ns = "default"
+	items := make([]string, n)
+	want := make([]string, n)
+	for k := range items {
+		items[k] = fmt.Sprintf("i%02d", k)
+		want[k] = fmt.Sprintf("out-%s ✓", items[k])
+	}
+	wf := MakeWorkflow("fan", ns).
+		StepTask("fan", schedv1.AgentTaskSpec{Image: "x", Args: []string{"${item}"},
+			Env:         []schedv1.EnvVar{{Name: cluster.EnvTerminationMessage, Value: "v=out-${item} ✓"}},
+			PodMetadata: &schedv1.PodMetadata{Annotations: sim("", 1)}}).ForEach(items, "", 10).
+		StepTask("join", schedv1.AgentTaskSpec{Image: "x", Args: []string{"${steps.fan.output.v}"},
+			PodMetadata: &schedv1.PodMetadata{Annotations: sim("", 0)}}).Obj()
+	if err := cl.Create(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	// The first create of each operator: the first batch, then in each
+	// of the next two the first batch it makes after it took over the
+	// items it found.
+	for _, point := range []string{crashpoint.StepTasksCreated + ":1", crashpoint.StepTasksCreated + ":1", crashpoint.StepTasksCreated + ":1"} {
+		killAt(t, e, point)
+		var tasks schedv1.AgentTaskList
+		if err := cl.List(ctx, &tasks, client.InNamespace(ns), client.HasLabels{schedv1.LabelWorkflowItem}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("killed at %s with %d item tasks created", point, len(tasks.Items))
+	}
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	got := &schedv1.Workflow{}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(wf), got); err != nil {
+			return false, nil
+		}
+		return got.Status.Phase.Finished(), nil
+	})
+	if err != nil || got.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("workflow %s (%v): %s", got.Status.Phase, err, got.Status.Message)
+	}
+
+	var tasks schedv1.AgentTaskList
+	var jobs batchv1.JobList
+	var pods corev1.PodList
+	for _, l := range []client.ObjectList{&tasks, &jobs, &pods} {
+		if err := cl.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelWorkflow: "fan", schedv1.LabelWorkflowStep: "0"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tasksOf, jobsOf, podsOf := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, at := range tasks.Items {
+		tasksOf[at.Labels[schedv1.LabelWorkflowItem]]++
+		if at.Status.Attempts != 1 || at.Status.Phase != schedv1.TaskSucceeded {
+			t.Errorf("item task %s: %s after %d attempts", at.Name, at.Status.Phase, at.Status.Attempts)
+		}
+	}
+	for _, j := range jobs.Items {
+		jobsOf[j.Labels[schedv1.LabelWorkflowItem]]++
+	}
+	for _, p := range pods.Items {
+		podsOf[p.Labels[schedv1.LabelWorkflowItem]]++
+	}
+	for k := range n {
+		if l := strconv.Itoa(k); tasksOf[l] != 1 || jobsOf[l] != 1 || podsOf[l] != 1 {
+			t.Errorf("item %d ran %d AgentTasks, %d Jobs and %d pods, want one of each", k, tasksOf[l], jobsOf[l], podsOf[l])
+		}
+	}
+	if len(tasks.Items) != n {
+		t.Errorf("%d item tasks, want %d", len(tasks.Items), n)
+	}
+	gathered, _ := json.Marshal(want)
+	if v := got.Status.Steps[0].Outputs["v"]; v != string(gathered) {
+		t.Errorf("gathered output %s, want %s", v, gathered)
+	}
+	join := &schedv1.AgentTask{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.StepTask("fan", 1, "join")}, join); err != nil {
+		t.Fatal(err)
+	}
+	if len(join.Spec.Args) != 1 || join.Spec.Args[0] != string(gathered) {
+		t.Errorf("join's args %q, want the gathered array", join.Spec.Args)
+	}
+	t.Logf("3 aimed kills while %d items fanned out: each ran once, every output gathered", n)
 }
 
 // TestKillAfterACronRunIsCreated kills the operator right after the

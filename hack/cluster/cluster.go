@@ -66,6 +66,15 @@ const (
 	AnnotationConfigError = "sim.kubectl-sched.dev/config-error"
 )
 
+// Env vars of a Job pod's first container that win over
+// AnnotationExitCode and AnnotationTerminationMessage: a workflow
+// substitutes references (a forEach step's ${item}) into env values, never
+// into annotations, so each item's pod can end its own way.
+const (
+	EnvExitCode           = "SIM_EXIT_CODE"
+	EnvTerminationMessage = "SIM_TERMINATION_MESSAGE"
+)
+
 // Node labels and taints used by DefaultNodes and Start.
 const (
 	// KwokNodeAnnotation marks nodes kwok manages (value "fake").

@@ -180,6 +180,7 @@ func TestJobOutcome(t *testing.T) {
 	tests := []struct {
 		name         string
 		annotations  map[string]string
+		env          []corev1.EnvVar
 		backoffLimit int32
 		wantJob      batchv1.JobConditionType
 		wantPhase    corev1.PodPhase
@@ -204,6 +205,15 @@ func TestJobOutcome(t *testing.T) {
 			wantPhase:    corev1.PodFailed,
 			want:         corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"},
 		},
+		{
+			name:         "env wins over the annotations",
+			annotations:  map[string]string{AnnotationExitCode: "0", AnnotationTerminationMessage: "from=annotation"},
+			env:          []corev1.EnvVar{{Name: "A", Value: "x"}, {Name: EnvExitCode, Value: "4"}, {Name: EnvTerminationMessage, Value: "region=eu"}},
+			backoffLimit: 0,
+			wantJob:      batchv1.JobFailed,
+			wantPhase:    corev1.PodFailed,
+			want:         corev1.ContainerStateTerminated{ExitCode: 4, Reason: "Error", Message: "region=eu"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -216,6 +226,7 @@ func TestJobOutcome(t *testing.T) {
 					Template:     podTemplate(nil, tt.annotations, corev1.RestartPolicyNever),
 				},
 			}
+			job.Spec.Template.Spec.Containers[0].Env = tt.env
 			if _, err := client.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func jobLabels(task *schedv1.AgentTask) map[string]string {
 		schedv1.LabelManagedBy: schedv1.ManagedByValue,
 		schedv1.LabelAgentTask: names.Job(task.Name),
 	}
-	for _, k := range []string{schedv1.LabelWorkflow, schedv1.LabelWorkflowStep} {
+	for _, k := range []string{schedv1.LabelWorkflow, schedv1.LabelWorkflowStep, schedv1.LabelWorkflowItem} {
 		if v, ok := task.Labels[k]; ok {
 			l[k] = v
 		}

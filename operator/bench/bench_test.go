@@ -248,6 +248,93 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 		percentile(fanOut, 50), percentile(fanOut, 100), percentile(fanIn, 50), percentile(fanIn, 100))
 }
 
+// BenchmarkForEach runs a workflow of one step, a forEach step over 100
+// items that depends on it (no maxParallel: every item at once) and a
+// step that reads the items' gathered outputs, and measures from one watch
+// on the API server: from the first step's pod turning Succeeded to the
+// first and the last item task created and to all 100 item Jobs existing
+// (the target: 100 items started within 1 s), and from the last
+// item's pod turning Succeeded to the next step's Job (the fan-in).
+func BenchmarkForEach(b *testing.B) {
+	const n = 100
+	var started []time.Duration
+	for range b.N {
+		ns := namespace(b, "loop")
+		ctx, cancel := context.WithCancel(context.Background())
+		h := watchHandoffs(b, ctx, ns)
+		items := make([]string, n)
+		for k := range items {
+			items[k] = fmt.Sprintf("item-%d", k)
+		}
+		task := func(args ...string) schedv1.AgentTaskSpec {
+			return schedv1.AgentTaskSpec{Image: "x", Args: args, PodMetadata: &schedv1.PodMetadata{Annotations: quick}}
+		}
+		wf := MakeWorkflow("loop", ns).StepTask("root", task()).
+			StepTask("fan", task("${item}", "${steps.root.output.out}")).ForEach(items, "", 0).
+			StepTask("join", task("${steps.fan.output.out}"))
+		if err := sim.Client.Create(ctx, wf.Obj()); err != nil {
+			b.Fatal(err)
+		}
+		waitFor(b, "the workflow to succeed", 10*time.Minute, func() bool {
+			got := &schedv1.Workflow{}
+			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "loop"}, got)
+			return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
+		})
+		cancel()
+		h.stop()
+		h.mu.Lock()
+		rootTask := names.StepTask("loop", 0, "root")
+		root := h.podDone[rootTask]
+		var firstTask, lastTask, allJobs, lastPod, lastDone time.Time
+		missed := 0
+		for k := range n {
+			item := names.ItemTask("loop", 1, "fan", k)
+			at, job, pod := h.taskAdded[item], h.jobAdded[names.Job(item)], h.podDone[names.Job(item)]
+			if at.IsZero() || job.IsZero() {
+				b.Fatalf("missing observation for item %d: task %v job %v", k, at, job)
+			}
+			if firstTask.IsZero() || at.Before(firstTask) {
+				firstTask = at
+			}
+			lastTask, allJobs, lastPod = later(lastTask, at), later(allJobs, job), later(lastPod, pod)
+			lastDone = later(lastDone, h.taskDone[item])
+			if pod.IsZero() {
+				// The pod watch ended early (the API server ends
+				// watches now and then; WatchEach does not start a new
+				// one): the fan-in is not measured.
+				missed++
+			}
+		}
+		joinTask := names.StepTask("loop", 2, "join")
+		join := h.jobAdded[names.Job(joinTask)]
+		h.mu.Unlock()
+		if root.IsZero() || join.IsZero() {
+			b.Fatalf("missing observation: root pod %v join job %v", root, join)
+		}
+		ms := func(from, to time.Time) time.Duration { return to.Sub(from).Round(time.Millisecond) }
+		started = append(started, allJobs.Sub(root))
+		fmt.Printf("  fan-out: root Succeeded +%v, first item task +%v, last item task +%v, all %d item Jobs +%v\n",
+			ms(root, h.taskDone[rootTask]), ms(root, firstTask), ms(root, lastTask), n, ms(root, allJobs))
+		if missed > 0 {
+			fmt.Printf("  fan-in: not measured, the watch missed %d item pods ending\n", missed)
+		} else {
+			fmt.Printf("  fan-in: last item's pod Succeeded, its task +%v, join task +%v, join Job +%v\n",
+				ms(lastPod, lastDone), ms(lastPod, h.taskAdded[joinTask]), ms(lastPod, join))
+		}
+	}
+	b.ReportMetric(float64(percentile(started, 50).Microseconds())/1000, "started-p50-ms")
+	fmt.Printf("forEach over %d items, %d workflows: all item Jobs p50 %v, max %v after the step before it succeeded\n",
+		n, len(started), percentile(started, 50), percentile(started, 100))
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // BenchmarkTaskThroughput runs 500 bare Jobs to Complete, then 500
 // AgentTasks to Succeeded on the same cluster, twice: submitted one after
 // another by one client, as a script would, and by 10 clients at once, which

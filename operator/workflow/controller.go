@@ -76,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.applyTTL(ctx, wf, now)
 	}
 
-	tasks, err := r.stepTasks(ctx, wf)
+	tasks, items, err := r.stepTasks(ctx, wf)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -84,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(wf, tasks, prev, now)
+	p := decide(wf, tasks, items, prev, now)
 
 	for _, t := range p.cancels {
 		patch := client.MergeFrom(t.DeepCopy())
@@ -110,18 +110,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if err != nil {
 				return ctrl.Result{}, err
 			}
-			if taken != nil {
+			switch {
+			case taken != nil && c.loop:
+				itemFailed(wf, &p.status, c, nameTakenMessage(wf, taken), now)
+			case taken != nil:
 				nameTaken(wf, &p.status, c.step, taken, now)
 			}
 			continue
 		}
 		switch class := refusal.Classify(err); {
+		case err == nil && c.loop:
+			log.FromContext(ctx).V(1).Info("Created item AgentTask", "task", c.task.Name, "step", c.step, "item", c.item)
 		case err == nil:
 			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
+		case class == refusal.Final && c.loop:
+			itemFailed(wf, &p.status, c, "the API server refused its AgentTask: "+refusal.Message(err), now)
 		case class == refusal.Final:
 			// Substituted outputs can make a task the server refuses;
 			// retrying cannot change them, so the step fails.
 			refused(wf, &p.status, c.step, refusal.Message(err), now)
+		case class == refusal.Quota && c.loop:
+			itemWaitingForQuota(wf, &p.status, c, refusal.Message(err))
+			quotaErr = err
 		case class == refusal.Quota:
 			waitingForQuota(wf, &p.status, c.step, refusal.Message(err))
 			quotaErr = err
@@ -220,18 +230,24 @@ func controllingWorkflow(o client.Object) []string {
 	return nil
 }
 
-// stepTasks returns the workflow's step tasks by index. Tasks are matched by
-// owner and by the name the index and step name derive, so a renamed or
-// foreign task is never taken for a step.
-func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[int]*schedv1.AgentTask, error) {
+// stepTasks returns the workflow's step tasks by index, and its loops'
+// item tasks by step and item index. Tasks are matched by owner and by the
+// name the index and step name derive, so a renamed or foreign task is
+// never taken for a step or an item.
+func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[int]*schedv1.AgentTask, itemTasks, error) {
 	var list schedv1.AgentTaskList
 	if err := r.List(ctx, &list, client.InNamespace(wf.Namespace), client.MatchingFields{stepTaskIndex: wf.Name}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tasks := map[int]*schedv1.AgentTask{}
+	tasks, items := map[int]*schedv1.AgentTask{}, itemTasks{}
 	for i := range list.Items {
 		t := &list.Items[i]
-		if idx, ok := stepIndex(wf, t); ok && metav1.IsControlledBy(t, wf) {
+		if !metav1.IsControlledBy(t, wf) {
+			continue
+		}
+		if idx, k, ok := itemIndex(wf, t); ok {
+			items.add(idx, k, t)
+		} else if idx, ok := stepIndex(wf, t); ok {
 			tasks[idx] = t
 		}
 	}
@@ -253,31 +269,98 @@ func (r *Reconciler) stepTasks(ctx context.Context, wf *schedv1.Workflow) (map[i
 		if s.TaskName == "" || tasks[i] != nil || s.Phase.Finished() {
 			continue
 		}
-		t := &schedv1.AgentTask{}
-		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: s.TaskName}, t)
-		switch {
-		case err == nil && metav1.IsControlledBy(t, wf):
+		t, err := r.ownTask(ctx, wf, s.TaskName)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t != nil {
 			tasks[i] = t
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, err
 		}
 	}
-	return tasks, nil
+	// The same for the items a running loop started.
+	for i, s := range started {
+		if s.ForEach == nil || s.Phase.Finished() || !isLoop(wf, i) {
+			continue
+		}
+		for _, it := range s.ForEach.Items {
+			k := int(it.Index)
+			if it.Phase.Finished() || items[i][k] != nil {
+				continue
+			}
+			t, err := r.ownTask(ctx, wf, itemTaskName(wf, i, k))
+			if err != nil {
+				return nil, nil, err
+			}
+			if t != nil {
+				items.add(i, k, t)
+			}
+		}
+	}
+	return tasks, items, nil
+}
+
+// ownTask reads the AgentTask name past the cache: nil when it is not
+// there, or not this workflow's.
+func (r *Reconciler) ownTask(ctx context.Context, wf *schedv1.Workflow, name string) (*schedv1.AgentTask, error) {
+	t := &schedv1.AgentTask{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: name}, t)
+	switch {
+	case err == nil && metav1.IsControlledBy(t, wf):
+		return t, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, err
+	}
+	return nil, nil
+}
+
+func (it itemTasks) add(i, k int, t *schedv1.AgentTask) {
+	if it[i] == nil {
+		it[i] = map[int]*schedv1.AgentTask{}
+	}
+	it[i][k] = t
+}
+
+// itemIndex is the loop and item t runs, by its step and item labels and
+// the name they derive, as stepIndex reads a step task's.
+func itemIndex(wf *schedv1.Workflow, t *schedv1.AgentTask) (int, int, bool) {
+	label, ok := t.Labels[schedv1.LabelWorkflowItem]
+	if !ok {
+		return 0, 0, false
+	}
+	k, err := strconv.Atoi(label)
+	if err != nil || k < 0 || k >= schedv1.MaxItems || strconv.Itoa(k) != label {
+		return 0, 0, false
+	}
+	i, ok := stepLabelIndex(wf, t.Labels[schedv1.LabelWorkflowStep])
+	if !ok || !isLoop(wf, i) || t.Name != itemTaskName(wf, i, k) {
+		return 0, 0, false
+	}
+	return i, k, true
 }
 
 // stepIndex is the step t runs, counted as decide counts (spec.steps, then
 // spec.finally), by its step label and the name that label derives, so a
 // renamed or foreign task is never taken for a step.
 func stepIndex(wf *schedv1.Workflow, t *schedv1.AgentTask) (int, bool) {
-	label := t.Labels[schedv1.LabelWorkflowStep]
+	i, ok := stepLabelIndex(wf, t.Labels[schedv1.LabelWorkflowStep])
+	if !ok || isLoop(wf, i) {
+		return 0, false
+	}
+	want := names.StepTask(wf.Name, i, wf.Spec.Steps[min(i, len(wf.Spec.Steps)-1)].Name)
+	if n := len(wf.Spec.Steps); i >= n {
+		want = names.FinallyTask(wf.Name, i-n, wf.Spec.Finally[i-n].Name)
+	}
+	return i, t.Name == want
+}
+
+// stepLabelIndex reads a step label ("2", "finally0") as a step index,
+// counted as decide counts.
+func stepLabelIndex(wf *schedv1.Workflow, label string) (int, bool) {
 	if j, ok := names.ParseFinallyStep(label); ok {
-		if j >= len(wf.Spec.Finally) || t.Name != names.FinallyTask(wf.Name, j, wf.Spec.Finally[j].Name) {
-			return 0, false
-		}
-		return len(wf.Spec.Steps) + j, true
+		return len(wf.Spec.Steps) + j, j < len(wf.Spec.Finally)
 	}
 	idx, err := strconv.Atoi(label)
-	if err != nil || idx < 0 || idx >= len(wf.Spec.Steps) || t.Name != names.StepTask(wf.Name, idx, wf.Spec.Steps[idx].Name) {
+	if err != nil || idx < 0 || idx >= len(wf.Spec.Steps) {
 		return 0, false
 	}
 	return idx, true

@@ -37,10 +37,18 @@ func decideFinally(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, st *s
 	skipBlockedFinally(wf, st)
 	for j := range wf.Spec.Finally {
 		s := &st.Finally[j]
-		if s.Phase != schedv1.StepWaiting || !finallyDependenciesSucceeded(wf, st, j) || wf.Spec.Suspend {
+		var reason string
+		var err error
+		switch i := len(wf.Spec.Steps) + j; {
+		case wf.Spec.Suspend:
 			continue
+		case startedLoop(wf, s, i):
+			reason, err = advanceLoop(wf, st, i, p, now)
+		case s.Phase != schedv1.StepWaiting || !finallyDependenciesSucceeded(wf, st, j):
+			continue
+		default:
+			reason, err = startFinally(wf, st, j, p, now)
 		}
-		reason, err := startFinally(wf, st, j, p, now)
 		if err != nil {
 			s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
 		}
@@ -87,6 +95,9 @@ func startFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int, p *pl
 		return schedv1.ReasonWhenError, errors.New(g.message)
 	}
 	i := len(wf.Spec.Steps) + j
+	if wf.Spec.Finally[j].ForEach != nil {
+		return startLoop(wf, st, i, p, now)
+	}
 	task, err := newStepTask(wf, i, st)
 	if err != nil {
 		return taskErrorReason(err), err

@@ -1,13 +1,13 @@
 package workflow
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -34,14 +34,18 @@ type plan struct {
 	requeueAt time.Time
 }
 
-// stepCreate is a step's AgentTask to create.
+// stepCreate is a step's AgentTask to create, or one item's of a loop.
 type stepCreate struct {
 	step int
+	// loop: the task runs item item of the step.
+	loop bool
+	item int
 	task *schedv1.AgentTask
 }
 
 // decide walks the steps. tasks holds the step AgentTasks found, by step
-// index: spec.steps from 0, then spec.finally (index len(spec.steps)+j). A
+// index: spec.steps from 0, then spec.finally (index len(spec.steps)+j);
+// items the loops' item tasks (loop.go). A
 // step's task is created only once every step it depends on (the one before
 // it, unless steps set dependsOn) Succeeded, and never twice, because its
 // name is derived from the workflow, the index and the step name.
@@ -54,7 +58,7 @@ type stepCreate struct {
 //
 // prev is the workflow that spec.retryOf names, nil when there is none or
 // it is gone.
-func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv1.Workflow, now metav1.Time) plan {
+func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, now metav1.Time) plan {
 	p := plan{status: *wf.Status.DeepCopy()}
 	st := &p.status
 	st.ObservedGeneration = wf.Generation
@@ -62,6 +66,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 		return p
 	}
 	syncSteps(wf, st, tasks)
+	syncLoops(wf, st, items, now)
 
 	if msg := invalid(wf, st); msg != "" {
 		end(st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, "the workflow cannot run: "+msg, now)
@@ -79,6 +84,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv
 	if st.Main != nil {
 		decideFinally(wf, tasks, st, &p, now)
 	}
+	sweepLoops(wf, st, items, &p, now)
 	return p
 }
 
@@ -141,27 +147,37 @@ func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *sc
 	}
 	skipBlocked(wf, st)
 
-	// Start every step whose dependencies all Succeeded.
+	// Start every step whose dependencies all Succeeded, and the next
+	// items of the loops that run.
 	for i := range wf.Spec.Steps {
 		s := &st.Steps[i]
-		if s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i) || wf.Spec.Suspend {
+		var reason string
+		var err error
+		switch {
+		case wf.Spec.Suspend:
+			continue
+		case startedLoop(wf, s, i):
+			reason, err = advanceLoop(wf, st, i, p, now)
+		case s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i):
+			continue
+		default:
+			reason, err = start(wf, st, i, p, now)
+		}
+		if err == nil && (!isLoop(wf, i) || s.Phase != schedv1.StepFailed) {
 			continue
 		}
-		reason, err := start(wf, st, i, p, now)
-		if err == nil {
-			continue
+		if err != nil {
+			s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
 		}
-		s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
 		if stopAtFailure {
 			// Nothing starts after all.
-			for _, c := range p.creates {
-				st.Steps[c.step].Phase, st.Steps[c.step].TaskName, st.Steps[c.step].StartTime = schedv1.StepWaiting, "", nil
-			}
-			p.creates = nil
-			failWorkflow(st, tasks, p, wf, i, reason, now)
+			dropCreates(wf, st, p)
+			failWorkflow(st, tasks, p, wf, i, cmp.Or(reason, schedv1.ReasonStepFailed), now)
 			return
 		}
-		st.Reason = reason
+		if reason != "" {
+			st.Reason = reason
+		}
 		skipBlocked(wf, st)
 	}
 
@@ -203,6 +219,9 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 	case gateFail:
 		return schedv1.ReasonWhenError, errors.New(g.message)
 	}
+	if wf.Spec.Steps[i].ForEach != nil {
+		return startLoop(wf, st, i, p, now)
+	}
 	if wf.Spec.Steps[i].Approval != nil {
 		waitForApproval(wf, s, i, now)
 		applyDecision(wf, s, now)
@@ -234,6 +253,8 @@ func taskErrorReason(err error) string {
 		return schedv1.ReasonMissingOutput
 	case errors.As(err, &tooLarge):
 		return schedv1.ReasonTooLarge
+	case isItemsError(err):
+		return schedv1.ReasonInvalidItems
 	}
 	return schedv1.ReasonInvalidSpec
 }
@@ -313,6 +334,9 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 			continue
 		}
 		s.Phase, s.Outputs, s.StartTime, s.CompletionTime = schedv1.StepSucceeded, o.Outputs, o.StartTime, o.CompletionTime
+		// A loop's gathered outputs, and how many items it ran: one
+		// that ran none reads [] for every output.
+		s.ForEach = o.ForEach.DeepCopy()
 		s.Message = "reused from workflow " + r.Workflow
 	}
 	return ""
@@ -338,10 +362,13 @@ func failWorkflow(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, 
 	switch {
 	case s.Reason == schedv1.ReasonDenied:
 		what = "was denied"
-	case s.TaskName == "" && wf.Spec.Steps[i].RunsTask():
+	case isLoop(wf, i) && s.ForEach == nil:
+		what = "cannot start" // its list could not be read
+	case s.TaskName == "" && wf.Spec.Steps[i].RunsTask() && !isLoop(wf, i):
 		what = "cannot start" // its task was never created
 	}
-	if s.Reason == schedv1.ReasonDenied || s.Reason == schedv1.ReasonWhenError {
+	switch s.Reason {
+	case schedv1.ReasonDenied, schedv1.ReasonWhenError, schedv1.ReasonInvalidItems, schedv1.ReasonTooLarge, schedv1.ReasonMissingOutput:
 		// More telling than StepFailed, and the step says it.
 		reason = s.Reason
 	}
@@ -448,9 +475,12 @@ func runningMain(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, active []int,
 	switch {
 	case len(run) == 1:
 		i := run[0]
-		if len(creates) == 1 && creates[0].step == i {
+		switch {
+		case st.Steps[i].ForEach != nil:
+			msg = fmt.Sprintf("step %d (%s) runs its items: %s", i, wf.Spec.Steps[i].Name, st.Steps[i].Message)
+		case len(creates) == 1 && creates[0].step == i:
 			msg = fmt.Sprintf("step %d (%s) is starting", i, wf.Spec.Steps[i].Name)
-		} else {
+		default:
 			msg = fmt.Sprintf("step %d (%s) is %s", i, wf.Spec.Steps[i].Name, lower(st.Steps[i].Phase))
 		}
 	case len(run) > 1:
@@ -540,8 +570,19 @@ func syncList(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, tasks ma
 // the params, the recorded outputs of the steps and, for a finally step,
 // the phase of the main steps.
 func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*schedv1.AgentTask, error) {
+	name := names.StepTask(wf.Name, i, specStep(wf, i).Name)
+	if n := len(wf.Spec.Steps); i >= n {
+		name = names.FinallyTask(wf.Name, i-n, wf.Spec.Finally[i-n].Name)
+	}
+	return buildTask(wf, i, stepValues(wf, i, st), name)
+}
+
+// stepValues are what the references of step i resolve to: the params,
+// the recorded outputs of the steps, the loops that ran no items and, for
+// a finally step, the phase of the main steps.
+func stepValues(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) substitution.Values {
 	n := len(wf.Spec.Steps)
-	v := substitution.Values{Params: map[string]string{}, MainSteps: n}
+	v := substitution.Values{Params: map[string]string{}, MainSteps: n, NoItems: noItems(st)}
 	for _, p := range wf.Spec.Params {
 		v.Params[p.Name] = p.Value
 	}
@@ -557,16 +598,20 @@ func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*sche
 		}
 		v.Outputs = append(v.Outputs, outs)
 	}
-	step := &wf.Spec.Steps[min(i, n-1)]
-	name, label := names.StepTask(wf.Name, i, step.Name), strconv.Itoa(i)
-	if i >= n {
-		step = &wf.Spec.Finally[i-n]
-		name, label = names.FinallyTask(wf.Name, i-n, step.Name), names.FinallyStep(i-n)
-		if st.Main != nil {
-			v.Phase = string(st.Main.Phase)
-		}
+	if i >= n && st.Main != nil {
+		v.Phase = string(st.Main.Phase)
 	}
-	spec, err := substitution.ResolveTask(i, step.Task, v)
+	return v
+}
+
+// buildTask builds the AgentTask named name that runs step i's task with
+// the references resolved from v.
+func buildTask(wf *schedv1.Workflow, i int, v substitution.Values, name string) (*schedv1.AgentTask, error) {
+	label := strconv.Itoa(i)
+	if n := len(wf.Spec.Steps); i >= n {
+		label = names.FinallyStep(i - n)
+	}
+	spec, err := substitution.ResolveTask(i, specStep(wf, i).Task, v)
 	if err != nil {
 		return nil, err
 	}
@@ -617,13 +662,18 @@ func refused(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, msg string
 // this workflow does not control (by UID): it is never taken as the
 // step's, so the step fails as a refused one does.
 func nameTaken(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, taken *schedv1.AgentTask, now metav1.Time) {
+	cannotStart(wf, st, i, schedv1.ReasonNameTaken, nameTakenMessage(wf, taken), now)
+}
+
+// nameTakenMessage says that taken holds the name of a task of wf.
+func nameTakenMessage(wf *schedv1.Workflow, taken *schedv1.AgentTask) string {
 	owner := "it has no controller"
 	if ref := metav1.GetControllerOf(taken); ref != nil {
 		owner = fmt.Sprintf("its controller is %s %s", ref.Kind, ref.Name)
 	}
-	cannotStart(wf, st, i, schedv1.ReasonNameTaken, fmt.Sprintf(
+	return fmt.Sprintf(
 		"AgentTask %s already exists and is not this workflow's (%s); the operator never takes it over: run the workflow again under another name (kubectl sched workflow retry %s), or delete that AgentTask (kubectl delete agenttask %s -n %s) and create the workflow again",
-		taken.Name, owner, wf.Name, taken.Name, taken.Namespace), now)
+		taken.Name, owner, wf.Name, taken.Name, taken.Namespace)
 }
 
 func cannotStart(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, reason, msg string, now metav1.Time) {
@@ -723,16 +773,7 @@ const maxMessage = 32768
 
 // clip cuts a message to maxMessage bytes, on a rune boundary: a status
 // over the CRD's bound would be refused.
-func clip(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	cut := maxMessage - len("…")
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + "…"
-}
+func clip(msg string) string { return clipTo(msg, maxMessage) }
 
 // stopRunning ends the started main steps in phase, and has their tasks
 // cancelled, which stops their pods; a step waiting for approval just ends.

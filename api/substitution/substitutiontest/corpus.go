@@ -3,8 +3,9 @@
 // the fuzz test seeds its corpus with them, and the
 // kubectl-sched-workflow-references admission policy (config/policy) must
 // give the same verdict as substitution.ValidateWorkflow for each, in a
-// step of spec.steps and in a finally step
-// (api/v1alpha1's TestWorkflowReferencesPolicyAgreesWithSubstitution).
+// step of spec.steps, in a finally step, in a forEach step and as a
+// forEach.from (api/v1alpha1's
+// TestWorkflowReferencesPolicyAgreesWithSubstitution).
 package substitutiontest
 
 import (
@@ -22,6 +23,7 @@ var FuzzSeeds = []string{
 	"héllo ${params.a} ✓\n\"q\"\r\n", "\xff${params.a}\xfe", "$\x00{", "${params.a}\x00",
 	"${steps.99999999999999999999.output.x}",
 	"${workflow.phase}", "$${workflow.phase}", "${workflow.name}",
+	"${item}", "$${item}", "${item.x}", "${items}",
 }
 
 // Tricky are cases a re-implementation of the grammar is likely to get
@@ -79,6 +81,11 @@ var Tricky = []string{
 	"${workflow.Phase}", "${workflow.phase.x}", "${workflow.phase }", "${workflow}", "${workflow.}", "${workflows.phase}",
 	"${Workflow.phase}", "${workflow.phase", "${workflow.${params.p}}", "$${workflow.phase}${workflow.phase}",
 	"${steps.workflow.output.phase}", "${params.workflow}", "${workflow.phase}${steps.0.output.x}", "${workflow.phase}${steps.9.output.x}",
+	// A forEach step's item (its task only), and what only looks like it.
+	"${item}", "--region=${item}", "${item}${item}", "${item}${params.p}", "${item}${params.nope}", "${item}${steps.0.output.x}",
+	"${item}${steps.later.output.x}", "$${item}", "$${item}${item}", "$$${item}", "${Item}", "${ITEM}", "${item }", "${ item}",
+	"${item.}", "${item.x}", "${item.0}", "${items}", "${itemx}", "${item", "${item${params.p}}", "${steps.item.output.x}",
+	"${params.item}", "${workflow.item}", "${item}${workflow.phase}", "item", "{item}", "$item", "${item}}",
 }
 
 // Generated returns n strings made of the pieces of the grammar, put
@@ -90,7 +97,7 @@ func Generated(n int) []string {
 		"0", "1", "2", "01", "9", "fetch", "build", "use", "later", "nope",
 		".output.", ".output.", "output.", ".outputs.", "output",
 		"x", "p", "a", "tag", "_k", "k.v", "-", "é", " ", "\n",
-		"workflow.", "workflow.phase", "phase",
+		"workflow.", "workflow.phase", "phase", "item", "item}", "${item}",
 	}
 	r := rand.New(rand.NewPCG(24, 2024))
 	out := make([]string, 0, n)
@@ -125,7 +132,7 @@ func References() []string {
 	for _, w := range []string{"phase", "Phase", "name", "phase.x", ""} {
 		out = append(out, "${workflow."+w+"}")
 	}
-	refs := []string{"${params.p}", "${params.nope}", "${steps.0.output.x}", "${steps.later.output.x}", "${foo}", "${params.p", "${workflow.phase}"}
+	refs := []string{"${params.p}", "${params.nope}", "${steps.0.output.x}", "${steps.later.output.x}", "${foo}", "${params.p", "${workflow.phase}", "${item}"}
 	before := []string{"", "$", "$$", "$$$", "a", "}", "${", "{", "\\"}
 	after := []string{"", "}", "$", "{", "${params.p}", "${params.nope}", "${", "$${"}
 	for _, ref := range refs {

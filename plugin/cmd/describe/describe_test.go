@@ -2,6 +2,7 @@ package describe_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -425,4 +426,54 @@ func TestDescribeGatesAndFinally(t *testing.T) {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
 	plugintest.Golden(t, "workflow-gates", strings.ReplaceAll(normalise(res.Stdout), user, "USER"))
+}
+
+// TestDescribeLoop: a forEach step's progress in its row, the items that
+// did not succeed with their task and why, and the item tasks by item.
+func TestDescribeLoop(t *testing.T) {
+	const lns = "describe-loop"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: lns}}); err != nil {
+		t.Fatal(err)
+	}
+	items := make([]string, 11)
+	for k := range items {
+		items[k] = fmt.Sprintf("r%d", k)
+	}
+	wf := builders.MakeWorkflow("rollout", lns).
+		Step("plan", "busybox").
+		Step("deploy", "busybox", "${item}").ForEach(items, "", 3).Obj()
+	done := func(k int32, phase schedv1.StepPhase, msg string) schedv1.ItemStatus {
+		return schedv1.ItemStatus{Index: k, Phase: phase, StartTime: at(10 * time.Second), CompletionTime: at(20 * time.Second), Message: msg}
+	}
+	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "1/2", CurrentStep: 1, StartTime: at(0), Reason: schedv1.ReasonRunning,
+		Message: "step 1 (deploy) runs its items: 9/11 items succeeded, 1 running, 1 failed; no more items start, as one did not succeed",
+		Steps: []schedv1.StepStatus{
+			{Name: "plan", TaskName: "rollout-0-plan", Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(10 * time.Second)},
+			{Name: "deploy", Phase: schedv1.StepRunning, StartTime: at(10 * time.Second), Message: "9/11 items succeeded, 1 running, 1 failed; no more items start, as one did not succeed",
+				Outputs: map[string]string{"url": `["https://r0",null]`},
+				ForEach: &schedv1.ForEachStatus{Total: 11, Succeeded: 9, Running: 1, Failed: 1}},
+		}}
+	fe := wf.Status.Steps[1].ForEach
+	for k := range int32(9) {
+		fe.Items = append(fe.Items, done(k, schedv1.StepSucceeded, ""))
+	}
+	fe.Items = append(fe.Items, done(9, schedv1.StepFailed, "exited with code 3 after 1 attempt(s): no quota in r9"),
+		schedv1.ItemStatus{Index: 10, Phase: schedv1.StepRunning, StartTime: at(15 * time.Second)})
+	create(t, wf)
+	task := func(name, step, item string, phase schedv1.AgentTaskPhase) *schedv1.AgentTask {
+		st := builders.MakeAgentTask(name, lns).Image("busybox").Obj()
+		st.Labels = map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelWorkflow: "rollout", schedv1.LabelWorkflowStep: step}
+		if item != "" {
+			st.Labels[schedv1.LabelWorkflowItem] = item
+		}
+		st.Status = schedv1.AgentTaskStatus{Phase: phase, Attempts: 1, JobName: name}
+		return st
+	}
+	create(t, task("rollout-1-deploy-10", "1", "10", schedv1.TaskRunning), task("rollout-1-deploy-9", "1", "9", schedv1.TaskFailed),
+		task("rollout-1-deploy-2", "1", "2", schedv1.TaskSucceeded), task("rollout-0-plan", "0", "", schedv1.TaskSucceeded))
+	res := env.Run("describe", "wf", "rollout", "-n", lns)
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	plugintest.Golden(t, "workflow-loop", normalise(res.Stdout))
 }

@@ -1,6 +1,7 @@
 package describe
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -229,6 +230,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		headers, rows := stepRows(wf.Spec.Finally, st.Finally)
 		w.table(0, "Finally", headers, rows)
 	}
+	itemTables(w, wf)
 	if len(wf.Spec.Approvals) > 0 {
 		rows := [][]string{}
 		for _, a := range wf.Spec.Approvals {
@@ -244,18 +246,62 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		w.line(0, "Step Tasks:\t%s", listError(err, "agenttasks."+schedv1.GroupName))
 		return
 	}
-	slices.SortFunc(tasks.Items, func(a, b schedv1.AgentTask) int {
-		return strings.Compare(a.Labels[schedv1.LabelWorkflowStep], b.Labels[schedv1.LabelWorkflowStep])
+	slices.SortStableFunc(tasks.Items, func(a, b schedv1.AgentTask) int {
+		// By step, then by item (as numbers: item 10 after item 9).
+		return cmp.Or(strings.Compare(a.Labels[schedv1.LabelWorkflowStep], b.Labels[schedv1.LabelWorkflowStep]),
+			cmp.Compare(len(a.Labels[schedv1.LabelWorkflowItem]), len(b.Labels[schedv1.LabelWorkflowItem])),
+			strings.Compare(a.Labels[schedv1.LabelWorkflowItem], b.Labels[schedv1.LabelWorkflowItem]))
 	})
+	loops := slices.ContainsFunc(tasks.Items, func(t schedv1.AgentTask) bool { return t.Labels[schedv1.LabelWorkflowItem] != "" })
 	rows = [][]string{}
 	for _, t := range tasks.Items {
 		exit := "-"
 		if t.Status.ExitCode != nil {
 			exit = strconv.Itoa(int(*t.Status.ExitCode))
 		}
-		rows = append(rows, []string{t.Name, printing.OrDash(t.Labels[schedv1.LabelWorkflowStep]), printing.OrDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), printing.OrDash(t.Status.JobName)})
+		row := []string{t.Name, printing.OrDash(t.Labels[schedv1.LabelWorkflowStep]), printing.OrDash(string(t.Status.Phase)), exit, strconv.Itoa(int(t.Status.Attempts)), printing.OrDash(t.Status.JobName)}
+		if loops {
+			row = slices.Insert(row, 2, printing.OrDash(t.Labels[schedv1.LabelWorkflowItem]))
+		}
+		rows = append(rows, row)
 	}
-	w.table(0, "Step Tasks", []string{"Name", "Step", "Phase", "Exit", "Attempts", "Job"}, rows)
+	headers = []string{"Name", "Step", "Phase", "Exit", "Attempts", "Job"}
+	if loops {
+		headers = slices.Insert(headers, 2, "Item")
+	}
+	w.table(0, "Step Tasks", headers, rows)
+}
+
+// itemTables writes, for each forEach step that started, its items that
+// have not succeeded: running, or why they did not (nothing when all did).
+func itemTables(w *writer, wf *schedv1.Workflow) {
+	tables := func(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, what string, task func(i, k int) string) {
+		statusOf := map[string]schedv1.StepStatus{}
+		for _, s := range status {
+			statusOf[s.Name] = s
+		}
+		for i, step := range spec {
+			fe := statusOf[step.Name].ForEach
+			if step.ForEach == nil || fe == nil {
+				continue
+			}
+			rows := [][]string{}
+			for _, it := range fe.Items {
+				if it.Phase == schedv1.StepSucceeded {
+					continue
+				}
+				rows = append(rows, []string{strconv.Itoa(int(it.Index)), liveview.PhaseText(it.Phase), task(i, int(it.Index)),
+					printing.OrDash(elapsed(it.StartTime, it.CompletionTime)), printing.OrDash(printing.OneLine(it.Message))})
+			}
+			if len(rows) == 0 {
+				continue // every item succeeded: the step's row says so
+			}
+			title := fmt.Sprintf("Items of %s %s (%d/%d succeeded)", what, step.Name, fe.Succeeded, fe.Total)
+			w.table(0, title, []string{"Item", "Phase", "Task", "Duration", "Message"}, rows)
+		}
+	}
+	tables(wf.Spec.Steps, wf.Status.Steps, "step", func(i, k int) string { return names.ItemTask(wf.Name, i, wf.Spec.Steps[i].Name, k) })
+	tables(wf.Spec.Finally, wf.Status.Finally, "finally step", func(j, k int) string { return names.FinallyItemTask(wf.Name, j, wf.Spec.Finally[j].Name, k) })
 }
 
 // stepRows is the table of one list of steps: each with its phase
@@ -275,7 +321,12 @@ func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]strin
 		if !ok || phase == "" {
 			phase = schedv1.StepWaiting
 		}
-		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase), printing.OrDash(ss.TaskName),
+		task := printing.OrDash(ss.TaskName)
+		if l := liveview.LoopOf(ss.ForEach); l != nil && s.ForEach != nil {
+			// A loop has a task per item: its progress instead.
+			task = l.Progress()
+		}
+		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase), task,
 			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
 		if dag {
 			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))

@@ -41,8 +41,12 @@ type Options struct {
 	kube.ClientOptions
 
 	// Target is NAME (an app, else a task, else a workflow) or KIND/NAME.
-	Target     string
-	Service    string
+	Target string
+	// Service is the second argument: an app's SERVICE, or a workflow's
+	// STEP.
+	Service string
+	// Item is the item of a forEach STEP, -1 for every item.
+	Item       int
 	Follow     bool
 	Since      time.Duration
 	Tail       int64
@@ -61,15 +65,16 @@ var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
 
 // NewCommand returns `kubectl sched logs`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, Tail: -1}
+	o := &Options{ClientOptions: c, Tail: -1, Item: -1}
 	cmd := &cobra.Command{
-		Use:   "logs (APP [SERVICE] | KIND/NAME) [-f | -p] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
+		Use:   "logs (APP [SERVICE] | KIND/NAME | workflow/NAME [STEP [--item N]]) [-f | -p] [--since D] [--tail N] [--timestamps] [-c CONTAINER]",
 		Short: "Print the logs of every pod of an app, task or workflow",
 		Long: `Print the logs of every pod of a UserDeployment (or of one SERVICE), of
-every attempt of an AgentTask, or of every step of a Workflow in order.
+every attempt of an AgentTask, or of every step of a Workflow in order (or
+of one STEP; of one item of a forEach step with --item N, from 0).
 Each line starts with where it came from: [SERVICE POD] for an app,
-[POD] for a task, [STEP POD] for a workflow (coloured on a terminal unless
-NO_COLOR is set). Control characters in a line (escape sequences, carriage
+[POD] for a task, [STEP POD] for a workflow, [STEP[N] POD] for item N of a
+forEach step (coloured on a terminal unless NO_COLOR is set). Control characters in a line (escape sequences, carriage
 returns) are shown escaped, never sent to the terminal: 'kubectl logs POD'
 gives a container's raw bytes.
 
@@ -102,7 +107,10 @@ such task or step. It exits 8 when no pod had logs to show.`,
   kubectl sched logs shop -p
 
   # Every step of workflow release, in order
-  kubectl sched logs workflow/release`,
+  kubectl sched logs workflow/release
+
+  # Item 3 of its forEach step deploy
+  kubectl sched logs workflow/release deploy --item 3`,
 		Args:              cobra.RangeArgs(1, 2),
 		ValidArgsFunction: o.CompleteNames(kinds.Kinds[0], 1),
 		RunE:              cmdutil.RunE(o),
@@ -114,6 +122,7 @@ such task or step. It exits 8 when no pod had logs to show.`,
 	f.BoolVar(&o.Timestamps, "timestamps", false, "Start each line with its RFC 3339 timestamp.")
 	f.StringVarP(&o.Container, "container", "c", "", "Only this container (default: every container of an app's pods; a task's \"task\" container).")
 	f.BoolVarP(&o.Previous, "previous", "p", false, "For an app: the log of each container's last instance that ended (a crashed one's).")
+	f.IntVar(&o.Item, "item", -1, "For a workflow's forEach STEP: only item N (from 0).")
 	return cmd
 }
 
@@ -147,8 +156,14 @@ func (o *Options) Validate() error {
 	if o.Since < 0 {
 		return cmdutil.Usage("Use a positive duration such as 5m.", "--since must not be negative, got %s", o.Since)
 	}
-	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" {
-		return cmdutil.Usage("SERVICE applies to an app only.", "%s/%s has no services", o.kind.Singular, o.name)
+	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" && o.kind.Kind != "Workflow" {
+		return cmdutil.Usage("SERVICE applies to an app, STEP to a workflow (workflow/NAME STEP).", "%s/%s has no services or steps", o.kind.Singular, o.name)
+	}
+	if o.Item != -1 && (o.Service == "" || o.kind == nil || o.kind.Kind != "Workflow") {
+		return cmdutil.Usage("kubectl sched logs workflow/NAME STEP --item N", "--item needs a workflow and its forEach STEP")
+	}
+	if o.Item < -1 {
+		return cmdutil.Usage("Items are counted from 0.", "--item must be 0 or more, got %d", o.Item)
 	}
 	if o.Previous && o.Follow {
 		return cmdutil.Usage("Drop -f: a previous container has ended, so its log is printed whole.", "--previous and --follow cannot be combined")
@@ -294,18 +309,24 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 			return nil, nil
 		}
 	case *schedv1.Workflow:
-		// The label holds the name as the operator writes it, hashed when long.
-		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelWorkflow: names.Join(t.Name)})
+		set, err := o.workflowPods(t)
+		if err != nil {
+			return nil, err
+		}
+		src.selector = labels.SelectorFromSet(set)
 		stepName := func(p *corev1.Pod) string {
-			label := p.Labels[schedv1.LabelWorkflowStep]
+			label, name := p.Labels[schedv1.LabelWorkflowStep], ""
 			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
-				return t.Spec.Finally[j].Name
+				name = t.Spec.Finally[j].Name
+			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
+				name = t.Spec.Steps[i].Name
+			} else {
+				name = "step-" + label
 			}
-			i, err := strconv.Atoi(label)
-			if err == nil && i >= 0 && i < len(t.Spec.Steps) {
-				return t.Spec.Steps[i].Name
+			if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
+				name += "[" + item + "]"
 			}
-			return "step-" + label
+			return name
 		}
 		src.containers = taskContainer
 		src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
@@ -316,7 +337,8 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 				return fmt.Sprintf("f%06d", j)
 			}
 			i, _ := strconv.Atoi(label)
-			return fmt.Sprintf("%06d", i)
+			item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
+			return fmt.Sprintf("%06d-%03d", i, item)
 		}
 		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
 		src.deleted = func(ctx context.Context) ([]deletedPods, error) {
@@ -346,6 +368,41 @@ func podDeleted(t *schedv1.AgentTask) *metav1.Condition {
 		return c
 	}
 	return nil
+}
+
+// workflowPods selects the pods of workflow wf: every step's, or STEP's,
+// or one item's of a forEach STEP.
+func (o *Options) workflowPods(wf *schedv1.Workflow) (labels.Set, error) {
+	set := labels.Set{schedv1.LabelWorkflow: names.Join(wf.Name)}
+	if o.Service == "" {
+		return set, nil
+	}
+	var step *schedv1.WorkflowStep
+	var known []string
+	for i := range wf.Spec.Steps {
+		known = append(known, wf.Spec.Steps[i].Name)
+		if wf.Spec.Steps[i].Name == o.Service {
+			step, set[schedv1.LabelWorkflowStep] = &wf.Spec.Steps[i], strconv.Itoa(i)
+		}
+	}
+	for j := range wf.Spec.Finally {
+		known = append(known, wf.Spec.Finally[j].Name)
+		if wf.Spec.Finally[j].Name == o.Service {
+			step, set[schedv1.LabelWorkflowStep] = &wf.Spec.Finally[j], names.FinallyStep(j)
+		}
+	}
+	switch {
+	case step == nil:
+		return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Its steps: "+strings.Join(known, ", ")+".", "workflow %s has no step %q", wf.Name, o.Service)
+	case o.Item < 0:
+	case step.ForEach == nil:
+		return nil, cmdutil.Usage(fmt.Sprintf("Drop --item: 'kubectl sched logs workflow/%s %s' shows its task.", wf.Name, step.Name), "step %s of workflow %s has no forEach, so no items", step.Name, wf.Name)
+	case o.Item >= schedv1.MaxItems:
+		return nil, cmdutil.Usage("Items are counted from 0.", "step %s has at most %d items; --item %d is past them", step.Name, schedv1.MaxItems, o.Item)
+	default:
+		set[schedv1.LabelWorkflowItem] = strconv.Itoa(o.Item)
+	}
+	return set, nil
 }
 
 func (o *Options) containerOr(def string) string {

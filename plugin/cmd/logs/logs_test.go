@@ -74,9 +74,17 @@ func TestErrors(t *testing.T) {
 		MakeAgentTask("dup", ns).Image("busybox:1.36").Obj(),
 		MakeUserDeployment("crashy", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Obj(),
 		MakeAgentTask("lone", ns).Image("busybox:1.36").Obj(),
+		MakeWorkflow("rollout", ns).Step("plan", "busybox").Step("deploy", "busybox", "${item}").ForEach([]string{"eu", "us"}, "", 0).Obj(),
 	)
 	simulatedPod(t, ns, "shop-web-1", map[string]string{schedv1.LabelUserDeployment: "shop", schedv1.LabelService: "web"})
 	simulatedPod(t, ns, "crashy-web-1", map[string]string{schedv1.LabelUserDeployment: "crashy", schedv1.LabelService: "web"}, true)
+	for _, p := range []struct{ name, step, item string }{{"rollout-0-plan-x", "0", ""}, {"rollout-1-deploy-0-x", "1", "0"}, {"rollout-1-deploy-1-x", "1", "1"}} {
+		l := map[string]string{schedv1.LabelWorkflow: "rollout", schedv1.LabelWorkflowStep: p.step}
+		if p.item != "" {
+			l[schedv1.LabelWorkflowItem] = p.item
+		}
+		simulatedPod(t, ns, p.name, l)
+	}
 	nobody, err := env.UserKubeconfig("nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -88,12 +96,23 @@ func TestErrors(t *testing.T) {
 		"an unknown kind":     {Args: []string{"logs", "pods/x"}, Code: cmdutil.ExitUsage, Stderr: []string{`logs cannot show "pods"`}},
 		"bad tail":            {Args: []string{"logs", "shop", "--tail", "-2"}, Code: cmdutil.ExitUsage, Stderr: []string{"--tail must be -1 or more"}},
 		"bad since":           {Args: []string{"logs", "shop", "--since", "-1m"}, Code: cmdutil.ExitUsage, Stderr: []string{"--since must not be negative"}},
-		"service of a task":   {Args: []string{"logs", "at/dup", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"agenttask/dup has no services"}},
-		"not found":           {Args: []string{"logs", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`no app, task or workflow named "nope" in namespace "logs-errors"`}},
-		"not found by kind":   {Args: []string{"logs", "wf/nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`workflows.sched.kubectl-sched.dev "nope" not found`}},
-		"no such service":     {Args: []string{"logs", "shop", "db", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployment shop has no service "db"`, "Its services: web."}},
-		"two kinds":           {Args: []string{"logs", "dup", "-n", ns}, Code: cmdutil.ExitUsage, Stderr: []string{`"dup" names more than one kind`, "userdeployment/dup, agenttask/dup"}},
-		"no pods":             {Args: []string{"logs", "empty", "-n", ns}, Code: cmdutil.ExitError, Stderr: []string{"userdeployment empty has no pods", "-f waits for them"}},
+		"service of a task":   {Args: []string{"logs", "at/dup", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"agenttask/dup has no services or steps"}},
+		"no such step": {Args: []string{"logs", "wf/rollout", "ship", "-n", ns}, Code: cmdutil.ExitNotFound,
+			Stderr: []string{`workflow rollout has no step "ship"`, "Its steps: plan, deploy."}},
+		"item without a step":     {Args: []string{"logs", "wf/rollout", "--item", "1"}, Code: cmdutil.ExitUsage, Stderr: []string{"--item needs a workflow and its forEach STEP"}},
+		"item of an app":          {Args: []string{"logs", "shop", "web", "--item", "1"}, Code: cmdutil.ExitUsage, Stderr: []string{"--item needs a workflow and its forEach STEP"}},
+		"item of a step, no loop": {Args: []string{"logs", "wf/rollout", "plan", "--item", "0", "-n", ns}, Code: cmdutil.ExitUsage, Stderr: []string{"step plan of workflow rollout has no forEach, so no items", "Drop --item"}},
+		"negative item":           {Args: []string{"logs", "wf/rollout", "deploy", "--item", "-2"}, Code: cmdutil.ExitUsage, Stderr: []string{"--item must be 0 or more"}},
+		// Simulated pods have no logs, but the command names those it chose.
+		"the items of a step": {Args: []string{"logs", "wf/rollout", "deploy", "-c", "main", "-n", ns}, Code: cmdutil.ExitNoLogs,
+			Stderr: []string{"pod rollout-1-deploy-0-x runs on simulated node", "pod rollout-1-deploy-1-x runs on simulated node"}},
+		"one item": {Args: []string{"logs", "wf/rollout", "deploy", "--item", "1", "-c", "main", "-n", ns}, Code: cmdutil.ExitNoLogs,
+			Stderr: []string{"pod rollout-1-deploy-1-x runs on simulated node"}},
+		"not found":         {Args: []string{"logs", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`no app, task or workflow named "nope" in namespace "logs-errors"`}},
+		"not found by kind": {Args: []string{"logs", "wf/nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`workflows.sched.kubectl-sched.dev "nope" not found`}},
+		"no such service":   {Args: []string{"logs", "shop", "db", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployment shop has no service "db"`, "Its services: web."}},
+		"two kinds":         {Args: []string{"logs", "dup", "-n", ns}, Code: cmdutil.ExitUsage, Stderr: []string{`"dup" names more than one kind`, "userdeployment/dup, agenttask/dup"}},
+		"no pods":           {Args: []string{"logs", "empty", "-n", ns}, Code: cmdutil.ExitError, Stderr: []string{"userdeployment empty has no pods", "-f waits for them"}},
 		"a simulated pod": {Args: []string{"logs", "shop", "-n", ns}, Code: cmdutil.ExitNoLogs,
 			Stderr: []string{"pod shop-web-1 runs on simulated node kwok-logs (kwok): simulated pods have no logs", "no pod of userdeployment shop has logs to show"}},
 		"previous and follow": {Args: []string{"logs", "shop", "-p", "-f"}, Code: cmdutil.ExitUsage, Stderr: []string{"--previous and --follow cannot be combined", "Drop -f"}},
@@ -109,7 +128,14 @@ func TestErrors(t *testing.T) {
 		"forbidden":  {Args: []string{"logs", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
 		"no cluster": {Args: []string{"logs", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},
 	}
-	env.RunErrorCases(t, cases, nil)
+	env.RunErrorCases(t, cases, func(t *testing.T, r plugintest.Result) {
+		// Only the pods of what was asked for.
+		for _, pod := range []string{"rollout-0-plan-x", "rollout-1-deploy-0-x"} {
+			if strings.Contains(t.Name(), "one_item") && strings.Contains(r.Stderr, pod) || strings.Contains(t.Name(), "items_of_a_step") && pod == "rollout-0-plan-x" && strings.Contains(r.Stderr, pod) {
+				t.Errorf("stderr names pod %s, which is not asked for: %s", pod, r.Stderr)
+			}
+		}
+	})
 
 	t.Run("no CRDs", func(t *testing.T) {
 		env.RemoveCRD(t, "userdeployments.sched.kubectl-sched.dev", &schedv1.UserDeploymentList{})

@@ -213,11 +213,18 @@ func (o *ExplainOptions) workflowUnits(ctx context.Context, wf *schedv1.Workflow
 		}
 		u := Unit{Name: unitName, Object: object, Namespace: wf.Namespace, Step: s.Name,
 			Pod: taskPod(wf.Namespace, &s.Task), From: fromSpec, Wanted: 1, State: "step not started yet"}
+		var loop *schedv1.ForEachStatus
+		if i < len(wf.Status.Steps) {
+			loop = wf.Status.Steps[i].ForEach
+		}
 		switch {
 		case phase.Finished():
 			u.Wanted, u.State = 0, "step "+strings.ToLower(string(phase))
 		case wf.Status.Phase.Finished():
 			u.Wanted, u.State = 0, "workflow "+strings.ToLower(string(wf.Status.Phase))
+		case s.ForEach != nil && loop != nil:
+			// Each item is a task of its own, placed as this spec says.
+			u.Wanted, u.State = int(loop.Running), fmt.Sprintf("a forEach step: %d of %d items running, %d succeeded", loop.Running, loop.Total, loop.Succeeded)
 		}
 		out = append(out, u)
 	}

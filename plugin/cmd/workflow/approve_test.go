@@ -159,6 +159,19 @@ func TestSuspendAndResume(t *testing.T) {
 	}
 }
 
+// TestRunRefusesBadLoopsBeforeSubmitting: every mistake in a forEach, named
+// with its step, at once.
+func TestRunRefusesBadLoopsBeforeSubmitting(t *testing.T) {
+	res := env.Run("workflow", "run", "-f", "testdata/bad-foreach.yaml")
+	if res.Code != cmdutil.ExitInvalid || res.Stdout != "" {
+		t.Errorf("exit %d, stdout %q; want exit 7 and nothing printed", res.Code, res.Stdout)
+	}
+	plugintest.Golden(t, "run-bad-foreach.stderr", res.Stderr)
+	if !apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bad-foreach"}, &schedv1.Workflow{})) {
+		t.Error("the workflow was submitted")
+	}
+}
+
 func TestRunRefusesBadWhenBeforeSubmitting(t *testing.T) {
 	res := env.Run("workflow", "run", "-f", "testdata/bad-when.yaml")
 	if res.Code != cmdutil.ExitInvalid || res.Stdout != "" {

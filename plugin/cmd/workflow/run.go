@@ -37,8 +37,10 @@ from a template (--template T --set k=v ...), with server-side apply.
 
 Before anything is sent, the step references are checked: each
 ${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
-one using it, each ${params.NAME} a param in spec.params, and only finally
-steps may use ${workflow.phase}. Each step's when is compiled and
+one using it, each ${params.NAME} a param in spec.params, only finally
+steps may use ${workflow.phase} and only a forEach step's task ${item}; a
+forEach needs one of items and from, and its from one reference to an
+output or param the step may use. Each step's when is compiled and
 type-checked as CEL, and may only read the steps it depends on. Every problem
 found is listed at once and nothing is submitted (exit 7, the code for an
 invalid object, as when the API server refuses one).
@@ -194,7 +196,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			name = "(no name)"
 		}
 		return cmdutil.Errorf(cmdutil.ExitInvalid,
-			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, and ${params.NAME} of spec.params; a when is a CEL expression over steps.NAME.outputs.KEY, params.NAME and, in finally steps, workflow.phase.", o.source),
+			fmt.Sprintf("Fix them in %s and run again. A step may use ${steps.N.output.KEY} or ${steps.NAME.output.KEY} of a step before it, ${params.NAME} of spec.params and, in a forEach step's task, ${item}; a when is a CEL expression over steps.NAME.outputs.KEY, params.NAME and, in finally steps, workflow.phase.", o.source),
 			"workflow %s has %d problem%s; nothing was submitted:\n  %s", name, len(probs), plural(len(probs)), strings.Join(probs, "\n  "))
 	}
 	if o.secret != nil {

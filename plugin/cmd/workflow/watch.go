@@ -201,19 +201,36 @@ type stepLogs struct {
 	started map[string]bool // by task name
 }
 
-// sync starts following each step and finally step that is pending or running.
+// sync starts following each step and finally step that is pending or
+// running, and each item of a forEach step that is.
 func (l *stepLogs) sync(ctx context.Context, s liveview.State) {
 	if !l.enabled {
 		return
 	}
 	for _, st := range append(append([]liveview.Step(nil), s.Steps...), s.Finally...) {
-		if st.TaskName == "" || l.started[st.TaskName] || (st.Phase != schedv1.StepPending && st.Phase != schedv1.StepRunning) {
+		if st.Loop != nil {
+			// A forEach step: each item's task, as it starts.
+			for _, it := range st.Loop.Active {
+				l.start(ctx, fmt.Sprintf("%s[%d]", st.Name, it.Index), it.TaskName)
+			}
 			continue
 		}
-		l.started[st.TaskName] = true
-		l.wg.Add(1)
-		go l.follow(ctx, st.Name, st.TaskName)
+		if st.TaskName == "" || (st.Phase != schedv1.StepPending && st.Phase != schedv1.StepRunning) {
+			continue
+		}
+		l.start(ctx, st.Name, st.TaskName)
 	}
+}
+
+// start follows task, whose lines are prefixed with step, unless it is
+// followed already.
+func (l *stepLogs) start(ctx context.Context, step, task string) {
+	if l.started[task] {
+		return
+	}
+	l.started[task] = true
+	l.wg.Add(1)
+	go l.follow(ctx, step, task)
 }
 
 func (l *stepLogs) follow(ctx context.Context, step, task string) {

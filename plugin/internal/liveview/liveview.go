@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
@@ -48,6 +49,43 @@ type Step struct {
 	// After are the steps it waits for, when the workflow declares
 	// dependsOn (a DAG); empty for a plain sequence.
 	After []string
+	// Loop is the progress of a forEach step, nil for any other.
+	Loop *Loop
+}
+
+// Loop is what the view shows of a forEach step: its counts, and the
+// items that did not succeed, each with why.
+type Loop struct {
+	Total, Succeeded, Running, Failed int
+	// Unsuccessful are the items that failed, timed out or were
+	// cancelled, in item order.
+	Unsuccessful []Item
+	// Active are the items started and not ended, with their tasks.
+	Active []Item
+}
+
+// Item is an item of a loop.
+type Item struct {
+	Index    int
+	Phase    schedv1.StepPhase
+	Message  string
+	TaskName string
+}
+
+// Progress reads "3/10 items (2 running, 1 failed)".
+func (l *Loop) Progress() string {
+	msg := fmt.Sprintf("%d/%d items", l.Succeeded, l.Total)
+	var more []string
+	if l.Running > 0 {
+		more = append(more, fmt.Sprintf("%d running", l.Running))
+	}
+	if l.Failed > 0 {
+		more = append(more, fmt.Sprintf("%d failed", l.Failed))
+	}
+	if len(more) > 0 {
+		msg += " (" + strings.Join(more, ", ") + ")"
+	}
+	return msg
 }
 
 // PhaseText is how a step's phase reads: WaitingForApproval as "Waiting
@@ -75,21 +113,22 @@ func StateOf(wf *schedv1.Workflow) State {
 	if st.CompletionTime != nil {
 		s.End = st.CompletionTime.Time
 	}
-	s.Steps = steps(wf.Spec.Steps, st.Steps)
-	s.Finally = steps(wf.Spec.Finally, st.Finally)
+	s.Steps = steps(wf.Spec.Steps, st.Steps, func(i, k int) string { return names.ItemTask(wf.Name, i, wf.Spec.Steps[i].Name, k) })
+	s.Finally = steps(wf.Spec.Finally, st.Finally, func(j, k int) string { return names.FinallyItemTask(wf.Name, j, wf.Spec.Finally[j].Name, k) })
 	s.Suspended = wf.Spec.Suspend && !st.Phase.Finished()
 	return s
 }
 
-// steps reads the rows of one list: spec's steps with their status.
-func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) []Step {
+// steps reads the rows of one list: spec's steps with their status;
+// itemTask names the task of item k of step i.
+func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, itemTask func(i, k int) string) []Step {
 	byName := map[string]schedv1.StepStatus{}
 	for _, ss := range status {
 		byName[ss.Name] = ss
 	}
 	dag := slices.ContainsFunc(spec, func(st schedv1.WorkflowStep) bool { return len(st.DependsOn) > 0 })
 	var out []Step
-	for _, spec := range spec {
+	for i, spec := range spec {
 		ss, ok := byName[spec.Name]
 		step := Step{Name: printing.Line(spec.Name), Phase: schedv1.StepWaiting}
 		if dag {
@@ -115,10 +154,32 @@ func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) []Step {
 			if ss.CompletionTime != nil {
 				step.End = ss.CompletionTime.Time
 			}
+			step.Loop = LoopOf(ss.ForEach)
+			if step.Loop != nil {
+				for _, it := range ss.ForEach.Items {
+					if !it.Phase.Finished() {
+						step.Loop.Active = append(step.Loop.Active, Item{Index: int(it.Index), Phase: it.Phase, TaskName: itemTask(i, int(it.Index))})
+					}
+				}
+			}
 		}
 		out = append(out, step)
 	}
 	return out
+}
+
+// LoopOf reads a forEach step's status; nil when it has none.
+func LoopOf(fe *schedv1.ForEachStatus) *Loop {
+	if fe == nil {
+		return nil
+	}
+	l := &Loop{Total: int(fe.Total), Succeeded: int(fe.Succeeded), Running: int(fe.Running), Failed: int(fe.Failed)}
+	for _, it := range fe.Items {
+		if it.Phase.Finished() && it.Phase != schedv1.StepSucceeded {
+			l.Unsuccessful = append(l.Unsuccessful, Item{Index: int(it.Index), Phase: schedv1.StepPhase(printing.Line(string(it.Phase))), Message: oneLine(it.Message)})
+		}
+	}
+	return l
 }
 
 // Done counts the steps that succeeded.
@@ -332,7 +393,7 @@ func (v *View) appendSteps(stamp, what string, prev, steps []Step) {
 		if i < len(prev) && prev[i].Name == st.Name {
 			old = prev[i]
 		}
-		if st.Phase != old.Phase || st.Message != old.Message {
+		if st.Phase != old.Phase || st.Message != old.Message && !sameLoopEnds(st.Loop, old.Loop) {
 			name := st.Name
 			if old.Phase == schedv1.StepWaiting && len(st.After) > 0 {
 				// Where a branch starts, once.
@@ -347,11 +408,45 @@ func (v *View) appendSteps(stamp, what string, prev, steps []Step) {
 			}
 			fmt.Fprintln(v.out, line)
 		}
+		if st.Loop != nil {
+			v.appendItems(stamp, what, i, st, old)
+			if !st.Phase.Finished() {
+				// Its outputs fill in as items succeed: shown once it ends.
+				continue
+			}
+		}
 		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
 			if val, had := old.Outputs[k]; !had || val != st.Outputs[k] {
 				fmt.Fprintf(v.out, "%s %s %d %s output %s=%s\n", stamp, what, i, st.Name, k, cut(st.Outputs[k], ValueWidth))
 			}
 		}
+	}
+}
+
+// sameLoopEnds reports two states of a loop with as many items ended:
+// a line per item started would drown the others.
+func sameLoopEnds(a, b *Loop) bool {
+	return a != nil && b != nil && a.Succeeded == b.Succeeded && a.Failed == b.Failed
+}
+
+// appendItems writes a line for each item of loop st (step i) that did
+// not succeed since old.
+func (v *View) appendItems(stamp, what string, i int, st, old Step) {
+	seen := map[int]bool{}
+	if old.Loop != nil {
+		for _, it := range old.Loop.Unsuccessful {
+			seen[it.Index] = true
+		}
+	}
+	for _, it := range st.Loop.Unsuccessful {
+		if seen[it.Index] {
+			continue
+		}
+		line := fmt.Sprintf("%s %s %d %s item %d %s", stamp, what, i, st.Name, it.Index, PhaseText(it.Phase))
+		if it.Message != "" {
+			line += ": " + it.Message
+		}
+		fmt.Fprintln(v.out, line)
 	}
 }
 
@@ -408,6 +503,17 @@ func (v *View) table(b *strings.Builder, steps []Step, now time.Time) {
 			row = append(row, strings.Join(st.After, ","))
 		}
 		t.Row(append(row, PhaseText(st.Phase), d, detail(st))...)
+		if st.Loop == nil {
+			continue
+		}
+		// The items that did not succeed, under their step.
+		for _, it := range st.Loop.Unsuccessful {
+			row := []string{"", fmt.Sprintf("  item %d", it.Index)}
+			if dag {
+				row = append(row, "")
+			}
+			t.Row(append(row, PhaseText(it.Phase), "", it.Message)...)
+		}
 	}
 	_ = t.Render() // a strings.Builder does not fail
 }
@@ -415,6 +521,13 @@ func (v *View) table(b *strings.Builder, steps []Step, now time.Time) {
 // detail is a row's last column: why a step failed, waits or was skipped,
 // else its outputs.
 func detail(st Step) string {
+	if st.Loop != nil && st.Phase != schedv1.StepSucceeded {
+		// How far it is; its outputs fill in as items succeed.
+		if st.Phase.Finished() {
+			return st.Message
+		}
+		return st.Loop.Progress()
+	}
 	switch st.Phase {
 	case schedv1.StepFailed, schedv1.StepTimeout, schedv1.StepSkipped, schedv1.StepPending, schedv1.StepCancelled, schedv1.StepWaitingForApproval:
 		return st.Message

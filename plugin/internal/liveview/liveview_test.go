@@ -475,3 +475,74 @@ func TestStateOfFinallyAndSuspend(t *testing.T) {
 		t.Error("a finished workflow shows as suspended")
 	}
 }
+
+// loopWorkflow is a workflow whose step deploy loops over 4 regions, at
+// the given progress.
+func loopWorkflow(phase schedv1.StepPhase, fe schedv1.ForEachStatus, outputs map[string]string, msg string) *schedv1.Workflow {
+	start := metav1.NewTime(t0)
+	return &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "rel", CreationTimestamp: start},
+		Spec: schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{
+			{Name: "deploy", ForEach: &schedv1.ForEach{Items: []string{"eu", "us", "ap", "sa"}, MaxParallel: 2}, Task: schedv1.AgentTaskSpec{Image: "x"}},
+		}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, StartTime: &start, Steps: []schedv1.StepStatus{
+			{Name: "deploy", Phase: phase, StartTime: &start, Message: msg, Outputs: outputs, ForEach: &fe},
+		}},
+	}
+}
+
+// TestViewShowsLoopProgress: a forEach step's progress in its row, each
+// item that did not succeed with why (under the step on a terminal, a
+// line of its own elsewhere), and its gathered outputs once it ends.
+func TestViewShowsLoopProgress(t *testing.T) {
+	failed := schedv1.ItemStatus{Index: 2, Phase: schedv1.StepFailed, Message: "exited with code 3:\nno quota in ap"}
+	ok := func(k int32) schedv1.ItemStatus { return schedv1.ItemStatus{Index: k, Phase: schedv1.StepSucceeded} }
+	running := func(k int32) schedv1.ItemStatus { return schedv1.ItemStatus{Index: k, Phase: schedv1.StepRunning} }
+	wfs := []*schedv1.Workflow{
+		loopWorkflow(schedv1.StepRunning, schedv1.ForEachStatus{Total: 4, Running: 2, Items: []schedv1.ItemStatus{running(0), running(1)}}, nil, "0/4 items succeeded, 2 running"),
+		loopWorkflow(schedv1.StepRunning, schedv1.ForEachStatus{Total: 4, Succeeded: 1, Running: 2, Items: []schedv1.ItemStatus{ok(0), running(1), running(2)}},
+			map[string]string{"url": `["https://eu",null,null,null]`}, "1/4 items succeeded, 2 running"),
+		// An item started: no new line.
+		loopWorkflow(schedv1.StepRunning, schedv1.ForEachStatus{Total: 4, Succeeded: 1, Running: 2, Items: []schedv1.ItemStatus{ok(0), running(1), running(2)}},
+			map[string]string{"url": `["https://eu",null,null,null]`}, "1/4 items succeeded, 2 running (again)"),
+		loopWorkflow(schedv1.StepRunning, schedv1.ForEachStatus{Total: 4, Succeeded: 1, Running: 1, Failed: 1, Items: []schedv1.ItemStatus{ok(0), running(1), failed}},
+			map[string]string{"url": `["https://eu",null,null,null]`}, "1/4 items succeeded, 1 running, 1 failed; no more items start, as one did not succeed"),
+		loopWorkflow(schedv1.StepFailed, schedv1.ForEachStatus{Total: 4, Succeeded: 2, Failed: 1, Items: []schedv1.ItemStatus{ok(0), ok(1), failed}},
+			map[string]string{"url": `["https://eu","https://us",null,null]`}, `item 2 ("ap") failed: exited with code 3: no quota in ap`),
+	}
+	// The running items, with their tasks (workflow watch --logs follows them).
+	wantActive := []Item{{Index: 0, Phase: schedv1.StepRunning, TaskName: "rel-0-deploy-0"}, {Index: 1, Phase: schedv1.StepRunning, TaskName: "rel-0-deploy-1"}}
+	if diff := cmp.Diff(wantActive, StateOf(wfs[0]).Steps[0].Loop.Active); diff != "" {
+		t.Errorf("active items (-want +got):\n%s", diff)
+	}
+	var out bytes.Buffer
+	c := &clock{now: t0}
+	v := New(&out, false, 0, c.Now)
+	for _, wf := range wfs {
+		v.Update(StateOf(wf))
+	}
+	want := `12:00:00 workflow rel Running 0/1 steps
+12:00:00 step 0 deploy Running: 0/4 items succeeded, 2 running
+12:00:00 step 0 deploy Running: 1/4 items succeeded, 2 running
+12:00:00 step 0 deploy Running: 1/4 items succeeded, 1 running, 1 failed; no more items start, as one did not succeed
+12:00:00 step 0 deploy item 2 Failed: exited with code 3: no quota in ap
+12:00:00 step 0 deploy Failed: item 2 ("ap") failed: exited with code 3: no quota in ap
+12:00:00 step 0 deploy output url=["https://eu","https://us",null,null]
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v = New(&out, true, 0, c.Now)
+	v.Update(StateOf(wfs[3]))
+	got := plain(out.String())
+	for _, w := range []string{
+		"  0  deploy    Running  0s        1/4 items (1 running, 1 failed)\n",
+		"\n       item 2  Failed             exited with code 3: no quota in ap\n",
+	} {
+		if !strings.Contains(got, w) {
+			t.Errorf("terminal view lacks %q:\n%s", w, got)
+		}
+	}
+}
