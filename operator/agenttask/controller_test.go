@@ -26,12 +26,17 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 )
 
-var sim *testenv.Sim
+var (
+	sim *testenv.Sim
+	// operator is the package's operator; TestRestartDuringBackoff, which
+	// is not parallel, restarts it.
+	operator *testenv.Operator
+)
 
 // One simulated cluster and one operator (with only its generated RBAC)
 // for the package.
 func TestMain(m *testing.M) {
-	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask"}})
+	testenv.Main(m, testenv.MainOptions{Sim: &sim, Operator: &operator, Controllers: []string{"agenttask"}})
 }
 
 const pollTimeout = 60 * time.Second

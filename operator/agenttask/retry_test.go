@@ -1,0 +1,250 @@
+package agenttask_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	. "github.com/kubectl-sched/kubectl-sched/api/builders"
+	"github.com/kubectl-sched/kubectl-sched/api/names"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+)
+
+// TestRetryBacksOffThenSucceeds: a task with retry {limit: 2, backoff: 10s,
+// onExitCodes: [3, 75]} whose first two attempts exit 3 and whose third
+// succeeds. Each attempt's pod waits (as for a missing Secret) until the
+// test says how it ends. Between attempts the task is Running, BackingOff,
+// and the operator holds the Job: the next pod is created no sooner than
+// the end of the failed one plus 10s, then 20s (recorded times compared,
+// not the test's clock).
+func TestRetryBacksOffThenSucceeds(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, MakeAgentTask("flaky", ns).Image("registry.example/agent:1").Args("run").
+		Retry(2, 10*time.Second, 3, 75).PodAnnotation(cluster.AnnotationConfigError, "held by the test").Obj())
+
+	ends := []struct{ code, msg string }{{"3", "try again"}, {"3", "try again"}, {"0", "k=v"}}
+	var waits []*metav1.Time
+	for i, end := range ends {
+		pod := nthPod(t, ns, "flaky", i+1)
+		release(t, pod, end.code, end.msg)
+		if end.code == "0" {
+			break
+		}
+		got := waitTask(t, ns, "flaky", fmt.Sprintf("backing off after attempt %d", i+1), func(a *schedv1.AgentTask) bool {
+			return a.Status.Reason == schedv1.ReasonBackingOff && a.Status.Attempts == int32(i+1)
+		})
+		if got.Status.Phase != schedv1.TaskRunning || got.Status.NextAttemptTime == nil || ptr.Deref(got.Status.ExitCode, -1) != 3 ||
+			!strings.HasPrefix(got.Status.Message, fmt.Sprintf("attempt %d of 3 failed (exit code 3); the next starts at ", i+1)) {
+			t.Errorf("backing off after attempt %d: %+v", i+1, got.Status)
+		}
+		job := &batchv1.Job{}
+		poll(t, "the Job held", func(ctx context.Context) (bool, error) {
+			err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("flaky")}, job)
+			return err == nil && ptr.Deref(job.Spec.Suspend, false), err
+		})
+		waits = append(waits, got.Status.NextAttemptTime)
+	}
+
+	got := waitTask(t, ns, "flaky", "finished", finished)
+	if got.Status.Phase != schedv1.TaskSucceeded || ptr.Deref(got.Status.ExitCode, -1) != 0 || got.Status.Attempts != 3 ||
+		got.Status.Outputs["k"] != "v" || got.Status.NextAttemptTime != nil {
+		t.Errorf("status %+v, want Succeeded on attempt 3 with k=v", got.Status)
+	}
+	pods := taskPods(t, ns, "flaky")
+	if len(pods) != 3 {
+		t.Fatalf("%d pods, want 3 (one per attempt)", len(pods))
+	}
+	for k := 1; k < len(pods); k++ {
+		ended := finishedAt(pods[k-1])
+		backoff := 10 * time.Second << (k - 1)
+		if !waits[k-1].Time.Equal(ended.Add(backoff)) {
+			t.Errorf("attempt %d ended %s: next attempt announced for %s, want %s later", k, ended, waits[k-1], backoff)
+		}
+		if started := pods[k].CreationTimestamp.Time; started.Before(ended.Add(backoff)) {
+			t.Errorf("attempt %d's pod created %s, before attempt %d's end %s plus %s", k+1, started, k, ended, backoff)
+		}
+		t.Logf("attempt %d ended %s, attempt %d's pod created %s (backoff %s)", k, ended.Format(time.TimeOnly), k+1, pods[k].CreationTimestamp.Format(time.TimeOnly), backoff)
+	}
+	// One event per retry from the task; the Job was held and resumed once
+	// for each.
+	if n := eventCount(t, ns, "AgentTask", "flaky", schedv1.ReasonBackingOff); n != 2 {
+		t.Errorf("%d BackingOff events, want 2", n)
+	}
+	for _, reason := range []string{"Suspended", "Resumed"} {
+		if n := eventCount(t, ns, "Job", names.Job("flaky"), reason); n != 2 {
+			t.Errorf("the Job controller reported %d %s events, want 2", n, reason)
+		}
+	}
+}
+
+// TestExitCodeNotRetried: an exit code retry.onExitCodes does not list
+// fails the task after one attempt, by the Job's podFailurePolicy, and the
+// status says why it was not retried.
+func TestExitCodeNotRetried(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("fatal", ns, 1, "bad input").Retry(2, 10*time.Second, 2, 75).Obj())
+	got := waitTask(t, ns, "fatal", "finished", finished)
+	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonNonZeroExit || ptr.Deref(got.Status.ExitCode, -1) != 1 ||
+		got.Status.Attempts != 1 || got.Status.Message != "exit code 1 is not in retry.onExitCodes [2 75]: not retried (attempt 1 of 3): bad input" {
+		t.Errorf("status %+v", got.Status)
+	}
+	// The Job controller fails the Job by the same rule.
+	job := &batchv1.Job{}
+	poll(t, "the Job failed by its podFailurePolicy", func(ctx context.Context) (bool, error) {
+		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("fatal")}, job); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+			return c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue && c.Reason == batchv1.JobReasonPodFailurePolicy
+		}), nil
+	})
+	if pods := taskPods(t, ns, "fatal"); len(pods) != 1 {
+		t.Errorf("%d pods, want 1", len(pods))
+	}
+}
+
+// TestDisruptionIsNotAFailedExitCode: an evicted pod's container exits 137,
+// which retry.onExitCodes does not list; the podFailurePolicy ignores the
+// disruption before it looks at exit codes, so the Job replaces the pod
+// without counting it, and the task succeeds with no retry to spare.
+func TestDisruptionIsNotAFailedExitCode(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	create(t, task("evicted-once", ns, 0, "k=v").Retry(0, 0, 3).PodAnnotation(cluster.AnnotationRunSeconds, "4").Obj())
+	_, pod := runningJob(t, ns, "evicted-once")
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}
+	if err := sim.Client.SubResource("eviction").Create(t.Context(), &pod, eviction); err != nil {
+		t.Fatal(err)
+	}
+	got := waitTask(t, ns, "evicted-once", "finished", finished)
+	if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Attempts != 1 || got.Status.PodName == pod.Name {
+		t.Errorf("phase %s (%s: %s), attempts %d, pod %s; want Succeeded on the replacement of %s, 1 attempt",
+			got.Status.Phase, got.Status.Reason, got.Status.Message, got.Status.Attempts, got.Status.PodName, pod.Name)
+	}
+}
+
+// TestRestartDuringBackoff stops the operator while a task's Job is held
+// for a backoff and starts a new one: the new operator derives the same
+// resume time from the failed pod, resumes the Job once, and the task's
+// record of the failed attempt stays. Not parallel: it stops the
+// package's operator.
+func TestRestartDuringBackoff(t *testing.T) {
+	ns := namespace(t)
+	create(t, task("restarted", ns, 3, "flaky").Retry(1, 15*time.Second).Obj())
+	held := waitTask(t, ns, "restarted", "backing off", func(a *schedv1.AgentTask) bool { return a.Status.Reason == schedv1.ReasonBackingOff })
+	job := &batchv1.Job{}
+	poll(t, "the Job held", func(ctx context.Context) (bool, error) {
+		err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("restarted")}, job)
+		return err == nil && ptr.Deref(job.Spec.Suspend, false), err
+	})
+	if err := operator.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := operator.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("operator restarted while the task waits until %s", held.Status.NextAttemptTime.Format(time.TimeOnly))
+
+	got := waitTask(t, ns, "restarted", "finished", finished)
+	if got.Status.Phase != schedv1.TaskFailed || got.Status.Attempts != 2 || ptr.Deref(got.Status.ExitCode, -1) != 3 {
+		t.Errorf("status %+v, want Failed after 2 attempts, exit code 3", got.Status)
+	}
+	pods := taskPods(t, ns, "restarted")
+	if len(pods) != 2 {
+		t.Fatalf("%d pods, want 2: one per attempt", len(pods))
+	}
+	if want := finishedAt(pods[0]).Add(15 * time.Second); !held.Status.NextAttemptTime.Time.Equal(want) {
+		t.Errorf("next attempt announced for %s, want the first attempt's end plus 15s, %s", held.Status.NextAttemptTime, want)
+	}
+	if created := pods[1].CreationTimestamp; created.Before(held.Status.NextAttemptTime) {
+		t.Errorf("the second attempt's pod was created %s, before %s", created, held.Status.NextAttemptTime)
+	}
+	// The new operator found the same wait (a different one would be a
+	// second BackingOff event) and resumed the Job once.
+	if n := eventCount(t, ns, "AgentTask", "restarted", schedv1.ReasonBackingOff); n != 1 {
+		t.Errorf("%d BackingOff events, want 1", n)
+	}
+	if n := eventCount(t, ns, "Job", names.Job("restarted"), "Resumed"); n != 1 {
+		t.Errorf("the Job was resumed %d times, want once", n)
+	}
+}
+
+// nthPod waits for the task's nth pod (by creation) and returns it.
+func nthPod(t *testing.T, ns, task string, n int) corev1.Pod {
+	t.Helper()
+	var pod corev1.Pod
+	waitPods(t, ns, task, fmt.Sprintf("%d created", n), func(pods []corev1.Pod) bool {
+		if len(pods) < n {
+			return false
+		}
+		pod = sortByCreation(pods)[n-1]
+		return true
+	})
+	return pod
+}
+
+// release lets a pod held by AnnotationConfigError run, to end with code
+// and msg.
+func release(t *testing.T, pod corev1.Pod, code, msg string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:%q,%q:%q}}}`,
+		cluster.AnnotationConfigError, cluster.AnnotationExitCode, code, cluster.AnnotationTerminationMessage, msg)
+	if err := sim.Client.Patch(t.Context(), &pod, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// taskPods lists the task's pods by creation.
+func taskPods(t *testing.T, ns, task string) []corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	if err := sim.Client.List(t.Context(), &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task)}); err != nil {
+		t.Fatal(err)
+	}
+	return sortByCreation(pods.Items)
+}
+
+func sortByCreation(pods []corev1.Pod) []corev1.Pod {
+	slices.SortStableFunc(pods, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	return pods
+}
+
+// finishedAt is when a pod's task container ended.
+func finishedAt(p corev1.Pod) time.Time {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Terminated != nil {
+			return cs.State.Terminated.FinishedAt.Time
+		}
+	}
+	return time.Time{}
+}
+
+// eventCount sums the counts of the events with reason about the object.
+func eventCount(t *testing.T, ns, kind, name, reason string) int32 {
+	t.Helper()
+	var evs corev1.EventList
+	if err := sim.Client.List(t.Context(), &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var n int32
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && e.InvolvedObject.Name == name && e.Reason == reason {
+			n += max(e.Count, 1)
+		}
+	}
+	return n
+}
