@@ -275,7 +275,7 @@ func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]strin
 		if !ok || phase == "" {
 			phase = schedv1.StepWaiting
 		}
-		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase), printing.OrDash(ss.TaskName),
+		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase, ss.Reason), printing.OrDash(ss.TaskName),
 			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
 		if dag {
 			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))
