@@ -3,6 +3,7 @@ package agenttask
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,7 +150,11 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 			latest.Name, c.Reason, podstatus.ClipMessage(c.Message)))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
-		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
+		attempt := strconv.Itoa(int(st.Attempts))
+		if limit := task.Spec.RetryLimit(); limit > 0 {
+			attempt += fmt.Sprintf(" of %d", limit+1)
+		}
+		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %s)", latest.Name, attempt)
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
 	default:

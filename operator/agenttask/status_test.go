@@ -383,7 +383,7 @@ func TestComputeStatusRetry(t *testing.T) {
 			task: retry().Obj(),
 			o: observed{job: job().obj(), pods: []corev1.Pod{
 				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).running(t40).obj()}},
-			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonRunning, Message: "pod t-b is running (attempt 2)",
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonRunning, Message: "pod t-b is running (attempt 2 of 4)",
 				Attempts: 2, PodName: "t-b", ReadyStatus: metav1.ConditionTrue},
 		},
 		"the limit used up fails it": {

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/liveview"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/taskfollow"
 )
 
 // describer fetches what a description shows besides the object itself.
@@ -58,10 +59,16 @@ func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
 	taskSpec(w, 1, t.Spec)
 	w.field(0, "Job", st.JobName)
 	w.field(0, "Pod", st.PodName)
-	w.field(0, "Attempts", strconv.Itoa(int(st.Attempts)))
+	attempts := strconv.Itoa(int(st.Attempts))
+	if limit := t.Spec.RetryLimit(); limit > 0 {
+		attempts += fmt.Sprintf(" of %d", limit+1)
+	}
+	w.field(0, "Attempts", attempts)
 	if st.ExitCode != nil {
 		w.field(0, "Exit Code", strconv.Itoa(int(*st.ExitCode)))
 	}
+	// While it backs off: the message says why, this says when.
+	w.optional(0, "Next Attempt", timePtr(st.NextAttemptTime))
 	w.optional(0, "Start Time", timePtr(st.StartTime))
 	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
 	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
@@ -105,9 +112,7 @@ func taskSpec(w *writer, level int, s schedv1.AgentTaskSpec) {
 	if s.Timeout != nil {
 		w.field(level, "Timeout", s.Timeout.Duration.String())
 	}
-	if s.Retries != nil {
-		w.field(level, "Retries", strconv.Itoa(int(*s.Retries)))
-	}
+	w.optional(level, "Retry", taskfollow.RetryPolicy(s))
 	if s.TTLAfterFinished != nil {
 		cleanup := s.Cleanup
 		if cleanup == "" {
