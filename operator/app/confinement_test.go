@@ -251,7 +251,7 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 		}
 		for name, patch := range map[string]string{
 			"resume with what is left of the timeout": `{"spec":{"suspend":false,"activeDeadlineSeconds":42}}`,
-			"hold":                                    `{"spec":{"suspend":true}}`,
+			"hold": `{"spec":{"suspend":true}}`,
 		} {
 			if err := op.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll); err != nil {
 				t.Errorf("allowed: %s: refused: %v", name, err)
