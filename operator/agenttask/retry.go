@@ -62,8 +62,8 @@ type retryWait struct {
 // the retry limit is not used up, and its exit code is worth a retry.
 // Everything comes from the pods, which the outputs finalizer keeps until
 // the task ends, so a restarted operator finds the same wait.
-func waitingToRetry(spec *schedv1.AgentTaskSpec, sorted []corev1.Pod) *retryWait {
-	latest := latestAttempt(sorted)
+func waitingToRetry(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *retryWait {
+	latest := latestAttempt(job, sorted)
 	if latest == nil || !failedAttempt(latest) {
 		return nil
 	}
@@ -90,12 +90,15 @@ func retried(retry *schedv1.RetryPolicy, code int32) bool {
 	return retry == nil || len(retry.OnExitCodes) == 0 || slices.Contains(retry.OnExitCodes, code)
 }
 
-// latestAttempt is the latest pod but those the Job controller deleted
-// itself (a suspended Job's, which it never counts): a pod it had just
-// made when the operator held the Job is not an attempt.
-func latestAttempt(sorted []corev1.Pod) *corev1.Pod {
+// latestAttempt is the latest pod, but while the Job is suspended not
+// those the Job controller deleted for it (which it never counts): a pod
+// it had just made when the operator held the Job is not an attempt. A pod
+// it deletes because the Job failed (its deadline) is the latest attempt.
+func latestAttempt(job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
+	suspended := job != nil && ptr.Deref(job.Spec.Suspend, false)
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if p := &sorted[i]; p.DeletionTimestamp == nil || disruption(p) != nil || p.Status.Phase == corev1.PodSucceeded || failedAttempt(p) {
+		p := &sorted[i]
+		if !suspended || p.DeletionTimestamp == nil || disruption(p) != nil || p.Status.Phase == corev1.PodSucceeded {
 			return p
 		}
 	}
@@ -193,7 +196,7 @@ func planHold(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod
 	if job == nil || spec.Cancel {
 		return h
 	}
-	w := waitingToRetry(spec, sorted)
+	w := waitingToRetry(spec, job, sorted)
 	end := deadline(spec, job)
 	if w != nil && now.Before(w.resumeAt) {
 		// The Job controller waits at least 10s after a failure before it

@@ -90,6 +90,47 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 	}
 }
 
+// TestTimeoutCountsTheBackoff: spec.timeout runs from the task's start
+// through its waits. Resuming a Job restarts its activeDeadlineSeconds, so
+// the operator resumes it with what is left of the timeout, and the second
+// attempt is stopped when the task's timeout, not a new one, runs out.
+func TestTimeoutCountsTheBackoff(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	// Long enough for a loaded machine to start two pods and wait 10s
+	// between them.
+	const timeout = time.Minute
+	create(t, MakeAgentTask("slow-retry", ns).Image("registry.example/agent:1").Args("run").Timeout(timeout).
+		Retry(1, 10*time.Second).PodAnnotation(cluster.AnnotationConfigError, "held by the test").Obj())
+	first := nthPod(t, ns, "slow-retry", 1)
+	release(t, first, "3", "")
+	// The second attempt runs past the timeout.
+	second := nthPod(t, ns, "slow-retry", 2)
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:"600"}}}`, cluster.AnnotationConfigError, cluster.AnnotationRunSeconds)
+	if err := sim.Client.Patch(t.Context(), &second, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+	job := &batchv1.Job{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: names.Job("slow-retry")}, job); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job created %s, attempt 1's pod created %s, attempt 2's %s", job.CreationTimestamp.Format(time.TimeOnly),
+		first.CreationTimestamp.Format(time.TimeOnly), second.CreationTimestamp.Format(time.TimeOnly))
+	// Resumed after at least the 10s backoff: less than the whole timeout left.
+	if ads := ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0); ads < 1 || ads > int64((timeout-10*time.Second).Seconds()) {
+		t.Errorf("activeDeadlineSeconds %d after the resume, want what is left of %s after a 10s backoff", ads, timeout)
+	}
+	got := waitTask(t, ns, "slow-retry", "finished", finished)
+	if got.Status.Phase != schedv1.TaskTimeout || got.Status.Reason != schedv1.ReasonDeadlineExceeded || got.Status.Attempts != 2 {
+		t.Errorf("status %+v, want Timeout after 2 attempts", got.Status)
+	}
+	if end := job.CreationTimestamp.Add(timeout); got.Status.CompletionTime == nil || got.Status.CompletionTime.Time.Before(end) {
+		t.Errorf("ended %v, before the timeout ran out at %s", got.Status.CompletionTime, end)
+	} else {
+		t.Logf("job created %s, ended %s (timeout %s)", job.CreationTimestamp.Format(time.TimeOnly), got.Status.CompletionTime.Format(time.TimeOnly), timeout)
+	}
+}
+
 // TestExitCodeNotRetried: an exit code retry.onExitCodes does not list
 // fails the task after one attempt, by the Job's podFailurePolicy, and the
 // status says why it was not retried.
@@ -183,16 +224,20 @@ func TestRestartDuringBackoff(t *testing.T) {
 	}
 }
 
-// nthPod waits for the task's nth pod (by creation) and returns it.
+// nthPod waits for the task's nth pod (by creation) to be held by
+// AnnotationConfigError, and returns it. Released before the simulated
+// kubelet has held it, a pod could be started and then held after all.
 func nthPod(t *testing.T, ns, task string, n int) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
-	waitPods(t, ns, task, fmt.Sprintf("%d created", n), func(pods []corev1.Pod) bool {
+	waitPods(t, ns, task, fmt.Sprintf("%d created and held", n), func(pods []corev1.Pod) bool {
 		if len(pods) < n {
 			return false
 		}
 		pod = sortByCreation(pods)[n-1]
-		return true
+		return slices.ContainsFunc(pod.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool {
+			return cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError"
+		})
 	})
 	return pod
 }

@@ -73,7 +73,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		}
 	}
 
-	wait := waitingToRetry(&task.Spec, pods)
+	wait := waitingToRetry(&task.Spec, o.job, pods)
 	end := deadline(&task.Spec, o.job)
 	switch {
 	case o.job == nil && task.Spec.Cancel:
@@ -118,14 +118,18 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
-	case notRetried(&task.Spec, pods) != nil:
+	case notRetried(&task.Spec, o.job, pods) != nil:
 		// Its exit code is not in retry.onExitCodes: the Job's
 		// podFailurePolicy fails the Job, which need not be waited for.
-		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, notRetried(&task.Spec, pods), now)
+		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, notRetried(&task.Spec, o.job, pods), now)
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		// The spec says whether a suspended Job was cancelled or is held
 		// for a backoff: a cancel during a backoff ends here too.
-		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
+		msg := "cancelled (spec.cancel): the pod was stopped"
+		if wait != nil {
+			msg = "cancelled (spec.cancel) while it waited to retry: " + attemptFailed(&task.Spec, wait)
+		}
+		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, msg, now)
 		if p := latestTerminated(pods); p != nil && p.DeletionTimestamp != nil {
 			// The pod the cancel stopped: it ended the task.
 			setExit(&st, p)
@@ -389,8 +393,8 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 
 // notRetried is the task's latest attempt when it failed with an exit code
 // retry.onExitCodes does not list, nil otherwise.
-func notRetried(spec *schedv1.AgentTaskSpec, sorted []corev1.Pod) *corev1.Pod {
-	p := latestAttempt(sorted)
+func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
+	p := latestAttempt(job, sorted)
 	if p == nil || !failedAttempt(p) || retried(spec.Retry, terminatedState(p).ExitCode) {
 		return nil
 	}

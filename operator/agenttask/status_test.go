@@ -379,6 +379,14 @@ func TestComputeStatusRetry(t *testing.T) {
 				Message:  "attempt 1 of 4 failed (exit code 2); the next starts at 10:00:31 UTC (backoff 30s)",
 				ExitCode: ptr.To[int32](2), Attempts: 2, PodName: "t-b", NextAttemptTime: at(t1, 30*time.Second), ReadyStatus: metav1.ConditionFalse},
 		},
+		"a pod the Job controller deletes at its deadline is the latest attempt, not a reason to back off": {
+			task: retry().Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(137, "killed", t80).deleted(t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
+				ExitCode: nil, Attempts: 2, PodName: "t-b", ReadyStatus: metav1.ConditionFalse},
+		},
 		"the next attempt runs": {
 			task: retry().Obj(),
 			o: observed{job: job().obj(), pods: []corev1.Pod{
@@ -428,7 +436,7 @@ func TestComputeStatusRetry(t *testing.T) {
 		"a cancel during a backoff ends it Cancelled": {
 			task: retry().Cancel().Obj(),
 			o:    observed{job: job().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(2, "", t1).obj()}},
-			want: want{Phase: schedv1.TaskCancelled, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel): the pod was stopped",
+			want: want{Phase: schedv1.TaskCancelled, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel) while it waited to retry: attempt 1 of 4 failed (exit code 2)",
 				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-a", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
 		},
 	}
