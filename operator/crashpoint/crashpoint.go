@@ -1,9 +1,9 @@
 // Package crashpoint lets the fault tests kill the operator at a named point
 // between two writes, where a random SIGKILL lands only by luck: after a
 // Job is created and before the task's status says so, after a step's
-// AgentTask is created and before the Workflow's status says so, and after
-// a CronWorkflow's run is created and before its status says so, after
-// an app's revision is recorded and before the app's status says so, or
+// AgentTask is created and before the Workflow's status says so, after a
+// CronWorkflow's run is created and before its status says so, after an
+// app's revision is recorded and before the app's status says so, and
 // after a task's Job is held for a backoff, or resumed, and before the
 // task's status says so.
 //

@@ -628,3 +628,33 @@ func TestTenantCannotMultiplyAStep(t *testing.T) {
 		t.Errorf("tasks in the namespace: %d (%v), want only step a's", len(tasks.Items), err)
 	}
 }
+
+// TestStepBacksOffThenFails: a step whose task has retry {limit: 1,
+// backoff: 10s, onExitCodes: [3]} is Running with reason BackingOff
+// between its attempts, with its task's message; after the retry fails too
+// the step fails and the next is skipped.
+func TestStepBacksOffThenFails(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	flaky := step("fetcher:2", 3, "mirror busy", 0)
+	flaky.Retry = &schedv1.RetryPolicy{Limit: 1, Backoff: &metav1.Duration{Duration: 10 * time.Second}, OnExitCodes: []int32{3}}
+	wf := MakeWorkflow("mirror", ns).StepTask("fetch", flaky).StepTask("build", step("builder:1", 0, "", 0)).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	waiting := waitWorkflow(t, ns, "mirror", "backing off", func(wf *schedv1.Workflow) bool {
+		return len(wf.Status.Steps) > 0 && wf.Status.Steps[0].Reason == schedv1.ReasonBackingOff
+	})
+	if s := waiting.Status.Steps[0]; s.Phase != schedv1.StepRunning || s.Message == "" || waiting.Status.Phase != schedv1.WorkflowRunning {
+		t.Errorf("backing off: workflow %s, step %+v; want both Running, with the task's message", waiting.Status.Phase, s)
+	}
+	got := waitWorkflow(t, ns, "mirror", "finished", finished)
+	fetch, build := got.Status.Steps[0], got.Status.Steps[1]
+	if got.Status.Phase != schedv1.WorkflowFailed || fetch.Phase != schedv1.StepFailed || fetch.Reason != "" || build.Phase != schedv1.StepSkipped ||
+		fetch.Message != "exited with code 3 after 2 attempt(s): mirror busy" {
+		t.Errorf("workflow %s, steps %+v", got.Status.Phase, got.Status.Steps)
+	}
+	if task := getTask(t, ns, names.StepTask("mirror", 0, "fetch")); task.Status.Attempts != 2 || task.Spec.Retry == nil {
+		t.Errorf("the step's task: attempts %d, retry %+v; want 2 attempts by the step's retry", task.Status.Attempts, task.Spec.Retry)
+	}
+}
