@@ -429,7 +429,12 @@ func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold)
 		return err
 	}
 	if err := r.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("%s job %s: %w", map[bool]string{true: "hold", false: "resume"}[h.suspend], job.Name, err)
+		what := map[bool]string{true: "hold", false: "resume"}[h.suspend]
+		if apierrors.IsConflict(err) {
+			// The Job controller wrote the Job since the cache read it.
+			return fmt.Errorf("job %s changed since it was read, retrying the %s: %w", job.Name, what, err)
+		}
+		return fmt.Errorf("%s job %s: %w", what, job.Name, err)
 	}
 	if h.suspend {
 		crashpoint.Hit(crashpoint.JobHeld)

@@ -247,18 +247,18 @@ func attemptFailed(spec *schedv1.AgentTaskSpec, w *retryWait) string {
 // waitText says where the wait comes from: retry.backoff (doubled for a
 // later retry), or the Job controller's own wait.
 func waitText(spec *schedv1.AgentTaskSpec, w *retryWait) string {
-	if w.jobFailed > 0 {
-		return "the Job controller's wait after " + plural(w.jobFailed, "failed pod")
+	if w.jobFailed > 0 || w.resumeAt.IsZero() {
+		return "the Job controller's wait after " + plural(max(w.jobFailed, 1), "failed pod")
 	}
 	b := spec.Retry.Backoff.Duration
-	d := doubled(b, w.failed)
-	switch {
-	case d == b:
+	switch d := doubled(b, w.failed); d {
+	case b:
 		return "backoff " + tiers.FormatDuration(b)
-	case d == maxBackoff:
+	case maxBackoff:
 		return fmt.Sprintf("backoff %s doubled, at most %s", tiers.FormatDuration(b), tiers.FormatDuration(maxBackoff))
+	default:
+		return fmt.Sprintf("backoff %s doubled to %s", tiers.FormatDuration(b), tiers.FormatDuration(d))
 	}
-	return fmt.Sprintf("backoff %s doubled to %s", tiers.FormatDuration(b), tiers.FormatDuration(d))
 }
 
 // said is the failed attempt's termination message, as "; it said: ...",

@@ -50,11 +50,7 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 			!strings.HasPrefix(got.Status.Message, fmt.Sprintf("attempt %d of 3 failed (exit code 3); the next starts at ", i+1)) {
 			t.Errorf("backing off after attempt %d: %+v", i+1, got.Status)
 		}
-		job := &batchv1.Job{}
-		poll(t, "the Job held", func(ctx context.Context) (bool, error) {
-			err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("flaky")}, job)
-			return err == nil && ptr.Deref(job.Spec.Suspend, false), err
-		})
+		waitHeld(t, ns, "flaky")
 		waits = append(waits, got.Status.NextAttemptTime)
 	}
 
@@ -187,11 +183,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 	ns := namespace(t)
 	create(t, task("restarted", ns, 3, "flaky").Retry(1, 15*time.Second).Obj())
 	held := waitTask(t, ns, "restarted", "backing off", func(a *schedv1.AgentTask) bool { return a.Status.Reason == schedv1.ReasonBackingOff })
-	job := &batchv1.Job{}
-	poll(t, "the Job held", func(ctx context.Context) (bool, error) {
-		err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("restarted")}, job)
-		return err == nil && ptr.Deref(job.Spec.Suspend, false), err
-	})
+	waitHeld(t, ns, "restarted")
 	if err := operator.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +214,16 @@ func TestRestartDuringBackoff(t *testing.T) {
 	if n := eventCount(t, ns, "Job", names.Job("restarted"), "Resumed"); n != 1 {
 		t.Errorf("the Job was resumed %d times, want once", n)
 	}
+}
+
+// waitHeld waits until the operator holds the task's Job (suspended).
+func waitHeld(t *testing.T, ns, task string) {
+	t.Helper()
+	poll(t, "the Job of "+task+" held", func(ctx context.Context) (bool, error) {
+		job := &batchv1.Job{}
+		err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job(task)}, job)
+		return err == nil && ptr.Deref(job.Spec.Suspend, false), err
+	})
 }
 
 // nthPod waits for the task's nth pod (by creation) to be held by

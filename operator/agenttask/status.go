@@ -74,6 +74,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	}
 
 	wait := waitingToRetry(&task.Spec, o.job, pods)
+	unretried := notRetried(&task.Spec, o.job, pods)
 	end := deadline(&task.Spec, o.job)
 	switch {
 	case o.job == nil && task.Spec.Cancel:
@@ -118,10 +119,10 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
-	case notRetried(&task.Spec, o.job, pods) != nil:
+	case unretried != nil:
 		// Its exit code is not in retry.onExitCodes: the Job's
 		// podFailurePolicy fails the Job, which need not be waited for.
-		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, notRetried(&task.Spec, o.job, pods), now)
+		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, unretried, now)
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		// The spec says whether a suspended Job was cancelled or is held
 		// for a backoff: a cancel during a backoff ends here too.
