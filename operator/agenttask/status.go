@@ -225,14 +225,23 @@ func succeeded(st *schedv1.AgentTaskStatus, pod *corev1.Pod, now metav1.Time) {
 }
 
 func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.JobCondition, pod *corev1.Pod, now metav1.Time) {
-	setExit(st, pod)
-	switch {
-	case c.Reason == batchv1.JobReasonDeadlineExceeded:
+	if c.Reason == batchv1.JobReasonDeadlineExceeded {
+		// It ended at its deadline, when the Job controller said so, not
+		// when an attempt did: a retried task's last one may have ended
+		// long before, or still be stopping.
+		setExitCode(st, pod)
+		if !c.LastTransitionTime.IsZero() {
+			now = c.LastTransitionTime
+		}
 		limit := "its deadline"
 		if task.Spec.Timeout != nil {
 			limit = "spec.timeout " + task.Spec.Timeout.Duration.String()
 		}
 		finish(st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, fmt.Sprintf("ran past %s and was stopped", limit), now)
+		return
+	}
+	setExit(st, pod)
+	switch {
 	case st.ExitCode != nil && *st.ExitCode != 0:
 		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
 		if r := task.Spec.Retry; r != nil && !retried(r, *st.ExitCode) {

@@ -246,6 +246,16 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded, Message: "ran past spec.timeout 1m0s and was stopped",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},
+		"a timeout ends when the Job controller says, not when an earlier attempt did": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Retries(1).Obj(),
+			o: observed{job: func() *batchv1.Job {
+				j := makeJob().cond(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded).obj()
+				j.Status.Conditions[0].LastTransitionTime = t2
+				return j
+			}(), pods: []corev1.Pod{makePod("t-a", t0).exited(3, "boom", t1).obj(), makePod("t-b", t1).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded, Message: "ran past spec.timeout 1m0s and was stopped",
+				ExitCode: ptr.To[int32](3), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
 		"cancelled while running": {
 			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
 			o:    observed{job: makeJob().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
