@@ -10,7 +10,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -88,42 +87,50 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 
 // TestTimeoutCountsTheBackoff: spec.timeout runs from the task's start
 // through its waits. Resuming a Job restarts its activeDeadlineSeconds, so
-// the operator resumes it with what is left of the timeout, and the second
-// attempt is stopped when the task's timeout, not a new one, runs out.
+// the operator resumes it with what is left of the timeout: the Job
+// controller's deadline (its startTime, reset by the resume, plus
+// activeDeadlineSeconds) is the task's, not a new one. And a timeout that
+// runs out during a wait ends the task, by the operator, since the Job
+// controller does not count a suspended Job's time.
 func TestTimeoutCountsTheBackoff(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	// Long enough for a loaded machine to start two pods and wait 10s
-	// between them.
-	const timeout = time.Minute
-	create(t, MakeAgentTask("slow-retry", ns).Image("registry.example/agent:1").Args("run").Timeout(timeout).
-		Retry(1, 10*time.Second).PodAnnotation(cluster.AnnotationConfigError, "held by the test").Obj())
-	first := nthPod(t, ns, "slow-retry", 1)
-	release(t, first, "3", "")
-	// The second attempt runs past the timeout.
-	second := nthPod(t, ns, "slow-retry", 2)
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:"600"}}}`, cluster.AnnotationConfigError, cluster.AnnotationRunSeconds)
-	if err := sim.Client.Patch(t.Context(), &second, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatal(err)
-	}
+	const timeout, backoff = 10 * time.Minute, 10 * time.Second
+	create(t, MakeAgentTask("resumed", ns).Image("registry.example/agent:1").Args("run").Timeout(timeout).
+		Retry(1, backoff).PodAnnotation(cluster.AnnotationConfigError, "held by the test").Obj())
+	create(t, task("expires", ns, 3, "flaky").Timeout(20*time.Second).Retry(1, time.Minute).Obj())
+
+	release(t, nthPod(t, ns, "resumed", 1), "3", "")
+	nthPod(t, ns, "resumed", 2) // made by the Job controller once resumed
 	job := &batchv1.Job{}
-	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: names.Job("slow-retry")}, job); err != nil {
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: names.Job("resumed")}, job); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("job created %s, attempt 1's pod created %s, attempt 2's %s", job.CreationTimestamp.Format(time.TimeOnly),
-		first.CreationTimestamp.Format(time.TimeOnly), second.CreationTimestamp.Format(time.TimeOnly))
-	// Resumed after at least the 10s backoff: less than the whole timeout left.
-	if ads := ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0); ads < 1 || ads > int64((timeout-10*time.Second).Seconds()) {
-		t.Errorf("activeDeadlineSeconds %d after the resume, want what is left of %s after a 10s backoff", ads, timeout)
+	ads, start := ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0), job.Status.StartTime
+	end := job.CreationTimestamp.Add(timeout)
+	switch {
+	case ads > int64((timeout - backoff).Seconds()):
+		t.Errorf("activeDeadlineSeconds %d after the resume: the %s before it were not taken from the %s timeout", ads, backoff, timeout)
+	case start == nil || start.Add(time.Duration(ads)*time.Second).Before(end.Add(-time.Second)):
+		t.Errorf("resumed at %v with activeDeadlineSeconds %d: the Job would stop before the task's timeout runs out at %s", start, ads, end)
+	default:
+		t.Logf("job created %s, resumed %s with %ds left of %s", job.CreationTimestamp.Format(time.TimeOnly), start.Format(time.TimeOnly), ads, timeout)
 	}
-	got := waitTask(t, ns, "slow-retry", "finished", finished)
-	if got.Status.Phase != schedv1.TaskTimeout || got.Status.Reason != schedv1.ReasonDeadlineExceeded || got.Status.Attempts != 2 {
-		t.Errorf("status %+v, want Timeout after 2 attempts", got.Status)
+
+	got := waitTask(t, ns, "expires", "finished", finished)
+	if got.Status.Phase != schedv1.TaskTimeout || got.Status.Attempts != 1 ||
+		got.Status.Message != "ran past spec.timeout 20s while it waited to retry: attempt 1 of 2 failed (exit code 3)" {
+		t.Errorf("status %+v, want Timeout during the backoff", got.Status)
 	}
-	if end := job.CreationTimestamp.Add(timeout); got.Status.CompletionTime == nil || got.Status.CompletionTime.Time.Before(end) {
-		t.Errorf("ended %v, before the timeout ran out at %s", got.Status.CompletionTime, end)
-	} else {
-		t.Logf("job created %s, ended %s (timeout %s)", job.CreationTimestamp.Format(time.TimeOnly), got.Status.CompletionTime.Format(time.TimeOnly), timeout)
+	expiring := &batchv1.Job{}
+	if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: names.Job("expires")}, expiring); err != nil {
+		t.Fatal(err)
+	}
+	if end := expiring.CreationTimestamp.Add(20 * time.Second); got.Status.CompletionTime == nil || got.Status.CompletionTime.Time.Before(end) {
+		t.Errorf("ended %v, before its timeout ran out at %s", got.Status.CompletionTime, end)
+	}
+	if pods := taskPods(t, ns, "expires"); len(pods) != 1 {
+		t.Errorf("%d pods, want 1: no attempt after the timeout", len(pods))
 	}
 }
 
@@ -151,26 +158,6 @@ func TestExitCodeNotRetried(t *testing.T) {
 	})
 	if pods := taskPods(t, ns, "fatal"); len(pods) != 1 {
 		t.Errorf("%d pods, want 1", len(pods))
-	}
-}
-
-// TestDisruptionIsNotAFailedExitCode: an evicted pod's container exits 137,
-// which retry.onExitCodes does not list; the podFailurePolicy ignores the
-// disruption before it looks at exit codes, so the Job replaces the pod
-// without counting it, and the task succeeds with no retry to spare.
-func TestDisruptionIsNotAFailedExitCode(t *testing.T) {
-	t.Parallel()
-	ns := namespace(t)
-	create(t, task("evicted-once", ns, 0, "k=v").Retry(0, 0, 3).PodAnnotation(cluster.AnnotationRunSeconds, "4").Obj())
-	_, pod := runningJob(t, ns, "evicted-once")
-	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}
-	if err := sim.Client.SubResource("eviction").Create(t.Context(), &pod, eviction); err != nil {
-		t.Fatal(err)
-	}
-	got := waitTask(t, ns, "evicted-once", "finished", finished)
-	if got.Status.Phase != schedv1.TaskSucceeded || got.Status.Attempts != 1 || got.Status.PodName == pod.Name {
-		t.Errorf("phase %s (%s: %s), attempts %d, pod %s; want Succeeded on the replacement of %s, 1 attempt",
-			got.Status.Phase, got.Status.Reason, got.Status.Message, got.Status.Attempts, got.Status.PodName, pod.Name)
 	}
 }
 
