@@ -67,6 +67,17 @@ func (w *AgentTaskWrapper) Retries(n int32) *AgentTaskWrapper {
 	return w
 }
 
+// Retry sets spec.retry: limit retries, backoff (none when 0) and the exit
+// codes worth a retry (every one when none).
+func (w *AgentTaskWrapper) Retry(limit int32, backoff time.Duration, onExitCodes ...int32) *AgentTaskWrapper {
+	r := &schedv1.RetryPolicy{Limit: limit, OnExitCodes: onExitCodes}
+	if backoff > 0 {
+		r.Backoff = &metav1.Duration{Duration: backoff}
+	}
+	w.AgentTask.Spec.Retry = r
+	return w
+}
+
 // TTL sets spec.ttlAfterFinished and spec.cleanup.
 func (w *AgentTaskWrapper) TTL(d time.Duration, cleanup schedv1.CleanupPolicy) *AgentTaskWrapper {
 	w.AgentTask.Spec.TTLAfterFinished = &metav1.Duration{Duration: d}

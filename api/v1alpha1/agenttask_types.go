@@ -20,6 +20,7 @@ const (
 // holds the same spec; there, strings may hold ${steps.N.output.KEY},
 // ${steps.NAME.output.KEY} and ${params.NAME}.
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanup) || has(self.ttlAfterFinished)",message="cleanup needs ttlAfterFinished",fieldPath=".cleanup"
+// +kubebuilder:validation:XValidation:rule="!has(self.retries) || !has(self.retry)",message="set retry or retries, not both: retries: N is short for retry: {limit: N}",fieldPath=".retries"
 type AgentTaskSpec struct {
 	// Image to run.
 	// +kubebuilder:validation:MinLength=1
@@ -61,11 +62,23 @@ type AgentTaskSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('168h')",message="timeout must be between 1s and 168h"
 	Timeout *metav1.Duration `json:"timeout,omitempty"`
 
-	// Retries after a failed attempt (the Job's backoffLimit). Defaults to 0.
+	// Retries after a failed attempt (the Job's backoffLimit). Defaults to
+	// 0. Short for retry: {limit: N}, the Job controller's own wait between
+	// attempts (10s, doubled each time, at most 10m) and every non-zero exit
+	// retried; set retry instead for a longer backoff or to retry only some
+	// exit codes. Not with retry.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
 	Retries *int32 `json:"retries,omitempty"`
+
+	// Retry says how often a failed attempt is tried again, how long the
+	// task waits before each retry and which exit codes are worth one. An
+	// attempt cut short by a disruption (a node drain, a preemption, an
+	// eviction) is started again at once and never counts. Not with
+	// retries.
+	// +optional
+	Retry *RetryPolicy `json:"retry,omitempty"`
 
 	// TTLAfterFinished deletes what Cleanup names this long after the task
 	// finished. Outputs are already in the status by then.
@@ -108,6 +121,59 @@ type AgentTaskSpec struct {
 	Cancel bool `json:"cancel,omitempty"`
 }
 
+// RetryPolicy says when and how soon a task's failed attempt is tried again.
+type RetryPolicy struct {
+	// Limit is how many times a failed attempt is tried again (0 to 10):
+	// at most limit+1 attempts in all. It is the Job's backoffLimit.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Limit int32 `json:"limit"`
+
+	// Backoff is how long the task waits after failed attempt n before it
+	// starts the next: backoff * 2^(n-1) from when that attempt ended, at
+	// most 10m (30s waits 30s, then 1m, then 2m). Between 10s and 10m: the
+	// Job controller itself waits 10s, doubled the same way, before it
+	// replaces a failed pod, so a shorter backoff could not be kept.
+	// Unset, the Job controller's own wait applies (the same as 10s). While
+	// the task waits its phase stays Running, with reason BackingOff and
+	// status.nextAttemptTime; spec.timeout counts the wait too. The
+	// operator holds the next attempt by suspending the task's Job.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="backoff must be at least 10s: the Job controller already waits 10s (doubled after each failure) before it replaces a failed pod, so a shorter backoff could not be kept; leave backoff out for that wait"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('10m')",message="backoff must be at most 10m: every wait is capped at 10m"
+	Backoff *metav1.Duration `json:"backoff,omitempty"`
+
+	// OnExitCodes are the exit codes of the task's container (1 to 255, at
+	// most 32) that are worth a retry: an attempt that exits with any
+	// other non-zero code fails the task at once, and the status says it
+	// was not retried. Unset, every failed attempt is retried. A container
+	// killed for want of memory exits 137. (The Job's podFailurePolicy:
+	// FailJob on the other codes.)
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:Minimum=1
+	// +kubebuilder:validation:items:Maximum=255
+	OnExitCodes []int32 `json:"onExitCodes,omitempty"`
+}
+
+// RetryLimit is how many times a failed attempt is tried again: retry.limit,
+// or retries, or 0.
+func (s *AgentTaskSpec) RetryLimit() int32 {
+	if s.Retry != nil {
+		return s.Retry.Limit
+	}
+	if s.Retries != nil {
+		return *s.Retries
+	}
+	return 0
+}
+
 // AgentTaskPhase is where a task is in its life.
 // +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed;Timeout;Cancelled
 // +kubebuilder:validation:MaxLength=16
@@ -117,7 +183,8 @@ const (
 	// TaskPending means the Job exists, its pod is not running yet. The Ready
 	// condition says why when it cannot start.
 	TaskPending AgentTaskPhase = "Pending"
-	// TaskRunning means the container runs.
+	// TaskRunning means the container runs, or, with reason BackingOff,
+	// that an attempt failed and the next starts at status.nextAttemptTime.
 	TaskRunning AgentTaskPhase = "Running"
 	// TaskSucceeded means the container exited 0.
 	TaskSucceeded AgentTaskPhase = "Succeeded"
@@ -173,6 +240,13 @@ type AgentTaskStatus struct {
 	// ExitCode of the last finished attempt.
 	// +optional
 	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// NextAttemptTime is when the next attempt starts, while the task waits
+	// after a failed attempt (reason BackingOff): when that attempt ended
+	// plus spec.retry.backoff, doubled for each earlier retry, or the Job
+	// controller's own wait when that is later. Unset otherwise.
+	// +optional
+	NextAttemptTime *metav1.Time `json:"nextAttemptTime,omitempty"`
 
 	// Reason is a CamelCase word for why the task is in its phase.
 	// +optional

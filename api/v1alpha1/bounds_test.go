@@ -8,12 +8,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -404,6 +406,10 @@ func largestTaskSpec() schedv1.AgentTaskSpec {
 	}
 	for i := range 8 {
 		spec.Placement.NodePools = append(spec.Placement.NodePools, id("p", i, 63))
+	}
+	spec.Retry = &schedv1.RetryPolicy{Limit: 10, Backoff: &metav1.Duration{Duration: 10 * time.Minute}}
+	for c := range int32(32) {
+		spec.Retry.OnExitCodes = append(spec.Retry.OnExitCodes, 224+c)
 	}
 	return spec
 }

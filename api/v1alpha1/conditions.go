@@ -101,8 +101,13 @@ const (
 	ReasonCancelled        = "Cancelled"
 	// ReasonDisrupted: the task's pod was preempted, evicted or drained
 	// (its DisruptionTarget condition); the Job starts another, which does
-	// not count against spec.retries.
-	ReasonDisrupted        = "Disrupted"
+	// not count against the retry limit.
+	ReasonDisrupted = "Disrupted"
+	// ReasonBackingOff: an attempt of the task failed and a retry is left;
+	// the task waits until status.nextAttemptTime (spec.retry.backoff, or
+	// the Job controller's own wait) before the next starts. Its phase
+	// stays Running.
+	ReasonBackingOff       = "BackingOff"
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"

@@ -74,7 +74,7 @@ func TestExplain(t *testing.T) {
 		"userdeployment.spec":                          {"services", "Services of the app", "placement", "networkIsolation"},
 		"userdeployment.spec.services":                 {"exposure", "None, Internal (the default) or Public"},
 		"agenttask.spec":                               {"timeout", "activeDeadlineSeconds", "cancel", "podMetadata"},
-		"agenttask.status":                             {"outputs", "termination message"},
+		"agenttask.status":                             {"outputs", "termination message", "nextAttemptTime", "BackingOff"},
 		"workflow.spec.steps.task":                     {"image"},
 		"workflow.spec.steps":                          {"when", "steps.test.outputs.result == 'passed'", "approval", "WaitingForApproval"},
 		"workflow.spec.steps.approval":                 {"message"},
@@ -101,6 +101,10 @@ func TestExplain(t *testing.T) {
 		"userdeployment.status":                        {"currentRevision", "lastRunningRevision", "rolledBack"},
 		"userdeployment.status.rolledBack":             {"fromRevision", "toRevision"},
 		"userdeployment.status.services.revision":      {"rolled out completely"},
+		"agenttask.spec.retry":                         {"limit", "backoff", "onExitCodes", "disruption", "Not with", "retries"},
+		"agenttask.spec.retry.backoff":                 {"backoff * 2^(n-1)", "most 10m", "Job controller itself waits 10s", "BackingOff", "spec.timeout counts the wait"},
+		"agenttask.spec.retry.onExitCodes":             {"fails the task at once", "137"},
+		"workflow.spec.steps.task.retry":               {"limit", "backoff", "onExitCodes"},
 	}
 	for path, want := range cases {
 		t.Run(path, func(t *testing.T) {

@@ -179,6 +179,53 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validTask().Retries(11).Obj(),
 			wantField: "spec.retries", wantMsg: "less than or equal to 10",
 		},
+		"at: retry and retries": {
+			obj:       validTask().Retries(2).Retry(2, 30*time.Second).Obj(),
+			wantField: "spec.retries", wantMsg: "set retry or retries, not both: retries: N is short for retry: {limit: N}",
+		},
+		"at: a backoff the Job controller cannot keep": {
+			obj:       validTask().Retry(2, 5*time.Second).Obj(),
+			wantField: "spec.retry.backoff", wantMsg: "backoff must be at least 10s: the Job controller already waits 10s",
+		},
+		"at: a backoff past the cap": {
+			obj:       validTask().Retry(2, 11*time.Minute).Obj(),
+			wantField: "spec.retry.backoff", wantMsg: "backoff must be at most 10m",
+		},
+		"at: a backoff that is no duration": {
+			obj: validTask().Retry(2, 0).Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Retry.Backoff = &metav1.Duration{Duration: -time.Minute}
+			}).Obj(),
+			wantField: "spec.retry.backoff", wantMsg: "should match",
+		},
+		"at: too many retries in retry": {
+			obj:       validTask().Retry(11, 0).Obj(),
+			wantField: "spec.retry.limit", wantMsg: "less than or equal to 10",
+		},
+		"at: exit code 0 to retry": {
+			obj:       validTask().Retry(2, 0, 0).Obj(),
+			wantField: "spec.retry.onExitCodes[0]", wantMsg: "greater than or equal to 1",
+		},
+		"at: exit code past 255": {
+			obj:       validTask().Retry(2, 0, 2, 256).Obj(),
+			wantField: "spec.retry.onExitCodes[1]", wantMsg: "less than or equal to 255",
+		},
+		"at: an exit code twice": {
+			obj:       validTask().Retry(2, 0, 2, 2).Obj(),
+			wantField: "spec.retry.onExitCodes[1]", wantMsg: "Duplicate value",
+		},
+		"at: 33 exit codes": {
+			obj: validTask().Retry(2, 0).Spec(func(s *schedv1.AgentTaskSpec) {
+				for c := range int32(33) {
+					s.Retry.OnExitCodes = append(s.Retry.OnExitCodes, c+1)
+				}
+			}).Obj(),
+			wantField: "spec.retry.onExitCodes", wantMsg: "must have at most 32 items",
+		},
+		"wf: a step's backoff the Job controller cannot keep": {
+			obj: MakeWorkflow("wf", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
+				Retry: &schedv1.RetryPolicy{Limit: 1, Backoff: &metav1.Duration{Duration: time.Second}}}).Obj(),
+			wantField: "spec.steps[0].task.retry.backoff", wantMsg: "backoff must be at least 10s",
+		},
 		"at: zero timeout": {
 			obj:       validTask().Timeout(0).Obj(),
 			wantField: "spec.timeout", wantMsg: "timeout must be between 1s and 168h",
@@ -468,7 +515,16 @@ func TestValidObjectsAccepted(t *testing.T) {
 			s.ServiceAccountName = "web"
 			s.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}}
 		}).Obj(),
-		"at: full": validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
+		"at: full":  validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
+		"at: retry": validTask().Timeout(time.Hour).Retry(3, 30*time.Second, 2, 75).Obj(),
+		"at: retry at its bounds": validTask().Retry(10, 10*time.Minute, 1, 255).Spec(func(s *schedv1.AgentTaskSpec) {
+			for c := range int32(30) {
+				s.Retry.OnExitCodes = append(s.Retry.OnExitCodes, c+2)
+			}
+		}).Obj(),
+		"at: the shortest backoff, no exit codes": validTask().Retry(0, 10*time.Second).Obj(),
+		"wf: a step that retries": MakeWorkflow("wf", ns).StepTask("flaky", schedv1.AgentTaskSpec{Image: "busybox",
+			Retry: &schedv1.RetryPolicy{Limit: 2, Backoff: &metav1.Duration{Duration: time.Minute}, OnExitCodes: []int32{75}}}).Obj(),
 		"wf: references back by index, name and param": MakeWorkflow("wf", ns).Param("repo", "x").
 			Step("fetch", "busybox", "${params.repo}").
 			Step("build", "busybox", "${steps.0.output.sha}").

@@ -378,7 +378,9 @@ type StepStatus struct {
 	Message string `json:"message,omitempty"`
 	// Reason is a CamelCase word for why the step is in its phase, when
 	// the phase alone does not say: WhenFalse, WhenError,
-	// WaitingForApproval, Approved, Denied, InvalidItems, TooLarge.
+	// WaitingForApproval, Approved, Denied, InvalidItems, TooLarge, or
+	// BackingOff (Running: its task's attempt failed and the next waits for
+	// spec.retry.backoff).
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	Reason string `json:"reason,omitempty"`

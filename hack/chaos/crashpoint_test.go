@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
@@ -307,4 +308,76 @@ func killAt(t *testing.T, e *tour.Env, point string) {
 	if ws, ok := st.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("crash point %s: the operator ended with %v, want SIGKILL", point, st)
 	}
+}
+
+// TestKilledAroundABackoff kills the operator right after it held a task's
+// Job for a backoff (crash point agenttask-job-held) and right after it
+// resumed it (agenttask-job-resumed), each time before the task's status
+// says so. The operators that follow find the same wait in the failed
+// pod, resume the Job once, no sooner than the backoff says, and run each
+// attempt once.
+func TestKilledAroundABackoff(t *testing.T) {
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	const ns, name, backoff = "default", "flaky", 10 * time.Second
+	task := MakeAgentTask(name, ns).Image("busybox:1.36").Args("run").Retry(1, backoff, 3).
+		PodAnnotation(cluster.AnnotationExitCode, "3").PodAnnotation(cluster.AnnotationTerminationMessage, "flaky").Obj()
+	if err := cl.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	job := &batchv1.Job{}
+
+	killAt(t, e, crashpoint.JobHeld+":1")
+	if err := cl.Get(ctx, key, job); err != nil || !ptr.Deref(job.Spec.Suspend, false) {
+		t.Fatalf("killed after the hold, the Job is not held (%v): suspend %v", err, job.Spec.Suspend)
+	}
+	if err := cl.Get(ctx, key, task); err != nil || task.Status.Reason == schedv1.ReasonBackingOff {
+		t.Fatalf("the status recorded the backoff before the kill (%v): %+v", err, task.Status)
+	}
+
+	killAt(t, e, crashpoint.JobResumed+":1")
+	if err := cl.Get(ctx, key, job); err != nil || ptr.Deref(job.Spec.Suspend, false) {
+		t.Fatalf("killed after the resume, the Job is still held (%v)", err)
+	}
+
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Get(ctx, key, task)
+		return err == nil && task.Status.Phase.Finished(), nil
+	})
+	if err != nil || task.Status.Phase != schedv1.TaskFailed || task.Status.Attempts != 2 || ptr.Deref(task.Status.ExitCode, -1) != 3 {
+		t.Fatalf("after the kills (%v): %+v, want Failed after 2 attempts with exit code 3", err, task.Status)
+	}
+	var pods corev1.PodList
+	if err := cl.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 2 {
+		t.Fatalf("%d pods, want one per attempt", len(pods.Items))
+	}
+	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	ended := pods.Items[0].Status.ContainerStatuses[0].State.Terminated.FinishedAt.Add(backoff)
+	if started := pods.Items[1].CreationTimestamp.Time; started.Before(ended) {
+		t.Errorf("the second attempt's pod was created %s, before the first's end plus %s, %s", started, backoff, ended)
+	}
+	var evs corev1.EventList
+	if err := cl.List(ctx, &evs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int32{}
+	for _, ev := range evs.Items {
+		if ev.InvolvedObject.Kind == "Job" && ev.InvolvedObject.Name == name {
+			counts[ev.Reason] += max(ev.Count, 1)
+		}
+	}
+	if counts["Suspended"] != 1 || counts["Resumed"] != 1 {
+		t.Errorf("the Job controller saw the Job suspended %d and resumed %d times, want once each", counts["Suspended"], counts["Resumed"])
+	}
+	t.Logf("killed after the hold and after the resume: 2 attempts, the second's pod created %s, %s after the first ended",
+		pods.Items[1].CreationTimestamp.Format(time.TimeOnly), pods.Items[1].CreationTimestamp.Sub(ended.Add(-backoff)))
 }

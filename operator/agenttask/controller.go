@@ -5,6 +5,7 @@ package agenttask
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -151,6 +152,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
+	var hold jobHold
+	if !task.Status.Phase.Finished() && o.notAllowed == "" {
+		hold = planHold(&task.Spec, o.job, sortedPods(o.pods), r.Clock.Now())
+		if err := r.applyHold(ctx, o.job, hold); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 
 	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
 	if err != nil {
@@ -184,6 +192,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			res.RequeueAfter = podsDue
 		}
 		return res, err
+	}
+	if d := hold.wake.Sub(r.Clock.Now()); !hold.wake.IsZero() && d > 0 {
+		// Back when the backoff ends (or the timeout, if sooner): nothing
+		// else happens to wake the task then.
+		return ctrl.Result{RequeueAfter: d}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -413,6 +426,43 @@ func (r *Reconciler) suspendJob(ctx context.Context, job *batchv1.Job) error {
 	return r.Patch(ctx, job, patch)
 }
 
+// applyHold suspends the Job for a backoff or resumes it (planHold). Both
+// patches are conditional on the resourceVersion the decision was made
+// from: a cache that lags behind the operator's own last patch cannot make
+// it hold or resume twice (the Conflict brings the task back once the
+// cache has caught up).
+func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold) error {
+	if job == nil || !h.suspend && !h.resume {
+		return nil
+	}
+	spec := map[string]any{"suspend": h.suspend}
+	if h.resume && h.activeDeadline != nil {
+		// Resuming a Job restarts its activeDeadlineSeconds: it gets what
+		// is left of spec.timeout.
+		spec["activeDeadlineSeconds"] = *h.activeDeadline
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": job.ResourceVersion}, "spec": spec})
+	if err != nil {
+		return err
+	}
+	if err := r.Patch(ctx, job, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		what := map[bool]string{true: "hold", false: "resume"}[h.suspend]
+		if apierrors.IsConflict(err) {
+			// The Job controller wrote the Job since the cache read it.
+			return fmt.Errorf("job %s changed since it was read, retrying the %s: %w", job.Name, what, err)
+		}
+		return fmt.Errorf("%s job %s: %w", what, job.Name, err)
+	}
+	if h.suspend {
+		crashpoint.Hit(crashpoint.JobHeld)
+		log.FromContext(ctx).Info("Holding Job until its backoff ends", "job", job.Name, "until", h.wake)
+		return nil
+	}
+	crashpoint.Hit(crashpoint.JobResumed)
+	log.FromContext(ctx).Info("Resumed Job after its backoff", "job", job.Name, "activeDeadlineSeconds", h.activeDeadline)
+	return nil
+}
+
 // patchStatus writes the status only when it changed, and emits an event
 // when the task ends: one per task. Pending and Running, which every task
 // passes through, are in its status: each event is an API write, and a
@@ -422,6 +472,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	old.Status = *before
 	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
 		return err
+	}
+	if st := task.Status; st.Reason == schedv1.ReasonBackingOff && (before.Reason != schedv1.ReasonBackingOff || !before.NextAttemptTime.Equal(st.NextAttemptTime)) {
+		// One event per retry: the status keeps only the latest attempt's
+		// exit code and message, the events tell of each failed attempt.
+		r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonBackingOff, "Retry", "%s", st.Message)
 	}
 	if before.Phase != task.Status.Phase {
 		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)

@@ -27,7 +27,9 @@ import (
 )
 
 var (
-	sim      *testenv.Sim
+	sim *testenv.Sim
+	// operator is the package's operator; the tests that restart it
+	// (TestRestartDuringBackoff and the pod cleanup test) are not parallel.
 	operator *testenv.Operator
 )
 

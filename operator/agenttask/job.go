@@ -2,6 +2,7 @@ package agenttask
 
 import (
 	"maps"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -40,8 +41,9 @@ func jobLabels(task *schedv1.AgentTask) map[string]string {
 }
 
 // buildJob is the Job that runs task: one pod at a time, never restarted in
-// place, retried by the Job up to spec.retries times (a disrupted pod is
-// replaced without counting), ended by the Job at spec.timeout.
+// place, retried by the Job up to the retry limit (a disrupted pod is
+// replaced without counting; an exit code not in retry.onExitCodes fails
+// the Job at once), ended by the Job at spec.timeout.
 func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batchv1.Job {
 	spec := task.Spec
 	labels := jobLabels(task)
@@ -83,17 +85,10 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 			Labels:    labels,
 		},
 		Spec: batchv1.JobSpec{
-			BackoffLimit: ptr.To(ptr.Deref(spec.Retries, 0)),
+			BackoffLimit: ptr.To(spec.RetryLimit()),
 			// Replace a pod only once it has fully terminated, so two attempts never run at once.
 			PodReplacementPolicy: ptr.To(batchv1.Failed),
-			// A pod preempted, evicted or drained did not fail: the Job
-			// replaces it without using a retry.
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action: batchv1.PodFailurePolicyActionIgnore,
-				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
-					Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
-				}},
-			}}},
+			PodFailurePolicy:     podFailurePolicy(spec.Retry),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,
@@ -108,6 +103,34 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		job.Spec.ActiveDeadlineSeconds = ptr.To(int64(max(spec.Timeout.Seconds(), 1)))
 	}
 	return job
+}
+
+// podFailurePolicy: a pod preempted, evicted or drained did not fail, so
+// the Job replaces it without using a retry; then, with
+// retry.onExitCodes, an exit code not among them fails the Job at once.
+// Rules apply in order, so a disrupted pod is never failed by its exit
+// code (a killed container exits 137).
+func podFailurePolicy(retry *schedv1.RetryPolicy) *batchv1.PodFailurePolicy {
+	rules := []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
+			Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+		}},
+	}}
+	if retry != nil && len(retry.OnExitCodes) > 0 {
+		codes := slices.Clone(retry.OnExitCodes)
+		// The Job's API wants them sorted.
+		slices.Sort(codes)
+		rules = append(rules, batchv1.PodFailurePolicyRule{
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{
+				ContainerName: ptr.To(ContainerName),
+				Operator:      batchv1.PodFailurePolicyOnExitCodesOpNotIn,
+				Values:        codes,
+			},
+		})
+	}
+	return &batchv1.PodFailurePolicy{Rules: rules}
 }
 
 // privilegeAsked lists the fields of task's spec that ask for what Pod

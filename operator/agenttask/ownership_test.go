@@ -198,11 +198,14 @@ func TestDeletedTaskReleasesOnlyItsJobsPods(t *testing.T) {
 
 // TestDisruptedPodIsRetriedNotFailed: a pod evicted (as a node drain does)
 // or preempted is not a failure of the task: the Job replaces it without
-// using a retry (podFailurePolicy), and the task succeeds with one attempt.
+// using a retry (podFailurePolicy), and the task succeeds with one attempt
+// and none to spare. The evicted container exits 137, which the task's
+// retry.onExitCodes does not list: the podFailurePolicy ignores the
+// disruption before it looks at exit codes, so that does not fail it.
 func TestDisruptedPodIsRetriedNotFailed(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	create(t, task("evicted", ns, 0, "k=v").PodAnnotation(cluster.AnnotationRunSeconds, "4").Obj())
+	create(t, task("evicted", ns, 0, "k=v").Retry(0, 0, 3).PodAnnotation(cluster.AnnotationRunSeconds, "4").Obj())
 	_, pod := runningJob(t, ns, "evicted")
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: ns}}
 	if err := sim.Client.SubResource("eviction").Create(t.Context(), &pod, eviction); err != nil {

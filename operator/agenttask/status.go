@@ -3,6 +3,7 @@ package agenttask
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,8 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	if o.job != nil {
 		st.JobName = o.job.Name
 	}
+	// Set again below only while the task waits to retry.
+	st.NextAttemptTime = nil
 
 	pods := sortedPods(o.pods)
 	started := 0
@@ -70,6 +73,9 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		}
 	}
 
+	wait := waitingToRetry(&task.Spec, o.job, pods)
+	unretried := notRetried(&task.Spec, o.job, pods)
+	end := deadline(&task.Spec, o.job)
 	switch {
 	case o.job == nil && task.Spec.Cancel:
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
@@ -109,20 +115,51 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 			return st
 		}
 		succeeded(&st, pod, now)
-	case failedAttempts(pods) > int(ptr.Deref(task.Spec.Retries, 0)):
+	case failedAttempts(pods) > int(task.Spec.RetryLimit()):
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
+	case unretried != nil:
+		// Its exit code is not in retry.onExitCodes: the Job's
+		// podFailurePolicy fails the Job, which need not be waited for.
+		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, unretried, now)
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
-		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled (spec.cancel): the pod was stopped", now)
-		setExit(&st, latestTerminated(pods))
+		// The spec says whether a suspended Job was cancelled or is held
+		// for a backoff: a cancel during a backoff ends here too.
+		msg := "cancelled (spec.cancel): the pod was stopped"
+		if wait != nil {
+			msg = "cancelled (spec.cancel) while it waited to retry: " + attemptFailed(&task.Spec, wait)
+		}
+		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, msg, now)
+		if p := latestTerminated(pods); p != nil && p.DeletionTimestamp != nil {
+			// The pod the cancel stopped: it ended the task.
+			setExit(&st, p)
+		} else {
+			// Cancelled between attempts: the last one's exit code stays.
+			setExitCode(&st, p)
+		}
+	case held(&task.Spec, o.job) && !end.IsZero() && !now.Before(&metav1.Time{Time: end}):
+		// The Job controller does not count a suspended Job's time: the
+		// operator ends the task at its deadline itself.
+		msg := fmt.Sprintf("ran past spec.timeout %s while it waited to retry", task.Spec.Timeout.Duration)
+		if wait != nil {
+			msg += ": " + attemptFailed(&task.Spec, wait)
+		}
+		finish(&st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
+		setExitCode(&st, latestTerminated(pods))
+	case wait != nil:
+		backingOff(&st, &task.Spec, wait, end)
 	case latest != nil && disruption(latest) != nil && !podRunning(latest):
 		c := disruption(latest)
-		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against spec.retries",
+		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against the retry limit",
 			latest.Name, c.Reason, podstatus.ClipMessage(c.Message)))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
-		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %d)", latest.Name, st.Attempts)
+		attempt := strconv.Itoa(int(st.Attempts))
+		if limit := task.Spec.RetryLimit(); limit > 0 {
+			attempt += fmt.Sprintf(" of %d", limit+1)
+		}
+		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %s)", latest.Name, attempt)
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
 		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
 	default:
@@ -135,6 +172,12 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {
 	st.Phase = schedv1.TaskPending
 	st.Reason, st.Message = reason, msg
+	setNotReady(st, reason, msg)
+}
+
+// setNotReady sets the conditions of an unfinished task whose pod does not
+// run.
+func setNotReady(st *schedv1.AgentTaskStatus, reason, msg string) {
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: reason, Message: "the task has not finished"})
 }
@@ -182,16 +225,28 @@ func succeeded(st *schedv1.AgentTaskStatus, pod *corev1.Pod, now metav1.Time) {
 }
 
 func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.JobCondition, pod *corev1.Pod, now metav1.Time) {
-	setExit(st, pod)
-	switch {
-	case c.Reason == batchv1.JobReasonDeadlineExceeded:
+	if c.Reason == batchv1.JobReasonDeadlineExceeded {
+		// It ended at its deadline, when the Job controller said so, not
+		// when an attempt did: a retried task's last one may have ended
+		// long before, or still be stopping.
+		setExitCode(st, pod)
+		if !c.LastTransitionTime.IsZero() {
+			now = c.LastTransitionTime
+		}
 		limit := "its deadline"
 		if task.Spec.Timeout != nil {
 			limit = "spec.timeout " + task.Spec.Timeout.Duration.String()
 		}
 		finish(st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, fmt.Sprintf("ran past %s and was stopped", limit), now)
+		return
+	}
+	setExit(st, pod)
+	switch {
 	case st.ExitCode != nil && *st.ExitCode != 0:
 		msg := fmt.Sprintf("exited with code %d after %d attempt(s)", *st.ExitCode, st.Attempts)
+		if r := task.Spec.Retry; r != nil && !retried(r, *st.ExitCode) {
+			msg = fmt.Sprintf("exit code %d is not in retry.onExitCodes %v: not retried (attempt %d of %d)", *st.ExitCode, r.OnExitCodes, st.Attempts, r.Limit+1)
+		}
 		if term := terminatedState(pod); term != nil && strings.TrimSpace(term.Message) != "" {
 			msg += ": " + podstatus.ClipMessage(strings.TrimSpace(term.Message))
 		}
@@ -217,6 +272,15 @@ func finish(st *schedv1.AgentTaskStatus, phase schedv1.AgentTaskPhase, reason, m
 	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
 }
 
+// setExitCode records the pod's exit code, when it has one.
+func setExitCode(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
+	if term := terminatedState(pod); term != nil {
+		st.ExitCode = &term.ExitCode
+	}
+}
+
+// setExit records the pod's exit code and, the task having ended with it,
+// its end as the task's.
 func setExit(st *schedv1.AgentTaskStatus, pod *corev1.Pod) {
 	if term := terminatedState(pod); term != nil {
 		st.ExitCode = &term.ExitCode
@@ -335,6 +399,16 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// notRetried is the task's latest attempt when it failed with an exit code
+// retry.onExitCodes does not list, nil otherwise.
+func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
+	p := latestAttempt(job, sorted)
+	if p == nil || !failedAttempt(p) || retried(spec.Retry, terminatedState(p).ExitCode) {
+		return nil
+	}
+	return p
 }
 
 // failedAttempts counts pods that ran and failed on their own; pods the

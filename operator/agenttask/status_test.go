@@ -37,7 +37,11 @@ func (j *jobWrapper) cond(t batchv1.JobConditionType, reason string) *jobWrapper
 	return j
 }
 func (j *jobWrapper) suspended() *jobWrapper { j.Spec.Suspend = ptr.To(true); return j }
-func (j *jobWrapper) obj() *batchv1.Job      { return &j.Job }
+func (j *jobWrapper) created(at metav1.Time) *jobWrapper {
+	j.CreationTimestamp = at
+	return j
+}
+func (j *jobWrapper) obj() *batchv1.Job { return &j.Job }
 
 type podWrapper struct{ corev1.Pod }
 
@@ -72,20 +76,22 @@ func (p *podWrapper) disrupted(reason string) *podWrapper {
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "preempted by a higher-priority pod"})
 	return p
 }
-func (p *podWrapper) obj() corev1.Pod { return p.Pod }
+func (p *podWrapper) deleted(at metav1.Time) *podWrapper { p.DeletionTimestamp = &at; return p }
+func (p *podWrapper) obj() corev1.Pod                    { return p.Pod }
 
 // want is the part of the status a case checks; conditions are checked
 // separately for the Ready and Succeeded reasons.
 type want struct {
-	Phase          schedv1.AgentTaskPhase
-	Reason         string
-	Message        string
-	ExitCode       *int32
-	Attempts       int32
-	PodName        string
-	Outputs        map[string]string
-	CompletionTime *metav1.Time
-	ReadyStatus    metav1.ConditionStatus
+	Phase           schedv1.AgentTaskPhase
+	Reason          string
+	Message         string
+	ExitCode        *int32
+	Attempts        int32
+	PodName         string
+	Outputs         map[string]string
+	CompletionTime  *metav1.Time
+	NextAttemptTime *metav1.Time
+	ReadyStatus     metav1.ConditionStatus
 }
 
 func TestComputeStatus(t *testing.T) {
@@ -189,11 +195,12 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit, Message: "exited with code 3 after 2 attempt(s): boom",
 				ExitCode: ptr.To[int32](3), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
 		},
-		"a failed attempt with retries left keeps it pending": {
+		"a failed attempt with retries left waits for the Job controller's backoff": {
 			task: MakeAgentTask("t", "ns").Image("busybox").Retries(1).Obj(),
 			o:    observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(3, "boom", t1).obj()}},
-			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
-				Attempts: 1, PodName: "t-a", ReadyStatus: metav1.ConditionFalse},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 2 failed (exit code 3); the next starts at 10:00:11 UTC (the Job controller's wait after 1 failed pod); it said: boom",
+				ExitCode: ptr.To[int32](3), Attempts: 1, PodName: "t-a", NextAttemptTime: at(t1, 10*time.Second), ReadyStatus: metav1.ConditionFalse},
 		},
 		"a pod killed by the Job is not a failed attempt": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{func() corev1.Pod {
@@ -207,7 +214,7 @@ func TestComputeStatus(t *testing.T) {
 		"a disrupted pod is not a failed attempt": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(137, "killed", t1).disrupted("PreemptionByScheduler").obj()}},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonDisrupted, PodName: "t-a", ReadyStatus: metav1.ConditionFalse,
-				Message: "pod t-a was disrupted (PreemptionByScheduler: preempted by a higher-priority pod); the Job starts another, which does not count against spec.retries"},
+				Message: "pod t-a was disrupted (PreemptionByScheduler: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit"},
 		},
 		"the replacement of a disrupted pod is attempt 1, even in the same second": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{
@@ -239,6 +246,16 @@ func TestComputeStatus(t *testing.T) {
 			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded, Message: "ran past spec.timeout 1m0s and was stopped",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},
+		"a timeout ends when the Job controller says, not when an earlier attempt did": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Retries(1).Obj(),
+			o: observed{job: func() *batchv1.Job {
+				j := makeJob().cond(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded).obj()
+				j.Status.Conditions[0].LastTransitionTime = t2
+				return j
+			}(), pods: []corev1.Pod{makePod("t-a", t0).exited(3, "boom", t1).obj(), makePod("t-b", t1).running(t1).obj()}},
+			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded, Message: "ran past spec.timeout 1m0s and was stopped",
+				ExitCode: ptr.To[int32](3), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
 		"cancelled while running": {
 			task: MakeAgentTask("t", "ns").Image("busybox").Cancel().Obj(),
 			o:    observed{job: makeJob().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},
@@ -260,7 +277,7 @@ func TestComputeStatus(t *testing.T) {
 			}
 			st := computeStatus(tk, tc.o, now)
 			got := want{Phase: st.Phase, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Attempts: st.Attempts,
-				PodName: st.PodName, Outputs: st.Outputs, CompletionTime: st.CompletionTime}
+				PodName: st.PodName, Outputs: st.Outputs, CompletionTime: st.CompletionTime, NextAttemptTime: st.NextAttemptTime}
 			if c := findCond(st.Conditions, schedv1.ConditionReady); c != nil {
 				got.ReadyStatus = c.Status
 				if c.Reason != st.Reason {
@@ -295,6 +312,284 @@ func TestComputeStatusFinishedIsFinal(t *testing.T) {
 	task2.Status = computeStatus(task2, running, now)
 	if diff := cmp.Diff(task2.Status, computeStatus(task2, running, metav1.NewTime(now.Add(time.Hour)))); diff != "" {
 		t.Errorf("unchanged observation changed the status (-first +again):\n%s", diff)
+	}
+}
+
+// at is t plus d.
+func at(t metav1.Time, d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(t.Add(d))) }
+
+// TestComputeStatusRetry: a task between a failed attempt and the next
+// (retry, retries), and how its waiting ends.
+func TestComputeStatusRetry(t *testing.T) {
+	retry := func() *AgentTaskWrapper {
+		return MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Hour).Retry(3, 30*time.Second, 2, 75)
+	}
+	job := func() *jobWrapper { return makeJob().created(t0) }
+	t40 := metav1.NewTime(t0.Add(40 * time.Second))
+	t80 := metav1.NewTime(t0.Add(80 * time.Second))
+	cases := map[string]struct {
+		task *schedv1.AgentTask
+		o    observed
+		now  metav1.Time // default: t2
+		want want
+	}{
+		"backing off after the first attempt": {
+			task: retry().Obj(),
+			o:    observed{job: job().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(2, "flaky", t1).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 4 failed (exit code 2); the next starts at 10:00:31 UTC (backoff 30s); it said: flaky",
+				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-a", NextAttemptTime: at(t1, 30*time.Second), ReadyStatus: metav1.ConditionFalse},
+		},
+		"the same while the Job is held": {
+			task: retry().Obj(),
+			o:    observed{job: job().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(75, "", t1).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 4 failed (exit code 75); the next starts at 10:00:31 UTC (backoff 30s)",
+				ExitCode: ptr.To[int32](75), Attempts: 1, PodName: "t-a", NextAttemptTime: at(t1, 30*time.Second), ReadyStatus: metav1.ConditionFalse},
+		},
+		"the second retry waits twice the backoff": {
+			task: retry().Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(2, "", t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 2 of 4 failed (exit code 2); the next starts at 10:02:20 UTC (backoff 30s doubled to 1m)",
+				ExitCode: ptr.To[int32](2), Attempts: 2, PodName: "t-b", NextAttemptTime: at(t80, time.Minute), ReadyStatus: metav1.ConditionFalse},
+		},
+		"the wait is capped at 10m": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Retry(5, 5*time.Minute).Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(1, "", t1).obj(), makePod("t-b", t40).exited(1, "", t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 2 of 6 failed (exit code 1); the next starts at 10:11:20 UTC (backoff 5m doubled, at most 10m)",
+				ExitCode: ptr.To[int32](1), Attempts: 2, PodName: "t-b", NextAttemptTime: at(t80, 10*time.Minute), ReadyStatus: metav1.ConditionFalse},
+		},
+		"a disruption is not counted, but the Job controller waits after it too": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Retry(2, 10*time.Second).Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(137, "killed", t1).disrupted("EvictionByEvictionAPI").obj(),
+				makePod("t-b", t40).exited(2, "", t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 3 failed (exit code 2); the next starts at 10:01:40 UTC (the Job controller's wait after 2 failed pods)",
+				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-b", NextAttemptTime: at(t80, 20*time.Second), ReadyStatus: metav1.ConditionFalse},
+		},
+		"a disrupted pod is never failed by its exit code": {
+			task: retry().Obj(),
+			o:    observed{job: job().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(137, "killed", t1).disrupted("DeletionByTaintManager").obj()}},
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonDisrupted, PodName: "t-a", ReadyStatus: metav1.ConditionFalse,
+				Message: "pod t-a was disrupted (DeletionByTaintManager: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit"},
+		},
+		"a pod the Job controller made and deleted when the Job was held is no attempt": {
+			task: retry().Obj(),
+			o: observed{job: job().suspended().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(137, "killed", t40).deleted(t40).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 4 failed (exit code 2); the next starts at 10:00:31 UTC (backoff 30s)",
+				ExitCode: ptr.To[int32](2), Attempts: 2, PodName: "t-b", NextAttemptTime: at(t1, 30*time.Second), ReadyStatus: metav1.ConditionFalse},
+		},
+		"a pod the Job controller deletes at its deadline is the latest attempt, not a reason to back off": {
+			task: retry().Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(137, "killed", t80).deleted(t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonPending, Message: "waiting for the pod to start",
+				ExitCode: nil, Attempts: 2, PodName: "t-b", ReadyStatus: metav1.ConditionFalse},
+		},
+		"the next attempt runs": {
+			task: retry().Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).running(t40).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonRunning, Message: "pod t-b is running (attempt 2 of 4)",
+				Attempts: 2, PodName: "t-b", ReadyStatus: metav1.ConditionTrue},
+		},
+		"the limit used up fails it": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Retry(1, 10*time.Second).Obj(),
+			o: observed{job: job().obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(2, "still flaky", t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit, Message: "exited with code 2 after 2 attempt(s): still flaky",
+				ExitCode: ptr.To[int32](2), Attempts: 2, PodName: "t-b", CompletionTime: &t80, ReadyStatus: metav1.ConditionFalse},
+		},
+		"an exit code not in onExitCodes fails it at once": {
+			task: retry().Obj(),
+			o:    observed{job: job().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(1, "bad input", t1).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit,
+				Message:  "exit code 1 is not in retry.onExitCodes [2 75]: not retried (attempt 1 of 4): bad input",
+				ExitCode: ptr.To[int32](1), Attempts: 1, PodName: "t-a", CompletionTime: &t1, ReadyStatus: metav1.ConditionFalse},
+		},
+		"and so when the Job's podFailurePolicy says it first": {
+			task: retry().Obj(),
+			o: observed{job: job().cond(batchv1.JobFailureTarget, batchv1.JobReasonPodFailurePolicy).obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(2, "", t1).obj(), makePod("t-b", t40).exited(9, "", t80).obj()}},
+			now: t80,
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit,
+				Message:  "exit code 9 is not in retry.onExitCodes [2 75]: not retried (attempt 2 of 4)",
+				ExitCode: ptr.To[int32](9), Attempts: 2, PodName: "t-b", CompletionTime: &t80, ReadyStatus: metav1.ConditionFalse},
+		},
+		"a backoff past the timeout says so": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Retry(1, time.Minute).Obj(),
+			o:    observed{job: job().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(2, "", t1).obj()}},
+			want: want{Phase: schedv1.TaskRunning, Reason: schedv1.ReasonBackingOff,
+				Message:  "attempt 1 of 2 failed (exit code 2); the next would start at 10:01:01 UTC (backoff 1m), past spec.timeout at 10:01:00 UTC",
+				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-a", NextAttemptTime: at(t1, time.Minute), ReadyStatus: metav1.ConditionFalse},
+		},
+		"the timeout during a backoff ends it": {
+			task: MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Retry(1, time.Minute).Obj(),
+			o:    observed{job: job().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(2, "", t1).obj()}},
+			now:  metav1.NewTime(t0.Add(time.Minute)),
+			want: want{Phase: schedv1.TaskTimeout, Reason: schedv1.ReasonDeadlineExceeded,
+				Message:  "ran past spec.timeout 1m0s while it waited to retry: attempt 1 of 2 failed (exit code 2)",
+				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-a", CompletionTime: at(t0, time.Minute), ReadyStatus: metav1.ConditionFalse},
+		},
+		"a cancel during a backoff ends it Cancelled": {
+			task: retry().Cancel().Obj(),
+			o:    observed{job: job().suspended().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(2, "", t1).obj()}},
+			want: want{Phase: schedv1.TaskCancelled, Reason: schedv1.ReasonCancelled, Message: "cancelled (spec.cancel) while it waited to retry: attempt 1 of 4 failed (exit code 2)",
+				ExitCode: ptr.To[int32](2), Attempts: 1, PodName: "t-a", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := tc.now
+			if n.IsZero() {
+				n = t2
+			}
+			st := computeStatus(tc.task, tc.o, n)
+			got := want{Phase: st.Phase, Reason: st.Reason, Message: st.Message, ExitCode: st.ExitCode, Attempts: st.Attempts,
+				PodName: st.PodName, Outputs: st.Outputs, CompletionTime: st.CompletionTime, NextAttemptTime: st.NextAttemptTime}
+			if c := findCond(st.Conditions, schedv1.ConditionReady); c != nil {
+				got.ReadyStatus = c.Status
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			// Computed again later, a waiting task's status is the same: no write.
+			if st.Reason == schedv1.ReasonBackingOff {
+				tk := tc.task.DeepCopy()
+				tk.Status = st
+				if diff := cmp.Diff(st, computeStatus(tk, tc.o, metav1.NewTime(n.Add(time.Second)))); diff != "" {
+					t.Errorf("recomputed a second later (-first +again):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestPlanHold: when the operator holds a task's Job for a backoff, resumes
+// it, or leaves it alone.
+func TestPlanHold(t *testing.T) {
+	spec := MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Minute).Retry(2, 20*time.Second).Obj().Spec
+	failedAt := t1.Add(0)
+	resumeAt := failedAt.Add(20 * time.Second)
+	failed := []corev1.Pod{makePod("t-a", t0).exited(3, "", t1).obj()}
+	job := func() *jobWrapper { return makeJob().created(t0) }
+	cases := map[string]struct {
+		spec *schedv1.AgentTaskSpec
+		job  *batchv1.Job
+		pods []corev1.Pod
+		now  time.Time
+		want jobHold
+	}{
+		"a failed attempt: hold the Job until the backoff ends": {
+			job: job().obj(), pods: failed, now: failedAt.Add(time.Second),
+			want: jobHold{suspend: true, wake: resumeAt},
+		},
+		"held already: wait": {
+			job: job().suspended().obj(), pods: failed, now: failedAt.Add(time.Second),
+			want: jobHold{wake: resumeAt},
+		},
+		"the backoff over: resume with what is left of the timeout": {
+			job: job().suspended().obj(), pods: failed, now: resumeAt.Add(500 * time.Millisecond),
+			// 38.5s left, rounded up.
+			want: jobHold{resume: true, activeDeadline: ptr.To[int64](39)},
+		},
+		"without a timeout, no deadline": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Retry(2, 20*time.Second).Obj().Spec.DeepCopy(),
+			job:  job().suspended().obj(), pods: failed, now: resumeAt,
+			want: jobHold{resume: true},
+		},
+		"less than a second left: no resume, the timeout ends it": {
+			job: job().suspended().obj(), pods: failed, now: t0.Add(time.Minute - 500*time.Millisecond),
+			want: jobHold{wake: t0.Add(time.Minute)},
+		},
+		"a timeout before the backoff ends wakes it first": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Timeout(10*time.Second).Retry(2, 20*time.Second).Obj().Spec.DeepCopy(),
+			job:  job().obj(), pods: failed, now: failedAt.Add(time.Second),
+			want: jobHold{suspend: true, wake: t0.Add(10 * time.Second)},
+		},
+		"resumed already: never held again for the same attempt": {
+			job: job().obj(), pods: failed, now: resumeAt.Add(time.Second),
+			want: jobHold{},
+		},
+		"the next attempt started: nothing to hold": {
+			job: job().obj(), pods: append(failed, makePod("t-b", t2).running(t2).obj()), now: failedAt.Add(time.Second),
+			want: jobHold{},
+		},
+		"a second failure: held again, twice as long": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Timeout(time.Hour).Retry(2, 20*time.Second).Obj().Spec.DeepCopy(),
+			job:  job().obj(), pods: append(failed, makePod("t-b", metav1.NewTime(resumeAt)).exited(3, "", metav1.NewTime(resumeAt.Add(time.Second))).obj()),
+			now:  resumeAt.Add(2 * time.Second),
+			want: jobHold{suspend: true, wake: resumeAt.Add(41 * time.Second)},
+		},
+		"no backoff asked (retries): the Job controller's own wait, no hold": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Retries(2).Obj().Spec.DeepCopy(),
+			job:  job().obj(), pods: failed, now: failedAt.Add(time.Second),
+			want: jobHold{},
+		},
+		"cancelled: the cancel's suspension is not a hold": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Retry(2, 20*time.Second).Cancel().Obj().Spec.DeepCopy(),
+			job:  job().suspended().obj(), pods: failed, now: resumeAt.Add(time.Second),
+			want: jobHold{},
+		},
+		"an exit code not worth a retry: no hold": {
+			spec: MakeAgentTask("t", "ns").Image("busybox").Retry(2, 20*time.Second, 4).Obj().Spec.DeepCopy(),
+			job:  job().obj(), pods: failed, now: failedAt.Add(time.Second),
+			want: jobHold{},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := &spec
+			if tc.spec != nil {
+				s = tc.spec
+			}
+			got := planHold(s, tc.job, sortedPods(tc.pods), tc.now)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(jobHold{})); diff != "" {
+				t.Errorf("plan (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPodFailurePolicy: disruptions are ignored before any exit code is
+// looked at; onExitCodes become a FailJob rule on the others, sorted as
+// the Job's API wants them.
+func TestPodFailurePolicy(t *testing.T) {
+	ignore := batchv1.PodFailurePolicyRule{Action: batchv1.PodFailurePolicyActionIgnore,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}
+	for name, tc := range map[string]struct {
+		task *schedv1.AgentTask
+		want []batchv1.PodFailurePolicyRule
+	}{
+		"retries":             {MakeAgentTask("t", "ns").Retries(2).Obj(), []batchv1.PodFailurePolicyRule{ignore}},
+		"retry without codes": {MakeAgentTask("t", "ns").Retry(2, 0).Obj(), []batchv1.PodFailurePolicyRule{ignore}},
+		"retry with exit codes": {MakeAgentTask("t", "ns").Retry(2, 0, 75, 2).Obj(), []batchv1.PodFailurePolicyRule{ignore, {
+			Action: batchv1.PodFailurePolicyActionFailJob,
+			OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{ContainerName: ptr.To(ContainerName),
+				Operator: batchv1.PodFailurePolicyOnExitCodesOpNotIn, Values: []int32{2, 75}},
+		}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job := buildJob(tc.task, nil)
+			if diff := cmp.Diff(tc.want, job.Spec.PodFailurePolicy.Rules); diff != "" {
+				t.Errorf("rules (-want +got):\n%s", diff)
+			}
+			if got := *job.Spec.BackoffLimit; got != tc.task.Spec.RetryLimit() {
+				t.Errorf("backoffLimit %d, want %d", got, tc.task.Spec.RetryLimit())
+			}
+		})
 	}
 }
 

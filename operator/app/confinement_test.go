@@ -237,6 +237,42 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 			t.Errorf("refused: %v", err)
 		}
 	})
+	// A task's Job: the operator suspends it (cancel, or the hold of a
+	// retry's backoff) and resumes it with a new activeDeadlineSeconds;
+	// nothing else of it, whatever RBAC's patch on Jobs would allow.
+	t.Run("a task's Job: only suspend and activeDeadlineSeconds", func(t *testing.T) {
+		job := jobIn("tenant-a", nil)
+		job.Name = "task"
+		job.Labels = map[string]string{"team": "a"}
+		job.Spec.Suspend = ptr.To(true)
+		job.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
+		if err := env.Client.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		for name, patch := range map[string]string{
+			"resume with what is left of the timeout": `{"spec":{"suspend":false,"activeDeadlineSeconds":42}}`,
+			"hold": `{"spec":{"suspend":true}}`,
+		} {
+			if err := op.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll); err != nil {
+				t.Errorf("allowed: %s: refused: %v", name, err)
+			}
+		}
+		for name, patch := range map[string]string{
+			"more retries":            `{"spec":{"backoffLimit":10}}`,
+			"more pods at once":       `{"spec":{"parallelism":5}}`,
+			"a TTL":                   `{"spec":{"ttlSecondsAfterFinished":1}}`,
+			"a label":                 `{"metadata":{"labels":{"team":"b"}}}`,
+			"an annotation":           `{"metadata":{"annotations":{"note":"x"}}}`,
+			"a finalizer":             `{"metadata":{"finalizers":["example.com/keep"]}}`,
+			"the suspended template":  `{"spec":{"template":{"metadata":{"annotations":{"x":"y"}}}}}`,
+			"resume and more retries": `{"spec":{"suspend":false,"backoffLimit":10}}`,
+		} {
+			err := op.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch)), client.DryRunAll)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "changes a Job only in spec.suspend and spec.activeDeadlineSeconds") {
+				t.Errorf("refused: %s: err = %v, want forbidden", name, err)
+			}
+		}
+	})
 	t.Run("allowed: scaling down a privileged Deployment, not changing its template", func(t *testing.T) {
 		dep := deploymentIn("tenant-a", privileged)
 		dep.Name = "old-privileged"

@@ -1,9 +1,11 @@
 // Package crashpoint lets the fault tests kill the operator at a named point
 // between two writes, where a random SIGKILL lands only by luck: after a
 // Job is created and before the task's status says so, after a step's
-// AgentTask is created and before the Workflow's status says so, and after
-// a CronWorkflow's run is created and before its status says so, or after
-// an app's revision is recorded and before the app's status says so.
+// AgentTask is created and before the Workflow's status says so, after a
+// CronWorkflow's run is created and before its status says so, after an
+// app's revision is recorded and before the app's status says so, and
+// after a task's Job is held for a backoff, or resumed, and before the
+// task's status says so.
 //
 // The points exist only in a binary built with -tags crashpoint, as
 // hack/chaos builds the operator. Everywhere else, the release binary
@@ -35,6 +37,12 @@ const (
 	// RevisionCreated: UserDeployment controller, an app's revision
 	// (ControllerRevision) created, the status not written.
 	RevisionCreated = "userdeployment-revision-created"
+	// JobHeld: AgentTask controller, the Job suspended for a backoff, the
+	// status not written.
+	JobHeld = "agenttask-job-held"
+	// JobResumed: AgentTask controller, the Job resumed after its
+	// backoff, the status not written.
+	JobResumed = "agenttask-job-resumed"
 )
 
 // Tag is the build tag that arms the points.

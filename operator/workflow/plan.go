@@ -552,6 +552,12 @@ func syncList(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, tasks ma
 			}
 			if !s.Phase.Finished() {
 				s.Phase, s.Message = stepPhase(t), t.Status.Message
+				// A task waiting to retry a failed attempt: the step
+				// runs, backing off (its message says until when).
+				s.Reason = ""
+				if t.Status.Reason == schedv1.ReasonBackingOff {
+					s.Reason = schedv1.ReasonBackingOff
+				}
 				s.Outputs = t.Status.Outputs
 				s.CompletionTime = t.Status.CompletionTime
 			}

@@ -530,3 +530,32 @@ func TestDecideRetry(t *testing.T) {
 		t.Errorf("phase %s message %q, want Failed saying the earlier attempt is gone", p.status.Phase, p.status.Message)
 	}
 }
+
+// TestStepBackingOff: a step whose task waits to retry a failed attempt is
+// Running with reason BackingOff and the task's message; once the next
+// attempt runs, the reason goes.
+func TestStepBackingOff(t *testing.T) {
+	wf := threeSteps().Obj()
+	wait := "attempt 1 of 3 failed (exit code 2); the next starts at 10:00:40 UTC (backoff 30s)"
+	task := stepTask(wf, 0, schedv1.TaskRunning, nil, wait)
+	task.Status.Reason = schedv1.ReasonBackingOff
+	p := run(wf, map[int]*schedv1.AgentTask{0: task})
+	got := p.status.Steps[0]
+	if got.Phase != schedv1.StepRunning || got.Reason != schedv1.ReasonBackingOff || got.Message != wait {
+		t.Errorf("step %+v, want Running, BackingOff, %q", got, wait)
+	}
+
+	task = stepTask(wf, 0, schedv1.TaskRunning, nil, "pod rel-0-fetch-x is running (attempt 2)")
+	task.Status.Reason = schedv1.ReasonRunning
+	p = run(wf, map[int]*schedv1.AgentTask{0: task})
+	if got := p.status.Steps[0]; got.Phase != schedv1.StepRunning || got.Reason != "" {
+		t.Errorf("step %+v, want Running without a reason", got)
+	}
+
+	task = stepTask(wf, 0, schedv1.TaskFailed, nil, "exited with code 2 after 3 attempt(s)")
+	task.Status.Reason = schedv1.ReasonNonZeroExit
+	p = run(wf, map[int]*schedv1.AgentTask{0: task})
+	if got := p.status.Steps[0]; got.Phase != schedv1.StepFailed || got.Reason != "" {
+		t.Errorf("step %+v, want Failed without BackingOff", got)
+	}
+}

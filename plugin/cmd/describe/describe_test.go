@@ -163,6 +163,14 @@ func TestDescribe(t *testing.T) {
 	event(t, task, "AgentTask", corev1.EventTypeNormal, "Succeeded", "The container exited 0 after 12s", 12*time.Second, 1)
 	event(t, task, "AgentTask", corev1.EventTypeWarning, "OutputsTruncated", "Output url was cut\nto 1 KiB", 5*time.Second, 3)
 
+	// A task waiting to retry a failed attempt.
+	flaky := builders.MakeAgentTask("flaky", ns).Image("fetcher:2").Retry(2, 30*time.Second, 75).Obj()
+	flaky.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskRunning, JobName: "flaky", PodName: "flaky-a1b2c", Attempts: 1, ExitCode: ptr.To[int32](75),
+		Reason: schedv1.ReasonBackingOff, Message: "attempt 1 of 3 failed (exit code 75); the next starts at 04:05:48 UTC (backoff 30s); it said: mirror busy",
+		StartTime: at(0), NextAttemptTime: at(42 * time.Second)}
+	create(t, flaky)
+	event(t, flaky, "AgentTask", corev1.EventTypeWarning, schedv1.ReasonBackingOff, "attempt 1 of 3 failed (exit code 75); the next starts at 04:05:48 UTC (backoff 30s); it said: mirror busy", 12*time.Second, 1)
+
 	// Workflow with step statuses and its step tasks.
 	wf := builders.MakeWorkflow("nightly", ns).Param("env", "staging").
 		Step("fetch", "busybox", "fetch").Step("build", "busybox", "build", "${steps.fetch.output.url}").Step("ship", "busybox").Timeout(time.Hour).Obj()
@@ -270,6 +278,7 @@ func TestDescribe(t *testing.T) {
 	}{
 		"cronworkflow":   {args: []string{"describe", "cwf", "nightly-cron", "-n", ns}, golden: "cronworkflow"},
 		"agenttask":      {args: []string{"describe", "at", "hello", "-n", ns}, golden: "agenttask"},
+		"backing off":    {args: []string{"describe", "at", "flaky", "-n", ns}, golden: "agenttask-backoff"},
 		"workflow":       {args: []string{"describe", "workflow/nightly", "-n", ns}, golden: "workflow"},
 		"userdeployment": {args: []string{"describe", "userdeployments", "shop", "-n", ns}, golden: "userdeployment"},
 		"schedext":       {args: []string{"describe", "scx", "lavd"}, golden: "schedext"},

@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/liveview"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/taskfollow"
 )
 
 // describer fetches what a description shows besides the object itself.
@@ -59,10 +60,16 @@ func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
 	taskSpec(w, 1, t.Spec)
 	w.field(0, "Job", st.JobName)
 	w.field(0, "Pod", st.PodName)
-	w.field(0, "Attempts", strconv.Itoa(int(st.Attempts)))
+	attempts := strconv.Itoa(int(st.Attempts))
+	if limit := t.Spec.RetryLimit(); limit > 0 {
+		attempts += fmt.Sprintf(" of %d", limit+1)
+	}
+	w.field(0, "Attempts", attempts)
 	if st.ExitCode != nil {
 		w.field(0, "Exit Code", strconv.Itoa(int(*st.ExitCode)))
 	}
+	// While it backs off: the message says why, this says when.
+	w.optional(0, "Next Attempt", timePtr(st.NextAttemptTime))
 	w.optional(0, "Start Time", timePtr(st.StartTime))
 	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
 	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
@@ -106,9 +113,7 @@ func taskSpec(w *writer, level int, s schedv1.AgentTaskSpec) {
 	if s.Timeout != nil {
 		w.field(level, "Timeout", s.Timeout.Duration.String())
 	}
-	if s.Retries != nil {
-		w.field(level, "Retries", strconv.Itoa(int(*s.Retries)))
-	}
+	w.optional(level, "Retry", taskfollow.RetryPolicy(s))
 	if s.TTLAfterFinished != nil {
 		cleanup := s.Cleanup
 		if cleanup == "" {
@@ -290,7 +295,7 @@ func itemTables(w *writer, wf *schedv1.Workflow) {
 				if it.Phase == schedv1.StepSucceeded {
 					continue
 				}
-				rows = append(rows, []string{strconv.Itoa(int(it.Index)), liveview.PhaseText(it.Phase), task(i, int(it.Index)),
+				rows = append(rows, []string{strconv.Itoa(int(it.Index)), liveview.PhaseText(it.Phase, ""), task(i, int(it.Index)),
 					printing.OrDash(elapsed(it.StartTime, it.CompletionTime)), printing.OrDash(printing.OneLine(it.Message))})
 			}
 			if len(rows) == 0 {
@@ -326,7 +331,7 @@ func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]strin
 			// A loop has a task per item: its progress instead.
 			task = l.Progress()
 		}
-		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase), task,
+		row := []string{strconv.Itoa(i), s.Name, liveview.PhaseText(phase, ss.Reason), task,
 			printing.OrDash(elapsed(ss.StartTime, ss.CompletionTime)), printing.OrDash(sortedPairs(ss.Outputs)), printing.OrDash(printing.OneLine(ss.Message))}
 		if dag {
 			row = slices.Insert(row, 2, printing.OrDash(strings.Join(s.DependsOn, ",")))

@@ -29,6 +29,11 @@ const runExamples = `  # Run a command in busybox and wait: exit 0 and its outpu
   kubectl sched task run train --image trainer:1.2 --env EPOCHS=3 --timeout 1h \
     --retries 2 -f --watch-timeout 10m -- python train.py --fast
 
+  # Retry twice, 30s after the first failure and 1m after the second, and
+  # only when it exits 75 (EX_TEMPFAIL); any other code fails it at once
+  kubectl sched task run fetch --image fetcher:2 --retries 2 --retry-backoff 30s \
+    --retry-on-exit-codes 75 --wait
+
   # Pass every word to the image's own entrypoint, as kubectl run does
   kubectl sched task run lint --image linter --command=false -- --strict ./...
 
@@ -45,6 +50,8 @@ type RunOptions struct {
 	Env          []string
 	Timeout      time.Duration
 	Retries      int32
+	RetryBackoff time.Duration
+	RetryCodes   []int32
 	TTL          time.Duration
 	Labels       []string
 	Annotations  []string
@@ -81,6 +88,12 @@ stdout; 10 when it Failed (reason, exit code and message on stderr); 11 when
 it ran past --timeout; 12 when --watch-timeout passed first (the task goes
 on). Progress goes to stderr, so stdout holds only the logs and outputs.
 
+With --retries N a failed attempt is tried again, up to N times; an attempt
+stopped by a disruption (a node drain, a preemption) never counts.
+--retry-backoff sets the wait before each retry (doubled each time) and
+--retry-on-exit-codes the exit codes worth one (spec.retry). While it waits,
+the progress says which attempt failed and when the next starts.
+
 A task that already exists is not changed: pick another NAME, or delete it.`,
 		Example: runExamples,
 		Args:    cobra.MinimumNArgs(1),
@@ -91,6 +104,8 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.StringArrayVarP(&o.Env, "env", "e", nil, "An environment variable NAME=VALUE; repeat for more.")
 	f.DurationVar(&o.Timeout, "timeout", 0, "The longest the task may run, retries included; past it the task ends in phase Timeout (1s to 168h).")
 	f.Int32Var(&o.Retries, "retries", 0, "Attempts after a failed one (0 to 10).")
+	f.DurationVar(&o.RetryBackoff, "retry-backoff", 0, "With --retries, wait this long after the first failed attempt, doubled for each next (10s to 10m; at most 10m); the task is Running, BackingOff meanwhile. Without it, the Job controller waits 10s, doubled.")
+	f.Int32SliceVar(&o.RetryCodes, "retry-on-exit-codes", nil, "With --retries, retry only an attempt that exits with one of these codes (1 to 255, comma-separated or repeated); any other fails the task at once.")
 	f.DurationVar(&o.TTL, "ttl", 0, "Delete the task's Job and pod this long after it finished; its outputs stay in the AgentTask. In a tenant namespace the tier bounds it, and without it the tier's default deletes the whole task (see 'kubectl sched tenant describe').")
 	f.StringArrayVarP(&o.Labels, "label", "l", nil, "A label key=value for the AgentTask; repeat for more.")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
@@ -122,6 +137,9 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Words = args[dash:]
 	}
 	o.retriesSet = cmd.Flags().Changed("retries")
+	if err := o.retryFlags(cmd); err != nil {
+		return err
+	}
 	if o.DryRun == "none" {
 		o.DryRun = ""
 	}
@@ -147,8 +165,19 @@ func (o *RunOptions) Validate() error {
 	if o.WatchTimeout < 0 || o.WatchTimeout > 0 && !o.Wait && !o.Follow {
 		return cmdutil.Usage("Use --watch-timeout with --wait or -f, as a positive duration.", "--watch-timeout %s needs --wait or -f", o.WatchTimeout)
 	}
-	if o.Timeout < 0 || o.TTL < 0 || o.Retries < 0 {
-		return cmdutil.Usage("Durations and --retries must not be negative.", "negative --timeout, --ttl or --retries")
+	if o.Timeout < 0 || o.TTL < 0 || o.Retries < 0 || o.RetryBackoff < 0 {
+		return cmdutil.Usage("Durations and --retries must not be negative.", "negative --timeout, --ttl, --retries or --retry-backoff")
+	}
+	return nil
+}
+
+// retryFlags checks that --retry-backoff and --retry-on-exit-codes come
+// with --retries, which says how many retries they shape.
+func (o *RunOptions) retryFlags(cmd *cobra.Command) error {
+	for _, f := range []string{"retry-backoff", "retry-on-exit-codes"} {
+		if cmd.Flags().Changed(f) && !o.retriesSet {
+			return cmdutil.Usage("Add --retries N: how many times a failed attempt is tried again.", "--%s needs --retries", f)
+		}
 	}
 	return nil
 }
@@ -209,7 +238,14 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 	if o.Timeout > 0 {
 		t.Spec.Timeout = &metav1.Duration{Duration: o.Timeout}
 	}
-	if o.retriesSet {
+	switch {
+	case o.RetryBackoff > 0 || len(o.RetryCodes) > 0:
+		// The API server checks the bounds (backoff 10s to 10m, codes 1 to 255).
+		t.Spec.Retry = &schedv1.RetryPolicy{Limit: o.Retries, OnExitCodes: o.RetryCodes}
+		if o.RetryBackoff > 0 {
+			t.Spec.Retry.Backoff = &metav1.Duration{Duration: o.RetryBackoff}
+		}
+	case o.retriesSet:
 		t.Spec.Retries = ptr.To(o.Retries)
 	}
 	if o.TTL > 0 {
@@ -262,6 +298,9 @@ func (o *RunOptions) follow(ctx context.Context) error {
 	defer cancel()
 	var last *schedv1.AgentTask
 	lastSaid := ""
+	if policy := taskfollow.RetryPolicy(o.task.Spec); policy != "" {
+		fmt.Fprintf(o.ErrOut, "agenttask/%s: %s\n", o.task.Name, policy)
+	}
 	f := &taskfollow.Follower{
 		Client: o.Clients.Client,
 		Kube:   o.Clients.Kube,

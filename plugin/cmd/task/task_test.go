@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,8 @@ func TestRunDryRunClientPrintsTheAgentTask(t *testing.T) {
 			"--dry-run=client", "-o", "yaml", "--", "python", "train.py", "--fast"},
 		"run-args-only":  {"task", "run", "lint", "--image", "linter", "--command=false", "--dry-run=client", "-o", "yaml", "--", "--strict", "./..."},
 		"run-image-only": {"task", "run", "plain", "--image", "busybox", "-n", "other", "--dry-run=client", "-o", "yaml"},
+		"run-retry": {"task", "run", "fetch", "--image", "fetcher:2", "--retries", "2", "--retry-backoff", "30s", "--retry-on-exit-codes", "75,2",
+			"--retry-on-exit-codes", "9", "--dry-run=client", "-o", "yaml"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -78,6 +81,10 @@ func TestRunCreatesTheAgentTask(t *testing.T) {
 	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "timeout must be between 1s and 168h") {
 		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 	}
+	res = run("task", "run", "too-eager", "--image", "busybox", "--retries", "1", "--retry-backoff", "5s", "--dry-run=server")
+	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "backoff must be at least 10s: the Job controller already waits 10s") {
+		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
 	res = run("task", "run", "server-dry", "--image", "busybox", "--dry-run=server")
 	if res.Code != 0 || res.Stdout != "agenttask.sched.kubectl-sched.dev/server-dry created (server dry run)\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
@@ -118,6 +125,15 @@ func TestRunUsageErrors(t *testing.T) {
 		"bad name": {
 			args: []string{"--image", "x"}, wantErr: `invalid task name "Bad_Name"`,
 		},
+		"a backoff without retries": {
+			args: []string{"--retry-backoff", "30s"}, wantErr: "--retry-backoff needs --retries",
+		},
+		"exit codes without retries": {
+			args: []string{"--retry-on-exit-codes", "75"}, wantErr: "--retry-on-exit-codes needs --retries",
+		},
+		"exit codes that are no numbers": {
+			args: []string{"--retries", "1", "--retry-on-exit-codes", "tempfail"}, wantErr: `invalid argument "tempfail"`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -152,6 +168,14 @@ func pending(reason, msg string) step {
 func running(pod string) step {
 	return func(s *schedv1.AgentTaskStatus) {
 		s.Phase, s.Reason, s.Message, s.PodName, s.Attempts = schedv1.TaskRunning, schedv1.ReasonRunning, "pod "+pod+" is running (attempt 1)", pod, 1
+	}
+}
+
+// backingOff is a status between attempts, as the operator writes it.
+func backingOff(attempt int32, msg string) step {
+	return func(s *schedv1.AgentTaskStatus) {
+		next := metav1.NewTime(time.Now().Add(30 * time.Second))
+		s.Phase, s.Reason, s.Message, s.Attempts, s.ExitCode, s.NextAttemptTime = schedv1.TaskRunning, schedv1.ReasonBackingOff, msg, attempt, ptr.To[int32](75), &next
 	}
 }
 
@@ -195,6 +219,19 @@ func TestRunWaitExitCodes(t *testing.T) {
 			steps:      []step{pending("Unschedulable", "no node can run the pod")},
 			wantCode:   cmdutil.ExitWatchTimeout,
 			wantStderr: []string{"stopped waiting after 2s: agenttask", "is Pending", "task logs"},
+		},
+		"retries show the policy, each failed attempt and the wait": {
+			flags: []string{"--wait", "--retries", "2", "--retry-backoff", "30s", "--retry-on-exit-codes", "75"},
+			steps: []step{running("p-1"),
+				backingOff(1, "attempt 1 of 3 failed (exit code 75); the next starts at 12:03:10 UTC (backoff 30s)"),
+				running("p-2"),
+				ended(schedv1.TaskSucceeded, schedv1.ReasonSucceeded, 0, "succeeded", nil)},
+			wantCode: 0,
+			wantStderr: []string{
+				": up to 2 retries, 30s before the first, doubled for each next (at most 10m), only after exit code 75\n",
+				"Running, BackingOff: attempt 1 of 3 failed (exit code 75); the next starts at 12:03:10 UTC (backoff 30s)\n",
+				"Running: pod p-2 is running",
+			},
 		},
 		// Pod logs need a kubelet, which the test API server lacks: -f
 		// tries the pod once it runs, says it cannot stream, and still

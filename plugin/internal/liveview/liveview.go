@@ -46,6 +46,9 @@ type Step struct {
 	Start, End time.Time
 	Outputs    map[string]string
 	Message    string
+	// Reason is the step's, when the phase alone does not say
+	// (WaitingForApproval, BackingOff, ...).
+	Reason string
 	// After are the steps it waits for, when the workflow declares
 	// dependsOn (a DAG); empty for a plain sequence.
 	After []string
@@ -88,11 +91,16 @@ func (l *Loop) Progress() string {
 	return msg
 }
 
-// PhaseText is how a step's phase reads: WaitingForApproval as "Waiting
-// for approval", the others as they are.
-func PhaseText(p schedv1.StepPhase) string {
-	if p == schedv1.StepWaitingForApproval {
+// PhaseText is how a step's phase reads, with its reason:
+// WaitingForApproval as "Waiting for approval", Running with reason
+// BackingOff (its task waits to retry a failed attempt) as "Backing off",
+// the others as they are.
+func PhaseText(p schedv1.StepPhase, reason string) string {
+	switch {
+	case p == schedv1.StepWaitingForApproval:
 		return "Waiting for approval"
+	case p == schedv1.StepRunning && reason == schedv1.ReasonBackingOff:
+		return "Backing off"
 	}
 	return string(p)
 }
@@ -138,6 +146,7 @@ func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, itemTask fu
 		}
 		if ok {
 			step.TaskName, step.Phase, step.Message = printing.Line(ss.TaskName), schedv1.StepPhase(printing.Line(string(ss.Phase))), oneLine(ss.Message)
+			step.Reason = printing.Line(ss.Reason)
 			if len(ss.Outputs) > 0 {
 				step.Outputs = make(map[string]string, len(ss.Outputs))
 				for k, v := range ss.Outputs {
@@ -393,13 +402,13 @@ func (v *View) appendSteps(stamp, what string, prev, steps []Step) {
 		if i < len(prev) && prev[i].Name == st.Name {
 			old = prev[i]
 		}
-		if st.Phase != old.Phase || st.Message != old.Message && !sameLoopEnds(st.Loop, old.Loop) {
+		if st.Phase != old.Phase || st.Reason != old.Reason || st.Message != old.Message && !sameLoopEnds(st.Loop, old.Loop) {
 			name := st.Name
 			if old.Phase == schedv1.StepWaiting && len(st.After) > 0 {
 				// Where a branch starts, once.
 				name += " (after " + strings.Join(st.After, ", ") + ")"
 			}
-			line := fmt.Sprintf("%s %s %d %s %s", stamp, what, i, name, PhaseText(st.Phase))
+			line := fmt.Sprintf("%s %s %d %s %s", stamp, what, i, name, PhaseText(st.Phase, st.Reason))
 			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
 				line += " in " + printing.FormatDuration(st.End.Sub(st.Start))
 			}
@@ -442,7 +451,7 @@ func (v *View) appendItems(stamp, what string, i int, st, old Step) {
 		if seen[it.Index] {
 			continue
 		}
-		line := fmt.Sprintf("%s %s %d %s item %d %s", stamp, what, i, st.Name, it.Index, PhaseText(it.Phase))
+		line := fmt.Sprintf("%s %s %d %s item %d %s", stamp, what, i, st.Name, it.Index, PhaseText(it.Phase, ""))
 		if it.Message != "" {
 			line += ": " + it.Message
 		}
@@ -502,7 +511,7 @@ func (v *View) table(b *strings.Builder, steps []Step, now time.Time) {
 		if dag {
 			row = append(row, strings.Join(st.After, ","))
 		}
-		t.Row(append(row, PhaseText(st.Phase), d, detail(st))...)
+		t.Row(append(row, PhaseText(st.Phase, st.Reason), d, detail(st))...)
 		if st.Loop == nil {
 			continue
 		}
@@ -512,15 +521,18 @@ func (v *View) table(b *strings.Builder, steps []Step, now time.Time) {
 			if dag {
 				row = append(row, "")
 			}
-			t.Row(append(row, PhaseText(it.Phase), "", it.Message)...)
+			t.Row(append(row, PhaseText(it.Phase, ""), "", it.Message)...)
 		}
 	}
 	_ = t.Render() // a strings.Builder does not fail
 }
 
-// detail is a row's last column: why a step failed, waits or was skipped,
-// else its outputs.
+// detail is a row's last column: why a step failed, waits, backs off or
+// was skipped, else its outputs.
 func detail(st Step) string {
+	if st.Reason == schedv1.ReasonBackingOff {
+		return st.Message
+	}
 	if st.Loop != nil && st.Phase != schedv1.StepSucceeded {
 		// How far it is; its outputs fill in as items succeed.
 		if st.Phase.Finished() {
@@ -552,7 +564,7 @@ func paint(phase, text string) string {
 		code = "31"
 	case string(schedv1.StepRunning):
 		code = "36"
-	case string(schedv1.StepPending), PhaseText(schedv1.StepWaitingForApproval):
+	case string(schedv1.StepPending), PhaseText(schedv1.StepWaitingForApproval, ""), PhaseText(schedv1.StepRunning, schedv1.ReasonBackingOff):
 		code = "33"
 	case string(schedv1.StepWaiting), string(schedv1.StepSkipped), string(schedv1.StepCancelled):
 		code = "2"

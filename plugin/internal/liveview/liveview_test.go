@@ -546,3 +546,46 @@ func TestViewShowsLoopProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestViewShowsABackingOffStep: a step whose task waits to retry a failed
+// attempt reads "Backing off", with when the next attempt starts, on a
+// terminal and in appended lines; its next attempt reads Running again.
+func TestViewShowsABackingOffStep(t *testing.T) {
+	wait := "attempt 1 of 3 failed (exit code 2); the next starts at 12:00:40 UTC (backoff 30s)"
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci", CreationTimestamp: metav1.NewTime(t0)},
+		Spec:       schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{{Name: "flaky", Task: schedv1.AgentTaskSpec{Image: "x"}}}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Steps: []schedv1.StepStatus{
+			{Name: "flaky", TaskName: "ci-0-flaky", Phase: schedv1.StepRunning, Reason: schedv1.ReasonBackingOff, Message: wait},
+		}},
+	}
+	backingOff := StateOf(wf)
+	if got := backingOff.Steps[0].Reason; got != schedv1.ReasonBackingOff {
+		t.Fatalf("StateOf: reason %q, want BackingOff", got)
+	}
+	retrying := backingOff
+	retrying.Steps = []Step{{Name: "flaky", TaskName: "ci-0-flaky", Phase: schedv1.StepRunning, Message: "pod ci-0-flaky-x is running (attempt 2)"}}
+
+	var out bytes.Buffer
+	c := &clock{now: t0.Add(10 * time.Second)}
+	v := New(&out, false, 0, c.Now)
+	v.Update(backingOff)
+	v.Update(retrying)
+	want := `12:00:10 workflow ci Running 0/1 steps
+12:00:10 step 0 flaky Backing off: ` + wait + `
+12:00:10 step 0 flaky Running: pod ci-0-flaky-x is running (attempt 2)
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v = New(&out, true, 0, c.Now)
+	v.Update(backingOff)
+	if got := plain(out.String()); !strings.Contains(got, "  0  flaky  Backing off  ") || !strings.Contains(got, wait) {
+		t.Errorf("terminal view lacks the step backing off with its wait:\n%s", got)
+	}
+	if !strings.Contains(out.String(), "\x1b[33mBacking off") {
+		t.Errorf("backing off is not painted as waiting: %q", out.String())
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,6 +106,36 @@ func (f *Follower) note(s string) {
 	if f.Note != nil {
 		f.Note(s)
 	}
+}
+
+// RetryPolicy says how a task retries a failed attempt, for a person: how
+// often, how long it waits before each retry, and for which exit codes;
+// "" when it never retries.
+func RetryPolicy(spec schedv1.AgentTaskSpec) string {
+	limit := spec.RetryLimit()
+	if limit == 0 {
+		if spec.Retry != nil {
+			return "no retries"
+		}
+		return ""
+	}
+	s := fmt.Sprintf("up to %d retries", limit)
+	if limit == 1 {
+		s = "up to 1 retry"
+	}
+	if r := spec.Retry; r != nil && r.Backoff != nil {
+		s += fmt.Sprintf(", %s before the first, doubled for each next (at most 10m)", printing.FormatDuration(r.Backoff.Duration))
+	} else {
+		s += ", after the Job controller's wait (10s, doubled for each next)"
+	}
+	if r := spec.Retry; r != nil && len(r.OnExitCodes) > 0 {
+		codes := make([]string, len(r.OnExitCodes))
+		for i, c := range r.OnExitCodes {
+			codes[i] = strconv.Itoa(int(c))
+		}
+		s += ", only after exit code " + strings.Join(codes, ", ")
+	}
+	return s
 }
 
 // Explain says where a task is and why, from its status: its phase, its

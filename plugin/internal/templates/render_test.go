@@ -388,7 +388,7 @@ func TestParseErrors(t *testing.T) {
 			text: doc(imageParam, taskObject+"\n  metadata:\n    name: fixed"), wantErr: "object.metadata.name is set by the command",
 		},
 		"unknown field in the object": {
-			text: doc(imageParam, taskObject+"\n    retry: 3"), wantErr: `the object does not decode into a AgentTask: unknown field "spec.retry"`,
+			text: doc(imageParam, taskObject+"\n    retryCount: 3"), wantErr: `the object does not decode into a AgentTask: unknown field "spec.retryCount"`,
 		},
 		"string placeholder in an integer field": {
 			text: doc(imageParam, taskObject+"\n    retries: ${{ image }}"), wantErr: "the object does not decode into a AgentTask",
