@@ -104,9 +104,7 @@ const (
 	// holds once its references are substituted; its task is not built.
 	ReasonTooLarge   = "TooLarge"
 	ReasonStepFailed = "StepFailed"
-	// Workflow events for a step's phase change: Step<Phase>.
-	ReasonStepPending   = "StepPending"
-	ReasonStepRunning   = "StepRunning"
+	// Workflow events for a step's end: Step<Phase>.
 	ReasonStepSucceeded = "StepSucceeded"
 	ReasonStepTimeout   = "StepTimeout"
 	ReasonStepSkipped   = "StepSkipped"

@@ -288,15 +288,18 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	return nil
 }
 
-// stepEvents emits an event for each step of after whose phase changed
-// since before; what names the list ("step", "finally step").
+// stepEvents emits an event for each step of after that ended, or began
+// waiting for approval, since before; what names the list ("step",
+// "finally step"). Pending and Running, which every step passes through,
+// are in the status: each event is an API write, two per step.
 func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after []schedv1.StepStatus) {
 	old := map[string]schedv1.StepPhase{}
 	for _, s := range before {
 		old[s.Name] = s.Phase
 	}
 	for i, s := range after {
-		if old[s.Name] == s.Phase || s.Phase == schedv1.StepWaiting {
+		reason, told := stepEventReasons[s.Phase]
+		if old[s.Name] == s.Phase || !told {
 			continue
 		}
 		typ := corev1.EventTypeNormal
@@ -308,15 +311,14 @@ func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after
 			// The phase says it was skipped.
 			note += ": " + strings.TrimPrefix(s.Message, "skipped: ")
 		}
-		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
+		r.Recorder.Eventf(wf, nil, typ, reason, "Step", "%s", note)
 	}
 }
 
-// stepEventReasons names the event for a step reaching each phase.
+// stepEventReasons names the event for a step reaching each phase that
+// is told by one.
 var stepEventReasons = map[schedv1.StepPhase]string{
-	schedv1.StepPending:            schedv1.ReasonStepPending,
 	schedv1.StepWaitingForApproval: schedv1.ReasonStepWaitingForApproval,
-	schedv1.StepRunning:            schedv1.ReasonStepRunning,
 	schedv1.StepSucceeded:          schedv1.ReasonStepSucceeded,
 	schedv1.StepFailed:             schedv1.ReasonStepFailed,
 	schedv1.StepTimeout:            schedv1.ReasonStepTimeout,
