@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -77,6 +79,38 @@ type Reconciler struct {
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
 	Clock           clock.PassiveClock
+
+	// released remembers the pods this controller released lately, so
+	// that a reconcile whose pod cache has not yet seen a release does
+	// not send it again.
+	released recentUIDs
+	// written is when each unfinished task's status was last written
+	// (statusWait).
+	written recentUIDs
+}
+
+// statusPace is the least time between two writes of an unfinished task's
+// status, and between its creation and the first. A task that ends within
+// it gets one status write, when it ends, rather than one for Pending,
+// Running and the end: each is an API write, and a step's becomes a write
+// of its workflow's status too. The end is written at once (the next step
+// of a workflow waits for it); Pending and Running show up to a second
+// late. The Job controller batches its status updates by a second too.
+const statusPace = time.Second
+
+// statusWait is how long task's new, unfinished status waits to be
+// written: the rest of statusPace after its last write, or after its
+// creation when the operator wrote none since it started. Zero when it
+// is written now (the task finished, or nothing changed).
+func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) time.Duration {
+	if task.Status.Phase.Finished() || equality.Semantic.DeepEqual(before, &task.Status) {
+		return 0
+	}
+	last, ok := r.written.at(task.UID)
+	if !ok {
+		last = task.CreationTimestamp.Time
+	}
+	return last.Add(statusPace).Sub(r.Clock.Now())
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -152,6 +186,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, tier)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
+	}
+	if wait := r.statusWait(task, before); wait > 0 {
+		if o.createErr != nil {
+			return ctrl.Result{}, o.createErr
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.patchStatus(ctx, task, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
@@ -406,6 +446,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
 		return err
 	}
+	if task.Status.Phase.Finished() {
+		r.written.forget(task.UID)
+	} else {
+		r.written.add(task.UID, r.Clock.Now())
+	}
 	if before.Phase != task.Status.Phase {
 		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
 		if !task.Status.Phase.Finished() {
@@ -467,19 +512,71 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, ns, name string, task *
 }
 
 // releasePods removes the outputs finalizer from pods, which the caller
-// matched to the task's Job by UID.
+// matched to the task's Job by UID. A pod released in the last minute is
+// not released again: the task's status event often brings its next
+// reconcile before the pod's own event has reached the cache, and a second
+// release would be a request for nothing.
 func (r *Reconciler) releasePods(ctx context.Context, pods []corev1.Pod) error {
 	for i := range pods {
 		pod := &pods[i]
-		if !slices.Contains(pod.Finalizers, OutputsFinalizer) {
+		if !slices.Contains(pod.Finalizers, OutputsFinalizer) || r.released.recent(pod.UID, r.Clock.Now()) {
 			continue
 		}
 		patch := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 		if err := r.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("release pod %s: %w", pod.Name, err)
 		}
+		r.released.add(pod.UID, r.Clock.Now())
 	}
 	return nil
+}
+
+// recentUIDs remembers a time per object UID for a while: releases and
+// status writes of the last minute. Entries older than a minute are
+// dropped as new ones come, so it holds at most what a minute brings.
+type recentUIDs struct {
+	mu    sync.Mutex
+	times map[types.UID]time.Time
+	swept time.Time // when entries older than recentMemory were last dropped
+}
+
+const recentMemory = time.Minute
+
+// at is uid's time, unless it was dropped.
+func (p *recentUIDs) at(uid types.UID) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.times[uid]
+	return t, ok
+}
+
+// recent says whether uid's time is less than recentMemory before now.
+func (p *recentUIDs) recent(uid types.UID, now time.Time) bool {
+	t, ok := p.at(uid)
+	return ok && now.Sub(t) < recentMemory
+}
+
+func (p *recentUIDs) add(uid types.UID, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.times == nil {
+		p.times = map[types.UID]time.Time{}
+	}
+	if now.Sub(p.swept) >= recentMemory {
+		for k, t := range p.times {
+			if now.Sub(t) >= recentMemory {
+				delete(p.times, k)
+			}
+		}
+		p.swept = now
+	}
+	p.times[uid] = now
+}
+
+func (p *recentUIDs) forget(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.times, uid)
 }
 
 // applyTTL deletes the task at status.expiry.deleteTime (its TTL with
