@@ -35,7 +35,7 @@ type operator struct {
 // startOperators starts cfg.replicas replicas with leader election, the
 // second once the first leads, each serving plain metrics and pprof on
 // loopback. The client limits are the operator's flags
-// (--kube-api-qps, --kube-api-burst).
+// (--kube-api-qps, --kube-api-burst); SCALE_OPERATOR_ARGS adds others.
 func (s *bench) startOperators() {
 	b := s.b
 	root, err := testenv.RepoRoot()
@@ -56,8 +56,8 @@ func (s *bench) startOperators() {
 			b.Fatal(err)
 		}
 		env := &tour.Env{Root: root, Dir: dir, BinDir: s.bins, Kubeconfig: s.sim.Kubeconfig, Cluster: s.sim.Cluster, Log: os.Stderr,
-			OperatorArgs: []string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--pprof-bind-address=" + pprofAddr,
-				fmt.Sprintf("--kube-api-qps=%d", s.cfg.qps), fmt.Sprintf("--kube-api-burst=%d", s.cfg.burst)}}
+			OperatorArgs: append([]string{"--metrics-bind-address=" + metricsAddr, "--metrics-secure=false", "--pprof-bind-address=" + pprofAddr,
+				fmt.Sprintf("--kube-api-qps=%d", s.cfg.qps), fmt.Sprintf("--kube-api-burst=%d", s.cfg.burst)}, s.cfg.operatorArgs...)}
 		if err := env.StartOperator(s.ctx, false); err != nil {
 			b.Fatal(err)
 		}
@@ -157,6 +157,9 @@ func (s *bench) pids() map[string]int {
 }
 
 func (s *bench) begin(name, unit string, objects int) *phase {
+	// The API server takes one CPU profile at a time: the last run's
+	// ends first.
+	s.profiling.Wait()
 	p := &phase{name: name, unit: unit, objects: objects, cpu0: map[string]time.Duration{}}
 	for n, pid := range s.pids() {
 		p.cpu0[n] = testenv.ProcessCPU(pid)

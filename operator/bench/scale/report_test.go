@@ -33,9 +33,9 @@ func (s *bench) printReport(elapsed time.Duration) {
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	f("\n### Scale run, %s\n\n", time.Now().UTC().Format("2 January 2006 15:04 MST"))
-	f("%d workflows of 3 steps, %d tasks, %d apps of two services; %d tenants (%d enterprise, %d team); %d kwok nodes; %d operator replica(s) at --kube-api-qps=%d --kube-api-burst=%d; %d submitters; %d CPUs; load average at the end %s; the whole run %v.\n\n",
+	f("%d workflows of 3 steps, %d tasks, %d apps of two services; %d tenants (%d enterprise, %d team); %d kwok nodes; %d operator replica(s) at --kube-api-qps=%d --kube-api-burst=%d %s; %d submitters; %d CPUs; load average at the end %s; the whole run %v.\n\n",
 		s.cfg.workflows, s.cfg.tasks, s.cfg.apps, len(s.tenants), enterprise, len(s.tenants)-enterprise, s.cfg.nodes, len(s.ops), s.cfg.qps, s.cfg.burst,
-		s.cfg.submitters, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), elapsed.Round(time.Second))
+		strings.Join(s.cfg.operatorArgs, " "), s.cfg.submitters, runtime.NumCPU(), strings.Join(strings.Fields(string(load))[:3], " "), elapsed.Round(time.Second))
 	s.obs.mu.Lock()
 	if len(s.obs.failed) > 0 {
 		f("Not succeeded (first ten): %s\n\n", strings.Join(s.obs.failed, "; "))

@@ -66,6 +66,9 @@ type config struct {
 	qps, burst int
 	// out keeps the profiles, the operators' logs and the audit log.
 	out string
+	// operatorArgs are more flags for each replica, space-separated in
+	// SCALE_OPERATOR_ARGS (--max-concurrent-reconciles=30).
+	operatorArgs []string
 }
 
 func loadConfig(b *testing.B) config {
@@ -75,7 +78,7 @@ func loadConfig(b *testing.B) config {
 		replicas: envInt(b, "SCALE_REPLICAS", 1), submitters: envInt(b, "SCALE_SUBMITTERS", 20),
 		idleSteps: envInt(b, "SCALE_IDLE_STEPS", 20), profileSeconds: envInt(b, "SCALE_PROFILE_SECONDS", 30),
 		qps: envInt(b, "SCALE_QPS", 200), burst: envInt(b, "SCALE_BURST", 400),
-		out: os.Getenv("SCALE_OUT"),
+		out: os.Getenv("SCALE_OUT"), operatorArgs: strings.Fields(os.Getenv("SCALE_OPERATOR_ARGS")),
 	}
 	if c.replicas < 1 || c.replicas > 2 || c.tenants < 1 || c.submitters < 1 || c.idleSteps < 2 {
 		b.Fatalf("SCALE_REPLICAS must be 1 or 2, SCALE_TENANTS and SCALE_SUBMITTERS at least 1, SCALE_IDLE_STEPS at least 2: %+v", c)
