@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -41,6 +40,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -83,34 +83,26 @@ type Reconciler struct {
 	// released remembers the pods this controller released lately, so
 	// that a reconcile whose pod cache has not yet seen a release does
 	// not send it again.
-	released recentUIDs
+	released recent.Times
 	// written is when each unfinished task's status was last written
 	// (statusWait).
-	written recentUIDs
+	written recent.Times
 }
 
-// statusPace is the least time between two writes of an unfinished task's
-// status, and between its creation and the first. A task that ends within
-// it gets one status write, when it ends, rather than one for Pending,
+// statusWait is how long task's new status waits to be written: an
+// unfinished task's status is written at most once per
+// recent.StatusPace, and not in its first. A task that ends within it
+// gets one status write, when it ends, rather than one for Pending,
 // Running and the end: each is an API write, and a step's becomes a write
-// of its workflow's status too. The end is written at once (the next step
-// of a workflow waits for it); Pending and Running show up to a second
-// late. The Job controller batches its status updates by a second too.
-const statusPace = time.Second
-
-// statusWait is how long task's new, unfinished status waits to be
-// written: the rest of statusPace after its last write, or after its
-// creation when the operator wrote none since it started. Zero when it
-// is written now (the task finished, or nothing changed).
+// of its workflow's status too. The end is written at once (a workflow's
+// next step waits for it); Pending and Running show up to a second late.
+// Zero or less when it is written now (the task finished, or nothing
+// changed).
 func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) time.Duration {
 	if task.Status.Phase.Finished() || equality.Semantic.DeepEqual(before, &task.Status) {
 		return 0
 	}
-	last, ok := r.written.at(task.UID)
-	if !ok {
-		last = task.CreationTimestamp.Time
-	}
-	return last.Add(statusPace).Sub(r.Clock.Now())
+	return recent.StatusWait(&r.written, task.UID, task.CreationTimestamp.Time, r.Clock.Now())
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -447,9 +439,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		return err
 	}
 	if task.Status.Phase.Finished() {
-		r.written.forget(task.UID)
+		r.written.Forget(task.UID)
 	} else {
-		r.written.add(task.UID, r.Clock.Now())
+		r.written.Add(task.UID, r.Clock.Now())
 	}
 	if before.Phase != task.Status.Phase {
 		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
@@ -519,64 +511,16 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, ns, name string, task *
 func (r *Reconciler) releasePods(ctx context.Context, pods []corev1.Pod) error {
 	for i := range pods {
 		pod := &pods[i]
-		if !slices.Contains(pod.Finalizers, OutputsFinalizer) || r.released.recent(pod.UID, r.Clock.Now()) {
+		if !slices.Contains(pod.Finalizers, OutputsFinalizer) || r.released.Within(pod.UID, r.Clock.Now()) {
 			continue
 		}
 		patch := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 		if err := r.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("release pod %s: %w", pod.Name, err)
 		}
-		r.released.add(pod.UID, r.Clock.Now())
+		r.released.Add(pod.UID, r.Clock.Now())
 	}
 	return nil
-}
-
-// recentUIDs remembers a time per object UID for a while: releases and
-// status writes of the last minute. Entries older than a minute are
-// dropped as new ones come, so it holds at most what a minute brings.
-type recentUIDs struct {
-	mu    sync.Mutex
-	times map[types.UID]time.Time
-	swept time.Time // when entries older than recentMemory were last dropped
-}
-
-const recentMemory = time.Minute
-
-// at is uid's time, unless it was dropped.
-func (p *recentUIDs) at(uid types.UID) (time.Time, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	t, ok := p.times[uid]
-	return t, ok
-}
-
-// recent says whether uid's time is less than recentMemory before now.
-func (p *recentUIDs) recent(uid types.UID, now time.Time) bool {
-	t, ok := p.at(uid)
-	return ok && now.Sub(t) < recentMemory
-}
-
-func (p *recentUIDs) add(uid types.UID, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.times == nil {
-		p.times = map[types.UID]time.Time{}
-	}
-	if now.Sub(p.swept) >= recentMemory {
-		for k, t := range p.times {
-			if now.Sub(t) >= recentMemory {
-				delete(p.times, k)
-			}
-		}
-		p.swept = now
-	}
-	p.times[uid] = now
-}
-
-func (p *recentUIDs) forget(uid types.UID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.times, uid)
 }
 
 // applyTTL deletes the task at status.expiry.deleteTime (its TTL with
