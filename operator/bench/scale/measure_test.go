@@ -38,7 +38,7 @@ func parseMetrics(r io.Reader) (samples, error) {
 			continue
 		}
 		s := sample{labels: map[string]string{}}
-		rest := line
+		var rest string
 		if i := strings.IndexByte(line, '{'); i >= 0 {
 			s.name = line[:i]
 			end := strings.LastIndexByte(line, '}')

@@ -353,29 +353,12 @@ func (s *bench) tenantClient(t *tenant) {
 // namespace, with cfg.submitters clients at once, and returns when all
 // are created.
 func (s *bench) submit(n int, build func(i int, t *tenant) client.Object) {
-	work := make(chan int)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for range s.cfg.submitters {
-		wg.Go(func() {
-			for i := range work {
-				t := s.slot(i)
-				if err := createRetrying(s.ctx, t.client, build(i, t)); err != nil {
-					mu.Lock()
-					firstErr = err
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		s.b.Fatal(firstErr)
+	err := testenv.ForEach(s.cfg.submitters, n, func(i int) error {
+		t := s.slot(i)
+		return createRetrying(s.ctx, t.client, build(i, t))
+	})
+	if err != nil {
+		s.b.Fatal(err)
 	}
 }
 
