@@ -75,6 +75,10 @@ chaos: control-plane ## Run the fault tests in full (figures in RELIABILITY.md).
 bench: control-plane ## Run the benchmarks and print their figures.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -run '^$$' -bench . -benchtime 1x -timeout 60m
 
+.PHONY: bench-scale
+bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see BENCHMARKS.md "Scale").
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./operator/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
+
 ##@ Build
 
 .PHONY: build

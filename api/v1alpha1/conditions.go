@@ -120,9 +120,7 @@ const (
 	// holds more than MaxItems items.
 	ReasonInvalidItems = "InvalidItems"
 	ReasonStepFailed   = "StepFailed"
-	// Workflow events for a step's phase change: Step<Phase>.
-	ReasonStepPending   = "StepPending"
-	ReasonStepRunning   = "StepRunning"
+	// Workflow events for a step's end: Step<Phase>.
 	ReasonStepSucceeded = "StepSucceeded"
 	ReasonStepTimeout   = "StepTimeout"
 	ReasonStepSkipped   = "StepSkipped"

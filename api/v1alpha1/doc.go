@@ -12,7 +12,8 @@
 //     keys) and their XValidation CEL rules (between fields of one object,
 //     immutability with self == oldSelf), generated into config/crd/bases.
 //     The API server applies them to every write by everyone, status
-//     included, so they must only look at the object and stay cheap: the
+//     included (transition rules too, though a status write cannot change
+//     the spec), so they must only look at the object and stay cheap: the
 //     API server estimates their cost when the CRD is installed
 //     (bounds_test.go and TestLargestAgentTaskAccepted hold the objects at
 //     every bound). validation_test.go tries each rule.
@@ -26,8 +27,9 @@
 //     annotations (restricted_pods' opt-out, ingress_hosts' allowed
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in
-//     ingress_hosts), or only the CREATE operation, for checks too costly to
-//     repeat on every status write (workflow_references), and the user
+//     ingress_hosts), or only the spec's writes, for checks too costly to
+//     repeat on every status write (workflow_references on CREATE, and
+//     workflow_spec: a Workflow's spec immutable once created), and the user
 //     who makes a request (workflow_approvals: a decision in a Workflow's
 //     spec.approvals must name request.userInfo.username, so the approver
 //     the operator records is the one the API server authenticated, not

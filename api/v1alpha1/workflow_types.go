@@ -550,18 +550,8 @@ type Workflow struct {
 	// Spec is the workflow to run. It cannot change once created, as its
 	// steps may already have run, but for cancel, which may only be set,
 	// suspend, which may be switched, and approvals, which may only be
-	// added to.
-	// One rule per field, each naming it.
+	// added to (the kubectl-sched-workflow-spec admission policy).
 	// +required
-	// +kubebuilder:validation:XValidation:rule="self.steps == oldSelf.steps",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".steps"
-	// +kubebuilder:validation:XValidation:rule="has(self.params) == has(oldSelf.params) && (!has(self.params) || self.params == oldSelf.params)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".params"
-	// +kubebuilder:validation:XValidation:rule="has(self.timeout) == has(oldSelf.timeout) && (!has(self.timeout) || self.timeout == oldSelf.timeout)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".timeout"
-	// +kubebuilder:validation:XValidation:rule="has(self.ttlAfterFinished) == has(oldSelf.ttlAfterFinished) && (!has(self.ttlAfterFinished) || self.ttlAfterFinished == oldSelf.ttlAfterFinished)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".ttlAfterFinished"
-	// +kubebuilder:validation:XValidation:rule="self.?failFast.orValue(false) == oldSelf.?failFast.orValue(false)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".failFast"
-	// +kubebuilder:validation:XValidation:rule="has(self.retryOf) == has(oldSelf.retryOf) && (!has(self.retryOf) || self.retryOf == oldSelf.retryOf)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".retryOf"
-	// +kubebuilder:validation:XValidation:rule="has(self.finally) == has(oldSelf.finally) && (!has(self.finally) || self.finally == oldSelf.finally)",message="a Workflow's spec cannot change once it is created (its steps may already have run); create a new Workflow. Only spec.cancel and spec.suspend may be set, and spec.approvals added to",fieldPath=".finally"
-	// +kubebuilder:validation:XValidation:rule="!has(oldSelf.approvals) || (has(self.approvals) && oldSelf.approvals.all(o, self.approvals.exists(n, n.step == o.step && n == o)))",message="an approval, once recorded, cannot change or be removed",fieldPath=".approvals"
-	// +kubebuilder:validation:XValidation:rule="!oldSelf.?cancel.orValue(false) || self.?cancel.orValue(false)",message="spec.cancel cannot be unset: a cancelled workflow stays cancelled; create a new Workflow to run it again",fieldPath=".cancel"
 	Spec WorkflowSpec `json:"spec"`
 
 	// Status is the workflow's observed state.

@@ -104,6 +104,12 @@ type Options struct {
 	// ExtraControllerManagerArgs are appended to kube-controller-manager's
 	// flags, e.g. --kube-api-qps=200 for benchmarks.
 	ExtraControllerManagerArgs []string
+	// ExtraAPIServerArgs are appended to kube-apiserver's flags, e.g. an
+	// audit policy for a benchmark that counts a client's requests.
+	ExtraAPIServerArgs []string
+	// ExtraSchedulerArgs are appended to kube-scheduler's flags, e.g.
+	// --kube-api-qps=200: its default of 50 binds at most 50 pods a second.
+	ExtraSchedulerArgs []string
 	// RealNode adds the real node (RealNodeName, pool "real") when the host
 	// can run it (RealNodeUnavailable); otherwise Start logs why and
 	// starts the kwok nodes only. Cluster.RealNode tells which happened.
@@ -210,7 +216,7 @@ func (c *Cluster) Stop() error {
 //
 // If o.Dir already holds a healthy running cluster, Start reuses it without
 // restarting anything (it only creates missing nodes; BinDir and
-// ExtraControllerManagerArgs are not applied). Otherwise it stops whatever is
+// the Extra*Args are not applied). Otherwise it stops whatever is
 // left there and starts afresh: etcd data and certificates are recreated;
 // logs/ is kept but each log is truncated. Concurrent Starts on one Dir wait
 // for each other.
@@ -321,7 +327,7 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	}
 
 	lg.printf("starting kube-apiserver")
-	c.Server, err = startAPIServer(ctx, dir, etcdURL, token, bind, run)
+	c.Server, err = startAPIServer(ctx, dir, etcdURL, token, bind, o.ExtraAPIServerArgs, run)
 	if err != nil {
 		return nil, err
 	}
@@ -346,11 +352,11 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	if _, err := run("kube-controller-manager", kcmArgs); err != nil {
 		return nil, err
 	}
-	if _, err := run("kube-scheduler", []string{
+	if _, err := run("kube-scheduler", append([]string{
 		"--kubeconfig=" + c.Kubeconfig,
 		"--leader-elect=false",
 		"--secure-port=0",
-	}); err != nil {
+	}, o.ExtraSchedulerArgs...)); err != nil {
 		return nil, err
 	}
 	kwokArgs, err := kwokArgs(dir, c.Kubeconfig)

@@ -77,7 +77,7 @@ func startEtcd(ctx context.Context, dir string, run runFunc) (string, error) {
 
 // startAPIServer starts kube-apiserver on a free loopback port and returns
 // its URL once /readyz answers ok.
-func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, run runFunc) (string, error) {
+func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, extra []string, run runFunc) (string, error) {
 	pki := filepath.Join(dir, "pki")
 	for attempt := 1; ; attempt++ {
 		port := freePort()
@@ -85,7 +85,7 @@ func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, run r
 			return "", errors.New("no free port on 127.0.0.1")
 		}
 		server := fmt.Sprintf("https://127.0.0.1:%d", port)
-		p, err := run("kube-apiserver", []string{
+		p, err := run("kube-apiserver", append([]string{
 			"--etcd-servers=" + etcdURL,
 			"--bind-address=" + bind,
 			fmt.Sprintf("--secure-port=%d", port),
@@ -105,7 +105,7 @@ func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, run r
 			// Node names do not resolve here; the real node's kubelet is
 			// dialled at its address (logs, exec).
 			"--kubelet-preferred-address-types=InternalIP,Hostname",
-		})
+		}, extra...))
 		if err != nil {
 			return "", err
 		}

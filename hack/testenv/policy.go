@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -64,8 +65,26 @@ func InstallPolicies(ctx context.Context, c client.Client) error {
 	claimant.Name, claimant.Namespace = "policy-probe", "default"
 	claimant.Spec.Containers = []corev1.Container{{Name: "c", Image: "x"}}
 	claimant.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "probe", UID: "probe", Controller: ptr.To(true)}}
+	// And a change of a Workflow's steps: the probe is created for real,
+	// its update tried.
+	fixed := &schedv1.Workflow{}
+	fixed.Name, fixed.Namespace = "policy-probe-fixed", "default"
+	fixed.Spec.Steps = []schedv1.WorkflowStep{{Name: "a", Task: schedv1.AgentTaskSpec{Image: "x"}}}
+	if err := c.Create(ctx, fixed); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	defer func() { _ = c.Delete(context.Background(), fixed) }()
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		changed := &schedv1.Workflow{}
+		if last = c.Get(ctx, client.ObjectKeyFromObject(fixed), changed); last != nil {
+			return false, nil
+		}
+		changed.Spec.Steps[0].Task.Image = "y"
+		last = c.Update(ctx, changed, client.DryRunAll)
+		if last == nil || !strings.Contains(last.Error(), "spec cannot change once it is created") {
+			return false, nil
+		}
 		last = c.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if last == nil || !strings.Contains(last.Error(), "only use the outputs of steps before it") {
 			return false, nil

@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,6 +41,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -85,6 +87,30 @@ type Reconciler struct {
 	// after the task finished (--succeeded-pod-retention); 0 keeps it as
 	// long as the task.
 	SucceededPodRetention time.Duration
+
+	// released remembers the pods this controller released lately, so
+	// that a reconcile whose pod cache has not yet seen a release does
+	// not send it again.
+	released recent.Times
+	// written is when each unfinished task's status was last written
+	// (statusWait).
+	written recent.Times
+}
+
+// statusWait is how long task's new status waits to be written: an
+// unfinished task's status is written at most once per
+// recent.StatusPace, and not in its first. A task that ends within it
+// gets one status write, when it ends, rather than one for Pending,
+// Running and the end: each is an API write, and a step's becomes a write
+// of its workflow's status too. The end is written at once (a workflow's
+// next step waits for it); Pending and Running show up to a second late.
+// Zero or less when it is written now (the task finished, or nothing
+// changed).
+func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) time.Duration {
+	if task.Status.Phase.Finished() || equality.Semantic.DeepEqual(before, &task.Status) {
+		return 0
+	}
+	return recent.StatusWait(&r.written, task.UID, task.CreationTimestamp.Time, r.Clock.Now())
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -169,6 +195,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
+	}
+	if wait := r.statusWait(task, before); wait > 0 {
+		if o.createErr != nil {
+			return ctrl.Result{}, o.createErr
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	if err := r.patchStatus(ctx, task, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
@@ -473,6 +505,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
 		return err
 	}
+	if task.Status.Phase.Finished() {
+		r.written.Forget(task.UID)
+	} else {
+		r.written.Add(task.UID, r.Clock.Now())
+	}
 	if st := task.Status; st.Reason == schedv1.ReasonBackingOff && (before.Reason != schedv1.ReasonBackingOff || !before.NextAttemptTime.Equal(st.NextAttemptTime)) {
 		// One event per retry: the status keeps only the latest attempt's
 		// exit code and message, the events tell of each failed attempt.
@@ -539,17 +576,21 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, ns, name string, task *
 }
 
 // releasePods removes the outputs finalizer from pods, which the caller
-// matched to the task's Job by UID.
+// matched to the task's Job by UID. A pod released in the last minute is
+// not released again: the task's status event often brings its next
+// reconcile before the pod's own event has reached the cache, and a second
+// release would be a request for nothing.
 func (r *Reconciler) releasePods(ctx context.Context, pods []corev1.Pod) error {
 	for i := range pods {
 		pod := &pods[i]
-		if !slices.Contains(pod.Finalizers, OutputsFinalizer) {
+		if !slices.Contains(pod.Finalizers, OutputsFinalizer) || r.released.Within(pod.UID, r.Clock.Now()) {
 			continue
 		}
 		patch := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 		if err := r.Patch(ctx, pod, patch); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("release pod %s: %w", pod.Name, err)
 		}
+		r.released.Add(pod.UID, r.Clock.Now())
 	}
 	return nil
 }

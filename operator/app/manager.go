@@ -88,6 +88,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:                  Scheme(),
 		Metrics:                 metricsOptions(o),
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

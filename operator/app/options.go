@@ -33,8 +33,12 @@ type Options struct {
 	MetricsSecure bool
 	// EnableHTTP2 on the metrics server; off by default against the HTTP/2
 	// rapid reset and stream cancellation attacks.
-	EnableHTTP2             bool
-	ProbeAddr               string
+	EnableHTTP2 bool
+	ProbeAddr   string
+	// PprofAddr serves Go's profiles (net/http/pprof) without
+	// authentication, for a benchmark or a debugging session on a loopback
+	// address; empty or "0", the default, serves none.
+	PprofAddr               string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
@@ -131,6 +135,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers allowed to get the /metrics URL (TokenReview and SubjectAccessReview); false serves plain HTTP to anyone.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Allow HTTP/2 on the metrics server (off: HTTP/1.1 only, against HTTP/2 stream attacks).")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address /healthz and /readyz bind to.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, "Address Go's profiles (/debug/pprof/) bind to, unauthenticated: keep it on loopback; empty or 0 serves none.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Take a Lease so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader Lease; the pod's namespace when empty. (env POD_NAMESPACE)")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader Lease.")

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -27,6 +29,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
+	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -42,6 +45,10 @@ type Reconciler struct {
 	// DefaultTTL deletes finished workflows whose spec and tier set no
 	// TTL (--default-ttl); 0 keeps them.
 	DefaultTTL time.Duration
+
+	// written is when each running workflow's status was last written
+	// (statusWait).
+	written recent.Times
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
@@ -142,6 +149,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
+	if wait := r.statusWait(wf, p.status, len(p.creates) > 0); wait > 0 {
+		if quotaErr != nil {
+			return ctrl.Result{}, quotaErr
+		}
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	if err := r.patchStatus(ctx, wf, p.status); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
@@ -366,6 +379,38 @@ func stepLabelIndex(wf *schedv1.Workflow, label string) (int, bool) {
 	return idx, true
 }
 
+// statusWait is how long the workflow's new status st waits to be written.
+// What a user or the next step waits on is written at once: the workflow
+// starting or ending, a step ending (or skipped, or waiting for approval),
+// and the steps just created, which their next reconcile finds by it. A
+// change that only mirrors a running step's task (Pending to Running, a
+// new message) is written at most once per recent.StatusPace: with the
+// tasks' own pacing, a step that ends within a second costs its workflow
+// two status writes, its start and its end, instead of four.
+func (r *Reconciler) statusWait(wf *schedv1.Workflow, st schedv1.WorkflowStatus, created bool) time.Duration {
+	before := &wf.Status
+	if created || st.Phase != before.Phase || st.Phase.Finished() || stepEnded(before.Steps, st.Steps) || stepEnded(before.Finally, st.Finally) ||
+		equality.Semantic.DeepEqual(before, &st) {
+		return 0
+	}
+	return recent.StatusWait(&r.written, wf.UID, wf.CreationTimestamp.Time, r.Clock.Now())
+}
+
+// stepEnded says whether a step of after is in a phase other than Pending
+// or Running that it was not in before.
+func stepEnded(before, after []schedv1.StepStatus) bool {
+	old := map[string]schedv1.StepPhase{}
+	for _, s := range before {
+		old[s.Name] = s.Phase
+	}
+	for _, s := range after {
+		if s.Phase != old[s.Name] && s.Phase != schedv1.StepPending && s.Phase != schedv1.StepRunning {
+			return true
+		}
+	}
+	return false
+}
+
 // patchStatus writes the status when it changed and emits an event for each
 // workflow and step phase change.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
@@ -373,6 +418,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	wf.Status = st
 	if wrote, err := status.Patch(ctx, r.Client, wf, before); err != nil || !wrote {
 		return err
+	}
+	if st.Phase.Finished() {
+		r.written.Forget(wf.UID)
+	} else {
+		r.written.Add(wf.UID, r.Clock.Now())
 	}
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
 	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
@@ -387,15 +437,18 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	return nil
 }
 
-// stepEvents emits an event for each step of after whose phase changed
-// since before; what names the list ("step", "finally step").
+// stepEvents emits an event for each step of after that ended, or began
+// waiting for approval, since before; what names the list ("step",
+// "finally step"). Pending and Running, which every step passes through,
+// are in the status: each event is an API write, two per step.
 func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after []schedv1.StepStatus) {
 	old := map[string]schedv1.StepPhase{}
 	for _, s := range before {
 		old[s.Name] = s.Phase
 	}
 	for i, s := range after {
-		if old[s.Name] == s.Phase || s.Phase == schedv1.StepWaiting {
+		reason, told := stepEventReasons[s.Phase]
+		if old[s.Name] == s.Phase || !told {
 			continue
 		}
 		typ := corev1.EventTypeNormal
@@ -407,15 +460,22 @@ func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after
 			// The phase says it was skipped.
 			note += ": " + strings.TrimPrefix(s.Message, "skipped: ")
 		}
-		r.Recorder.Eventf(wf, nil, typ, stepEventReasons[s.Phase], "Step", "%s", note)
+		// The events API folds an event into an earlier one about the same
+		// object, reason and related object, dropping its note: two steps
+		// that end alike in one status write would tell as one. A step's
+		// event is related to its task, so each has its own.
+		var related runtime.Object
+		if s.TaskName != "" {
+			related = &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: s.TaskName, Namespace: wf.Namespace}}
+		}
+		r.Recorder.Eventf(wf, related, typ, reason, "Step", "%s", note)
 	}
 }
 
-// stepEventReasons names the event for a step reaching each phase.
+// stepEventReasons names the event for a step reaching each phase that
+// is told by one.
 var stepEventReasons = map[schedv1.StepPhase]string{
-	schedv1.StepPending:            schedv1.ReasonStepPending,
 	schedv1.StepWaitingForApproval: schedv1.ReasonStepWaitingForApproval,
-	schedv1.StepRunning:            schedv1.ReasonStepRunning,
 	schedv1.StepSucceeded:          schedv1.ReasonStepSucceeded,
 	schedv1.StepFailed:             schedv1.ReasonStepFailed,
 	schedv1.StepTimeout:            schedv1.ReasonStepTimeout,

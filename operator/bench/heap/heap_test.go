@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -236,33 +235,8 @@ func makeNamespaces(b *testing.B, c client.Client, prefix string) []string {
 // sent, so that the test holds none of them afterwards.
 func create(b *testing.B, c client.Client, n int, obj func(int) client.Object) {
 	b.Helper()
-	ctx := context.Background()
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				if err := c.Create(ctx, obj(i)); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		b.Fatal(firstErr)
+	if err := testenv.ForEach(workers, n, func(i int) error { return c.Create(context.Background(), obj(i)) }); err != nil {
+		b.Fatal(err)
 	}
 }
 

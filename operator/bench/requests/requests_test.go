@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -219,26 +218,7 @@ func liveHeap() uint64 {
 // create makes n objects with ten workers, building each when it is sent.
 func create(b *testing.B, c client.Client, n int, obj func(int) client.Object) {
 	b.Helper()
-	next := make(chan int)
-	var (
-		wg       sync.WaitGroup
-		firstErr atomic.Value
-	)
-	for range 10 {
-		wg.Go(func() {
-			for i := range next {
-				if err := c.Create(context.Background(), obj(i)); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err, _ := firstErr.Load().(error); err != nil {
+	if err := testenv.ForEach(10, n, func(i int) error { return c.Create(context.Background(), obj(i)) }); err != nil {
 		b.Fatal(err)
 	}
 }
