@@ -337,6 +337,30 @@ func TestExplainApp(t *testing.T) {
 	if diff := cmp.Diff(wantPods, r.Pods[0].Pods); diff != "" {
 		t.Errorf("web's pods (-want +got):\n%s", diff)
 	}
+
+	// A stateful service's StatefulSet is judged as a Deployment is.
+	db := builders.MakeUserDeployment("db", ns).Service("pg", "postgres:17", 5432, schedv1.ExposureInternal).Obj()
+	createWithStatus(t, db)
+	dbLabels := map[string]string{schedv1.LabelUserDeployment: "db", schedv1.LabelService: "pg"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-pg", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: dbLabels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: dbLabels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres:17"}},
+				NodeSelector: map[string]string{schedv1.NodeLabelPool: "highmem"}},
+		}},
+	}
+	if err := env.Client.Create(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	res = env.Run("placement", "explain", "ud", "db", "-n", ns, "-o", "json")
+	r = placement.Report{}
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil || res.Code != 0 {
+		t.Fatalf("exit %d, %v\n%s\n%s", res.Code, err, res.Stdout, res.Stderr)
+	}
+	if len(r.Pods) != 1 || r.Pods[0].PodSpecFrom != "StatefulSet/db-pg" || r.Pods[0].NodesFit != 1 {
+		t.Errorf("db: %+v", r.Pods)
+	}
 }
 
 func TestExplainTaskAndWorkflow(t *testing.T) {
