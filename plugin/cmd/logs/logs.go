@@ -96,7 +96,7 @@ A pod on a simulated (kwok) node has no logs; the command says so for that
 pod and goes on. A succeeded task's pod is deleted by the operator after
 the cluster's --succeeded-pod-retention (10m unless an admin set it),
 its outputs kept in the task's status; the command says when, for each
-such task or step. It exits 8 when no pod had logs to show.`,
+such task, step or forEach item. It exits 8 when no pod had logs to show.`,
 		Example: `  # Every service of app shop, following
   kubectl sched logs shop -f
 
