@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -35,6 +36,15 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	limit, ok, err := app.SoftMemoryLimit(os.LookupEnv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(2)
+	}
+	if ok {
+		debug.SetMemoryLimit(limit)
+		log.Info("Set the Go memory limit", "bytes", limit)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

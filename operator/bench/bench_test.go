@@ -135,11 +135,7 @@ func BenchmarkStepHandoff(b *testing.B) {
 		if err := sim.Client.Create(ctx, wf.Obj()); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, "the workflow to succeed", 10*time.Minute, func() bool {
-			got := &schedv1.Workflow{}
-			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "chain"}, got)
-			return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
-		})
+		waitSucceeded(b, ctx, ns, "chain")
 		total := time.Since(start)
 		cancel()
 		stopWatch()
@@ -152,11 +148,11 @@ func BenchmarkStepHandoff(b *testing.B) {
 			}
 			lat = append(lat, jobAdded[next].Sub(podDone[prev]))
 		}
-		p50, p99 := percentile(lat, 50), percentile(lat, 99)
+		p50, p99 := testenv.Percentile(lat, 50), testenv.Percentile(lat, 99)
 		b.ReportMetric(float64(p50.Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
 		b.ReportMetric(total.Seconds(), "workflow-s")
-		fmt.Printf("step hand-off over %d steps: p50 %v, p99 %v, max %v; whole workflow %v\n", steps, p50, p99, percentile(lat, 100), total.Round(time.Millisecond))
+		fmt.Printf("step hand-off over %d steps: p50 %v, p99 %v, max %v; whole workflow %v\n", steps, p50, p99, testenv.Percentile(lat, 100), total.Round(time.Millisecond))
 	}
 }
 
@@ -188,11 +184,7 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 		if err := sim.Client.Create(ctx, wf.Obj()); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, "the workflow to succeed", 10*time.Minute, func() bool {
-			got := &schedv1.Workflow{}
-			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fan"}, got)
-			return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
-		})
+		waitSucceeded(b, ctx, ns, "fan")
 		cancel()
 		stopWatch()
 		h.mu.Lock()
@@ -242,10 +234,10 @@ func BenchmarkFanOutFanIn(b *testing.B) {
 		fmt.Printf("fan-out 1 -> %d: all Jobs %v after the root's pod finished; fan-in: join's Job %v after the last branch's pod\n",
 			width, allJobs.Sub(root).Round(time.Millisecond), join.Sub(lastPod).Round(time.Millisecond))
 	}
-	b.ReportMetric(float64(percentile(fanOut, 50).Microseconds())/1000, "fanout-p50-ms")
-	b.ReportMetric(float64(percentile(fanIn, 50).Microseconds())/1000, "fanin-p50-ms")
+	b.ReportMetric(float64(testenv.Percentile(fanOut, 50).Microseconds())/1000, "fanout-p50-ms")
+	b.ReportMetric(float64(testenv.Percentile(fanIn, 50).Microseconds())/1000, "fanin-p50-ms")
 	fmt.Printf("over %d workflows: fan-out p50 %v max %v; fan-in p50 %v max %v\n", len(fanOut),
-		percentile(fanOut, 50), percentile(fanOut, 100), percentile(fanIn, 50), percentile(fanIn, 100))
+		testenv.Percentile(fanOut, 50), testenv.Percentile(fanOut, 100), testenv.Percentile(fanIn, 50), testenv.Percentile(fanIn, 100))
 }
 
 // BenchmarkForEach runs a workflow of one step, a forEach step over 100
@@ -275,11 +267,7 @@ func BenchmarkForEach(b *testing.B) {
 		if err := sim.Client.Create(ctx, wf.Obj()); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, "the workflow to succeed", 10*time.Minute, func() bool {
-			got := &schedv1.Workflow{}
-			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "loop"}, got)
-			return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
-		})
+		waitSucceeded(b, ctx, ns, "loop")
 		cancel()
 		h.stop()
 		h.mu.Lock()
@@ -322,9 +310,9 @@ func BenchmarkForEach(b *testing.B) {
 				ms(lastPod, lastDone), ms(lastPod, h.taskAdded[joinTask]), ms(lastPod, join))
 		}
 	}
-	b.ReportMetric(float64(percentile(started, 50).Microseconds())/1000, "started-p50-ms")
+	b.ReportMetric(float64(testenv.Percentile(started, 50).Microseconds())/1000, "started-p50-ms")
 	fmt.Printf("forEach over %d items, %d workflows: all item Jobs p50 %v, max %v after the step before it succeeded\n",
-		n, len(started), percentile(started, 50), percentile(started, 100))
+		n, len(started), testenv.Percentile(started, 50), testenv.Percentile(started, 100))
 }
 
 // later is the later of two times.
@@ -562,6 +550,16 @@ func watchAll(b *testing.B, ctx context.Context, ns string, f func(watch.Event, 
 	return wait
 }
 
+// waitSucceeded waits, up to ten minutes, for workflow ns/name to succeed.
+func waitSucceeded(b *testing.B, ctx context.Context, ns, name string) {
+	b.Helper()
+	waitFor(b, "workflow "+name+" to succeed", 10*time.Minute, func() bool {
+		got := &schedv1.Workflow{}
+		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)
+		return err == nil && got.Status.Phase == schedv1.WorkflowSucceeded
+	})
+}
+
 func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool) {
 	b.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
@@ -570,14 +568,4 @@ func waitFor(b *testing.B, what string, timeout time.Duration, cond func() bool)
 	if err != nil {
 		b.Fatalf("waiting for %s: %v", what, err)
 	}
-}
-
-func percentile(d []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	idx := (len(s)*p + 99) / 100
-	if idx < 1 {
-		idx = 1
-	}
-	return s[min(idx, len(s))-1]
 }

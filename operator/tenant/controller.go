@@ -59,6 +59,8 @@ type Reconciler struct {
 	// recounts paces the requests that the quota controller count a
 	// tier quota again (recount.go).
 	recounts recounts
+	// written holds the writes the cache may not have seen yet.
+	written written
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -74,11 +76,14 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Get(ctx, req.NamespacedName, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	tierName := ns.Labels[schedv1.LabelTier]
 	if tierName == "" || !ns.DeletionTimestamp.IsZero() || !r.serves(ns) {
-		r.recounts.forget(ns.Name)
+		r.forget(ns.Name)
 		return ctrl.Result{}, nil
 	}
 	cm := &corev1.ConfigMap{}
@@ -126,17 +131,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.recount(ctx, ns, desired.Objects[0].(*corev1.ResourceQuota))
 }
 
-// apply writes obj unless the cache already holds it as desired.
+// forget drops what the controller remembers of namespace ns.
+func (r *Reconciler) forget(ns string) {
+	r.recounts.forget(ns)
+	r.written.forget(ns)
+}
+
+// apply writes obj unless the cache already holds it as desired, or holds
+// a version older than the controller's own write of it as desired.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	cached := obj.DeepCopyObject().(client.Object)
 	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cached)
-	if err == nil && UpToDate(obj, cached) {
+	// pending first: it also drops a write the cache has caught up with.
+	if err == nil && (r.written.pending(obj, cached) || UpToDate(obj, cached)) {
 		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	return r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership)
+	sent := obj.DeepCopyObject().(client.Object)
+	if err := r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+		return err
+	}
+	r.written.add(sent, obj.GetResourceVersion())
+	return nil
 }
 
 // deleteOurs deletes the object ns/name of obj's kind if this controller

@@ -1,14 +1,12 @@
 package workflow
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
@@ -37,17 +35,9 @@ func decideFinally(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, st *s
 	skipBlockedFinally(wf, st)
 	for j := range wf.Spec.Finally {
 		s := &st.Finally[j]
-		var reason string
-		var err error
-		switch i := len(wf.Spec.Steps) + j; {
-		case wf.Spec.Suspend:
+		moved, reason, err := advance(wf, st, len(wf.Spec.Steps)+j, p, now)
+		if !moved {
 			continue
-		case startedLoop(wf, s, i):
-			reason, err = advanceLoop(wf, st, i, p, now)
-		case s.Phase != schedv1.StepWaiting || !finallyDependenciesSucceeded(wf, st, j):
-			continue
-		default:
-			reason, err = startFinally(wf, st, j, p, now)
 		}
 		if err != nil {
 			s.Phase, s.Reason, s.Message, s.CompletionTime = schedv1.StepFailed, reason, err.Error(), &now
@@ -82,29 +72,6 @@ func finallyDeadline(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) time.Time
 		return grace
 	}
 	return deadline
-}
-
-// startFinally starts finally step j, as start does a main step.
-func startFinally(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int, p *plan, now metav1.Time) (string, error) {
-	s := &st.Finally[j]
-	switch g := when(wf, st, j, celexpr.Finally); g.verdict {
-	case gateSkip:
-		s.Phase, s.Reason, s.Message = schedv1.StepSkipped, schedv1.ReasonWhenFalse, g.message
-		return "", nil
-	case gateFail:
-		return schedv1.ReasonWhenError, errors.New(g.message)
-	}
-	i := len(wf.Spec.Steps) + j
-	if wf.Spec.Finally[j].ForEach != nil {
-		return startLoop(wf, st, i, p, now)
-	}
-	task, err := newStepTask(wf, i, st)
-	if err != nil {
-		return taskErrorReason(err), err
-	}
-	p.creates = append(p.creates, stepCreate{step: i, task: task})
-	s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
-	return "", nil
 }
 
 func finallyDependenciesSucceeded(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, j int) bool {

@@ -69,6 +69,21 @@ func TestDecideFinally(t *testing.T) {
 				}
 			},
 		},
+		"a finally step its when skips skips those that depend on it, in the same pass": {
+			wf: MakeWorkflow("rel", "ns").Step("build", "b:1").
+				Finally("page", schedv1.AgentTaskSpec{Image: "p:1"}).When("workflow.phase != 'Succeeded'").
+				Finally("ack", schedv1.AgentTaskSpec{Image: "a:1"}).DependsOn("page").Obj(),
+			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {
+				return map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskSucceeded, nil, "")}
+			},
+			want: summary{Phase: schedv1.WorkflowSucceeded, Reason: schedv1.ReasonSucceeded, Progress: "1/1",
+				Steps: []string{"build=Succeeded"}, Finally: []string{"page=Skipped", "ack=Skipped"}},
+			check: func(t *testing.T, p plan) {
+				if ack := p.status.Finally[1]; ack.Message != "skipped: step page was skipped" {
+					t.Errorf("ack %+v", ack)
+				}
+			},
+		},
 		"after a failure: they run too, and page runs": {
 			wf: withFinally().Obj(),
 			prepare: func(wf *schedv1.Workflow) map[int]*schedv1.AgentTask {

@@ -30,13 +30,13 @@ type gate struct {
 	message string
 }
 
-// when evaluates the when of step i (of spec.steps for celexpr.Main, of
-// spec.finally for celexpr.Finally) with the steps' phases and outputs,
+// when evaluates the when of step i, counted as stepStatus counts
+// (spec.steps, then spec.finally), with the steps' phases and outputs,
 // the params and, for a finally step, the main steps' phase.
-func when(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, scope celexpr.Scope) gate {
-	step := &wf.Spec.Steps[min(i, len(wf.Spec.Steps)-1)]
-	if scope == celexpr.Finally {
-		step = &wf.Spec.Finally[i]
+func when(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) gate {
+	step, scope := specStep(wf, i), celexpr.Main
+	if n := len(wf.Spec.Steps); i >= n {
+		i, scope = i-n, celexpr.Finally
 	}
 	if step.When == "" {
 		return gate{verdict: gateRun}

@@ -298,7 +298,7 @@ func settleLoop(wf *schedv1.Workflow, s *schedv1.StepStatus, i int, items []stri
 			}
 		}
 		s.Phase, s.CompletionTime = schedv1.StepFailed, &now
-		s.Message = fmt.Sprintf("%s %s: %s", itemLabel(int(first.Index), items), itemPhaseWord(first.Phase), first.Message)
+		s.Message = fmt.Sprintf("%s %s: %s", itemLabel(int(first.Index), items), phaseWord(first.Phase), first.Message)
 		if fe.Failed > 1 {
 			s.Message += fmt.Sprintf(" (and %d more items did not succeed)", fe.Failed-1)
 		}
@@ -344,16 +344,6 @@ func itemLabel(k int, items []string) string {
 		v = clipTo(v, 32)
 	}
 	return fmt.Sprintf("item %d (%q)", k, v)
-}
-
-func itemPhaseWord(p schedv1.StepPhase) string {
-	switch p {
-	case schedv1.StepTimeout:
-		return "timed out"
-	case schedv1.StepCancelled:
-		return "was cancelled"
-	}
-	return "failed"
 }
 
 // gather adds the outputs of item k, which succeeded, to loop s's

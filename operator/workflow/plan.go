@@ -151,17 +151,9 @@ func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *sc
 	// items of the loops that run.
 	for i := range wf.Spec.Steps {
 		s := &st.Steps[i]
-		var reason string
-		var err error
-		switch {
-		case wf.Spec.Suspend:
+		moved, reason, err := advance(wf, st, i, p, now)
+		if !moved {
 			continue
-		case startedLoop(wf, s, i):
-			reason, err = advanceLoop(wf, st, i, p, now)
-		case s.Phase != schedv1.StepWaiting || !dependenciesSucceeded(wf, st, i):
-			continue
-		default:
-			reason, err = start(wf, st, i, p, now)
 		}
 		if err == nil && (!isLoop(wf, i) || s.Phase != schedv1.StepFailed) {
 			continue
@@ -205,28 +197,61 @@ func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *sc
 	}
 }
 
-// start starts main step i, whose dependencies all Succeeded: unless its
-// when skips it (no error) or fails it, an approval step starts waiting
-// and any other gets its task, added to p.creates. An error fails the
-// step with the reason returned.
+// advance starts the next items of step i, counted as stepStatus counts
+// (spec.steps, then spec.finally), when it is a loop that runs, or starts
+// the step once it waits and its dependencies all Succeeded. moved is
+// false when there was nothing to do: the workflow is suspended, or the
+// step waits for others or has ended. An error fails the step with the
+// reason returned.
+func advance(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (moved bool, reason string, err error) {
+	s := stepStatus(wf, st, i)
+	ready := func() bool {
+		if n := len(wf.Spec.Steps); i >= n {
+			return finallyDependenciesSucceeded(wf, st, i-n)
+		}
+		return dependenciesSucceeded(wf, st, i)
+	}
+	switch {
+	case wf.Spec.Suspend:
+		return false, "", nil
+	case startedLoop(wf, s, i):
+		reason, err = advanceLoop(wf, st, i, p, now)
+	case s.Phase != schedv1.StepWaiting || !ready():
+		return false, "", nil
+	default:
+		reason, err = start(wf, st, i, p, now)
+	}
+	return true, reason, err
+}
+
+// start starts step i, counted as stepStatus counts (spec.steps, then
+// spec.finally), whose dependencies all Succeeded: unless its when skips it
+// (no error) or fails it, a loop starts its items, an approval step starts
+// waiting (a finally step cannot be one) and any other gets its task, added
+// to p.creates. An error fails the step with the reason returned.
 func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (string, error) {
-	s := &st.Steps[i]
-	switch g := when(wf, st, i, celexpr.Main); g.verdict {
+	s, step := stepStatus(wf, st, i), specStep(wf, i)
+	main := i < len(wf.Spec.Steps)
+	skipBlockedOf := skipBlocked
+	if !main {
+		skipBlockedOf = skipBlockedFinally
+	}
+	switch g := when(wf, st, i); g.verdict {
 	case gateSkip:
 		s.Phase, s.Reason, s.Message = schedv1.StepSkipped, schedv1.ReasonWhenFalse, g.message
-		skipBlocked(wf, st)
+		skipBlockedOf(wf, st)
 		return "", nil
 	case gateFail:
 		return schedv1.ReasonWhenError, errors.New(g.message)
 	}
-	if wf.Spec.Steps[i].ForEach != nil {
+	if step.ForEach != nil {
 		return startLoop(wf, st, i, p, now)
 	}
-	if wf.Spec.Steps[i].Approval != nil {
+	if step.Approval != nil {
 		waitForApproval(wf, s, i, now)
 		applyDecision(wf, s, now)
 		if s.Phase == schedv1.StepFailed {
-			skipBlocked(wf, st)
+			skipBlockedOf(wf, st)
 		}
 		return "", nil
 	}
@@ -234,7 +259,7 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 	if err != nil {
 		return taskErrorReason(err), err
 	}
-	if len(wf.Spec.Dependencies(i)) > 0 {
+	if main && len(wf.Spec.Dependencies(i)) > 0 {
 		task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
 	}
 	p.creates = append(p.creates, stepCreate{step: i, task: task})
@@ -814,9 +839,13 @@ func setProgress(st *schedv1.WorkflowStatus) {
 	st.Progress = fmt.Sprintf("%d/%d", done, len(st.Steps))
 }
 
+// phaseWord says how a step or item that did not succeed ended.
 func phaseWord(p schedv1.StepPhase) string {
-	if p == schedv1.StepTimeout {
+	switch p {
+	case schedv1.StepTimeout:
 		return "timed out"
+	case schedv1.StepCancelled:
+		return "was cancelled"
 	}
 	return "failed"
 }

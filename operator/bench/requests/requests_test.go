@@ -1,7 +1,6 @@
 package requests
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -120,83 +119,23 @@ func startOperator(b *testing.B) *operator {
 	}
 	op.stop, op.metrics = stop, "http://"+opts.MetricsAddr+"/metrics"
 	poll(b, "the operator's metrics", time.Minute, func(ctx context.Context) error {
-		_, err := op.scrape(ctx)
+		_, err := testenv.ScrapeMetrics(ctx, op.metrics)
 		return err
 	})
 	return op
-}
-
-// scrape sums each metric's samples by name and controller label.
-func (op *operator) scrape(ctx context.Context) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, op.metrics, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, _, _ := strings.Cut(line, "{")
-		name, _, _ = strings.Cut(name, " ")
-		if i := strings.Index(line, `controller="`); i >= 0 {
-			ctrlName, _, _ := strings.Cut(line[i+len(`controller="`):], `"`)
-			name += "/" + ctrlName
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[name] += v
-	}
-	return out, sc.Err()
 }
 
 // settle waits until no controller has finished a reconcile or queued one
 // for two seconds, and returns the reconciles so far of controller.
 func (op *operator) settle(b *testing.B, controller string) float64 {
 	b.Helper()
-	var last map[string]float64
-	quiet := 0
-	poll(b, "the operator to settle", 5*time.Minute, func(ctx context.Context) error {
-		m, err := op.scrape(ctx)
-		if err != nil {
-			return err
-		}
-		depth := 0.0
-		for k, v := range m {
-			if strings.HasPrefix(k, "workqueue_depth/") {
-				depth += v
-			}
-		}
-		if depth == 0 && last != nil && sameReconciles(last, m) {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = m
-		if quiet < 4 {
-			return fmt.Errorf("still reconciling (queued %v)", depth)
-		}
-		return nil
-	}, 500*time.Millisecond)
-	return last["controller_runtime_reconcile_total/"+controller]
-}
-
-func sameReconciles(a, b map[string]float64) bool {
-	for k, v := range b {
-		if strings.HasPrefix(k, "controller_runtime_reconcile_total/") && a[k] != v {
-			return false
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	m, err := testenv.WaitQuiet(ctx, op.metrics, 500*time.Millisecond, 4)
+	if err != nil {
+		b.Fatalf("waiting for the operator to settle: %v", err)
 	}
-	return true
+	return m.Sum("controller_runtime_reconcile_total", map[string]string{"controller": controller})
 }
 
 // liveHeap is the median of five samples of the live heap after a GC.

@@ -81,8 +81,8 @@ func (s *bench) startOperators() {
 // leader is the replica that holds the Lease, nil while none does.
 func (s *bench) leader() *operator {
 	for _, op := range s.ops {
-		m, err := scrapeURL(s.ctx, op.metrics)
-		if err == nil && m.sum("leader_election_master_status", nil) > 0 {
+		m, err := testenv.ScrapeMetrics(s.ctx, op.metrics)
+		if err == nil && m.Sum("leader_election_master_status", nil) > 0 {
 			return op
 		}
 	}
@@ -98,13 +98,13 @@ func (op *operator) sample(ctx context.Context) {
 			return
 		case <-time.After(2 * time.Second):
 		}
-		m, err := scrapeURL(ctx, op.metrics)
+		m, err := testenv.ScrapeMetrics(ctx, op.metrics)
 		if err != nil {
 			continue
 		}
 		op.mu.Lock()
-		op.peakHeap = max(op.peakHeap, m.sum("go_memstats_heap_inuse_bytes", nil))
-		for q, d := range m.by("workqueue_depth", nil, "name") {
+		op.peakHeap = max(op.peakHeap, m.Sum("go_memstats_heap_inuse_bytes", nil))
+		for q, d := range m.By("workqueue_depth", nil, "name") {
 			op.maxDepth[q] = max(op.maxDepth[q], d)
 		}
 		op.mu.Unlock()
@@ -140,8 +140,8 @@ type phase struct {
 	start, end time.Time
 	created    time.Duration // until the last object was created
 	cpu0, cpu  map[string]time.Duration
-	api0, api  samples
-	op0, op    []samples // by replica
+	api0, api  testenv.Samples
+	op0, op    []testenv.Samples // by replica
 	handoffs   handoffStats
 	profiles   []string
 }
@@ -166,7 +166,7 @@ func (s *bench) begin(name, unit string, objects int) *phase {
 	}
 	p.api0 = s.scrapeAPI()
 	for _, op := range s.ops {
-		m, _ := scrapeURL(s.ctx, op.metrics)
+		m, _ := testenv.ScrapeMetrics(s.ctx, op.metrics)
 		p.op0 = append(p.op0, m)
 	}
 	fmt.Fprintf(os.Stderr, "[scale] %s: %d %ss\n", name, objects, unit)
@@ -181,16 +181,16 @@ func (s *bench) end(p *phase) {
 	for n, pid := range s.pids() {
 		p.cpu[n] = testenv.ProcessCPU(pid) - p.cpu0[n]
 	}
-	p.api = minus(s.scrapeAPI(), p.api0)
+	p.api = testenv.MetricsDelta(s.scrapeAPI(), p.api0)
 	for i, op := range s.ops {
-		m, _ := scrapeURL(s.ctx, op.metrics)
-		p.op = append(p.op, minus(m, p.op0[i]))
+		m, _ := testenv.ScrapeMetrics(s.ctx, op.metrics)
+		p.op = append(p.op, testenv.MetricsDelta(m, p.op0[i]))
 	}
 	fmt.Fprintf(os.Stderr, "[scale] %s done in %v\n", p.name, p.end.Sub(p.start).Round(100*time.Millisecond))
 }
 
-func (s *bench) scrapeAPI() samples {
-	m, err := scrapeAPIServer(s.ctx, s.cs)
+func (s *bench) scrapeAPI() testenv.Samples {
+	m, err := testenv.ScrapeAPIServerMetrics(s.ctx, s.cs)
 	if err != nil {
 		s.b.Fatal(err)
 	}
@@ -265,21 +265,9 @@ func (s *bench) settle() {
 	if lead == nil {
 		s.b.Fatal("no replica leads")
 	}
-	quiet, last := 0, -1.0
-	_ = wait.PollUntilContextTimeout(s.ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err := scrapeURL(ctx, lead.metrics)
-		if err != nil {
-			return false, nil
-		}
-		total := m.sum("controller_runtime_reconcile_total", nil)
-		if m.sum("workqueue_depth", nil) == 0 && total == last {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		last = total
-		return quiet >= 5, nil
-	})
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Minute)
+	_, _ = testenv.WaitQuiet(ctx, lead.metrics, time.Second, 5)
+	cancel()
 	s.profiling.Wait()
 	for _, op := range s.ops {
 		op.heapEnd = op.liveHeap(s.ctx)

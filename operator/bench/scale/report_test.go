@@ -61,10 +61,10 @@ func (s *bench) printReport(elapsed time.Duration) {
 		}
 		legs := ""
 		if len(h.legs[0]) > 0 {
-			legs = fmt.Sprintf("%s / %s, %s / %s, %s / %s", ms(percentile(h.legs[0], 50)), ms(percentile(h.legs[0], 99)),
-				ms(percentile(h.legs[1], 50)), ms(percentile(h.legs[1], 99)), ms(percentile(h.legs[2], 50)), ms(percentile(h.legs[2], 99)))
+			legs = fmt.Sprintf("%s / %s, %s / %s, %s / %s", ms(testenv.Percentile(h.legs[0], 50)), ms(testenv.Percentile(h.legs[0], 99)),
+				ms(testenv.Percentile(h.legs[1], 50)), ms(testenv.Percentile(h.legs[1], 99)), ms(testenv.Percentile(h.legs[2], 50)), ms(testenv.Percentile(h.legs[2], 99)))
 		}
-		f("| %s | %d | %s | %s | %s | %s |\n", p.name, len(h.all), ms(percentile(h.all, 50)), ms(percentile(h.all, 99)), ms(percentile(h.all, 100)), legs)
+		f("| %s | %d | %s | %s | %s | %s |\n", p.name, len(h.all), ms(testenv.Percentile(h.all, 50)), ms(testenv.Percentile(h.all, 99)), ms(testenv.Percentile(h.all, 100)), legs)
 	}
 
 	s.printCPU(f)
@@ -123,21 +123,21 @@ func (s *bench) printAPIServer(f printf) {
 	for _, p := range s.phases {
 		writes := 0.0
 		for _, x := range p.api["apiserver_request_total"] {
-			switch x.labels["verb"] {
+			switch x.Labels["verb"] {
 			case "POST", "PUT", "PATCH", "DELETE", "APPLY":
-				if r := x.labels["resource"]; r != "nodes" && r != "leases" {
-					writes += x.value
+				if r := x.Labels["resource"]; r != "nodes" && r != "leases" {
+					writes += x.Value
 				}
 			}
 		}
 		mean := func(res string) string {
-			n := p.api.sum("apiserver_request_duration_seconds_count", map[string]string{"verb": "POST", "resource": res, "subresource": ""})
+			n := p.api.Sum("apiserver_request_duration_seconds_count", map[string]string{"verb": "POST", "resource": res, "subresource": ""})
 			if n == 0 {
 				return ""
 			}
-			return ms(time.Duration(p.api.sum("apiserver_request_duration_seconds_sum", map[string]string{"verb": "POST", "resource": res, "subresource": ""}) / n * float64(time.Second)))
+			return ms(time.Duration(p.api.Sum("apiserver_request_duration_seconds_sum", map[string]string{"verb": "POST", "resource": res, "subresource": ""}) / n * float64(time.Second)))
 		}
-		adm := p.api.sum("apiserver_admission_step_admission_duration_seconds_sum", nil)
+		adm := p.api.Sum("apiserver_admission_step_admission_duration_seconds_sum", nil)
 		f("| %s (per %s) | %.1f | %s | %s | %s | %s | %.2f |\n", p.name, p.unit, writes/float64(p.objects), mean("agenttasks"), mean("workflows"), mean("jobs"), mean("pods"), adm*1000/max(writes, 1))
 	}
 	f("\nAdmission time by plugin and by policy, ms per object (apiserver_admission_controller_admission_duration_seconds, apiserver_validating_admission_policy_check_duration_seconds):\n\n")
@@ -146,12 +146,12 @@ func (s *bench) printAPIServer(f printf) {
 			continue
 		}
 		parts := []string{}
-		for k, v := range p.api.by("apiserver_admission_controller_admission_duration_seconds_sum", nil, "name") {
+		for k, v := range p.api.By("apiserver_admission_controller_admission_duration_seconds_sum", nil, "name") {
 			if v*1000/float64(p.objects) >= 0.01 {
 				parts = append(parts, fmt.Sprintf("%s %.2f", k, v*1000/float64(p.objects)))
 			}
 		}
-		for k, v := range p.api.by("apiserver_validating_admission_policy_check_duration_seconds_sum", nil, "policy") {
+		for k, v := range p.api.By("apiserver_validating_admission_policy_check_duration_seconds_sum", nil, "policy") {
 			if v*1000/float64(p.objects) >= 0.01 {
 				parts = append(parts, fmt.Sprintf("policy %s %.2f", strings.TrimPrefix(k, "kubectl-sched-"), v*1000/float64(p.objects)))
 			}
@@ -287,17 +287,17 @@ func (s *bench) printOperators(f printf) {
 		}
 		m := p.op[idx]
 		var waits []string
-		for q, n := range m.by("workqueue_queue_duration_seconds_count", nil, "name") {
+		for q, n := range m.By("workqueue_queue_duration_seconds_count", nil, "name") {
 			if n == 0 {
 				continue
 			}
-			sum := m.sum("workqueue_queue_duration_seconds_sum", map[string]string{"name": q})
+			sum := m.Sum("workqueue_queue_duration_seconds_sum", map[string]string{"name": q})
 			waits = append(waits, fmt.Sprintf("%s %s / %ss", q, ms(time.Duration(sum/n*float64(time.Second))),
-				strconv.FormatFloat(m.quantile("workqueue_queue_duration_seconds", map[string]string{"name": q}, 0.99), 'g', 2, 64)))
+				strconv.FormatFloat(m.Quantile("workqueue_queue_duration_seconds", map[string]string{"name": q}, 0.99), 'g', 2, 64)))
 		}
 		sort.Strings(waits)
-		f("| %s | %s | %.2f | %.1f |\n", p.name, strings.Join(waits, "; "), m.sum("controller_runtime_reconcile_total", nil)/float64(p.objects),
-			m.sum("rest_client_rate_limiter_duration_seconds_sum", nil))
+		f("| %s | %s | %.2f | %.1f |\n", p.name, strings.Join(waits, "; "), m.Sum("controller_runtime_reconcile_total", nil)/float64(p.objects),
+			m.Sum("rest_client_rate_limiter_duration_seconds_sum", nil))
 	}
 }
 

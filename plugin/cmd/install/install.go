@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,9 +43,12 @@ type Options struct {
 	PinImage bool
 	// NodePool runs the operator on that pool's nodes, tolerating its taint.
 	NodePool string
-	DryRun   string
-	Wait     bool
-	Timeout  time.Duration
+	// OperatorMemory is the memory each operator replica asks for and is
+	// limited to; empty keeps config/manager's.
+	OperatorMemory string
+	DryRun         string
+	Wait           bool
+	Timeout        time.Duration
 	// WithoutOperator leaves out the operator Deployment, its Service and
 	// its settings.
 	WithoutOperator bool
@@ -119,6 +123,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
 	f.BoolVar(&o.PinImage, "pin-image", true, "Look up the digest the image's registry serves for its tag and install REPO:TAG@DIGEST; false keeps the tag (a registry this machine cannot reach, images loaded onto the nodes).")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
+	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; README, Sizing the operator). Give it on every install.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
@@ -157,6 +162,11 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
+	if o.OperatorMemory != "" {
+		if err := setOperatorMemory(o.objects, o.OperatorMemory); err != nil {
+			return err
+		}
+	}
 	if o.WithoutOperator {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
 			// The tiers stay: the operator run elsewhere reads them.
@@ -192,6 +202,35 @@ func placeOnPool(objs []*unstructured.Unstructured, pool string) error {
 	return nil
 }
 
+// DefaultOperatorMemory is config/manager's memory request and limit.
+const DefaultOperatorMemory = "512Mi"
+
+// minOperatorMemory is what the operator needs caching nothing, with room
+// for its start.
+var minOperatorMemory = resource.MustParse("128Mi")
+
+// setOperatorMemory makes memory the operator container's memory request
+// and limit; the operator sets Go's soft limit from the limit.
+func setOperatorMemory(objs []*unstructured.Unstructured, memory string) error {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if err != nil || len(containers) == 0 {
+			return fmt.Errorf("the embedded manifests are broken: the Deployment has no containers")
+		}
+		c := containers[0].(map[string]any)
+		for _, kind := range []string{"requests", "limits"} {
+			if err := unstructured.SetNestedField(c, memory, "resources", kind, "memory"); err != nil {
+				return err
+			}
+		}
+		return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+	}
+	return nil
+}
+
 // Validate checks the flags.
 func (o *Options) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
@@ -206,6 +245,15 @@ func (o *Options) Validate() error {
 	if o.NodePool != "" {
 		if errs := validation.IsDNS1123Label(o.NodePool); len(errs) > 0 {
 			return cmdutil.Usage("Name a node pool as nodes label it: lower-case letters, digits and '-'.", "--node-pool %q: %s", o.NodePool, strings.Join(errs, "; "))
+		}
+	}
+	if o.OperatorMemory != "" {
+		q, err := resource.ParseQuantity(o.OperatorMemory)
+		switch {
+		case err != nil:
+			return cmdutil.Usage("Give a quantity, such as 1Gi: 128Mi per 10,000 objects the operator caches, plus 128Mi.", "--operator-memory %q is not a quantity", o.OperatorMemory)
+		case q.Cmp(minOperatorMemory) < 0:
+			return cmdutil.Usage("Give at least 128Mi: 128Mi per 10,000 objects the operator caches, plus 128Mi.", "--operator-memory %q is less than the operator needs caching nothing", o.OperatorMemory)
 		}
 	}
 	if !o.Print.IsTable() {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -301,6 +303,54 @@ func TestInstallNodePool(t *testing.T) {
 	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--node-pool", "Bad_Pool")
 	if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, `--node-pool "Bad_Pool"`) {
 		t.Errorf("exit %d, want %d naming the flag; stderr %q", res.Code, cmdutil.ExitUsage, res.Stderr)
+	}
+}
+
+// TestInstallOperatorMemory: the operator asks for and is limited to
+// config/manager's memory, or --operator-memory, and is told its limit
+// (MEMORY_LIMIT, from which it sets Go's soft limit).
+func TestInstallOperatorMemory(t *testing.T) {
+	container := func(args ...string) corev1.Container {
+		t.Helper()
+		res := plugintest.RunWithInput("", append([]string{"install", "--pin-image=false", "--dry-run=client", "-o", "yaml"}, args...)...)
+		if res.Code != 0 {
+			t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+		}
+		for _, o := range decodeAll(t, strings.NewReader(res.Stdout)) {
+			if o.GetKind() == "Deployment" {
+				var dep appsv1.Deployment
+				if err := fromUnstructured(o, &dep); err != nil {
+					t.Fatal(err)
+				}
+				return dep.Spec.Template.Spec.Containers[0]
+			}
+		}
+		t.Fatal("no Deployment")
+		return corev1.Container{}
+	}
+	for memory, args := range map[string][]string{install.DefaultOperatorMemory: nil, "1Gi": {"--operator-memory", "1Gi"}} {
+		c := container(args...)
+		q := resource.MustParse(memory)
+		if got := c.Resources.Requests[corev1.ResourceMemory]; got.Cmp(q) != 0 {
+			t.Errorf("%v: memory request %s, want %s", args, got.String(), memory)
+		}
+		if got := c.Resources.Limits[corev1.ResourceMemory]; got.Cmp(q) != 0 {
+			t.Errorf("%v: memory limit %s, want %s", args, got.String(), memory)
+		}
+		want := &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: c.Name, Resource: "limits.memory"}}
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "MEMORY_LIMIT" })
+		if i < 0 {
+			t.Fatalf("%v: no MEMORY_LIMIT in %+v", args, c.Env)
+		}
+		if diff := cmp.Diff(want, c.Env[i].ValueFrom); diff != "" {
+			t.Errorf("%v: MEMORY_LIMIT (-want +got):\n%s", args, diff)
+		}
+	}
+	for _, bad := range []string{"lots", "64Mi"} {
+		res := plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "--operator-memory", bad)
+		if res.Code != cmdutil.ExitUsage || !strings.Contains(res.Stderr, fmt.Sprintf("--operator-memory %q", bad)) {
+			t.Errorf("--operator-memory %s: exit %d, want %d naming the flag; stderr %q", bad, res.Code, cmdutil.ExitUsage, res.Stderr)
+		}
 	}
 }
 

@@ -96,7 +96,7 @@ A pod on a simulated (kwok) node has no logs; the command says so for that
 pod and goes on. A succeeded task's pod is deleted by the operator after
 the cluster's --succeeded-pod-retention (10m unless an admin set it),
 its outputs kept in the task's status; the command says when, for each
-such task or step. It exits 8 when no pod had logs to show.`,
+such task, step or forEach item. It exits 8 when no pod had logs to show.`,
 		Example: `  # Every service of app shop, following
   kubectl sched logs shop -f
 
@@ -314,15 +314,17 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 			return nil, err
 		}
 		src.selector = labels.SelectorFromSet(set)
-		stepName := func(p *corev1.Pod) string {
-			label, name := p.Labels[schedv1.LabelWorkflowStep], ""
+		stepOf := func(labels map[string]string) string {
+			label := labels[schedv1.LabelWorkflowStep]
 			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
-				name = t.Spec.Finally[j].Name
+				return t.Spec.Finally[j].Name
 			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
-				name = t.Spec.Steps[i].Name
-			} else {
-				name = "step-" + label
+				return t.Spec.Steps[i].Name
 			}
+			return "step-" + label
+		}
+		stepName := func(p *corev1.Pod) string {
+			name := stepOf(p.Labels)
 			if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
 				name += "[" + item + "]"
 			}
@@ -342,16 +344,24 @@ func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 		}
 		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
 		src.deleted = func(ctx context.Context) ([]deletedPods, error) {
+			// The tasks of the pods asked for: a step's and its items' carry
+			// the labels their pods do.
 			var tasks schedv1.AgentTaskList
-			if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels{schedv1.LabelWorkflow: names.Join(t.Name)}); err != nil {
+			if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
 				return nil, err
 			}
 			var out []deletedPods
 			for i := range tasks.Items {
 				task := &tasks.Items[i]
-				if c := podDeleted(task); c != nil && metav1.IsControlledBy(task, t) {
-					out = append(out, deletedPods{of: "step " + stepName(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: task.Labels}}), task: task.Name, condition: *c})
+				c := podDeleted(task)
+				if c == nil || !metav1.IsControlledBy(task, t) {
+					continue
 				}
+				of := "step " + stepOf(task.Labels)
+				if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
+					of = "item " + item + " of " + of
+				}
+				out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
 			}
 			slices.SortFunc(out, func(a, b deletedPods) int {
 				return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
@@ -531,13 +541,21 @@ func (d deletedPods) String() string {
 // cluster is fine, and the outputs are in the status.
 func (o *Options) podsDeletedError(src *source, deleted []deletedPods) error {
 	hint := fmt.Sprintf("'kubectl sched describe %s %s' shows the outputs. Succeeded tasks' pods are kept for the cluster's --succeeded-pod-retention; an admin keeps them longer with 'kubectl sched install --succeeded-pod-retention 1h' (0: as long as the task).", src.kind.Singular, src.name)
-	if src.kind.Kind == "AgentTask" {
+	// A task, or the one step or item asked for.
+	if src.kind.Kind == "AgentTask" || len(deleted) == 1 && o.Service != "" {
 		return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s", deleted[0].String())
 	}
 	for _, d := range deleted {
 		fmt.Fprintln(o.ErrOut, "warning: "+d.String())
 	}
-	return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s %s has no pods left: the operator deleted the pods of its %d succeeded step(s), with their logs", src.kind.Singular, src.name, len(deleted))
+	if o.Service != "" {
+		return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "step %s of %s %s has no pods left: the operator deleted the pods of its %d succeeded item(s), with their logs", o.Service, src.kind.Singular, src.name, len(deleted))
+	}
+	what := fmt.Sprintf("%d succeeded step(s)", len(deleted))
+	if items := len(slices.DeleteFunc(slices.Clone(deleted), func(d deletedPods) bool { return !strings.HasPrefix(d.of, "item ") })); items > 0 {
+		what = fmt.Sprintf("%d succeeded step(s) and forEach item(s)", len(deleted))
+	}
+	return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s %s has no pods left: the operator deleted the pods of its %s, with their logs", src.kind.Singular, src.name, what)
 }
 
 // lastEnded finds container c's last instance that ended: the current one

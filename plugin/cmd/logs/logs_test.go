@@ -173,6 +173,18 @@ func TestDeletedPods(t *testing.T) {
 		task.OwnerReferences = []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow", Name: wf.Name, UID: wf.UID, Controller: ptr.To(true)}}
 		succeeded(task, task.Name+"-abcde")
 	}
+	// A workflow whose forEach step's items succeeded and lost their pods;
+	// its first step's pod is still there.
+	loop := MakeWorkflow("looped", ns).Step("plan", "busybox:1.36").Step("deploy", "busybox:1.36", "${item}").ForEach([]string{"eu", "us"}, "", 0).Obj()
+	create(t, loop)
+	for k := range 2 {
+		task := MakeAgentTask(names.ItemTask("looped", 1, "deploy", k), ns).Image("busybox:1.36").Obj()
+		task.Labels = map[string]string{schedv1.LabelWorkflow: "looped", schedv1.LabelWorkflowStep: "1", schedv1.LabelWorkflowItem: strconv.Itoa(k)}
+		task.OwnerReferences = []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow", Name: loop.Name, UID: loop.UID, Controller: ptr.To(true)}}
+		succeeded(task, task.Name+"-abcde")
+	}
+	create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "looped-0-plan-x", Namespace: ns, Labels: map[string]string{schedv1.LabelWorkflow: "looped", schedv1.LabelWorkflowStep: "0"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "task", Image: "busybox:1.36"}}}})
 
 	cases := map[string]plugintest.ErrorCase{
 		"a task": {Args: []string{"logs", "at/pruned", "-n", ns}, Code: cmdutil.ExitNoLogs, Stderr: []string{
@@ -186,6 +198,23 @@ func TestDeletedPods(t *testing.T) {
 			"workflow cleaned has no pods left: the operator deleted the pods of its 2 succeeded step(s), with their logs",
 			"--succeeded-pod-retention",
 		}},
+		"one item": {Args: []string{"logs", "wf/looped", "deploy", "--item", "1", "-n", ns}, Code: cmdutil.ExitNoLogs, Stderr: []string{
+			"error: item 1 of step deploy: pod looped-1-deploy-1-abcde was deleted 10m after the task succeeded, as the cluster's --succeeded-pod-retention says; its log went with it, its outputs are in the task's status (deleted at 2026-11-25T10:15:00Z)",
+			"'kubectl sched describe workflow looped' shows the outputs",
+			"kubectl sched install --succeeded-pod-retention 1h",
+		}},
+		"a forEach step": {Args: []string{"logs", "wf/looped", "deploy", "-n", ns}, Code: cmdutil.ExitNoLogs, Stderr: []string{
+			"warning: item 0 of step deploy: pod looped-1-deploy-0-abcde was deleted",
+			"warning: item 1 of step deploy: pod looped-1-deploy-1-abcde was deleted",
+			"step deploy of workflow looped has no pods left: the operator deleted the pods of its 2 succeeded item(s), with their logs",
+			"kubectl sched install --succeeded-pod-retention 1h",
+		}},
 	}
-	env.RunErrorCases(t, cases, nil)
+	env.RunErrorCases(t, cases, func(t *testing.T, r plugintest.Result) {
+		// Only the pods asked for are explained: not the other steps'.
+		looped := strings.HasSuffix(t.Name(), "one_item") || strings.HasSuffix(t.Name(), "a_forEach_step")
+		if looped && strings.Contains(r.Stderr, "plan") || strings.HasSuffix(t.Name(), "one_item") && strings.Contains(r.Stderr, "item 0") {
+			t.Errorf("stderr names pods not asked for:\n%s", r.Stderr)
+		}
+	})
 }

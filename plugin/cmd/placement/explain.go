@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
@@ -38,10 +37,11 @@ type ExplainOptions struct {
 func newExplainCommand(c kube.ClientOptions) *cobra.Command {
 	o := &ExplainOptions{ClientOptions: c}
 	cmd := &cobra.Command{
-		Use:   "explain (ud NAME | at NAME | wf NAME [STEP] | -f FILE)",
+		Use:   "explain (ud NAME | at NAME | wf NAME [STEP] | cwf NAME [STEP] | -f FILE)",
 		Short: "Show the nodes each pod of an app, task or workflow may use, and why not the others",
 		Long: `For each pod the object makes (each service of an app, the task's pod, each
-step's task), the nodes it may use and, grouped by reason, why not the others:
+step's task; for a CronWorkflow, each step's task in every run it starts), the
+nodes it may use and, grouped by reason, why not the others:
 not in a node pool it names or a pool reserved for others, a spot node (or not
 one, for spot: Required), no GPU (or a GPU node for another workload), the
 zone, the sched_ext CPU scheduler it asks for not attached, another taint
@@ -64,13 +64,16 @@ gives everything for scripts. Exits 0 when every pod has a node it may use,
   kubectl sched placement explain -f task.yaml
 
   # One step of a workflow, every node
-  kubectl sched placement explain wf release build -o wide`,
-		Args:              cmdutil.ArgsTaking(0, 3, "KIND NAME (ud, at or wf), wf NAME STEP, or nothing with -f"),
+  kubectl sched placement explain wf release build -o wide
+
+  # The steps of the runs a CronWorkflow starts
+  kubectl sched placement explain cwf nightly`,
+		Args:              cmdutil.ArgsTaking(0, 3, "KIND NAME (ud, at, wf or cwf), wf or cwf NAME STEP, or nothing with -f"),
 		ValidArgsFunction: o.complete,
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "A file (or - for stdin) with UserDeployments, AgentTasks or Workflows, explained before they are created.")
+	f.StringVarP(&o.File, "filename", "f", "", "A file (or - for stdin) with UserDeployments, AgentTasks, Workflows or CronWorkflows, explained before they are created.")
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide (every node), json or yaml.")
 	f.BoolVar(&o.NoHeaders, "no-headers", false, "Print the table without its header.")
 	return cmd
@@ -86,7 +89,7 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		k, ok := kinds.Lookup(kindArg)
 		if !ok || !explainable(k) {
-			return cmdutil.Usage("Name ud, at or wf and an object, or give -f FILE.", "placement explain takes a UserDeployment (ud), AgentTask (at) or Workflow (wf), got %q", kindArg)
+			return cmdutil.Usage("Name ud, at, wf or cwf and an object, or give -f FILE.", "placement explain takes a UserDeployment (ud), AgentTask (at), Workflow (wf) or CronWorkflow (cwf), got %q", kindArg)
 		}
 		o.kind = k
 		if len(rest) == 0 || rest[0] == "" {
@@ -94,13 +97,13 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 		}
 		o.name = rest[0]
 		if len(rest) > 1 {
-			if k.Kind != "Workflow" {
-				return cmdutil.Usage("Only a workflow takes a STEP.", "placement explain %s takes one name, got %d arguments", k.Short, len(rest))
+			if !hasSteps(k) {
+				return cmdutil.Usage("Only a workflow or a cronworkflow takes a STEP.", "placement explain %s takes one name, got %d arguments", k.Short, len(rest))
 			}
 			o.step = rest[1]
 		}
 		if len(rest) > 2 {
-			return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "placement explain wf takes a NAME and a STEP, got %d arguments", len(rest))
+			return cmdutil.Usage(fmt.Sprintf("See '%s --help'.", cmd.CommandPath()), "placement explain %s takes a NAME and a STEP, got %d arguments", k.Short, len(rest))
 		}
 	}
 	if f := cmd.Flag("namespace"); f != nil && f.Changed {
@@ -111,8 +114,11 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // explainable are the kinds that make pods.
 func explainable(k kinds.Kind) bool {
-	return k.Kind == "UserDeployment" || k.Kind == "AgentTask" || k.Kind == "Workflow"
+	return k.Kind == "UserDeployment" || k.Kind == "AgentTask" || hasSteps(k)
 }
+
+// hasSteps are the kinds whose pods are steps' tasks: explain takes a STEP.
+func hasSteps(k kinds.Kind) bool { return k.Kind == "Workflow" || k.Kind == "CronWorkflow" }
 
 // Validate checks that one object is named, and the output format.
 func (o *ExplainOptions) Validate() error {
@@ -120,7 +126,7 @@ func (o *ExplainOptions) Validate() error {
 	case o.File != "" && o.name != "":
 		return cmdutil.Usage("Give either KIND NAME or -f FILE.", "placement explain takes an object or -f FILE, not both")
 	case o.File == "" && o.name == "":
-		return cmdutil.Usage("For example 'kubectl sched placement explain ud shop', or -f app.yaml.", "placement explain needs an object (ud, at or wf and a NAME) or -f FILE")
+		return cmdutil.Usage("For example 'kubectl sched placement explain ud shop', or -f app.yaml.", "placement explain needs an object (ud, at, wf or cwf and a NAME) or -f FILE")
 	}
 	switch o.Output {
 	case "", "wide", "json", "yaml":
@@ -184,7 +190,8 @@ func (o *ExplainOptions) warn(err error, verb, what, consequence string) {
 // completeTimeout bounds completion's requests: a shell must not hang.
 const completeTimeout = 5 * time.Second
 
-// complete completes the kind, then its names, then a workflow's steps.
+// complete completes the kind, then its names, then a workflow's (or a
+// cronworkflow's) steps.
 func (o *ExplainOptions) complete(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	switch len(args) {
 	case 0:
@@ -202,7 +209,8 @@ func (o *ExplainOptions) complete(_ *cobra.Command, args []string, toComplete st
 		}
 		return o.CompleteNames(k, 0)(nil, nil, toComplete)
 	case 2:
-		if k, ok := kinds.Lookup(args[0]); !ok || k.Kind != "Workflow" {
+		k, ok := kinds.Lookup(args[0])
+		if !ok || !hasSteps(k) {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		c, err := o.NewClients(o.Flags)
@@ -212,12 +220,12 @@ func (o *ExplainOptions) complete(_ *cobra.Command, args []string, toComplete st
 		if c, err = c.WithTimeout(completeTimeout); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var wf schedv1.Workflow
-		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: args[1]}, &wf); err != nil {
+		obj := k.New()
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: c.Namespace, Name: args[1]}, obj); err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		var out []cobra.Completion
-		for _, s := range wf.Spec.Steps {
+		for _, s := range workflowSpec(obj).Steps {
 			if strings.HasPrefix(s.Name, toComplete) {
 				out = append(out, s.Name)
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -112,6 +113,8 @@ func createWithStatus(t *testing.T, obj client.Object) {
 		o.Status = want.(*schedv1.AgentTask).Status
 	case *schedv1.Workflow:
 		o.Status = want.(*schedv1.Workflow).Status
+	case *schedv1.CronWorkflow:
+		o.Status = want.(*schedv1.CronWorkflow).Status
 	default:
 		return
 	}
@@ -334,6 +337,30 @@ func TestExplainApp(t *testing.T) {
 	if diff := cmp.Diff(wantPods, r.Pods[0].Pods); diff != "" {
 		t.Errorf("web's pods (-want +got):\n%s", diff)
 	}
+
+	// A stateful service's StatefulSet is judged as a Deployment is.
+	db := builders.MakeUserDeployment("db", ns).Service("pg", "postgres:17", 5432, schedv1.ExposureInternal).Obj()
+	createWithStatus(t, db)
+	dbLabels := map[string]string{schedv1.LabelUserDeployment: "db", schedv1.LabelService: "pg"}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-pg", Namespace: ns},
+		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: dbLabels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: dbLabels},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pg", Image: "postgres:17"}},
+				NodeSelector: map[string]string{schedv1.NodeLabelPool: "highmem"}},
+		}},
+	}
+	if err := env.Client.Create(context.Background(), sts); err != nil {
+		t.Fatal(err)
+	}
+	res = env.Run("placement", "explain", "ud", "db", "-n", ns, "-o", "json")
+	r = placement.Report{}
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil || res.Code != 0 {
+		t.Fatalf("exit %d, %v\n%s\n%s", res.Code, err, res.Stdout, res.Stderr)
+	}
+	if len(r.Pods) != 1 || r.Pods[0].PodSpecFrom != "StatefulSet/db-pg" || r.Pods[0].NodesFit != 1 {
+		t.Errorf("db: %+v", r.Pods)
+	}
 }
 
 func TestExplainTaskAndWorkflow(t *testing.T) {
@@ -403,7 +430,7 @@ func TestExplainTaskAndWorkflow(t *testing.T) {
 
 	// Completion: kinds, names, then a workflow's steps.
 	for args, want := range map[string][]string{
-		"":           {"ud", "at", "wf"},
+		"":           {"ud", "at", "wf", "cwf"},
 		"wf":         {"nightly"},
 		"wf nightly": {"build", "train"},
 	} {
@@ -419,6 +446,80 @@ func TestExplainTaskAndWorkflow(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("complete %q: got %q, want %q", args, got, want)
 		}
+	}
+}
+
+// A CronWorkflow's steps are explained from its workflowSpec, as each run
+// makes them: by name, by index, from a file; a suspended one wants no pod.
+func TestExplainCronWorkflow(t *testing.T) {
+	createNodes(t)
+	ns := namespace(t, "explain-cron")
+	cw := builders.MakeCronWorkflow("nightly", ns, "0 2 * * *").
+		StepTask("build", schedv1.AgentTaskSpec{Image: "busybox:1.36", Placement: &schedv1.Placement{CPUScheduler: "scx_lavd"}}).
+		StepTask("train", schedv1.AgentTaskSpec{Image: "busybox:1.36", Placement: &schedv1.Placement{WorkloadType: schedv1.WorkloadGPU, NodePools: []string{"general"}}}).Obj()
+	next := metav1.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
+	cw.Status = schedv1.CronWorkflowStatus{NextScheduleTime: &next, ActiveCount: 1, Active: []schedv1.CronWorkflowRun{{Name: "nightly-29400000"}}}
+	createWithStatus(t, cw)
+
+	res := env.Run("placement", "explain", "cwf", "nightly", "-n", ns)
+	if res.Code != cmdutil.ExitNoNode {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", res.Code, cmdutil.ExitNoNode, res.Stdout, res.Stderr)
+	}
+	plugintest.Golden(t, "cronworkflow", res.Stdout)
+	if want := "error: cwf/nightly/train has no node it may use: no node fits\n"; !strings.HasPrefix(res.Stderr, want) {
+		t.Errorf("stderr:\n%s\nwant it to start with:\n%s", res.Stderr, want)
+	}
+
+	for _, stepArg := range []string{"build", "0"} {
+		res = env.Run("placement", "explain", "cronworkflow/nightly", stepArg, "-n", ns, "--no-headers")
+		first, _, _ := strings.Cut(res.Stdout, "\n")
+		if res.Code != 0 || strings.Join(strings.Fields(first), " ") != "cwf/nightly/build 1 of 8 fits general-a" || strings.Contains(res.Stdout, "train") {
+			t.Errorf("step %s: exit %d\nstdout:\n%s\nstderr:\n%s", stepArg, res.Code, res.Stdout, res.Stderr)
+		}
+	}
+	res = env.Run("placement", "explain", "cwf", "nightly", "deploy", "-n", ns)
+	if res.Code != cmdutil.ExitNotFound || !strings.Contains(res.Stderr, `cronworkflow nightly has no step "deploy"`) || !strings.Contains(res.Stderr, "Its steps: build, train") {
+		t.Errorf("unknown step: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+
+	// Suspended: no run starts, so its steps want no pod.
+	cw.Spec.Suspend = true
+	if err := env.Client.Update(context.Background(), cw); err != nil {
+		t.Fatal(err)
+	}
+	res = env.Run("placement", "explain", "cwf", "nightly", "-n", ns, "-o", "json")
+	var r placement.Report
+	if err := json.Unmarshal([]byte(res.Stdout), &r); err != nil {
+		t.Fatalf("exit %d, %v\nstdout:\n%s\nstderr:\n%s", res.Code, err, res.Stdout, res.Stderr)
+	}
+	for _, p := range r.Pods {
+		if p.Wanted != 0 || p.Created || p.Object != "cronworkflow/nightly" || !strings.Contains(p.Summary, "suspended: no run starts") {
+			t.Errorf("%s: wanted %d, created %v, object %q, summary %q", p.Name, p.Wanted, p.Created, p.Object, p.Summary)
+		}
+	}
+
+	// From a file, before it exists.
+	path := writeFile(t, `apiVersion: sched.kubectl-sched.dev/v1alpha1
+kind: CronWorkflow
+metadata:
+  name: weekly
+spec:
+  schedule: "0 3 * * 0"
+  workflowSpec:
+    steps:
+      - name: report
+        task: {image: busybox:1.36, placement: {nodePools: [highmem]}}
+`)
+	res = env.Run("placement", "explain", "-f", path, "-n", ns, "--no-headers")
+	if res.Code != 0 || !strings.HasSuffix(res.Stdout, "\ncwf/weekly/report: may use 1 of 8 nodes; not created yet\n") {
+		t.Errorf("-f: exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+
+	// Completion of a cronworkflow's steps.
+	line := []string{"__complete", "placement", "explain", "-n", ns, "--kubeconfig", env.Kubeconfig, "cwf", "nightly", ""}
+	res = plugintest.RunWithInput("", line...)
+	if !strings.HasPrefix(res.Stdout, "build\ntrain\n:") {
+		t.Errorf("complete cwf nightly: %q", res.Stdout)
 	}
 }
 
@@ -471,10 +572,10 @@ func TestExplainErrors(t *testing.T) {
 		wantCode int
 		wantErr  string
 	}{
-		"nothing named":       {args: []string{"placement", "explain"}, wantCode: cmdutil.ExitUsage, wantErr: "placement explain needs an object (ud, at or wf and a NAME) or -f FILE"},
-		"a kind without pods": {args: []string{"placement", "explain", "scx", "lavd"}, wantCode: cmdutil.ExitUsage, wantErr: `takes a UserDeployment (ud), AgentTask (at) or Workflow (wf), got "scx"`},
+		"nothing named":       {args: []string{"placement", "explain"}, wantCode: cmdutil.ExitUsage, wantErr: "placement explain needs an object (ud, at, wf or cwf and a NAME) or -f FILE"},
+		"a kind without pods": {args: []string{"placement", "explain", "scx", "lavd"}, wantCode: cmdutil.ExitUsage, wantErr: `takes a UserDeployment (ud), AgentTask (at), Workflow (wf) or CronWorkflow (cwf), got "scx"`},
 		"no name":             {args: []string{"placement", "explain", "ud"}, wantCode: cmdutil.ExitUsage, wantErr: "placement explain ud needs the name of the UserDeployment"},
-		"a step of a task":    {args: []string{"placement", "explain", "at", "t", "s"}, wantCode: cmdutil.ExitUsage, wantErr: "Only a workflow takes a STEP."},
+		"a step of a task":    {args: []string{"placement", "explain", "at", "t", "s"}, wantCode: cmdutil.ExitUsage, wantErr: "Only a workflow or a cronworkflow takes a STEP."},
 		"both":                {args: []string{"placement", "explain", "at", "t", "-f", bad}, wantCode: cmdutil.ExitUsage, wantErr: "not both"},
 		"bad output":          {args: []string{"placement", "explain", "at", "t", "-o", "name"}, wantCode: cmdutil.ExitUsage, wantErr: `--output must be wide, json or yaml, got "name"`},
 		"not found":           {args: []string{"placement", "explain", "at", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `agenttasks.sched.kubectl-sched.dev "missing" not found`},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -30,7 +31,8 @@ import (
 // Unit is one pod an object makes (a service's pods, a task's pod, a
 // step's task's pod), as explain judges it.
 type Unit struct {
-	// Name is how the report names it: ud/shop/web, at/hello, wf/release/build.
+	// Name is how the report names it: ud/shop/web, at/hello,
+	// wf/release/build, cwf/nightly/build.
 	Name string
 	// Object is kind/name of the object it belongs to.
 	Object    string
@@ -52,7 +54,11 @@ type Unit struct {
 	State string
 }
 
-var taskKind, _ = kinds.Lookup("agenttask")
+var (
+	taskKind, _     = kinds.Lookup("agenttask")
+	workflowKind, _ = kinds.Lookup("workflow")
+	cronKind, _     = kinds.Lookup("cronworkflow")
+)
 
 // fromSpec is Unit.From for a pod computed from the object's spec.
 const fromSpec = "spec.placement"
@@ -107,6 +113,8 @@ func (o *ExplainOptions) units(ctx context.Context) ([]Unit, error) {
 		return []Unit{o.taskUnit(ctx, t, "at/"+t.Name, "agenttask/"+t.Name, "")}, nil
 	case *schedv1.Workflow:
 		return o.workflowUnits(ctx, t)
+	case *schedv1.CronWorkflow:
+		return o.cronUnits(t)
 	}
 	return nil, fmt.Errorf("unexpected kind %T", obj)
 }
@@ -133,14 +141,86 @@ func fileUnits(obj client.Object) []Unit {
 	case *schedv1.AgentTask:
 		out = append(out, Unit{Name: "at/" + name, Object: "agenttask/" + name, Namespace: ns,
 			Pod: taskPod(ns, &t.Spec), From: fromSpec, Wanted: 1, State: "not created yet"})
-	case *schedv1.Workflow:
-		for i := range t.Spec.Steps {
-			s := &t.Spec.Steps[i]
-			out = append(out, Unit{Name: "wf/" + name + "/" + s.Name, Object: "workflow/" + name, Namespace: ns, Step: s.Name,
-				Pod: taskPod(ns, &s.Task), From: fromSpec, Wanted: 1, State: "not created yet"})
+	case *schedv1.Workflow, *schedv1.CronWorkflow:
+		k := workflowKind
+		if _, ok := obj.(*schedv1.CronWorkflow); ok {
+			k = cronKind
+		}
+		for i := range workflowSpec(obj).Steps {
+			out = append(out, specStepUnit(k, name, ns, &workflowSpec(obj).Steps[i], 1, "not created yet"))
 		}
 	}
 	return out
+}
+
+// workflowSpec is the spec of a Workflow's steps, or of a CronWorkflow's
+// runs'.
+func workflowSpec(obj client.Object) *schedv1.WorkflowSpec {
+	switch t := obj.(type) {
+	case *schedv1.Workflow:
+		return &t.Spec
+	case *schedv1.CronWorkflow:
+		return &t.Spec.WorkflowSpec
+	}
+	return &schedv1.WorkflowSpec{}
+}
+
+// specStepUnit is the pod of step s of the Workflow or CronWorkflow (k)
+// name, from the step's spec: its task does not exist.
+func specStepUnit(k kinds.Kind, name, ns string, s *schedv1.WorkflowStep, wanted int, state string) Unit {
+	return Unit{Name: k.Short + "/" + name + "/" + s.Name, Object: k.Singular + "/" + name, Namespace: ns, Step: s.Name,
+		Pod: taskPod(ns, &s.Task), From: fromSpec, Wanted: wanted, State: state}
+}
+
+// wantsStep reports whether step i, named name, is one to explain: every
+// step, or the one STEP names by name or index.
+func (o *ExplainOptions) wantsStep(name string, i int) bool {
+	return o.step == "" || o.step == name || o.step == strconv.Itoa(i)
+}
+
+// noStep is the error for a STEP that names none of spec's steps.
+func (o *ExplainOptions) noStep(k kinds.Kind, name string, spec *schedv1.WorkflowSpec) error {
+	steps := make([]string, len(spec.Steps))
+	for i, s := range spec.Steps {
+		steps[i] = s.Name
+	}
+	return cmdutil.Errorf(cmdutil.ExitNotFound, "Its steps: "+strings.Join(steps, ", ")+" (or their index from 0).",
+		"%s %s has no step %q", k.Singular, name, o.step)
+}
+
+// cronUnits are the steps of the runs a CronWorkflow starts (or the one
+// STEP names), from its workflowSpec: no task of theirs exists until a run
+// does, and a run's own are 'placement explain wf RUN'.
+func (o *ExplainOptions) cronUnits(cw *schedv1.CronWorkflow) ([]Unit, error) {
+	wanted, state := 1, "made by each run"
+	if t := cw.Status.NextScheduleTime; t != nil {
+		state += ", the next at " + t.UTC().Format(time.RFC3339)
+	}
+	if cw.Spec.Suspend {
+		wanted, state = 0, "suspended: no run starts"
+	}
+	switch active := cw.Status.Active; len(active) {
+	case 0:
+	case 1:
+		state += fmt.Sprintf("; run %s is active (placement explain wf %s)", active[0].Name, active[0].Name)
+	default:
+		runs := make([]string, len(active))
+		for i, r := range active {
+			runs[i] = r.Name
+		}
+		state += fmt.Sprintf("; runs %s are active (placement explain wf RUN)", strings.Join(runs, ", "))
+	}
+	var out []Unit
+	for i := range cw.Spec.WorkflowSpec.Steps {
+		s := &cw.Spec.WorkflowSpec.Steps[i]
+		if o.wantsStep(s.Name, i) {
+			out = append(out, specStepUnit(o.kind, cw.Name, cw.Namespace, s, wanted, state))
+		}
+	}
+	if len(out) == 0 {
+		return nil, o.noStep(o.kind, cw.Name, &cw.Spec.WorkflowSpec)
+	}
+	return out, nil
 }
 
 // appUnits are an app's services, with the pod template of the
@@ -190,7 +270,7 @@ func (o *ExplainOptions) workflowUnits(ctx context.Context, wf *schedv1.Workflow
 	var out []Unit
 	for i := range wf.Spec.Steps {
 		s := &wf.Spec.Steps[i]
-		if o.step != "" && o.step != s.Name && o.step != strconv.Itoa(i) {
+		if !o.wantsStep(s.Name, i) {
 			continue
 		}
 		unitName, object := "wf/"+wf.Name+"/"+s.Name, "workflow/"+wf.Name
@@ -229,12 +309,7 @@ func (o *ExplainOptions) workflowUnits(ctx context.Context, wf *schedv1.Workflow
 		out = append(out, u)
 	}
 	if len(out) == 0 {
-		steps := make([]string, len(wf.Spec.Steps))
-		for i, s := range wf.Spec.Steps {
-			steps[i] = s.Name
-		}
-		return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Its steps: "+strings.Join(steps, ", ")+" (or their index from 0).",
-			"workflow %s has no step %q", wf.Name, o.step)
+		return nil, o.noStep(o.kind, wf.Name, &wf.Spec)
 	}
 	return out, nil
 }
@@ -259,10 +334,10 @@ func (o *ExplainOptions) pods(ctx context.Context, ns string, sel client.Matchin
 	return list.Items
 }
 
-// readFile reads -f: UserDeployments, AgentTasks and Workflows, YAML or
-// JSON, one or more, unknown fields refused. An object without a
-// namespace takes -n's (or the context's); one with another namespace
-// than -n is refused, as kubectl apply refuses it.
+// readFile reads -f: UserDeployments, AgentTasks, Workflows and
+// CronWorkflows, YAML or JSON, one or more, unknown fields refused. An
+// object without a namespace takes -n's (or the context's); one with
+// another namespace than -n is refused, as kubectl apply refuses it.
 func (o *ExplainOptions) readFile() ([]client.Object, error) {
 	var data []byte
 	var err error
@@ -300,7 +375,7 @@ func (o *ExplainOptions) readFile() ([]client.Object, error) {
 		}
 		k, ok := kinds.ByKind(tm.Kind)
 		if !ok || !explainable(k) || tm.APIVersion != schedv1.GroupVersion.String() {
-			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Each object needs apiVersion: %s and kind UserDeployment, AgentTask or Workflow.", schedv1.GroupVersion),
+			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Each object needs apiVersion: %s and kind UserDeployment, AgentTask, Workflow or CronWorkflow.", schedv1.GroupVersion),
 				"%s, object %d is a %q %q, which placement explain does not take", source, i, tm.Kind, tm.APIVersion)
 		}
 		obj := k.New()
@@ -325,7 +400,7 @@ func (o *ExplainOptions) readFile() ([]client.Object, error) {
 		out = append(out, obj)
 	}
 	if len(out) == 0 {
-		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Put a UserDeployment, AgentTask or Workflow in the file.", "%s holds no objects", source)
+		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Put a UserDeployment, AgentTask, Workflow or CronWorkflow in the file.", "%s holds no objects", source)
 	}
 	return out, nil
 }

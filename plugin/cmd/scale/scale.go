@@ -7,7 +7,14 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appedit"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -28,6 +35,8 @@ type Options struct {
 	appedit.Options
 	Service  string
 	Replicas int32
+	// Force sets the replicas of a service an autoscaler scales.
+	Force bool
 
 	replicasGiven bool
 }
@@ -46,13 +55,20 @@ when the app has one service.
 The operator scales the service's Deployment to it. Scale the app, not its
 Deployment: the operator puts back what 'kubectl scale deployment' changes.
 A later 'kubectl sched deploy' of the app keeps the replicas, unless its
-template sets them for that service.`,
+template sets them for that service.
+
+A service whose Deployment (or StatefulSet) a HorizontalPodAutoscaler scales
+runs as many pods as the autoscaler says: the operator leaves its replicas to
+it. Scale refuses such a service, naming the autoscaler; --force sets
+spec.services[].replicas anyway, which the service runs once no autoscaler
+scales it.`,
 		Example:           examples,
 		Args:              cmdutil.ArgsTaking(1, 2, "APP [SERVICE]"),
 		ValidArgsFunction: appedit.Complete(&o.ClientOptions, appedit.Completion{MaxServices: 1}),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().Int32Var(&o.Replicas, "replicas", 0, "The number of pods the service runs (required; 0 runs none and keeps the service).")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "Set the replicas of a service a HorizontalPodAutoscaler scales; they apply once no autoscaler scales it.")
 	o.AddFlags(cmd)
 	return cmd
 }
@@ -80,9 +96,13 @@ func (o *Options) Validate() error {
 // Run scales the service.
 func (o *Options) Run(ctx context.Context) error {
 	var svc string
+	var hpa *autoscalingv2.HorizontalPodAutoscaler
 	ud, changed, err := o.Change(ctx, func(a *appedit.App) (map[string]appedit.Edit, error) {
 		var err error
 		if svc, err = a.Service(o.Service); err != nil {
+			return nil, err
+		}
+		if hpa, err = o.autoscaler(ctx, svc); err != nil {
 			return nil, err
 		}
 		n := int64(o.Replicas)
@@ -98,8 +118,51 @@ func (o *Options) Run(ctx context.Context) error {
 	if !changed {
 		line = fmt.Sprintf("%s service %s already has %d replicas", appedit.Ref(o.Name), svc, o.Replicas)
 	}
+	if hpa != nil {
+		fmt.Fprintf(o.ErrOut, "note: %s scales service %s: it runs %s pods until the autoscaler is removed.\n", hpaName(hpa), svc, hpaRange(hpa))
+	}
 	if ud.Spec.State == schedv1.StateStopped {
 		fmt.Fprintf(o.ErrOut, "note: app %s is stopped: service %s runs its %d replicas once 'kubectl sched start %s%s' starts it.\n", o.Name, svc, o.Replicas, o.Name, o.NSFlag())
 	}
 	return o.Report(ctx, ud, line)
+}
+
+// autoscaler is the HorizontalPodAutoscaler that scales service svc's
+// Deployment or StatefulSet, if any: an error, unless --force, as the
+// operator leaves such a workload's replicas to the autoscaler and
+// spec.services[].replicas would change nothing now. One who may not list
+// autoscalers is not stopped: the operator reads them, not the user.
+func (o *Options) autoscaler(ctx context.Context, svc string) (*autoscalingv2.HorizontalPodAutoscaler, error) {
+	var list autoscalingv2.HorizontalPodAutoscalerList
+	switch err := o.Clients.Client.List(ctx, &list, client.InNamespace(o.Clients.Namespace)); {
+	case apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, cmdutil.API(err, "list", "horizontalpodautoscalers in namespace "+o.Clients.Namespace)
+	}
+	workload := names.ServiceObject(o.Name, svc)
+	for i := range list.Items {
+		hpa := &list.Items[i]
+		ref := hpa.Spec.ScaleTargetRef
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		if gv.Group != appsv1.GroupName || (ref.Kind != "Deployment" && ref.Kind != "StatefulSet") || ref.Name != workload {
+			continue
+		}
+		if o.Force {
+			return hpa, nil
+		}
+		return nil, cmdutil.Errorf(cmdutil.ExitError,
+			fmt.Sprintf("Change the autoscaler's minReplicas and maxReplicas (kubectl edit hpa %s%s), or delete it; --force sets the replicas anyway, which the service runs once no autoscaler scales it.", hpa.Name, o.NSFlag()),
+			"service %s of app %s is scaled by %s (%s replicas), not by spec.services[].replicas", svc, o.Name, hpaName(hpa), hpaRange(hpa))
+	}
+	return nil, nil
+}
+
+func hpaName(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
+	return "HorizontalPodAutoscaler " + hpa.Name
+}
+
+// hpaRange is how many replicas an autoscaler keeps: min to max.
+func hpaRange(hpa *autoscalingv2.HorizontalPodAutoscaler) string {
+	return fmt.Sprintf("%d to %d", ptr.Deref(hpa.Spec.MinReplicas, 1), hpa.Spec.MaxReplicas)
 }

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -191,5 +194,74 @@ func TestCompletion(t *testing.T) {
 	}
 	if got, want := complete("scale", "shop", "web", ""), ":4\n"; !strings.HasPrefix(got, want) {
 		t.Errorf("after the service: %q, want %q", got, want)
+	}
+}
+
+// A service a HorizontalPodAutoscaler scales is refused, naming it (the
+// operator leaves its replicas to the autoscaler), unless --force; one who
+// may not list autoscalers is not stopped.
+func TestScaleAutoscaled(t *testing.T) {
+	const ns = "scale-hpa"
+	apps(t, ns)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-cpu", Namespace: ns},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "shop-web"},
+			MinReplicas:    ptr.To[int32](2),
+			MaxReplicas:    10,
+		},
+	}
+	if err := env.Client.Create(ctx, hpa); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, more := range [][]string{nil, {"--dry-run=server"}} {
+		r := env.Run(append([]string{"scale", "shop", "web", "--replicas", "5", "-n", ns}, more...)...)
+		wantErr := "error: service web of app shop is scaled by HorizontalPodAutoscaler web-cpu (2 to 10 replicas), not by spec.services[].replicas\n" +
+			"Change the autoscaler's minReplicas and maxReplicas (kubectl edit hpa web-cpu -n scale-hpa), or delete it; --force sets the replicas anyway, which the service runs once no autoscaler scales it.\n"
+		if r.Code != cmdutil.ExitError || r.Stdout != "" || r.Stderr != wantErr {
+			t.Errorf("%q: exit %d, stdout %q\nstderr:\n%s\nwant:\n%s", more, r.Code, r.Stdout, r.Stderr, wantErr)
+		}
+	}
+	if got := replicas(t, ns, "shop", "web"); got != 2 {
+		t.Errorf("replicas %d after a refused scale, want 2", got)
+	}
+
+	// The other service, which no autoscaler scales, scales as before.
+	if r := mustRun(t, "scale", "shop", "api", "--replicas", "3", "-n", ns); r.Stderr != "" {
+		t.Errorf("api: stderr %q", r.Stderr)
+	}
+
+	r := mustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns, "--force")
+	if want := "note: HorizontalPodAutoscaler web-cpu scales service web: it runs 2 to 10 pods until the autoscaler is removed.\n"; r.Stderr != want {
+		t.Errorf("--force: stderr %q, want %q", r.Stderr, want)
+	}
+	if got := replicas(t, ns, "shop", "web"); got != 5 {
+		t.Errorf("replicas %d after --force, want 5", got)
+	}
+
+	// A user who may change apps but not list autoscalers.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "apps-only", Namespace: ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments"}, Verbs: []string{"get", "list", "patch"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "apps-only", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "apps-only"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "appsonly"}}}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.WaitAllowed(t, "appsonly", authorizationv1.ResourceAttributes{Namespace: ns, Verb: "patch", Group: schedv1.GroupName, Resource: "userdeployments"})
+	kc, err := env.UserKubeconfig("appsonly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = plugintest.RunWithInput("", "scale", "shop", "web", "--replicas", "4", "-n", ns, "--kubeconfig", kc)
+	if r.Code != 0 {
+		t.Fatalf("as appsonly: exit %d\nstderr:\n%s", r.Code, r.Stderr)
+	}
+	if got := replicas(t, ns, "shop", "web"); got != 4 {
+		t.Errorf("replicas %d after appsonly's scale, want 4", got)
 	}
 }

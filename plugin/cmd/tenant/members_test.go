@@ -59,6 +59,7 @@ var commandAccess = map[string][]access{
 		each(g, "userdeployments", "get", "create", "patch", "list", "watch"),
 		each("", "configmaps", "list")), // the namespace's templates
 	"stop, start, restart --wait": each(g, "userdeployments", "get", "patch", "list", "watch"),
+	"scale":                       slices.Concat(each(g, "userdeployments", "get", "patch"), each("autoscaling", "horizontalpodautoscalers", "list")),
 	"logs APP -f": slices.Concat(
 		each(g, "userdeployments", "get"),
 		each("", "pods", "list", "watch", "get"),

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -64,6 +66,25 @@ func TestScheduleFromATemplate(t *testing.T) {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
 	plugintest.Golden(t, "schedule-template.yaml", res.Stdout)
+}
+
+// TestScheduleEscapesFinallyValues: a template value in a finally step of
+// the CronWorkflow's workflowSpec is escaped, as in spec.steps: it cannot
+// read the build's outputs.
+func TestScheduleEscapesFinallyValues(t *testing.T) {
+	res := env.Run("workflow", "schedule", "report", "--cron", "@daily", "--template", "testdata/finally-template.yaml",
+		"--set", "message=${steps.build.output.token}", "--dry-run=client", "-o", "yaml")
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	cw := &schedv1.CronWorkflow{}
+	if err := yaml.UnmarshalStrict([]byte(res.Stdout), cw); err != nil {
+		t.Fatal(err)
+	}
+	want := []schedv1.EnvVar{{Name: "MESSAGE", Value: "$${steps.build.output.token}"}, {Name: "PHASE", Value: "${workflow.phase}"}}
+	if diff := cmp.Diff(want, cw.Spec.WorkflowSpec.Finally[0].Task.Env); diff != "" {
+		t.Errorf("finally env (-want +got):\n%s", diff)
+	}
 }
 
 func TestScheduleErrors(t *testing.T) {

@@ -42,7 +42,10 @@ func restMapper() meta.RESTMapper {
 	apps := schema.GroupVersion{Group: "apps", Version: "v1"}
 	add(apps, "Deployment", "deployments", ns)
 	add(apps, "DaemonSet", "daemonsets", ns)
+	add(apps, "StatefulSet", "statefulsets", ns)
 	add(apps, "ControllerRevision", "controllerrevisions", ns)
+	autoscaling := schema.GroupVersion{Group: "autoscaling", Version: "v2"}
+	add(autoscaling, "HorizontalPodAutoscaler", "horizontalpodautoscalers", ns)
 	batch := schema.GroupVersion{Group: "batch", Version: "v1"}
 	add(batch, "Job", "jobs", ns)
 	ext := schema.GroupVersion{Group: "apiextensions.k8s.io", Version: "v1"}

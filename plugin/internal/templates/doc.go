@@ -44,9 +44,14 @@
 // a boolean (type: boolean) or a map of strings (type: labels, given as
 // "k=v,k2=v2"; an empty value is an empty map).
 //
-// In the step strings of a Workflow (image, command, args, env values), the
-// inserted values are escaped, so a value holding "${steps...}" arrives
-// literally and cannot inject a reference to another step's outputs.
+// Wherever the operator reads a Workflow's references (the image, command,
+// args and env values of the task of a step or finally step, and
+// forEach.from), the inserted values are escaped, so a value holding
+// "${steps...}", "${params...}" or "${item}" arrives literally and cannot
+// inject a reference to another step's outputs. forEach.items are text the
+// operator never reads, and take values as they are. A when is CEL, which no
+// escaping makes text: a placeholder there is an error; the template gives
+// the value to a workflow param and the expression compares params.NAME.
 //
 // # Secret parameters
 //

@@ -75,7 +75,7 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 				return typed(p, values[name])
 			}
 		}
-		escape := kind == "Workflow" && isStepString(path)
+		escape := kind == "Workflow" && isReferenceString(path)
 		var b strings.Builder
 		err := scan(s, func(l string) { b.WriteString(l) }, func(name string, _ int) error {
 			v, ok := values[name]
@@ -148,10 +148,25 @@ func joinErrs(errs []error) error {
 	return fmt.Errorf("%s", strings.Join(s, "; "))
 }
 
-// isStepString reports whether path is a Workflow step string that the
-// operator reads ${steps...} references from.
-func isStepString(path []string) bool {
-	if len(path) < 5 || path[0] != "spec" || path[1] != "steps" || path[3] != "task" {
+// isReferenceString reports whether path is a Workflow string that the
+// operator reads ${...} references from (api/substitution): the image,
+// command, args and env values of the task of a step or finally step, and
+// its forEach.from. Values inserted there are escaped, so a parameter can
+// never make a reference (to another step's outputs, a param or ${item}).
+// forEach.items are not read (an item is text, like an output) and are not
+// escaped.
+func isReferenceString(path []string) bool {
+	if len(path) < 4 || path[0] != "spec" || path[1] != "steps" && path[1] != "finally" {
+		return false
+	}
+	switch path[3] {
+	case "forEach":
+		return len(path) == 5 && path[4] == "from"
+	case "task":
+	default:
+		return false
+	}
+	if len(path) < 5 {
 		return false
 	}
 	switch path[4] {
@@ -163,6 +178,11 @@ func isStepString(path []string) bool {
 		return len(path) == 7 && path[6] == "value"
 	}
 	return false
+}
+
+// isWhen reports whether path is a Workflow step's when, a CEL expression.
+func isWhen(path []string) bool {
+	return len(path) == 4 && path[0] == "spec" && (path[1] == "steps" || path[1] == "finally") && path[3] == "when"
 }
 
 // values checks the input against the parameters and returns the text of

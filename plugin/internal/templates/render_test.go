@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
@@ -473,5 +474,155 @@ func TestScan(t *testing.T) {
 				t.Errorf("got %q, want %q", b.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestRenderEscapesReferenceStrings: a value inserted wherever the operator
+// reads ${...} references (the task strings of steps and finally steps, and
+// forEach.from) arrives literally when the step is resolved: a parameter
+// cannot read another step's outputs, a param or ${item}. forEach.items are
+// text the operator never reads, and stay as given.
+func TestRenderEscapesReferenceStrings(t *testing.T) {
+	const params = `  - name: v
+    required: true
+  - name: src
+    default: list`
+	tmpl := parse(t, params, `  kind: Workflow
+  spec:
+    steps:
+      - name: secret
+        task:
+          image: busybox
+      - name: loop
+        forEach:
+          items:
+            - ${{ v }}
+        task:
+          image: busybox
+          args:
+            - ${item}/${{ v }}
+      - name: from
+        dependsOn: [secret]
+        forEach:
+          from: ${steps.secret.output.${{ src }}}
+        task:
+          image: busybox
+          args:
+            - ${{ v }}
+    finally:
+      - name: report
+        task:
+          image: busybox${{ v }}
+          command:
+            - ${{ v }}
+          args:
+            - ${workflow.phase} ${{ v }}
+          env:
+            - name: V
+              value: ${{ v }}
+      - name: each
+        forEach:
+          from: ${steps.secret.output.${{ src }}}
+        task:
+          image: busybox
+          args:
+            - ${{ v }}`)
+	for _, v := range []string{"${steps.secret.output.token}", "${steps.0.output.token}", "${params.p}", "${item}", "${workflow.phase}", "$${x}"} {
+		t.Run(v, func(t *testing.T) {
+			obj, _, err := tmpl.Render(Input{Name: "wf", Namespace: "ns", Params: map[string]string{"v": v}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec := obj.(*schedv1.Workflow).Spec
+			values := substitution.Values{
+				Params:    map[string]string{"p": "param"},
+				StepNames: []string{"secret", "loop", "from", "report", "each"},
+				Outputs:   []map[string]string{{"token": "hunter2", "list": `["a"]`}},
+				MainSteps: 3,
+			}
+			resolve := func(i int, task schedv1.AgentTaskSpec, v substitution.Values) schedv1.AgentTaskSpec {
+				t.Helper()
+				out, err := substitution.ResolveTask(i, task, v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+
+			// A loop's items are text: as given, and ${item} inserts them
+			// as they are.
+			if diff := cmp.Diff([]string{v}, spec.Steps[1].ForEach.Items); diff != "" {
+				t.Errorf("forEach.items (-want +got):\n%s", diff)
+			}
+			loop := values
+			loop.Loop, loop.Item = true, spec.Steps[1].ForEach.Items[0]
+			if got := resolve(1, spec.Steps[1].Task, loop).Args; !cmp.Equal(got, []string{v + "/" + v}) {
+				t.Errorf("loop step args = %q, want %q", got, v+"/"+v)
+			}
+			loop.Item = "a"
+			if got := resolve(2, spec.Steps[2].Task, loop).Args; !cmp.Equal(got, []string{v}) {
+				t.Errorf("forEach.from step args = %q, want %q", got, v)
+			}
+
+			fin := values
+			fin.Phase = "Failed"
+			want := schedv1.AgentTaskSpec{
+				Image: "busybox" + v, Command: []string{v}, Args: []string{"Failed " + v},
+				Env: []schedv1.EnvVar{{Name: "V", Value: v}},
+			}
+			if diff := cmp.Diff(want, resolve(fin.FinallyIndex(0), spec.Finally[0].Task, fin)); diff != "" {
+				t.Errorf("finally step (-want +got):\n%s", diff)
+			}
+			fin.Loop, fin.Item = true, "a"
+			if got := resolve(fin.FinallyIndex(1), spec.Finally[1].Task, fin).Args; !cmp.Equal(got, []string{v}) {
+				t.Errorf("finally forEach step args = %q, want %q", got, v)
+			}
+		})
+	}
+
+	// forEach.from: a value can name a key in the template's reference, but
+	// cannot be the reference.
+	whole := doc("  - name: src\n    default: ${steps.a.output.list}", `  kind: Workflow
+  spec:
+    steps:
+      - name: a
+        task:
+          image: busybox
+      - name: b
+        forEach:
+          from: ${{ src }}
+        task:
+          image: busybox`)
+	if _, err := Parse([]byte(whole), "test"); err == nil || !strings.Contains(err.Error(), "forEach.from must be one reference") {
+		t.Errorf("a template whose forEach.from is a value: error %v, want forEach.from refused", err)
+	}
+	obj, _, err := tmpl.Render(Input{Name: "wf", Namespace: "ns", Params: map[string]string{"v": "x", "src": "token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := obj.(*schedv1.Workflow).Spec.Finally[1].ForEach.From; got != "${steps.secret.output.token}" {
+		t.Errorf("finally forEach.from = %q", got)
+	}
+}
+
+// TestWhenTakesNoPlaceholders: a when is CEL, which no escaping makes text.
+func TestWhenTakesNoPlaceholders(t *testing.T) {
+	const b = `
+      - name: b
+        when: params.x == '${{ env }}'
+        task:
+          image: busybox`
+	for list, rest := range map[string]string{"steps": b, "finally": "\n    finally:" + b} {
+		text := doc("  - name: env\n    default: prod", `  kind: Workflow
+  spec:
+    steps:
+      - name: a
+        task:
+          image: busybox`+rest)
+		_, err := Parse([]byte(text), "test")
+		at := map[string]string{"steps": "steps.1", "finally": "finally.0"}[list]
+		if want := "object.spec." + at + ".when: ${{ env }} in a when would be CEL"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want %q", list, err, want)
+		}
 	}
 }

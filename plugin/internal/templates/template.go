@@ -331,6 +331,11 @@ func (t *Template) validateObject() []string {
 			if isKey {
 				return fmt.Errorf("%s: placeholders are only allowed in values, not in keys", where)
 			}
+			if kind == "Workflow" && isWhen(path) {
+				// CEL cannot be escaped like a step string: a value would be
+				// code, free to read any output the step may read.
+				return fmt.Errorf("%s: ${{ %s }} in a when would be CEL, not text; give the value to a workflow param (spec.params: name: %s, value: ${{ %s }}) and compare params.%s in the when", where, name, name, name, name)
+			}
 			if name == BuiltinName || name == BuiltinNamespace {
 				return nil
 			}
