@@ -496,9 +496,10 @@ func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold)
 }
 
 // patchStatus writes the status only when it changed, and emits an event
-// when the task ends: one per task. Pending and Running, which every task
-// passes through, are in its status: each event is an API write, and a
-// task's writes are what it costs the API server beyond a bare Job.
+// when the task ends: one per task, none for a task a workflow runs (its
+// workflow's event tells the step's end). Pending and Running, which every
+// task passes through, are in its status: each event is an API write, and
+// a task's writes are what it costs the API server beyond a bare Job.
 func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
 	old := task.DeepCopy()
 	old.Status = *before
@@ -520,14 +521,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		if !task.Status.Phase.Finished() {
 			return nil
 		}
+		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
+		if runByWorkflow(task) {
+			return nil
+		}
 		typ := corev1.EventTypeNormal
 		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
-		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
 	}
 	return nil
+}
+
+// runByWorkflow says whether a Workflow runs task, as a step's or a loop
+// item's: its controller is a Workflow and it carries the workflow label,
+// which only the operator may set (kubectl-sched-reserved-labels). The
+// workflow emits the step's end, with the task's message, as an event
+// related to the task; the task's own would be a second write telling the
+// same.
+func runByWorkflow(task *schedv1.AgentTask) bool {
+	ref := metav1.GetControllerOf(task)
+	_, labelled := task.Labels[schedv1.LabelWorkflow]
+	return labelled && ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String()
 }
 
 // releaseDeleted releases the pods of a deleted (or deleting) task: those

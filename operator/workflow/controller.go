@@ -411,8 +411,10 @@ func stepEnded(before, after []schedv1.StepStatus) bool {
 	return false
 }
 
-// patchStatus writes the status when it changed and emits an event for each
-// workflow and step phase change.
+// patchStatus writes the status when it changed and emits an event when a
+// step ends (or starts waiting for approval) and when the workflow ends.
+// Its start, and a step's Pending and Running, are in the status only: each
+// event is an API write.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
 	before := wf.DeepCopy()
 	wf.Status = st
@@ -427,12 +429,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
 	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
 	if before.Status.Phase != st.Phase {
+		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
+	}
+	if before.Status.Phase != st.Phase && st.Phase.Finished() {
 		typ := corev1.EventTypeNormal
 		if st.Phase == schedv1.WorkflowFailed || st.Phase == schedv1.WorkflowTimeout {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(wf, nil, typ, st.Reason, string(st.Phase), "%s", st.Message)
-		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
 	}
 	return nil
 }
