@@ -242,7 +242,7 @@ func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, 
 }
 
 // maxParallelCreates bounds the step tasks created at once by one reconcile.
-const maxParallelCreates = 10
+const maxParallelCreates = 50
 
 // stepTaskIndex indexes the cached AgentTasks by the Workflow that
 // controls them.
