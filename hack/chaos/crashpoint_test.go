@@ -30,8 +30,9 @@ import (
 
 // TestKillsBetweenWrites kills the operator exactly where a random SIGKILL
 // lands only by luck: after it created a Job and before the task's status
-// records it, and after it created a step's AgentTask and before the
-// Workflow's status records it. The operator sends itself SIGKILL there
+// records it, after it created a step's AgentTask and before that task's
+// Job, and after it created a step's AgentTask and before the Workflow's
+// status records it. The operator sends itself SIGKILL there
 // (operator/crashpoint); the next one must neither create a second Job or
 // step task nor lose an output.
 func TestKillsBetweenWrites(t *testing.T) {
@@ -46,7 +47,8 @@ func TestKillsBetweenWrites(t *testing.T) {
 	// Each point twice: on its first hit, and on a later one while other
 	// objects are half done. Enough steps remain for each: 10 step tasks
 	// and 16 Jobs, created a few at a time.
-	for _, point := range []string{crashpoint.JobCreated + ":1", crashpoint.StepTasksCreated + ":1", crashpoint.StepTasksCreated + ":2", crashpoint.JobCreated + ":2"} {
+	for _, point := range []string{crashpoint.JobCreated + ":1", crashpoint.StepTasksCreated + ":1", crashpoint.StepTaskCreated + ":1",
+		crashpoint.StepTasksCreated + ":2", crashpoint.StepTaskCreated + ":2", crashpoint.JobCreated + ":2"} {
 		e.OperatorEnv = []string{crashpoint.EnvVar + "=" + point}
 		if err := e.StartOperator(ctx, false); err != nil {
 			t.Fatalf("start with crash point %s: %v", point, err)
@@ -66,7 +68,7 @@ func TestKillsBetweenWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkRanOnce(t, cl, ns, workflows, steps, tasks)
-	t.Logf("4 aimed kills: %d workflows of %d steps and %d tasks finished, each step and task once", workflows, steps, tasks)
+	t.Logf("6 aimed kills: %d workflows of %d steps and %d tasks finished, each step and task once", workflows, steps, tasks)
 }
 
 // TestKillWhileAForEachFansOut kills the operator three times while a

@@ -117,7 +117,7 @@ func realTier(t *testing.T, e *env, name string) {
 		t.Fatal(err)
 	}
 	patch := client.MergeFrom(cm.DeepCopy())
-	cm.Data[name] = `quota: {requests.cpu: "2", requests.memory: 4Gi, pods: "20", count/agenttasks.sched.kubectl-sched.dev: "20", count/workflows.sched.kubectl-sched.dev: "5", count/userdeployments.sched.kubectl-sched.dev: "2", count/configmaps: "10", count/jobs.batch: "25"}
+	cm.Data[name] = `quota: {requests.cpu: "2", requests.memory: 4Gi, pods: "20", count/agenttasks.sched.kubectl-sched.dev: "20", count/workflows.sched.kubectl-sched.dev: "5", count/userdeployments.sched.kubectl-sched.dev: "2", count/configmaps: "10"}
 limits: {default: {cpu: 250m, memory: 256Mi}, defaultRequest: {cpu: 50m, memory: 64Mi}}
 placement: {maxPriority: Low, nodePools: [general, real]}
 `

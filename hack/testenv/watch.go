@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +58,11 @@ func CountDone(cfg *rest.Config, list client.ObjectList, ns string, n int, timeo
 // WatchEach watches the objects of each list in ns and calls f with every
 // event, from one goroutine per list, so f must be safe to call
 // concurrently. The returned wait returns once ctx is cancelled and the
-// watches have ended.
+// watches have ended. A watch the API server ends (it closes a watcher
+// that falls behind a burst of events) is started again from the last
+// resourceVersion it delivered, so no event in between is lost; one that
+// ended with an error (that resourceVersion is too old) is not, as
+// resuming would fail the same way: f has seen the error.
 func WatchEach(ctx context.Context, cfg *rest.Config, ns string, lists []client.ObjectList, f func(watch.Event)) (wait func(), err error) {
 	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: app.Scheme()})
 	if err != nil {
@@ -75,16 +80,30 @@ func WatchEach(ctx context.Context, cfg *rest.Config, ns string, lists []client.
 		watchers = append(watchers, w)
 	}
 	var wg sync.WaitGroup
-	for _, w := range watchers {
+	for i, w := range watchers {
 		wg.Go(func() {
-			defer w.Stop()
+			defer func() { w.Stop() }()
+			rv, failed := "", false
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case ev, ok := <-w.ResultChan():
 					if !ok {
-						return
+						if rv == "" || failed {
+							return // nothing to resume from
+						}
+						next, err := wc.Watch(ctx, lists[i], client.InNamespace(ns), &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})
+						if err != nil {
+							return
+						}
+						w = next
+						continue
+					}
+					if ev.Type == watch.Error {
+						failed = true
+					} else if o, isObj := ev.Object.(client.Object); isObj {
+						rv = o.GetResourceVersion()
 					}
 					f(ev)
 				}

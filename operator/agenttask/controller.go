@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -23,7 +22,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -87,6 +85,10 @@ type Reconciler struct {
 	// after the task finished (--succeeded-pod-retention); 0 keeps it as
 	// long as the task.
 	SucceededPodRetention time.Duration
+	// Jobs creates the tasks' Jobs, shared with the Workflow controller,
+	// which creates its steps' Jobs itself; one of the Reconciler's own
+	// when nil.
+	Jobs *Starter
 
 	// released remembers the pods this controller released lately, so
 	// that a reconcile whose pod cache has not yet seen a release does
@@ -146,7 +148,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.notAllowed, err = r.privilegeRefused(ctx, task); err != nil {
+	if o.notAllowed, err = r.Jobs.privilegeRefused(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
 	if o.notAllowed != "" && o.job != nil {
@@ -157,7 +159,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).Info("Deleted the Job of a task that asks for privilege its namespace no longer allows", "job", o.job.Name)
 		o.job = nil
 	}
+	if o.job != nil {
+		r.Jobs.jobSeen(task)
+	}
 	if o.job == nil && o.foreignJob == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
+		if wait := r.Jobs.leftToWorkflow(task); wait > 0 {
+			// The Workflow controller is creating this step's Job, or
+			// created it and the cache does not show it yet: the Job's
+			// event brings the task back, and this requeue should it
+			// have failed. No status from a view without the Job.
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		o.job, err = r.createJob(ctx, task)
 		var taken *nameTakenError
 		switch {
@@ -310,25 +322,6 @@ func (r *Reconciler) observeCPUScheduler(ctx context.Context, task *schedv1.Agen
 	return err
 }
 
-// privilegeRefused says why an unfinished task may not run as its spec asks:
-// it asks for privilege (podsecurity.Violations) and its namespace is not,
-// or no longer, opted out. Admission refuses such a spec from the start;
-// this catches what was admitted while an admin's opt-out label was there.
-func (r *Reconciler) privilegeRefused(ctx context.Context, task *schedv1.AgentTask) (string, error) {
-	if task.Status.Phase.Finished() {
-		return "", nil
-	}
-	fields := privilegeAsked(task)
-	if len(fields) == 0 {
-		return "", nil
-	}
-	allowed, err := podsecurity.AllowsPrivileged(ctx, r.Client, r.APIReader, task.Namespace)
-	if err != nil || allowed {
-		return "", err
-	}
-	return podsecurity.NotAllowed(task.Namespace, fields) + "; its Job was deleted, or never created: remove the field(s) and create the task again", nil
-}
-
 // eventJob is an event's eventJobIndex value: its object's UID.
 func eventJob(o client.Object) []string {
 	if ev, ok := o.(*corev1.Event); ok && ev.InvolvedObject.UID != "" {
@@ -355,98 +348,15 @@ func jobHadPods(job *batchv1.Job) bool {
 		jobCondition(job, batchv1.JobSuccessCriteriaMet) != nil || jobFailed(job) != nil
 }
 
+// createJob creates task's Job (Starter.createJob), and tells of a
+// refusal that is not final in an event.
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
-	job := buildJob(task, r.PriorityClasses)
-	if err := controllerutil.SetControllerReference(task, job, r.Scheme()); err != nil {
-		return nil, err
-	}
-	if err := r.Create(ctx, job); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil, r.existingJob(ctx, task, job.Name)
-		}
+	return r.Jobs.createJob(ctx, task, func(job string, err error) {
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.
-			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job.Name, err)
+			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job, err)
 		}
-		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
-	}
-	crashpoint.Hit(crashpoint.JobCreated)
-	// No event: the Job is in the task's status (jobName), and the Job
-	// controller tells of its pod; one event per task, when it ends.
-	log.FromContext(ctx).Info("Created Job", "job", job.Name)
-	if finished, ok := r.handoffStart(ctx, task); ok {
-		metrics.StepHandoff.Observe(r.Clock.Since(finished).Seconds())
-	}
-	return job, nil
-}
-
-// handoffStart is when the previous step of a workflow finished, from the
-// annotation the Workflow controller sets on a step's task. Anyone who may
-// create a task can write the annotation too, and skew the hand-off
-// histogram the cluster's admins read; it counts only on a step task as
-// the Workflow controller makes one: controlled by a Workflow the cache
-// holds with that UID, named and labelled as that workflow's step (labels
-// only the operator's account may set), and stamped just before the task
-// was created.
-func (r *Reconciler) handoffStart(ctx context.Context, task *schedv1.AgentTask) (time.Time, bool) {
-	at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]
-	if !ok {
-		return time.Time{}, false
-	}
-	finished, err := time.Parse(time.RFC3339Nano, at)
-	if err != nil {
-		return time.Time{}, false
-	}
-	ref := metav1.GetControllerOf(task)
-	if ref == nil || ref.Kind != "Workflow" || ref.APIVersion != schedv1.GroupVersion.String() {
-		return time.Time{}, false
-	}
-	wf := &schedv1.Workflow{}
-	if err := r.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf); err != nil || wf.UID != ref.UID {
-		return time.Time{}, false
-	}
-	isStep := false
-	for i, s := range wf.Spec.Steps {
-		isStep = isStep || task.Name == names.StepTask(wf.Name, i, s.Name) &&
-			task.Labels[schedv1.LabelWorkflow] == names.Join(wf.Name) && task.Labels[schedv1.LabelWorkflowStep] == strconv.Itoa(i)
-	}
-	// The controller stamps the time just before it creates the task, whose
-	// creation timestamp has whole seconds.
-	created := task.CreationTimestamp.Time
-	if !isStep || finished.Before(wf.CreationTimestamp.Time) || finished.Before(created.Add(-handoffStampSlack)) || finished.After(created.Add(time.Second)) {
-		return time.Time{}, false
-	}
-	return finished, true
-}
-
-// handoffStampSlack bounds how long before a step task's creation the
-// Workflow controller's stamp may be: the creates of one pass, throttled.
-const handoffStampSlack = 10 * time.Second
-
-// nameTakenError is a Job of the task's Job name that another owner
-// controls (or nobody does).
-type nameTakenError struct{ job *batchv1.Job }
-
-func (e *nameTakenError) Error() string { return "job " + e.job.Name + " belongs to someone else" }
-
-// existingJob tells, past the cache (which keeps only the operator's
-// labelled Jobs), whether the Job that took the task's Job name is the
-// task's own, which the cache has not seen yet (nil: its event brings us
-// back), or someone else's (a nameTakenError).
-func (r *Reconciler) existingJob(ctx context.Context, task *schedv1.AgentTask, name string) error {
-	reader := r.APIReader
-	if reader == nil {
-		reader = r.Client
-	}
-	job := &batchv1.Job{}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, job); err != nil {
-		// Deleted since: the retry creates it.
-		return fmt.Errorf("read job %s after it already existed: %w", name, err)
-	}
-	if metav1.IsControlledBy(job, task) {
-		return nil
-	}
-	return &nameTakenError{job: job}
+	})
 }
 
 // suspendJob stops a cancelled task: the Job controller deletes its pod and
@@ -496,9 +406,10 @@ func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold)
 }
 
 // patchStatus writes the status only when it changed, and emits an event
-// when the task ends: one per task. Pending and Running, which every task
-// passes through, are in its status: each event is an API write, and a
-// task's writes are what it costs the API server beyond a bare Job.
+// when the task ends: one per task, none for a task a workflow runs (its
+// workflow's event tells the step's end). Pending and Running, which every
+// task passes through, are in its status: each event is an API write, and
+// a task's writes are what it costs the API server beyond a bare Job.
 func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
 	old := task.DeepCopy()
 	old.Status = *before
@@ -520,14 +431,29 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		if !task.Status.Phase.Finished() {
 			return nil
 		}
+		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
+		if runByWorkflow(task) {
+			return nil
+		}
 		typ := corev1.EventTypeNormal
 		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
-		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
 	}
 	return nil
+}
+
+// runByWorkflow says whether a Workflow runs task, as a step's or a loop
+// item's: its controller is a Workflow and it carries the workflow label,
+// which only the operator may set (kubectl-sched-reserved-labels). The
+// workflow emits the step's end, with the task's message, as an event
+// related to the task; the task's own would be a second write telling the
+// same.
+func runByWorkflow(task *schedv1.AgentTask) bool {
+	ref := metav1.GetControllerOf(task)
+	_, labelled := task.Labels[schedv1.LabelWorkflow]
+	return labelled && ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String()
 }
 
 // releaseDeleted releases the pods of a deleted (or deleting) task: those
@@ -629,6 +555,9 @@ func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job 
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
+	}
+	if r.Jobs == nil {
+		r.Jobs = &Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
 	}
 	if err := metrics.Register(mgr.GetCache()); err != nil {
 		return err

@@ -57,6 +57,7 @@ var controllers = map[string]Controller{
 			PriorityClasses:       o.Settings.PriorityClasses,
 			DefaultTTL:            o.Settings.DefaultTTL,
 			SucceededPodRetention: o.Settings.SucceededPodRetention,
+			Jobs:                  o.jobs,
 		}).SetupWithManager(mgr, o.Workers("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {
@@ -76,6 +77,7 @@ var controllers = map[string]Controller{
 			APIReader:  mgr.GetAPIReader(),
 			Recorder:   mgr.GetEventRecorder("workflow-controller"),
 			DefaultTTL: o.Settings.DefaultTTL,
+			Jobs:       o.jobs,
 		}).SetupWithManager(mgr, o.Workers("workflow"))
 	},
 	"cronworkflow": func(mgr ctrl.Manager, o Options) error {
@@ -103,6 +105,14 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	enabled := o.Controllers
 	if len(enabled) == 0 {
 		enabled = ControllerNames()
+	}
+	// One for the AgentTask and Workflow controllers: the Workflow
+	// controller creates its steps' Jobs, and the AgentTask controller
+	// must know which it is creating.
+	o.jobs = &agenttask.Starter{
+		Client:          mgr.GetClient(),
+		APIReader:       mgr.GetAPIReader(),
+		PriorityClasses: o.Settings.PriorityClasses,
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -214,7 +215,9 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			if tc.want != nil {
 				tc.want(&want)
 			}
-			if diff := cmp.Diff(want, got); diff != "" {
+			// Unexported fields are what setupControllers shares between
+			// controllers, not options.
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(app.Options{})); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
 			}
 		})

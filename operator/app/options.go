@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 )
 
 // Options configure the manager and the controllers. Every option but Clock is a flag;
@@ -66,6 +67,10 @@ type Options struct {
 	// real clock when nil. Not a flag: tests set a fake one, so a run
 	// falls due when they say.
 	Clock clock.PassiveClock
+
+	// jobs creates tasks' Jobs for the AgentTask and Workflow controllers,
+	// which share it (setupControllers makes it); not an option.
+	jobs *agenttask.Starter
 }
 
 // DefaultOptions returns the options a deployment starts from.

@@ -287,9 +287,9 @@ func BenchmarkForEach(b *testing.B) {
 			lastTask, allJobs, lastPod = later(lastTask, at), later(allJobs, job), later(lastPod, pod)
 			lastDone = later(lastDone, h.taskDone[item])
 			if pod.IsZero() {
-				// The pod watch ended early (the API server ends
-				// watches now and then; WatchEach does not start a new
-				// one): the fan-in is not measured.
+				// The pod watch ended early (the API server ended it
+				// with an error WatchEach cannot resume from): the
+				// fan-in is not measured.
 				missed++
 			}
 		}

@@ -1,7 +1,8 @@
 // Package crashpoint lets the fault tests kill the operator at a named point
 // between two writes, where a random SIGKILL lands only by luck: after a
 // Job is created and before the task's status says so, after a step's
-// AgentTask is created and before the Workflow's status says so, after a
+// AgentTask is created and before its Job is, after a step's AgentTask is
+// created and before the Workflow's status says so, after a
 // CronWorkflow's run is created and before its status says so, after an
 // app's revision is recorded and before the app's status says so, and
 // after a task's Job is held for a backoff, or resumed, and before the
@@ -26,11 +27,15 @@ const EnvVar = "KUBECTL_SCHED_CRASHPOINT"
 
 // The points.
 const (
-	// JobCreated: AgentTask controller, the Job created, the status not written.
+	// JobCreated: a task's Job created (by the AgentTask controller, or by
+	// the Workflow controller for its step), the task's status not written.
 	JobCreated = "agenttask-job-created"
-	// StepTasksCreated: Workflow controller, step tasks created, the status
-	// not written.
+	// StepTasksCreated: Workflow controller, step tasks (and their Jobs)
+	// created, the status not written.
 	StepTasksCreated = "workflow-step-tasks-created"
+	// StepTaskCreated: Workflow controller, a step's task created, its
+	// Job not yet (agenttask.Starter.CreateWithJob).
+	StepTaskCreated = "workflow-step-task-created"
 	// CronRunCreated: CronWorkflow controller, a run created, the status
 	// not written.
 	CronRunCreated = "cronworkflow-run-created"

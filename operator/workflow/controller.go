@@ -26,6 +26,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
@@ -45,6 +46,11 @@ type Reconciler struct {
 	// DefaultTTL deletes finished workflows whose spec and tier set no
 	// TTL (--default-ttl); 0 keeps them.
 	DefaultTTL time.Duration
+	// Jobs, when set, creates each step task's Job right after the task,
+	// with the AgentTask controller's checks (agenttask.Starter, shared
+	// with it): a hand-off then waits on one work queue, not two. When nil
+	// the AgentTask controller creates every Job.
+	Jobs *agenttask.Starter
 
 	// written is when each running workflow's status was last written
 	// (statusWait).
@@ -54,6 +60,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
+// A step task's Job, right after the task (agenttask.Starter).
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
@@ -199,18 +207,23 @@ func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv
 	return prev, err
 }
 
-// createStepTasks creates the tasks of the steps that start now, side by
-// side (a fan-out of 20 would otherwise wait on 20 round trips in a row),
-// and returns each create's error in order.
+// createStepTasks creates the tasks of the steps that start now, each
+// with its Job when r.Jobs is set, side by side (a fan-out of 20 would
+// otherwise wait on 20 round trips in a row), and returns each task
+// create's error in order.
 func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, creates []stepCreate) ([]error, error) {
 	for _, c := range creates {
 		if err := controllerutil.SetControllerReference(wf, c.task, r.Scheme()); err != nil {
 			return nil, err
 		}
 	}
+	create := func(t *schedv1.AgentTask) error { return r.Create(ctx, t) }
+	if r.Jobs != nil {
+		create = func(t *schedv1.AgentTask) error { return r.Jobs.CreateWithJob(ctx, t) }
+	}
 	errs := make([]error, len(creates))
 	if len(creates) == 1 {
-		errs[0] = r.Create(ctx, creates[0].task)
+		errs[0] = create(creates[0].task)
 		return errs, nil
 	}
 	var wg sync.WaitGroup
@@ -221,7 +234,7 @@ func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, 
 			defer wg.Done()
 			limit <- struct{}{}
 			defer func() { <-limit }()
-			errs[i] = r.Create(ctx, c.task)
+			errs[i] = create(c.task)
 		}()
 	}
 	wg.Wait()
@@ -229,7 +242,7 @@ func (r *Reconciler) createStepTasks(ctx context.Context, wf *schedv1.Workflow, 
 }
 
 // maxParallelCreates bounds the step tasks created at once by one reconcile.
-const maxParallelCreates = 10
+const maxParallelCreates = 50
 
 // stepTaskIndex indexes the cached AgentTasks by the Workflow that
 // controls them.
@@ -411,8 +424,10 @@ func stepEnded(before, after []schedv1.StepStatus) bool {
 	return false
 }
 
-// patchStatus writes the status when it changed and emits an event for each
-// workflow and step phase change.
+// patchStatus writes the status when it changed and emits an event when a
+// step ends (or starts waiting for approval) and when the workflow ends.
+// Its start, and a step's Pending and Running, are in the status only: each
+// event is an API write.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
 	before := wf.DeepCopy()
 	wf.Status = st
@@ -427,12 +442,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
 	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
 	if before.Status.Phase != st.Phase {
+		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
+	}
+	if before.Status.Phase != st.Phase && st.Phase.Finished() {
 		typ := corev1.EventTypeNormal
 		if st.Phase == schedv1.WorkflowFailed || st.Phase == schedv1.WorkflowTimeout {
 			typ = corev1.EventTypeWarning
 		}
 		r.Recorder.Eventf(wf, nil, typ, st.Reason, string(st.Phase), "%s", st.Message)
-		log.FromContext(ctx).Info("Workflow phase changed", "from", before.Status.Phase, "to", st.Phase, "reason", st.Reason)
 	}
 	return nil
 }

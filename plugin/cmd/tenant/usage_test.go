@@ -75,7 +75,7 @@ func used(kv ...string) corev1.ResourceList {
 // found the CRDs yet leaves it.
 var core = []string{
 	"requests.cpu", "150m", "requests.memory", "192Mi", "limits.cpu", "750m", "limits.memory", "768Mi",
-	"pods", "3", "persistentvolumeclaims", "0", "requests.storage", "0", "count/configmaps", "2", "count/jobs.batch", "4",
+	"pods", "3", "persistentvolumeclaims", "0", "requests.storage", "0", "count/configmaps", "2",
 }
 
 func TestCreateWaitsUntilUsable(t *testing.T) {

@@ -1,0 +1,259 @@
+package agenttask
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubectl-sched/kubectl-sched/api/names"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+	"github.com/kubectl-sched/kubectl-sched/operator/recent"
+)
+
+// Starter creates tasks' Jobs, for the AgentTask controller and for the
+// Workflow controller, which creates a step's (or a loop item's) Job right
+// after its task, in the same reconcile (CreateWithJob): a hand-off then
+// waits on one controller's work queue, not on two. Both go through the
+// same checks (a privilege the namespace does not allow, a Job name that
+// someone else's Job holds); whatever the Workflow controller does not
+// create is left to the AgentTask controller, which explains it in the
+// task's status. A task never gets two Jobs: a Job's name derives from its
+// task's, so a second create is refused as AlreadyExists, and the Starter
+// remembers the Jobs the Workflow controller is creating or has just
+// created, so that the AgentTask controller does not send the same create
+// again from a cache that has not seen it (leftToWorkflow).
+type Starter struct {
+	Client client.Client
+	// APIReader reads past the cache: the namespace's privilege opt-out,
+	// and the Job that holds a task's Job name.
+	APIReader       client.Reader
+	PriorityClasses map[string]string
+	Clock           clock.PassiveClock
+
+	mu sync.Mutex
+	// starting counts, per task, the Workflow controller's creates in
+	// flight, from before the task's create to after its Job's.
+	starting map[types.NamespacedName]int
+	// created is when the Workflow controller created each task's Job,
+	// until the AgentTask controller's cache shows it (jobSeen).
+	created recent.Times
+}
+
+// Leave-to-workflow waits (leftToWorkflow): how soon the AgentTask
+// controller looks again at a task whose Job the Workflow controller is
+// creating (should that create fail, it is the AgentTask controller's to
+// retry and explain), and at one whose Job it created and the cache does
+// not show yet (the Job's event normally brings the task back first).
+const (
+	startingRecheck = 250 * time.Millisecond
+	createdRecheck  = time.Second
+)
+
+// CreateWithJob creates task, a step's or a loop item's AgentTask of a
+// Workflow, and then its Job. It returns the task's create error only: a
+// Job it could not create (a privilege refused, a quota, a name taken, an
+// API error) is left to the AgentTask controller, which tries again and
+// says why in the task's status.
+func (s *Starter) CreateWithJob(ctx context.Context, task *schedv1.AgentTask) error {
+	key := types.NamespacedName{Namespace: task.Namespace, Name: task.Name}
+	s.hold(key)
+	defer s.release(key)
+	if err := s.Client.Create(ctx, task); err != nil {
+		return err
+	}
+	crashpoint.Hit(crashpoint.StepTaskCreated)
+	logger := log.FromContext(ctx).WithValues("task", task.Name)
+	switch refused, err := s.privilegeRefused(ctx, task); {
+	case err != nil:
+		logger.V(1).Info("Left the Job to the AgentTask controller", "err", err)
+		return nil
+	case refused != "":
+		return nil // the AgentTask controller fails the task, saying why
+	}
+	job, err := s.createJob(ctx, task, nil)
+	if err != nil || job == nil {
+		logger.V(1).Info("Left the Job to the AgentTask controller", "err", err)
+		return nil
+	}
+	s.created.Add(task.UID, s.now())
+	return nil
+}
+
+func (s *Starter) hold(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting == nil {
+		s.starting = map[types.NamespacedName]int{}
+	}
+	s.starting[key]++
+}
+
+func (s *Starter) release(key types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.starting[key]--; s.starting[key] <= 0 {
+		delete(s.starting, key)
+	}
+}
+
+// leftToWorkflow says how long the AgentTask controller should wait
+// before it creates the Job of task, which its cache does not show: the
+// Workflow controller is creating it, or created it in the last minute.
+// Zero: create it now.
+func (s *Starter) leftToWorkflow(task *schedv1.AgentTask) time.Duration {
+	s.mu.Lock()
+	starting := s.starting[types.NamespacedName{Namespace: task.Namespace, Name: task.Name}] > 0
+	s.mu.Unlock()
+	switch {
+	case starting:
+		return startingRecheck
+	case s.created.Within(task.UID, s.now()):
+		return createdRecheck
+	}
+	return 0
+}
+
+// jobSeen forgets that the Workflow controller created task's Job, once
+// the AgentTask controller's cache shows it.
+func (s *Starter) jobSeen(task *schedv1.AgentTask) {
+	if _, ok := s.created.At(task.UID); ok {
+		s.created.Forget(task.UID)
+	}
+}
+
+func (s *Starter) now() time.Time {
+	if s.Clock == nil {
+		return time.Now()
+	}
+	return s.Clock.Now()
+}
+
+// privilegeRefused says why an unfinished task may not run as its spec asks:
+// it asks for privilege (podsecurity.Violations) and its namespace is not,
+// or no longer, opted out. Admission refuses such a spec from the start;
+// this catches what was admitted while an admin's opt-out label was there.
+func (s *Starter) privilegeRefused(ctx context.Context, task *schedv1.AgentTask) (string, error) {
+	if task.Status.Phase.Finished() {
+		return "", nil
+	}
+	fields := privilegeAsked(task)
+	if len(fields) == 0 {
+		return "", nil
+	}
+	allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
+	if err != nil || allowed {
+		return "", err
+	}
+	return podsecurity.NotAllowed(task.Namespace, fields) + "; its Job was deleted, or never created: remove the field(s) and create the task again", nil
+}
+
+// createJob creates task's Job. A nil Job and no error: the Job exists and
+// is the task's, but the cache has not seen it (its event brings the task
+// back); a nameTakenError: someone else's Job holds the name. refused, when
+// not nil, hears of a create the API server refused.
+func (s *Starter) createJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
+	job := buildJob(task, s.PriorityClasses)
+	if err := controllerutil.SetControllerReference(task, job, s.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := s.Client.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil, s.existingJob(ctx, task, job.Name)
+		}
+		if refused != nil {
+			refused(job.Name, err)
+		}
+		return nil, fmt.Errorf("create job %s: %w", job.Name, err)
+	}
+	crashpoint.Hit(crashpoint.JobCreated)
+	// No event: the Job is in the task's status (jobName), and the Job
+	// controller tells of its pod; one event per task, when it ends.
+	log.FromContext(ctx).Info("Created Job", "job", job.Name)
+	if finished, ok := s.handoffStart(ctx, task); ok {
+		metrics.StepHandoff.Observe(s.now().Sub(finished).Seconds())
+	}
+	return job, nil
+}
+
+// handoffStart is when the previous step of a workflow finished, from the
+// annotation the Workflow controller sets on a step's task. Anyone who may
+// create a task can write the annotation too, and skew the hand-off
+// histogram the cluster's admins read; it counts only on a step task as
+// the Workflow controller makes one: controlled by a Workflow the cache
+// holds with that UID, named and labelled as that workflow's step (labels
+// only the operator's account may set), and stamped just before the task
+// was created.
+func (s *Starter) handoffStart(ctx context.Context, task *schedv1.AgentTask) (time.Time, bool) {
+	at, ok := task.Annotations[schedv1.AnnotationPreviousStepFinished]
+	if !ok {
+		return time.Time{}, false
+	}
+	finished, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}, false
+	}
+	ref := metav1.GetControllerOf(task)
+	if ref == nil || ref.Kind != "Workflow" || ref.APIVersion != schedv1.GroupVersion.String() {
+		return time.Time{}, false
+	}
+	wf := &schedv1.Workflow{}
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf); err != nil || wf.UID != ref.UID {
+		return time.Time{}, false
+	}
+	isStep := false
+	for i, st := range wf.Spec.Steps {
+		isStep = isStep || task.Name == names.StepTask(wf.Name, i, st.Name) &&
+			task.Labels[schedv1.LabelWorkflow] == names.Join(wf.Name) && task.Labels[schedv1.LabelWorkflowStep] == strconv.Itoa(i)
+	}
+	// The controller stamps the time just before it creates the task, whose
+	// creation timestamp has whole seconds.
+	created := task.CreationTimestamp.Time
+	if !isStep || finished.Before(wf.CreationTimestamp.Time) || finished.Before(created.Add(-handoffStampSlack)) || finished.After(created.Add(time.Second)) {
+		return time.Time{}, false
+	}
+	return finished, true
+}
+
+// handoffStampSlack bounds how long before a step task's creation the
+// Workflow controller's stamp may be: the creates of one pass, throttled.
+const handoffStampSlack = 10 * time.Second
+
+// nameTakenError is a Job of the task's Job name that another owner
+// controls (or nobody does).
+type nameTakenError struct{ job *batchv1.Job }
+
+func (e *nameTakenError) Error() string { return "job " + e.job.Name + " belongs to someone else" }
+
+// existingJob tells, past the cache (which keeps only the operator's
+// labelled Jobs), whether the Job that took the task's Job name is the
+// task's own, which the cache has not seen yet (nil: its event brings us
+// back), or someone else's (a nameTakenError).
+func (s *Starter) existingJob(ctx context.Context, task *schedv1.AgentTask, name string) error {
+	reader := s.APIReader
+	if reader == nil {
+		reader = s.Client
+	}
+	job := &batchv1.Job{}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: task.Namespace, Name: name}, job); err != nil {
+		// Deleted since: the retry creates it.
+		return fmt.Errorf("read job %s after it already existed: %w", name, err)
+	}
+	if metav1.IsControlledBy(job, task) {
+		return nil
+	}
+	return &nameTakenError{job: job}
+}
