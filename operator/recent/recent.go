@@ -1,5 +1,6 @@
 // Package recent remembers a time per object for a minute: when the
-// operator last wrote an object's status, or released a pod. It is what
+// operator last wrote an object's status (or first saw it, StatusWait), or
+// released a pod. It is what
 // the controllers pace their status writes with, and how they avoid
 // sending a write again from a cache that has not seen it yet. Entries are
 // dropped a minute after they were added, as new ones come, so it holds
@@ -79,12 +80,23 @@ const StatusPace = time.Second
 
 // StatusWait is how long a status write of the object uid, created at
 // created, waits: the rest of StatusPace after its last write (written),
-// or after its creation when none is known (none since the operator
-// started, or over a minute ago). Zero or less: write now.
+// or, when none is known (none since the operator started, or over a
+// minute ago), after it was first seen. A creation timestamp has whole
+// seconds, so the object was created up to a second after it: pacing from
+// it let a new object's first write go out a few milliseconds after its
+// creation, showing a phase (Pending) that the next second replaces. A
+// young object's first sight is recorded in written as where its pacing
+// starts; one seen over a second after created starts from created plus
+// StatusPace, the latest it can have been created. Zero or less: write
+// now.
 func StatusWait(written *Times, uid types.UID, created, now time.Time) time.Duration {
 	last, ok := written.At(uid)
 	if !ok {
-		last = created
+		last = created.Add(StatusPace)
+		if now.Before(last) {
+			last = now
+			written.Add(uid, now)
+		}
 	}
 	return last.Add(StatusPace).Sub(now)
 }

@@ -50,10 +50,14 @@ func TestStatusWait(t *testing.T) {
 		now     time.Time
 		want    time.Duration
 	}{
-		"right after a write":             {"w", t0.Add(-time.Hour), t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
-		"a second after a write":          {"w", t0.Add(-time.Hour), t0.Add(time.Second), 0},
-		"never written, just created":     {"new", t0, t0.Add(200 * time.Millisecond), 800 * time.Millisecond},
-		"never written, created long ago": {"old", t0.Add(-time.Hour), t0, -time.Hour + time.Second},
+		"right after a write":    {"w", t0.Add(-time.Hour), t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
+		"a second after a write": {"w", t0.Add(-time.Hour), t0.Add(time.Second), 0},
+		// Its creation timestamp has whole seconds: a second from when
+		// it is first seen, not from the start of the second it was
+		// created in.
+		"never written, first seen just after created":  {"new", t0, t0.Add(200 * time.Millisecond), time.Second},
+		"never written, first seen in the second after": {"new2", t0, t0.Add(1500 * time.Millisecond), 500 * time.Millisecond},
+		"never written, created long ago":               {"old", t0.Add(-time.Hour), t0, -time.Hour + 2*time.Second},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -61,5 +65,9 @@ func TestStatusWait(t *testing.T) {
 				t.Errorf("StatusWait = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// Seen again later, a young object's wait runs from its first sight.
+	if got := StatusWait(&written, "new", t0, t0.Add(900*time.Millisecond)); got != 300*time.Millisecond {
+		t.Errorf("StatusWait of new, 700ms after it was first seen = %v, want 300ms", got)
 	}
 }
