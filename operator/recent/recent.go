@@ -17,19 +17,33 @@ import (
 // Memory is how long a time is kept.
 const Memory = time.Minute
 
-// Times is a time per object UID; the zero value is ready to use.
+// Times is a time per object UID, and optionally a resourceVersion with
+// it (AddVersion); the zero value is ready to use.
 type Times struct {
 	mu    sync.Mutex
-	times map[types.UID]time.Time
+	times map[types.UID]entry
 	swept time.Time // when entries older than Memory were last dropped
+}
+
+type entry struct {
+	at      time.Time
+	version string
 }
 
 // At is uid's time, unless it was dropped or forgotten.
 func (t *Times) At(uid types.UID) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	at, ok := t.times[uid]
-	return at, ok
+	e, ok := t.times[uid]
+	return e.at, ok
+}
+
+// Version is the resourceVersion AddVersion kept with uid's time, "" when
+// none.
+func (t *Times) Version(uid types.UID) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.times[uid].version
 }
 
 // Within says whether uid's time is less than Memory before now.
@@ -40,21 +54,24 @@ func (t *Times) Within(uid types.UID, now time.Time) bool {
 
 // Add sets uid's time to now, and drops the times older than Memory (at
 // most once per Memory).
-func (t *Times) Add(uid types.UID, now time.Time) {
+func (t *Times) Add(uid types.UID, now time.Time) { t.AddVersion(uid, now, "") }
+
+// AddVersion sets uid's time to now and keeps version with it, as Add.
+func (t *Times) AddVersion(uid types.UID, now time.Time, version string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.times == nil {
-		t.times = map[types.UID]time.Time{}
+		t.times = map[types.UID]entry{}
 	}
 	if now.Sub(t.swept) >= Memory {
-		for k, at := range t.times {
-			if now.Sub(at) >= Memory {
+		for k, e := range t.times {
+			if now.Sub(e.at) >= Memory {
 				delete(t.times, k)
 			}
 		}
 		t.swept = now
 	}
-	t.times[uid] = now
+	t.times[uid] = entry{at: now, version: version}
 }
 
 // Forget drops uid's time.

@@ -39,6 +39,19 @@ func TestTimes(t *testing.T) {
 	if _, ok := tt.At("c"); ok {
 		t.Error("c is kept after Forget")
 	}
+	// A version is kept with its time, and goes with it.
+	tt.AddVersion("d", t0.Add(2*time.Minute), "42")
+	if v := tt.Version("d"); v != "42" {
+		t.Errorf("Version(d) = %q, want 42", v)
+	}
+	tt.Add("d", t0.Add(2*time.Minute))
+	if v := tt.Version("d"); v != "" {
+		t.Errorf("Version(d) after Add = %q, want none", v)
+	}
+	tt.AddVersion("e", t0.Add(4*time.Minute), "43")
+	if v := tt.Version("d"); v != "" || tt.Len() != 1 {
+		t.Errorf("d's version %q kept past a minute, %d times kept", v, tt.Len())
+	}
 }
 
 func TestStatusWait(t *testing.T) {
