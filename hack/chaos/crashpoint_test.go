@@ -36,7 +36,7 @@ import (
 // (operator/crashpoint); the next one must neither create a second Job or
 // step task nor lose an output.
 func TestKillsBetweenWrites(t *testing.T) {
-	const workflows, steps, tasks = 2, 5, 6
+	const workflows, steps, tasks = 2, 8, 6
 	s := startSim(t)
 	e := s.env(t, "op", []string{"--leader-elect=false"})
 	t.Cleanup(func() { _ = e.StopOperator() })
@@ -45,8 +45,11 @@ func TestKillsBetweenWrites(t *testing.T) {
 	createLoad(t, cl, ns, workflows, steps, tasks)
 
 	// Each point twice: on its first hit, and on a later one while other
-	// objects are half done. Enough steps remain for each: 10 step tasks
-	// and 16 Jobs, created a few at a time.
+	// objects are half done. Enough steps remain for each: 16 step tasks
+	// and 22 Jobs, created a few at a time. Since the Workflow controller
+	// creates a step's Job with its task, each kill at a step task also
+	// moves its Jobs along: with 5 steps a workflow, both had ended before
+	// the last point (agenttask-job-created:2) was reached.
 	for _, point := range []string{crashpoint.JobCreated + ":1", crashpoint.StepTasksCreated + ":1", crashpoint.StepTaskCreated + ":1",
 		crashpoint.StepTasksCreated + ":2", crashpoint.StepTaskCreated + ":2", crashpoint.JobCreated + ":2"} {
 		e.OperatorEnv = []string{crashpoint.EnvVar + "=" + point}

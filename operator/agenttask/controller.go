@@ -94,14 +94,15 @@ type Reconciler struct {
 	// that a reconcile whose pod cache has not yet seen a release does
 	// not send it again.
 	released recent.Times
-	// written is when each unfinished task's status was last written
-	// (statusWait).
+	// written is when each unfinished task's status was last written, or
+	// when it was first seen (statusWait).
 	written recent.Times
 }
 
 // statusWait is how long task's new status waits to be written: an
 // unfinished task's status is written at most once per
-// recent.StatusPace, and not in its first. A task that ends within it
+// recent.StatusPace, and not in the first after the controller saw it (its
+// creation timestamp has whole seconds). A task that ends within it
 // gets one status write, when it ends, rather than one for Pending,
 // Running and the end: each is an API write, and a step's becomes a write
 // of its workflow's status too. The end is written at once (a workflow's

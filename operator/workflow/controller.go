@@ -53,7 +53,8 @@ type Reconciler struct {
 	Jobs *agenttask.Starter
 
 	// written is when each running workflow's status was last written
-	// (statusWait).
+	// (statusWait), and the resourceVersion that write was made against
+	// (cacheBehind).
 	written recent.Times
 }
 
@@ -157,7 +158,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
-	if wait := r.statusWait(wf, p.status, len(p.creates) > 0); wait > 0 {
+	wait := r.statusWait(wf, p.status, len(p.creates) > 0)
+	if wait <= 0 && r.cacheBehind(wf) && !equality.Semantic.DeepEqual(wf.Status, p.status) {
+		// The write would be refused as a Conflict: wait for the cache,
+		// whose event of that last write brings the workflow back. The
+		// creates above are done; the status waits for the next reconcile.
+		wait = cacheBehindRecheck
+	}
+	if wait > 0 {
 		if quotaErr != nil {
 			return ctrl.Result{}, quotaErr
 		}
@@ -409,6 +417,21 @@ func (r *Reconciler) statusWait(wf *schedv1.Workflow, st schedv1.WorkflowStatus,
 	return recent.StatusWait(&r.written, wf.UID, wf.CreationTimestamp.Time, r.Clock.Now())
 }
 
+// cacheBehind says whether the cached wf is the one this controller's
+// last status write of it was made against: the cache has not seen that
+// write yet. A write now would be refused as a Conflict (status.Patch is
+// conditional), after a round trip that, when steps end together (a
+// fan-in), delays the reconcile that starts the next step.
+func (r *Reconciler) cacheBehind(wf *schedv1.Workflow) bool {
+	v := r.written.Version(wf.UID)
+	return v != "" && v == wf.ResourceVersion
+}
+
+// cacheBehindRecheck is how soon a reconcile that found the cache behind
+// its own last status write looks again, should that write's event not
+// bring the workflow back first.
+const cacheBehindRecheck = time.Second
+
 // stepEnded says whether a step of after is in a phase other than Pending
 // or Running that it was not in before.
 func stepEnded(before, after []schedv1.StepStatus) bool {
@@ -434,9 +457,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 	if wrote, err := status.Patch(ctx, r.Client, wf, before); err != nil || !wrote {
 		return err
 	}
-	if st.Phase.Finished() {
+	switch {
+	case st.Phase.Finished():
 		r.written.Forget(wf.UID)
-	} else {
+	case wf.ResourceVersion != before.ResourceVersion:
+		// Kept with the version written against (cacheBehind); a write
+		// the API server found unchanged made no new version.
+		r.written.AddVersion(wf.UID, r.Clock.Now(), before.ResourceVersion)
+	default:
 		r.written.Add(wf.UID, r.Clock.Now())
 	}
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)

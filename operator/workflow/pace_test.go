@@ -73,3 +73,31 @@ func TestStatusWait(t *testing.T) {
 		t.Errorf("statusWait with no write known = %v, want none", got)
 	}
 }
+
+// TestCacheBehind: a cached workflow at the version this controller's last
+// status write was made against has not seen that write, and a write from
+// it would be refused; any other version, or no write known, has.
+func TestCacheBehind(t *testing.T) {
+	now := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		written func(r *Reconciler)
+		cached  string
+		want    bool
+	}{
+		"no write known":             {written: func(*Reconciler) {}, cached: "10"},
+		"cache at the write's base":  {written: func(r *Reconciler) { r.written.AddVersion("w", now, "10") }, cached: "10", want: true},
+		"cache past the write":       {written: func(r *Reconciler) { r.written.AddVersion("w", now, "10") }, cached: "11"},
+		"a write with no version":    {written: func(r *Reconciler) { r.written.Add("w", now) }, cached: "10"},
+		"another workflow's version": {written: func(r *Reconciler) { r.written.AddVersion("v", now, "10") }, cached: "10"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &Reconciler{Clock: clocktesting.NewFakePassiveClock(now)}
+			tc.written(r)
+			wf := &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{UID: "w", ResourceVersion: tc.cached}}
+			if got := r.cacheBehind(wf); got != tc.want {
+				t.Errorf("cacheBehind = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
