@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1524,19 +1525,20 @@ func TestConvergesUnderAConflictingWriter(t *testing.T) {
 	ns := namespace(t)
 	create(t, MakeUserDeployment("busy", ns).Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).Replicas("web", 3).Obj())
 	ctx, stop := context.WithCancel(t.Context())
-	writes := make(chan int, 1)
+	defer stop()
+	var writes atomic.Int64
+	done := make(chan struct{})
 	go func() {
-		n := 0
-		defer func() { writes <- n }()
+		defer close(done)
 		for ctx.Err() == nil {
 			ud := &schedv1.UserDeployment{}
 			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "busy"}, ud); err == nil {
 				if ud.Labels == nil {
 					ud.Labels = map[string]string{}
 				}
-				ud.Labels["touched"] = fmt.Sprint(n)
+				ud.Labels["touched"] = fmt.Sprint(writes.Load())
 				if sim.Client.Update(ctx, ud) == nil {
-					n++
+					writes.Add(1)
 				}
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -1545,12 +1547,17 @@ func TestConvergesUnderAConflictingWriter(t *testing.T) {
 	waitUD(t, ns, "busy", "Running while relabelled", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation && ud.Status.Ready == "1/1"
 	})
-	// Keep writing a while after it converged: it must stay converged.
-	time.Sleep(time.Second)
+	// Keep writing after it converged, ten writes at least (counted, not
+	// timed: a fast rollout left the writer too few): it must stay converged.
+	after := writes.Load()
+	eventually(t, "ten more conflicting writes", func(context.Context) error {
+		if n := writes.Load() - after; n < 10 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
 	stop()
-	if n := <-writes; n < 10 {
-		t.Errorf("the conflicting writer wrote only %d times; the test proves little", n)
-	}
+	<-done
 	ud := waitUD(t, ns, "busy", "still Running", func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && ud.Status.ObservedGeneration == ud.Generation
 	})
