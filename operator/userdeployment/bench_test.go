@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +76,7 @@ func BenchmarkUserDeployments(b *testing.B) {
 		for _, ud := range apps(ns) {
 			for _, o := range userdeployment.PlanObjects(ud, userdeployment.Settings{}) {
 				o.SetOwnerReferences(nil)
+				unreserve(o)
 				objs = append(objs, o)
 			}
 		}
@@ -104,6 +106,34 @@ func BenchmarkUserDeployments(b *testing.B) {
 	b.ReportMetric(direct.Seconds()/n, "direct-s")
 	b.ReportMetric(operator.Seconds()/n, "operator-s")
 	b.ReportMetric(operator.Seconds()/direct.Seconds(), "ratio")
+}
+
+// unreserve renames the labels only the operator may set
+// (kubectl-sched-reserved-labels refuses them from anyone else) to as
+// many labels of the same sizes, so the direct side applies objects as
+// large as the operator's, and its selectors still match.
+func unreserve(o client.Object) {
+	re := func(l map[string]string) map[string]string {
+		out := make(map[string]string, len(l))
+		for k, v := range l {
+			if k == "app.kubernetes.io/managed-by" && v == "kubectl-sched" {
+				v = "benchmark-ed"
+			}
+			if rest, ok := strings.CutPrefix(k, schedv1.GroupVersion.Group+"/"); ok {
+				k = "bench.kubectl-example.dev/" + rest
+			}
+			out[k] = v
+		}
+		return out
+	}
+	o.SetLabels(re(o.GetLabels()))
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Selector.MatchLabels = re(o.Spec.Selector.MatchLabels)
+		o.Spec.Template.Labels = re(o.Spec.Template.Labels)
+	case *corev1.Service:
+		o.Spec.Selector = re(o.Spec.Selector)
+	}
 }
 
 // benchUser returns a client for a service account that may create the
