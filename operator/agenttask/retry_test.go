@@ -171,6 +171,12 @@ func TestRestartDuringBackoff(t *testing.T) {
 	create(t, task("restarted", ns, 3, "flaky").Retry(1, 15*time.Second).Obj())
 	held := waitTask(t, ns, "restarted", "backing off", func(a *schedv1.AgentTask) bool { return a.Status.Reason == schedv1.ReasonBackingOff })
 	waitHeld(t, ns, "restarted")
+	// Events are sent in the background and a stop drops those not yet
+	// sent, so the first operator's event must be in before the stop for
+	// the count below to tell a second wait from a lost first one.
+	poll(t, "the BackingOff event", func(context.Context) (bool, error) {
+		return eventCount(t, ns, "AgentTask", "restarted", schedv1.ReasonBackingOff) == 1, nil
+	})
 	if err := operator.Stop(); err != nil {
 		t.Fatal(err)
 	}
