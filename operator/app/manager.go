@@ -121,7 +121,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				// The tasks' Jobs, without their pod templates (agenttask.TrimJob).
 				&batchv1.Job{}: {Label: managedSelector, Transform: agenttask.TrimJob},
 				// The apps' revisions, without their data (userdeployment.TrimRevision).
-				&appsv1.ControllerRevision{}:  {Label: revisionSelector, Transform: userdeployment.TrimRevision},
+				&appsv1.ControllerRevision{}: {Label: revisionSelector, Transform: userdeployment.TrimRevision},
+				// The apps with the managed fields of their specs, which say
+				// who changed what (userdeployment.TrimApp).
+				&schedv1.UserDeployment{}:     {Transform: userdeployment.TrimApp},
 				&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
 				&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
 				&corev1.LimitRange{}:          {Label: managedSelector},

@@ -1,8 +1,12 @@
 package userdeployment_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +21,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -68,8 +74,12 @@ func BenchmarkUserDeployments(b *testing.B) {
 		return out
 	}
 
-	var direct, operator time.Duration
-	for range b.N {
+	apiserver, err := testenv.APIServerPID(sim.Config.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var direct, operator, directCPU, operatorCPU time.Duration
+	for i := range b.N {
 		b.StopTimer()
 		ns := namespace(b)
 		var objs []client.Object
@@ -80,12 +90,16 @@ func BenchmarkUserDeployments(b *testing.B) {
 				objs = append(objs, o)
 			}
 		}
+		stopProfile := profileAPIServer(b, "direct")
+		cpu := testenv.ProcessCPU(apiserver)
 		b.StartTimer()
 		direct += timeToReady(b, creator, objs, ns, &appsv1.DeploymentList{}, func(o client.Object) bool {
 			d := o.(*appsv1.Deployment)
 			return d.Status.ObservedGeneration == d.Generation && d.Status.AvailableReplicas == 1
 		})
 		b.StopTimer()
+		directCPU += testenv.ProcessCPU(apiserver) - cpu
+		stopProfile()
 		emptyNamespace(b, c, ns)
 
 		ns = namespace(b)
@@ -94,18 +108,32 @@ func BenchmarkUserDeployments(b *testing.B) {
 			objs = append(objs, ud)
 		}
 		stopTrace := traceApps(b, ns)
+		before, results := requestCounts(), reconcileResults(b)
+		stopProfile = profileAPIServer(b, "operator")
+		cpu = testenv.ProcessCPU(apiserver)
 		b.StartTimer()
 		operator += timeToReady(b, creator, objs, ns, &schedv1.UserDeploymentList{}, func(o client.Object) bool {
 			return phase(schedv1.UserDeploymentRunning)(o.(*schedv1.UserDeployment))
 		})
 		b.StopTimer()
+		operatorCPU += testenv.ProcessCPU(apiserver) - cpu
 		stopTrace()
+		stopProfile()
+		printRequestsPerApp(before, requestCounts())
+		printReconcilesPerApp(results, reconcileResults(b))
+		if i == 0 {
+			printCachedManagedFields(b, c, ns)
+		}
 		emptyNamespace(b, c, ns)
 	}
 	n := float64(b.N)
 	b.ReportMetric(direct.Seconds()/n, "direct-s")
 	b.ReportMetric(operator.Seconds()/n, "operator-s")
 	b.ReportMetric(operator.Seconds()/direct.Seconds(), "ratio")
+	// kube-apiserver's CPU time, which unlike wall time holds on a machine
+	// busy with other work.
+	b.ReportMetric(directCPU.Seconds()/n, "direct-apiserver-cpu-s")
+	b.ReportMetric(operatorCPU.Seconds()/n, "operator-apiserver-cpu-s")
 }
 
 // unreserve renames the labels only the operator may set
@@ -240,15 +268,18 @@ func emptyNamespace(b *testing.B, c client.Client, ns string) {
 	if err := c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	eventuallyWithin(b, "the pods of "+ns+" to go", 5*time.Minute, func(ctx context.Context) error {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	// The namespace, not only its pods: the rest of its deletion (the
+	// objects, their garbage collection, its events) would load the next
+	// side.
+	eventuallyWithin(b, ns+" to go", 5*time.Minute, func(ctx context.Context) error {
+		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		if len(pods.Items) > 0 {
-			return fmt.Errorf("%d pods left", len(pods.Items))
-		}
-		return nil
+		return fmt.Errorf("%s is still there", ns)
 	})
 }
 
@@ -368,4 +399,108 @@ func maxOf(d []time.Duration) time.Duration {
 		return 0
 	}
 	return slices.Max(d).Round(time.Millisecond)
+}
+
+// printRequestsPerApp prints the operator's requests between two counts,
+// per app, by verb and resource, most first.
+func printRequestsPerApp(before, after map[string]int) {
+	type count struct {
+		what string
+		n    int
+	}
+	var counts []count
+	total := 0
+	for what, n := range after {
+		if d := n - before[what]; d > 0 {
+			counts = append(counts, count{what, d})
+			total += d
+		}
+	}
+	slices.SortFunc(counts, func(a, b count) int { return cmp.Or(b.n-a.n, strings.Compare(a.what, b.what)) })
+	var parts []string
+	for _, c := range counts {
+		parts = append(parts, fmt.Sprintf("%s %.2f", c.what, float64(c.n)/benchApps))
+	}
+	fmt.Printf("operator requests per app: %.2f (%s)\n", float64(total)/benchApps, strings.Join(parts, ", "))
+}
+
+// profileAPIServer saves a CPU profile of kube-apiserver over the next 8
+// seconds (a side's busiest) to $BENCH_PROFILE_DIR/apiserver-SIDE.pprof,
+// when that is set; stop waits for it and prints where the time went.
+func profileAPIServer(b *testing.B, side string) (stop func()) {
+	dir := os.Getenv("BENCH_PROFILE_DIR")
+	if dir == "" {
+		return func() {}
+	}
+	cs, err := kubernetes.NewForConfig(sim.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "apiserver-"+side+".pprof")
+	done := make(chan error, 1)
+	go func() { done <- testenv.SaveAPIServerProfile(context.Background(), cs, path, 8*time.Second) }()
+	return func() {
+		if err := <-done; err != nil {
+			b.Logf("API server profile: %v", err)
+			return
+		}
+		fmt.Printf("kube-apiserver, %s side: %s\n", side, testenv.CostBreakdown(path))
+	}
+}
+
+// reconcileResults is the userdeployment controller's reconciles so far by
+// result (success, error, requeue, requeue_after), from controller-runtime's
+// metrics of the operator running in this process.
+func reconcileResults(b *testing.B) map[string]float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			switch {
+			case f.GetName() == "controller_runtime_reconcile_total" && labels["controller"] == "userdeployment":
+				out[labels["result"]] += m.GetCounter().GetValue()
+			case f.GetName() == "controller_runtime_reconcile_time_seconds" && labels["controller"] == "userdeployment":
+				out[" seconds reconciling"] += m.GetHistogram().GetSampleSum()
+			case f.GetName() == "workqueue_queue_duration_seconds" && labels["name"] == "userdeployment":
+				out[" seconds queued"] += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+// printReconcilesPerApp prints the reconciles between two counts per app,
+// by result.
+func printReconcilesPerApp(before, after map[string]float64) {
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(after)) {
+		parts = append(parts, fmt.Sprintf("%s %.2f", r, (after[r]-before[r])/benchApps))
+	}
+	fmt.Printf("reconciles per app: %s\n", strings.Join(parts, ", "))
+}
+
+// printCachedManagedFields prints the size of what the operator's cache
+// keeps of an app beyond its spec: the managed fields of its spec and
+// metadata (userdeployment.TrimApp).
+func printCachedManagedFields(b *testing.B, c client.Client, ns string) {
+	ud := &schedv1.UserDeployment{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "app-000"}, ud); err != nil {
+		b.Fatal(err)
+	}
+	kept, err := userdeployment.TrimApp(ud)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := 0
+	for _, e := range kept.(*schedv1.UserDeployment).ManagedFields {
+		size += len(e.Manager) + len(e.Operation) + len(e.APIVersion) + len(e.FieldsType) + len(e.FieldsV1.Raw)
+	}
+	fmt.Printf("managed fields cached per app: %d bytes\n", size)
 }

@@ -119,10 +119,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// again. The plan builds what runs: the spec, or the revision rolled
 	// back to restored into it.
 	rv, err := r.revisionsOf(ctx, s)
-	if errors.Is(err, errChanged) {
-		// Its event is on the way; in case it was missed, come back.
-		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

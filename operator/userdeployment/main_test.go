@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -96,18 +97,59 @@ func restartOperator(t testing.TB, mutate func(*app.Options)) {
 // writes records every request the operator makes that is not a read.
 var writes struct {
 	sync.Mutex
-	log []string
+	log      []string
+	requests map[string]int
 }
 
 type writeRecorder struct{ next http.RoundTripper }
 
 func (w writeRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	writes.Lock()
 	if r.Method != http.MethodGet {
-		writes.Lock()
 		writes.log = append(writes.log, r.Method+" "+r.URL.Path)
-		writes.Unlock()
 	}
+	if r.URL.Query().Get("watch") != "true" {
+		if writes.requests == nil {
+			writes.requests = map[string]int{}
+		}
+		writes.requests[requestKind(r)]++
+	}
+	writes.Unlock()
 	return w.next.RoundTrip(r)
+}
+
+// requestKind is "GET userdeployments", "PATCH userdeployments/status":
+// the verb and the resource of a request, without namespace and name.
+func requestKind(r *http.Request) string {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	// /api/v1/... or /apis/GROUP/VERSION/...
+	if len(parts) > 0 && parts[0] == "apis" {
+		parts = parts[min(3, len(parts)):]
+	} else {
+		parts = parts[min(2, len(parts)):]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	what := r.Method
+	if r.Method == http.MethodGet && len(parts) == 1 {
+		what = "LIST"
+	}
+	switch {
+	case len(parts) == 0:
+		return what + " namespaces"
+	case len(parts) >= 3:
+		return what + " " + parts[0] + "/" + parts[2]
+	}
+	return what + " " + parts[0]
+}
+
+// requestCounts copies the operator's requests so far by requestKind
+// (watches not counted).
+func requestCounts() map[string]int {
+	writes.Lock()
+	defer writes.Unlock()
+	return maps.Clone(writes.requests)
 }
 
 // writesSince returns the operator's writes after the first n.

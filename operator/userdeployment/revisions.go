@@ -58,10 +58,6 @@ type revisions struct {
 	restored *schedv1.UserDeployment
 }
 
-// errChanged: the app changed since the cache saw it; its next event
-// brings the change.
-var errChanged = errors.New("the app changed since it was read")
-
 // revisionsOf lists the app's revisions, records the spec's when it is
 // new, and says which revision runs.
 func (r *Reconciler) revisionsOf(ctx context.Context, s *syncState) (revisions, error) {
@@ -161,15 +157,6 @@ func (r *Reconciler) record(ctx context.Context, s *syncState, rv *revisions, tm
 		s.problems = append(s.problems, fmt.Sprintf("no new revision recorded: the app has had %d, the most there can be; recreate it to start again", revision.MaxNumber))
 		return nil, nil
 	}
-	// Who changed it: the managed fields, which the cache drops. The live
-	// app must be the one the cache gave, or it is recorded next time.
-	live := &schedv1.UserDeployment{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(ud), live); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if live.UID != ud.UID || revision.Hash(revision.Of(live)) != hash {
-		return nil, errChanged
-	}
 	// What changed since the latest says whose change it is.
 	var prev *revision.Template
 	if latest != nil {
@@ -177,7 +164,7 @@ func (r *Reconciler) record(ctx context.Context, s *syncState, rv *revisions, tm
 			prev = &t
 		}
 	}
-	cr := revision.New(ud, next, tmpl, revision.ChangedBy(live, prev))
+	cr := revision.New(ud, next, tmpl, revision.ChangedBy(ud, prev))
 	err := r.Create(ctx, cr, client.FieldOwner(fieldOwner))
 	switch {
 	case err == nil:

@@ -2,6 +2,7 @@ package userdeployment
 
 import (
 	"reflect"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -12,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
 // TrimOwned is the cache transform of a kind an app is made of (gvk; for
@@ -149,4 +152,19 @@ func TrimRevision(obj any) (any, error) {
 		},
 		Revision: cr.Revision,
 	}, nil
+}
+
+// TrimApp is the cache transform for UserDeployments: it keeps the managed
+// fields of the app's spec and metadata, which say who made each change
+// (revision.ChangedBy, recorded with each revision), and drops those of
+// its status, which the operator writes. Without them a new revision cost
+// a read of the app from the API server. They are about the size of the
+// spec's field names, which the CRD bounds.
+func TrimApp(obj any) (any, error) {
+	ud, ok := obj.(*schedv1.UserDeployment)
+	if !ok {
+		return obj, nil
+	}
+	ud.ManagedFields = slices.DeleteFunc(ud.ManagedFields, func(e metav1.ManagedFieldsEntry) bool { return e.Subresource != "" })
+	return ud, nil
 }
