@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,4 +56,33 @@ func waitLabelsReserved(ctx context.Context, cfg *rest.Config, admin client.Clie
 		return fmt.Errorf("the reserved-labels policy is not enforced (last answer: %v): %w", last, err)
 	}
 	return nil
+}
+
+// Unreserve renames the labels only the operator may set
+// (kubectl-sched-reserved-labels refuses them from anyone else) to as
+// many labels of the same sizes, so the direct side applies objects as
+// large as the operator's, and its selectors still match: what a user
+// applies to compare with an app's objects (userdeployment.PlanObjects).
+func Unreserve(o client.Object) {
+	re := func(l map[string]string) map[string]string {
+		out := make(map[string]string, len(l))
+		for k, v := range l {
+			if k == "app.kubernetes.io/managed-by" && v == "kubectl-sched" {
+				v = "benchmark-ed"
+			}
+			if rest, ok := strings.CutPrefix(k, schedv1.GroupVersion.Group+"/"); ok {
+				k = "bench.kubectl-example.dev/" + rest
+			}
+			out[k] = v
+		}
+		return out
+	}
+	o.SetLabels(re(o.GetLabels()))
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		o.Spec.Selector.MatchLabels = re(o.Spec.Selector.MatchLabels)
+		o.Spec.Template.Labels = re(o.Spec.Template.Labels)
+	case *corev1.Service:
+		o.Spec.Selector = re(o.Spec.Selector)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -31,7 +32,8 @@ type Env struct {
 // Start runs etcd and kube-apiserver with the CRDs from config/crd/bases
 // and the admission policies from config/policy.
 // Call it once per package, from TestMain (Main does), and Stop the result.
-func Start() (*Env, error) {
+// apiServerFlags are more kube-apiserver flags, each "name=value".
+func Start(apiServerFlags ...string) (*Env, error) {
 	bin, err := cluster.BinDir(context.Background(), os.Stderr)
 	if err != nil {
 		return nil, err
@@ -47,6 +49,11 @@ func Start() (*Env, error) {
 		// envtest's 20 s is too short for kube-apiserver when make test
 		// runs four packages on two cores.
 		ControlPlaneStartTimeout: time.Minute,
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for _, f := range apiServerFlags {
+		name, value, _ := strings.Cut(f, "=")
+		args.Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -18,13 +18,10 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
@@ -86,7 +83,7 @@ func BenchmarkUserDeployments(b *testing.B) {
 		for _, ud := range apps(ns) {
 			for _, o := range userdeployment.PlanObjects(ud, userdeployment.Settings{}) {
 				o.SetOwnerReferences(nil)
-				unreserve(o)
+				testenv.Unreserve(o)
 				objs = append(objs, o)
 			}
 		}
@@ -134,34 +131,6 @@ func BenchmarkUserDeployments(b *testing.B) {
 	// busy with other work.
 	b.ReportMetric(directCPU.Seconds()/n, "direct-apiserver-cpu-s")
 	b.ReportMetric(operatorCPU.Seconds()/n, "operator-apiserver-cpu-s")
-}
-
-// unreserve renames the labels only the operator may set
-// (kubectl-sched-reserved-labels refuses them from anyone else) to as
-// many labels of the same sizes, so the direct side applies objects as
-// large as the operator's, and its selectors still match.
-func unreserve(o client.Object) {
-	re := func(l map[string]string) map[string]string {
-		out := make(map[string]string, len(l))
-		for k, v := range l {
-			if k == "app.kubernetes.io/managed-by" && v == "kubectl-sched" {
-				v = "benchmark-ed"
-			}
-			if rest, ok := strings.CutPrefix(k, schedv1.GroupVersion.Group+"/"); ok {
-				k = "bench.kubectl-example.dev/" + rest
-			}
-			out[k] = v
-		}
-		return out
-	}
-	o.SetLabels(re(o.GetLabels()))
-	switch o := o.(type) {
-	case *appsv1.Deployment:
-		o.Spec.Selector.MatchLabels = re(o.Spec.Selector.MatchLabels)
-		o.Spec.Template.Labels = re(o.Spec.Template.Labels)
-	case *corev1.Service:
-		o.Spec.Selector = re(o.Spec.Selector)
-	}
 }
 
 // benchUser returns a client for a service account that may create the
@@ -219,7 +188,7 @@ func timeToReady(b *testing.B, c client.Client, objs []client.Object, ns string,
 	for range 10 {
 		wg.Go(func() {
 			for o := range work {
-				if err := apply(ctx, c, o); err != nil {
+				if err := testenv.Apply(ctx, c, o, "benchmark"); err != nil {
 					errs <- err
 				}
 			}
@@ -241,24 +210,6 @@ func timeToReady(b *testing.B, c client.Client, objs []client.Object, ns string,
 	took := time.Since(start)
 	fmt.Printf("%d %T created in %v, ready in %v\n", len(objs), list, created.Round(time.Millisecond), took.Round(time.Millisecond))
 	return took
-}
-
-// apply server-side applies o, as `kubectl apply --server-side` and
-// `kubectl sched deploy` do.
-func apply(ctx context.Context, c client.Client, o client.Object) error {
-	gvk, err := apiutil.GVKForObject(o, c.Scheme())
-	if err != nil {
-		return err
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: m}
-	u.SetGroupVersionKind(gvk)
-	unstructured.RemoveNestedField(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("benchmark"), client.ForceOwnership)
 }
 
 // emptyNamespace deletes ns and waits for its pods to go, so the next run

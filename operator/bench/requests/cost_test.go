@@ -2,41 +2,51 @@ package requests
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
+	"github.com/kubectl-sched/kubectl-sched/api/revision"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 )
 
 // BenchmarkRequestCost: what the API server spends on each request of a
-// task's and a workflow's life, each sent by the client that sends it (a
-// namespace's user, or the operator with its token and generated RBAC,
-// whose requests the confinement and pod-patch policies check), against
-// a bare Job's create by a user. One client sends one request after
-// another for ten seconds per kind, no operator running; printed per
+// task's, a workflow's and an app's life (appCosts), each sent by the
+// client that sends it (a namespace's user, or the operator with its token
+// and generated RBAC, whose requests the confinement and pod-patch
+// policies check), against a bare Job's create by a user and an app's
+// Deployment and Service applied by a user. One client sends one request
+// after another for ten seconds per kind, no operator running; printed per
 // request: the API server's CPU time (/proc) and the client's wall time,
 // and where the CPU went (a CPU profile of those ten seconds, kept under
-// $COST_PROFILES when set).
+// $COST_PROFILES when set). $COST_ONLY runs only the kinds whose name
+// contains it ("app" for an app's).
 //
 //	go test ./operator/bench/requests -run '^$' -bench RequestCost -benchtime 1x -timeout 30m
 func BenchmarkRequestCost(b *testing.B) {
@@ -121,10 +131,7 @@ func requestCosts(b *testing.B, cfg *rest.Config, c client.Client, dir string) {
 		patch := fmt.Sprintf(`{"status":{"phase":"Running","message":"write %d"}}`, i)
 		return cl.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, []byte(patch)))
 	}
-	kinds := []struct {
-		name string
-		do   func(i int) error
-	}{
+	kinds := []costKind{
 		{"user: create a bare Job", func(i int) error { return c.Create(ctx, bare(fmt.Sprintf("j-%05d", i))) }},
 		{"user: create an AgentTask", func(i int) error {
 			return c.Create(ctx, MakeAgentTask(fmt.Sprintf("t-%05d", i), ns).Spec(func(s *schedv1.AgentTaskSpec) { *s = task() }).Obj())
@@ -151,8 +158,12 @@ func requestCosts(b *testing.B, cfg *rest.Config, c client.Client, dir string) {
 			return op.Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch)))
 		}},
 	}
+	kinds = append(kinds, appCosts(b, cfg, c, op, ns)...)
 	const window = 10 * time.Second
 	for _, k := range kinds {
+		if !strings.Contains(k.name, os.Getenv("COST_ONLY")) {
+			continue
+		}
 		prof := filepath.Join(dir, strings.NewReplacer(" ", "-", ":", "", "'", "").Replace(k.name)+".pprof")
 		done := make(chan error, 1)
 		go func() { done <- testenv.SaveAPIServerProfile(ctx, cs, prof, window) }()
@@ -177,6 +188,154 @@ func requestCosts(b *testing.B, cfg *rest.Config, c client.Client, dir string) {
 }
 
 var errExhausted = errors.New("no more objects prepared")
+
+// costKind is one kind of request: do sends the i-th.
+type costKind struct {
+	name string
+	do   func(i int) error
+}
+
+// appCosts are the requests of a one-service app's life, as
+// BenchmarkUserDeployments makes them: a user's server-side apply of the
+// UserDeployment (as `kubectl sched deploy`, field manager kubectl-sched),
+// the operator's creates of its ControllerRevision, Deployment and Service
+// in the form it sends them, a write of its status and its Running event;
+// and a user's
+// server-side apply of the same Deployment and Service, with the
+// operator's reserved labels renamed (testenv.Unreserve), which is what
+// the benchmark's direct side sends instead. The user is a namespace
+// user, impersonated, with the edit roles' rules on apps, Services and
+// UserDeployments.
+func appCosts(b *testing.B, cfg *rest.Config, admin, op client.Client, ns string) []costKind {
+	ctx := context.Background()
+	const manager = "kubectl-sched" // the plugin's field manager
+	var user client.Client
+	for _, role := range []struct{ name, group, resource string }{
+		{"system:aggregate-to-edit", "apps", "deployments"}, // edit's rules, which envtest does not aggregate
+		{"kubectl-sched-edit", schedv1.GroupName, "userdeployments"},
+	} {
+		var err error
+		user, err = testenv.BindUser(ctx, admin, cfg, ns, "cost-user", role.name,
+			authorizationv1.ResourceAttributes{Verb: "patch", Group: role.group, Resource: role.resource})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	app := func(name string) *schedv1.UserDeployment {
+		return MakeUserDeployment(name, ns).Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+			Isolation(schedv1.IsolationOpen).Obj()
+	}
+	// The app as the operator reads it: defaulted, with the user's
+	// managed fields (whose manager its revision names).
+	live := app("app")
+	if err := testenv.Apply(ctx, user, live, manager); err != nil {
+		b.Fatal(err)
+	}
+	if err := admin.Get(ctx, client.ObjectKeyFromObject(live), live); err != nil {
+		b.Fatal(err)
+	}
+	named := func(prefix string, i int) *schedv1.UserDeployment {
+		ud := live.DeepCopy()
+		ud.Name, ud.UID = fmt.Sprintf("%s-%05d", prefix, i), uuid.NewUUID()
+		return ud
+	}
+	// object is the i-th app's object of kind, named after prefix.
+	object := func(prefix string, i int, kind client.Object) client.Object {
+		for _, o := range userdeployment.PlanObjects(named(prefix, i), userdeployment.Settings{}) {
+			if reflect.TypeOf(o) == reflect.TypeOf(kind) {
+				return o
+			}
+		}
+		b.Fatalf("no %T in an app's plan", kind)
+		return nil
+	}
+	create := func(o client.Object) error {
+		form, err := userdeployment.ApplyForm(o)
+		if err != nil {
+			return err
+		}
+		return op.Create(ctx, form, client.FieldOwner(userdeployment.FieldOwner))
+	}
+	// Each Service's cluster IP is an IPAddress object, and allocating one
+	// lists them all (ipallocator's Used): a Service create costs more the
+	// more Services there are, 1 µs each. So each kind creates as many as
+	// one side of BenchmarkUserDeployments, not thousands.
+	const services = 200
+	service := func(prefix string, i int) (client.Object, error) {
+		if i >= services {
+			return nil, errExhausted
+		}
+		return object(prefix, i, &corev1.Service{}), nil
+	}
+	direct := func(o client.Object) error {
+		o.SetOwnerReferences(nil)
+		testenv.Unreserve(o)
+		return testenv.Apply(ctx, user, o, manager)
+	}
+	// The app's two status writes: Progressing once its objects are made,
+	// Running once its pod is ready; all of the status each time, as the
+	// first write sends it (conditions are a list, which a merge patch
+	// replaces whole).
+	statuses := make([][]byte, 2)
+	for i, running := range []bool{false, true} {
+		now := metav1.Now()
+		st := schedv1.UserDeploymentStatus{ObservedGeneration: live.Generation, Phase: schedv1.UserDeploymentProgressing,
+			Ready: "0/1", Services: []schedv1.ServiceStatus{{Name: "web"}}, CurrentRevision: 1, CurrentRevisionTime: &now,
+			Conditions: []metav1.Condition{
+				{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonReconciling, Message: "web: 0/1 replicas ready", ObservedGeneration: 1, LastTransitionTime: now},
+				{Type: schedv1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: schedv1.ReasonReconciling, Message: "created Deployment web, Service web", ObservedGeneration: 1, LastTransitionTime: now},
+				{Type: schedv1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: schedv1.ReasonAsExpected, Message: "no problem found", ObservedGeneration: 1, LastTransitionTime: now},
+			}}
+		if running {
+			st.Phase, st.Ready, st.Services[0].ReadyReplicas, st.LastRunningRevision = schedv1.UserDeploymentRunning, "1/1", 1, 1
+			st.Conditions[0] = metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonAvailable, Message: "all 1 services ready", ObservedGeneration: 1, LastTransitionTime: now}
+			st.Conditions[1].Status, st.Conditions[1].Reason, st.Conditions[1].Message = metav1.ConditionFalse, schedv1.ReasonAvailable, "up to date"
+		}
+		var err error
+		if statuses[i], err = json.Marshal(map[string]any{"status": st}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return []costKind{
+		{"user: apply a one-service app", func(i int) error { return testenv.Apply(ctx, user, app(fmt.Sprintf("a-%05d", i)), manager) }},
+		{"operator: create an app's revision", func(i int) error {
+			ud := named("r", i)
+			cr := revision.New(ud, 1, revision.Of(ud), revision.ChangedBy(ud, nil))
+			return op.Create(ctx, cr, client.FieldOwner(userdeployment.FieldOwner))
+		}},
+		{"operator: create an app's Deployment", func(i int) error { return create(object("d", i, &appsv1.Deployment{})) }},
+		{"operator: create an app's Service", func(i int) error {
+			o, err := service("s", i)
+			if err != nil {
+				return err
+			}
+			return create(o)
+		}},
+		{"operator: patch an app's status", func(i int) error {
+			ud := &schedv1.UserDeployment{ObjectMeta: metav1.ObjectMeta{Name: live.Name, Namespace: ns}}
+			return op.Status().Patch(ctx, ud, client.RawPatch(types.MergePatchType, statuses[i%2]))
+		}},
+		{"operator: create an app's Running event", func(i int) error {
+			// As controller-runtime's recorder (client-go's events.k8s.io
+			// broadcaster) sends it.
+			now := metav1.NowMicro()
+			return op.Create(ctx, &eventsv1.Event{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", live.Name, now.UnixNano()+int64(i)), Namespace: ns},
+				Regarding:  corev1.ObjectReference{APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Namespace: ns, Name: live.Name, UID: live.UID, ResourceVersion: live.ResourceVersion},
+				EventTime:  now, Type: corev1.EventTypeNormal, Reason: schedv1.ReasonAvailable, Action: string(schedv1.UserDeploymentRunning),
+				Note: "all 1 services ready", ReportingController: "userdeployment-controller", ReportingInstance: "userdeployment-controller-cost",
+			})
+		}},
+		{"user: apply the app's Deployment", func(i int) error { return direct(object("ud", i, &appsv1.Deployment{})) }},
+		{"user: apply the app's Service", func(i int) error {
+			o, err := service("us", i)
+			if err != nil {
+				return err
+			}
+			return direct(o)
+		}},
+	}
+}
 
 // without deletes the bindings of the admission policies named in list
 // (comma-separated, without the kubectl-sched- prefix; "all" for every

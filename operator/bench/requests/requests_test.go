@@ -51,7 +51,9 @@ func TestMain(m *testing.M) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	var err error
-	if env, err = testenv.Start(); err != nil {
+	// BenchmarkRequestCost creates thousands of Services, more than
+	// envtest's /24 of cluster IPs holds.
+	if env, err = testenv.Start("service-cluster-ip-range=10.0.0.0/16"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
