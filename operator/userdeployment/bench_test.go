@@ -451,7 +451,7 @@ func printCachedManagedFields(b *testing.B, c client.Client, ns string) {
 	}
 	size := 0
 	for _, e := range kept.(*schedv1.UserDeployment).ManagedFields {
-		size += len(e.Manager) + len(e.Operation) + len(e.APIVersion) + len(e.FieldsType) + len(e.FieldsV1.Raw)
+		size += len(e.Manager) + len(e.Operation) + len(e.APIVersion) + len(e.FieldsType) + len(e.FieldsV1.GetRawBytes())
 	}
 	fmt.Printf("managed fields cached per app: %d bytes\n", size)
 }
