@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -142,6 +143,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !task.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
+	}
+	terminating, err := r.namespaceTerminating(ctx, task.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if terminating {
+		// Kubernetes deletes a terminating namespace's pods first and its
+		// AgentTasks only once the pods are gone (OrderedNamespaceDeletion),
+		// and no new attempt can start in it. A task with retries left
+		// never finishes, so its killed pod would keep the outputs
+		// finalizer and the namespace would stay Terminating for good: its
+		// pods go now, and the task with the namespace.
 		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
 	}
 
@@ -502,6 +516,16 @@ func (r *Reconciler) releaseDeleted(ctx context.Context, ns, name string, task *
 	return r.releasePods(ctx, controlledPods(list.Items, job))
 }
 
+// namespaceTerminating says whether namespace ns is being deleted, from
+// the cache; a namespace not found is not.
+func (r *Reconciler) namespaceTerminating(ctx context.Context, ns string) (bool, error) {
+	n := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !n.DeletionTimestamp.IsZero(), nil
+}
+
 // releasePods removes the outputs finalizer from pods, which the caller
 // matched to the task's Job by UID. A pod released in the last minute is
 // not released again: the task's status event often brings its next
@@ -622,6 +646,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			builder.WithPredicates(expiry.QuotaChanged)).
 		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
 			builder.WithPredicates(expiry.TierLabelChanged)).
+		// A namespace's deletion starting lets its tasks' pods go (see
+		// Reconcile); the pods' own deletion events bring the tasks back
+		// too, should this cache lag behind the pods'.
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+			builder.WithPredicates(deletionStarted)).
 		// An admin removing a namespace's opt-out stops its privileged tasks.
 		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
 			func() client.ObjectList { return &schedv1.AgentTaskList{} },
@@ -655,4 +684,14 @@ func (r *Reconciler) taskForJobName(ctx context.Context, ns, jobName string) []r
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: ref.Name}}}
 	}
 	return nil
+}
+
+// deletionStarted passes the update that marks an object deleted.
+var deletionStarted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
 }
