@@ -111,6 +111,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	desired := Objects(ns.Name, tierName, tier, classes.Items, r.PriorityClasses)
+	// As built: an apply fills the object it sends with the server's
+	// answer (managed fields, resourceVersion), which a second apply of it
+	// (the recount's) must not carry.
+	quota := desired.Objects[0].(*corev1.ResourceQuota).DeepCopy()
 	for _, obj := range desired.Objects {
 		if err := r.apply(ctx, obj); err != nil {
 			return ctrl.Result{}, fmt.Errorf("apply %T %s of tier %s: %w", obj, obj.GetName(), tierName, err)
@@ -128,7 +132,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if err := r.deleteOurs(ctx, &networkingv1.NetworkPolicy{}, ns.Name, schedv1.TenantNetworkPolicyName); err != nil {
 		return ctrl.Result{}, err
 	}
-	return r.recount(ctx, ns, desired.Objects[0].(*corev1.ResourceQuota))
+	return r.recount(ctx, ns, quota)
 }
 
 // forget drops what the controller remembers of namespace ns.

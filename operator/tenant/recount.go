@@ -103,7 +103,7 @@ func (r *recounts) forget(ns string) {
 }
 
 // recount asks the quota controller to count the namespace's tier quota
-// (desired, as applied) again while it has seen its spec but left some of
+// (desired, as built) again while it has seen its spec but left some of
 // what it limits uncounted.
 func (r *Reconciler) recount(ctx context.Context, ns *corev1.Namespace, desired *corev1.ResourceQuota) (ctrl.Result, error) {
 	q := &corev1.ResourceQuota{}
