@@ -130,3 +130,20 @@ func ApplyFile(ctx context.Context, c client.Client, path string) error {
 		}
 	}
 }
+
+// ApplyTiers applies the shipped tiers (config/manager/tiers.yaml) and
+// the priority classes they name, as an install does. The tiers ConfigMap
+// lives in the operator's namespace: call it once the operator runs
+// (MainOptions.AfterOperator).
+func ApplyTiers(ctx context.Context, c client.Client) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	for _, f := range []string{"tiers.yaml", "priorityclasses.yaml"} {
+		if err := ApplyFile(ctx, c, filepath.Join(root, "config", "manager", f)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

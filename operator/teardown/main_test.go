@@ -3,7 +3,6 @@ package teardown_test
 import (
 	"context"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -31,20 +30,10 @@ func TestMain(m *testing.M) {
 		// counts them, admission refuses what it limits.
 		SimOptions:    cluster.Options{ExtraControllerManagerArgs: []string{"--resource-quota-sync-period=5s"}},
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return recorder{rt} },
-		// TEMPOPLOG
 		// The tiers ConfigMap lives in the operator's namespace, which
 		// starting the operator creates.
 		AfterOperator: func(ctx context.Context, _ *rest.Config, c client.Client) error {
-			root, err := testenv.RepoRoot()
-			if err != nil {
-				return err
-			}
-			for _, f := range []string{"tiers.yaml", "priorityclasses.yaml"} {
-				if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", f)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return testenv.ApplyTiers(ctx, c)
 		},
 	})
 }

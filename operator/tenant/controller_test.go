@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -46,16 +45,7 @@ func TestMain(m *testing.M) {
 		// The tiers ConfigMap lives in the operator's namespace, which
 		// starting the operator creates.
 		AfterOperator: func(ctx context.Context, _ *rest.Config, c client.Client) error {
-			root, err := testenv.RepoRoot()
-			if err != nil {
-				return err
-			}
-			for _, f := range []string{"tiers.yaml", "priorityclasses.yaml"} {
-				if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", f)); err != nil {
-					return err
-				}
-			}
-			return nil
+			return testenv.ApplyTiers(ctx, c)
 		},
 	})
 }

@@ -55,15 +55,10 @@ func TestMain(m *testing.M) {
 		// only on its full resync (5m by default).
 		SimOptions: cluster.Options{ExtraControllerManagerArgs: []string{"--resource-quota-sync-period=5s"}},
 		AfterOperator: func(ctx context.Context, cfg *rest.Config, c client.Client) error {
-			root, err := testenv.RepoRoot()
-			if err != nil {
+			if err := testenv.ApplyTiers(ctx, c); err != nil {
 				return err
 			}
-			for _, f := range []string{"tiers.yaml", "priorityclasses.yaml"} {
-				if err := testenv.ApplyFile(ctx, c, filepath.Join(root, "config", "manager", f)); err != nil {
-					return err
-				}
-			}
+			var err error
 			kubeconfig, err = startProxy(cfg)
 			return err
 		},
