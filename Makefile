@@ -42,7 +42,7 @@ generate: ## Write DeepCopy methods for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
 .PHONY: docs
-docs: ## Write docs/reference from the code: commands, settings, exit codes, CRD fields, admission policies (a test fails when they are stale).
+docs: ## Write docs/reference from the code: commands, settings, exit codes, CRD fields, admission policies, tiers (a test fails when they are stale).
 	go run ./hack/docgen/cmd/docgen
 
 .PHONY: fmt

@@ -1,8 +1,9 @@
 // Package docgen writes the reference pages of docs/reference from the
 // code they describe: the plugin's commands (its cobra tree), the
 // operator's settings (api/settings), the exit codes (plugin/internal/cmdutil),
-// the CRDs' fields and bounds (config/crd/bases) and the admission
-// policies (config/policy). `make docs` writes them (cmd/docgen);
+// the CRDs' fields and bounds (config/crd/bases), the admission policies
+// (config/policy) and the installed tiers (config/manager/tiers.yaml).
+// `make docs` writes them (cmd/docgen);
 // hack/verify fails when a committed page differs from what Pages makes.
 // It also reads Markdown as GitHub does (Anchors, Links) for hack/verify's
 // link check.
@@ -41,6 +42,11 @@ func Pages(root string) (map[string]string, error) {
 		return nil, fmt.Errorf("admission policies: %w", err)
 	}
 	pages["policies.md"] = pols
+	tiers, err := tiersPage(root)
+	if err != nil {
+		return nil, fmt.Errorf("tiers: %w", err)
+	}
+	pages["tiers.md"] = tiers
 	out := make(map[string]string, len(pages))
 	for name, page := range pages {
 		out[filepath.ToSlash(filepath.Join(Dir, name))] = strings.TrimRight(page, "\n") + "\n"
