@@ -142,6 +142,13 @@ func (w *crdWriter) section(s section) {
 			names = append(names, name)
 		}
 		slices.Sort(names)
+		// A schema two fields share gets its section under the required
+		// one's path (spec.steps[], not spec.finally[]).
+		for _, name := range s.schema.Required {
+			if p, ok := s.schema.Properties[name]; ok {
+				w.typeOf(s.path+"."+name, &p)
+			}
+		}
 		for _, name := range names {
 			p := s.schema.Properties[name]
 			var bs []string
