@@ -41,6 +41,10 @@ manifests: ## Write CRDs (config/crd/bases) and the operator's ClusterRole (conf
 generate: ## Write DeepCopy methods for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
 
+.PHONY: docs
+docs: ## Write docs/reference from the code: commands, settings, exit codes, CRD fields, admission policies, tiers (a test fails when they are stale).
+	go run ./hack/docgen/cmd/docgen
+
 .PHONY: fmt
 fmt: ## Run gofmt.
 	gofmt -w $$(git ls-files '*.go')
@@ -68,7 +72,7 @@ test-faults: control-plane ## Run the long fault runs make test skips: API serve
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
 
 .PHONY: chaos
-chaos: control-plane ## Run the fault tests in full (figures in RELIABILITY.md).
+chaos: control-plane ## Run the fault tests in full (figures in docs/contributors/reliability.md).
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/chaos -count=1 -v -timeout 40m
 
 .PHONY: bench
@@ -76,7 +80,7 @@ bench: control-plane ## Run the benchmarks and print their figures.
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./... -run '^$$' -bench . -benchtime 1x -timeout 60m
 
 .PHONY: bench-scale
-bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see BENCHMARKS.md "Scale").
+bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see docs/contributors/benchmarks.md "Scale").
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./operator/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
 
 ##@ Build

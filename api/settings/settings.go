@@ -1,7 +1,7 @@
 // Package settings is the one list of the operator's cluster settings.
 // The operator's flags and environment variables (operator/app), install's
-// flags (plugin/cmd/install) and the README's table of settings all come
-// from All, so none of them can name a setting the others lack.
+// flags (plugin/cmd/install) and docs/reference/settings.md (hack/docgen)
+// all come from All, so none of them can name a setting the others lack.
 package settings
 
 import (
@@ -43,7 +43,7 @@ type Setting struct {
 	Seed        string
 	SeedNegates bool
 	Kind        Kind
-	// Metavar names a Map setting's pairs in the README (PRIORITY=CLASS).
+	// Metavar names a Map setting's pairs in the docs (PRIORITY=CLASS).
 	Metavar string
 	// Field is where the operator keeps the value: a *string, *bool,
 	// *[]string, map[string]string, *int, *float64 or *time.Duration in v,
@@ -59,8 +59,9 @@ type Setting struct {
 	// Help is the operator flag's help; EnvNote follows the variable's
 	// name at its end. InstallHelp is install's flag's help.
 	Help, EnvNote, InstallHelp string
-	// Default and Doc are the README's columns "default" and "what it
-	// does".
+	// Default and Doc are the columns "default" and "what it does" of
+	// docs/reference/settings.md, in Markdown; Doc's relative links start
+	// from that page.
 	Default, Doc string
 }
 
@@ -139,7 +140,7 @@ type Values struct {
 var Controllers = []string{"agenttask", "cronworkflow", "schedext", "tenant", "userdeployment", "workflow"}
 
 // All lists every setting, in the order `kubectl sched doctor` and the
-// README show them.
+// docs show them.
 var All = []Setting{
 	{
 		Flag: "ingress-domain", Env: "INGRESS_DOMAIN", Kind: String,
@@ -149,7 +150,7 @@ var All = []Setting{
 		Help:        "Domain of public hosts: <name>.<namespace>.<domain>.",
 		InstallHelp: "Domain of public apps' hosts: <app>.<namespace>.<domain>.",
 		Default:     "`apps.example.com`",
-		Doc:         "public apps get the host `<app>.<namespace>.<domain>`; under it an app may route only `<label>.<its namespace>.<domain>` (see Security model)",
+		Doc:         "public apps get the host `<app>.<namespace>.<domain>`; under it an app may route only `<label>.<its namespace>.<domain>` (see [the security model](../admins/security.md#tenants-are-kept-apart))",
 	},
 	{
 		Flag: "ingress-provider", Env: "INGRESS_PROVIDER", Kind: String,
@@ -239,7 +240,7 @@ var All = []Setting{
 		Help:        "cert-manager ClusterIssuer for public apps' certificates, used when cert-manager is installed.",
 		InstallHelp: "cert-manager ClusterIssuer that signs public apps' certificates when cert-manager is installed; no certificates when empty.",
 		Default:     "none",
-		Doc:         "cert-manager ClusterIssuer that signs public apps' certificates (see HTTPS below)",
+		Doc:         "cert-manager ClusterIssuer that signs public apps' certificates (see [HTTPS](../admins/https.md))",
 	},
 	{
 		Flag: "priority-class", Env: "PRIORITY_CLASSES", Kind: Map,
@@ -297,7 +298,7 @@ var All = []Setting{
 		Help:        "Label selector of the namespaces the operator serves (sched.kubectl-sched.dev/tier: the namespaces of tenant create); every namespace when empty.",
 		InstallHelp: "Label selector of the namespaces the operator serves, such as sched.kubectl-sched.dev/tier (every namespace 'kubectl sched tenant create' made); its caches then hold only those namespaces' objects. Every namespace when empty.",
 		Default:     "none (every namespace)",
-		Doc:         "label selector of the namespaces the operator serves; `sched.kubectl-sched.dev/tier` picks every namespace `kubectl sched tenant create` made. Its caches then hold only those namespaces' objects (and its own and the scheduler namespace's); objects elsewhere are never read or changed. A namespace labelled or unlabelled is taken up or let go while it runs (see [Scale settings](#scale-settings))",
+		Doc:         "label selector of the namespaces the operator serves; `sched.kubectl-sched.dev/tier` picks every namespace `kubectl sched tenant create` made. Its caches then hold only those namespaces' objects (and its own and the scheduler namespace's); objects elsewhere are never read or changed. A namespace labelled or unlabelled is taken up or let go while it runs (see [Scale settings](../admins/settings.md#scale-settings))",
 	},
 	{
 		Flag: "default-ttl", Env: "DEFAULT_TTL", Kind: Duration,
@@ -306,7 +307,7 @@ var All = []Setting{
 		Help:        "How long finished AgentTasks and Workflows are kept when neither their spec nor their namespace's tier sets a ttlAfterFinished; 0 keeps them.",
 		InstallHelp: "How long finished AgentTasks and Workflows are kept when neither their spec nor their namespace's tier sets a ttlAfterFinished (a Go duration: 168h); 0 keeps them until someone deletes them.",
 		Default:     "`168h` (7 days)",
-		Doc:         "the `ttlAfterFinished` of finished AgentTasks and Workflows whose spec has none and whose namespace's tier has no default (status.expiry says `InstallDefault`); `0` keeps them until someone deletes them (see [What is cleaned up, and when](#what-is-cleaned-up-and-when))",
+		Doc:         "the `ttlAfterFinished` of finished AgentTasks and Workflows whose spec has none and whose namespace's tier has no default (status.expiry says `InstallDefault`); `0` keeps them until someone deletes them (see [What is cleaned up, and when](../admins/cleanup.md))",
 	},
 	{
 		Flag: "succeeded-pod-retention", Env: "SUCCEEDED_POD_RETENTION", Kind: Duration,

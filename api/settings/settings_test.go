@@ -1,72 +1,10 @@
 package settings
 
 import (
-	"flag"
-	"fmt"
-	"os"
 	"reflect"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-var update = flag.Bool("update", false, "rewrite the README's table of settings from All")
-
-// readme holds the settings table, from the line after its header row to
-// the blank line that ends it.
-const (
-	readme      = "../../README.md"
-	tableHeader = "| install and operator flag | environment variable | default | what it does |\n|---|---|---|---|\n"
-)
-
-// TestREADMETable keeps the README's table of settings in step with All:
-// go test ./api/settings -run README -update rewrites it.
-func TestREADMETable(t *testing.T) {
-	data, err := os.ReadFile(readme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	start := strings.Index(text, tableHeader)
-	if start < 0 {
-		t.Fatalf("%s has no table of settings (header %q)", readme, tableHeader)
-	}
-	start += len(tableHeader)
-	end := start + strings.Index(text[start:], "\n\n") + 1
-	want := markdownRows()
-	if got := text[start:end]; got != want {
-		if *update {
-			if err := os.WriteFile(readme, []byte(text[:start]+want+text[end:]), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		t.Errorf("the README's table of settings differs from settings.All; run go test ./api/settings -run README -update (-README +All):\n%s",
-			cmp.Diff(strings.Split(got, "\n"), strings.Split(want, "\n")))
-	}
-}
-
-// markdownRows are the README table's rows, one per setting.
-func markdownRows() string {
-	var b strings.Builder
-	for _, s := range All {
-		flag := "--" + s.Flag
-		if s.Metavar != "" {
-			flag += " " + s.Metavar
-		}
-		env := "`" + s.Env + "`"
-		switch {
-		case s.Seed != "" && s.SeedNegates:
-			env += fmt.Sprintf(" (or the seed's `%s=true` for `false`)", s.Seed)
-		case s.Seed != "":
-			env += fmt.Sprintf(" (or the seed's `%s`)", s.Seed)
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", flag, env, s.Default, s.Doc)
-	}
-	return b.String()
-}
 
 // TestTable: every field of Values is one setting's, of its kind, and no
 // flag or variable is named twice.
@@ -115,7 +53,7 @@ func TestTable(t *testing.T) {
 		}
 		covered[name] = true
 		if s.Help == "" || s.InstallHelp == "" || s.Default == "" || s.Doc == "" {
-			t.Errorf("%s: help or README text missing", s.Flag)
+			t.Errorf("%s: help or docs text missing", s.Flag)
 		}
 	}
 	if len(covered) != len(fields) {

@@ -287,7 +287,7 @@ func TestIntegerQuantitiesAccepted(t *testing.T) {
 // TestLargestAgentTaskAccepted creates an AgentTask with every bound at
 // its limit, as a namespace user: the bounds agree with each other and the
 // CEL rules stay within their runtime cost on the largest object. Its size
-// is the largest AgentTask spec there can be (README, Security model).
+// is the largest AgentTask spec there can be (docs/admins/security.md).
 func TestLargestAgentTaskAccepted(t *testing.T) {
 	jane := tenant(t, "tenant-jane", "jane", map[string]string{optOutLabel: "true"})
 	task := &schedv1.AgentTask{Spec: largestTaskSpec()}
@@ -307,8 +307,7 @@ func TestLargestAgentTaskAccepted(t *testing.T) {
 	}
 }
 
-// TestLargestObjectSizes logs what the bounds let each kind hold (README,
-// Security model): the largest SchedExt is created (as an admin: it is
+// TestLargestObjectSizes logs what the bounds let each kind hold (docs/admins/security.md): the largest SchedExt is created (as an admin: it is
 // cluster-scoped); a UserDeployment's largest service alone, and 32 of the
 // largest workflow steps, are past the API server's own limit on a stored
 // object (1.5 MiB by default), which is then what bounds those two kinds.

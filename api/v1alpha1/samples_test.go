@@ -128,7 +128,7 @@ func writeKubeconfig(t *testing.T) string {
 
 var envtestAdmin = envtest.User{Name: "explain-admin", Groups: []string{"system:masters"}}
 
-// TestTourWorkflowsAccepted: the workflows of the tour and of the README's
+// TestTourWorkflowsAccepted: the workflows of the tour and of the docs'
 // examples (hack/tour) pass the plugin's checks (references, when) and the
 // API server's.
 func TestTourWorkflowsAccepted(t *testing.T) {

@@ -3,7 +3,7 @@
 // then checked for duplicates and lost outputs. `go test ./hack/chaos`
 // runs the short form (2 workflows of 5 steps, 20 tasks, 6 kills);
 // CHAOS_KILLS, CHAOS_SCALE (workflows and tasks times N) and CHAOS_STEPS
-// run longer ones (make chaos; see RELIABILITY.md). Under -short (make
+// run longer ones (make chaos; see docs/contributors/reliability.md). Under -short (make
 // test) the two runs that spend minutes waiting, API server and etcd
 // restarts and leader failover, are skipped; make test-faults runs them,
 // and CI runs both.

@@ -12,7 +12,7 @@
 // the localcluster command (make cluster-up / cluster-down).
 //
 // Why this package rather than kwokctl (kwok's own cluster tool, which can
-// run these binaries too): the README's "Why hack/cluster, not kwokctl" has
+// run these binaries too): docs/contributors/testing.md, "Why hack/cluster, not kwokctl", has
 // the measurements. In short, no faster, and kwokctl's clusters cannot
 // start side by side (they take the same ports) and outlive a test binary
 // that crashes.

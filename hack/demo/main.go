@@ -111,13 +111,13 @@ Stop everything: make cluster-down
 
 func nodesNote(c *cluster.Cluster) string {
 	kwok := `The kwok nodes simulate pods: they run nothing, and annotations such as
-sim.kubectl-sched.dev/exit-code decide how they end (see the README).`
+sim.kubectl-sched.dev/exit-code decide how they end (see docs/contributors/testing.md).`
 	if c.RealNode == "" {
 		return kwok + "\nThis host cannot run the real node; see the start of the output for why."
 	}
 	return kwok + `
 Pods that ask for placement.nodePools: [real] run for real on ` + c.RealNode + `
-(containerd and runc; images: busybox under the names the README lists):
+(containerd and runc; images: busybox under the names docs/contributors/testing.md lists):
 
   kubectl sched task run hi --image busybox:1.36 --node-pool real -f -- sh -c 'echo "hello from $(hostname)"; echo greeting=hi > /dev/termination-log'`
 }

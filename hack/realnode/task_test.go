@@ -75,7 +75,7 @@ func TestTaskLogs(t *testing.T) {
 		e.create(t, task)
 		task = eventually(t, e, task, time.Minute, finished)
 		_, errOut, code := e.kubectlRun(t, time.Minute, "sched", "task", "logs", task.Name)
-		// 8: the README's exit code for a node that serves no logs.
+		// 8: the exit code for a node that serves no logs (docs/reference/exit-codes.md).
 		if code != 8 || !strings.Contains(errOut, "simulated pods have no logs") {
 			t.Errorf("exit %d, want 8; stderr %q", code, errOut)
 		}

@@ -1,7 +1,7 @@
 // Package bench times the built kubectl-sched binary against kubectl on a
 // real API server: get of 200 objects, deploy against kubectl apply
 // --server-side of the same object, and a warm --help. It prints figures and
-// asserts nothing about time; see BENCHMARKS.md.
+// asserts nothing about time; see docs/contributors/benchmarks.md.
 package bench
 
 import (

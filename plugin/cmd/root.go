@@ -47,6 +47,10 @@ const rootExamples = `  # Show the plugin and operator versions
   # List everything kubectl-sched manages, with kubectl itself
   kubectl get sched`
 
+// ExitCodes are the exit codes every command ends with, with what each
+// means: docs/reference/exit-codes.md is written from them (hack/docgen).
+var ExitCodes = cmdutil.ExitCodes
+
 // RootOptions is what the root command gives every subcommand. Flags and
 // NewClients are for tests: nil means the kubectl flags and kube.New.
 type RootOptions struct {

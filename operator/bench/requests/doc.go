@@ -8,5 +8,5 @@
 // Each benchmark runs the operator (or its cache) against a real API server
 // and prints the API requests, reconciles and allocations per scrape,
 // event or update, and the heap each cached object costs; it asserts
-// nothing about them. See BENCHMARKS.md.
+// nothing about them. See docs/contributors/benchmarks.md.
 package requests

@@ -6,5 +6,5 @@
 // its own process (or two, with leader election), built from this tree and
 // authenticated as its service account, so it has only its generated RBAC
 // and its memory is its own. The benchmark prints figures and profiles; it
-// asserts nothing about them. See BENCHMARKS.md, section Scale.
+// asserts nothing about them. See docs/contributors/benchmarks.md, section Scale.
 package scale

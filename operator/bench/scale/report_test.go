@@ -21,7 +21,7 @@ import (
 )
 
 // printReport prints the run's figures as Markdown, ready to paste into
-// BENCHMARKS.md.
+// docs/contributors/benchmarks.md.
 func (s *bench) printReport(elapsed time.Duration) {
 	w := &strings.Builder{}
 	f := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }

@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// config is the run's size, from the environment (see BENCHMARKS.md):
+// config is the run's size, from the environment (see docs/contributors/benchmarks.md):
 // the defaults fit 15 minutes on two cores; the targets are
 // SCALE_WORKFLOWS=5000 SCALE_TASKS=10000 SCALE_APPS=2000.
 type config struct {
@@ -189,7 +189,7 @@ type bench struct {
 }
 
 // BenchmarkScale is the scale benchmark; see the package comment and
-// BENCHMARKS.md. Sizes come from the environment (loadConfig).
+// docs/contributors/benchmarks.md. Sizes come from the environment (loadConfig).
 //
 //	make bench-scale
 //	SCALE_WORKFLOWS=5000 SCALE_TASKS=10000 SCALE_APPS=2000 make bench-scale

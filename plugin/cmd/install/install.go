@@ -123,7 +123,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
 	f.BoolVar(&o.PinImage, "pin-image", true, "Look up the digest the image's registry serves for its tag and install REPO:TAG@DIGEST; false keeps the tag (a registry this machine cannot reach, images loaded onto the nodes).")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
-	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; README, Sizing the operator). Give it on every install.")
+	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; docs/admins/sizing.md). Give it on every install.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")

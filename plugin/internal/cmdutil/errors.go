@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Exit codes scripts can rely on; the README lists them.
+// Exit codes scripts can rely on; ExitCodes says what each means.
 const (
 	ExitOK = 0
 	// ExitError is a failure not listed below.
@@ -53,6 +53,32 @@ const (
 	// (no node fits, or a quota refuses it).
 	ExitNoNode = 13
 )
+
+// ExitCodeDoc is what one exit code means, in Markdown.
+type ExitCodeDoc struct {
+	Code    int
+	Meaning string
+}
+
+// ExitCodes are the codes above in order, with what each means to a
+// script: docs/reference/exit-codes.md is written from them (make docs),
+// and a test keeps every code in them.
+var ExitCodes = []ExitCodeDoc{
+	{ExitOK, "success (a watched task or workflow Succeeded)"},
+	{ExitError, "any other error"},
+	{ExitUsage, "bad command line: unknown flag, wrong number of arguments, bad `--set`, unknown template, missing or unknown template parameter"},
+	{ExitUnreachable, "the cluster could not be reached"},
+	{ExitNotInstalled, "the kubectl-sched CRDs are not installed (run `kubectl sched install`)"},
+	{ExitForbidden, "forbidden: by RBAC (the message names the user, verb, resource and namespace, as the API server checked them, and whom to ask), or by another admission check, such as a namespace being deleted (the message is the cluster's reason); an admission policy's refusal is 7 and a quota's 9"},
+	{ExitNotFound, "the named object does not exist"},
+	{ExitInvalid, "the API server (or the plugin's own check) refused the object: invalid, or denied by an admission policy (the message is the policy's)"},
+	{ExitNoLogs, "the pod's node serves no logs: a simulated (kwok) node, or a kubelet the API server cannot reach; or the operator deleted a succeeded task's pod after `--succeeded-pod-retention` (its outputs are in its status)"},
+	{ExitQuota, "a ResourceQuota refused a create: full (the message names the namespace, the quota, its limit, what counts, finished runs until their TTL, the commands to list and delete them and when the first finished one goes), or not counted yet right after install (run it again in a moment)"},
+	{ExitFailed, "a watched task or workflow ended Failed or Cancelled (or an app Degraded, or its revision rolled back by the operator)"},
+	{ExitTimedOut, "a watched task or workflow ended in phase Timeout"},
+	{ExitWatchTimeout, "the command's own `--timeout`/`--watch-timeout` passed first"},
+	{ExitNoNode, "`placement explain`: some pod has no node it may use (no node fits, or a quota refuses it)"},
+}
 
 // Error is an error with an exit code and a hint saying what to do.
 type Error struct {

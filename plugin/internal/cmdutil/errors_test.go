@@ -2,9 +2,14 @@ package cmdutil
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -56,5 +61,49 @@ func TestForbidden(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExitCodesDocumented: ExitCodes lists every Exit constant of
+// errors.go once, in order, each with a meaning, so the reference page
+// written from it (docs/reference/exit-codes.md) misses none.
+func TestExitCodesDocumented(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "errors.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []int
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range g.Specs {
+			v := spec.(*ast.ValueSpec)
+			for i, n := range v.Names {
+				lit, ok := v.Values[i].(*ast.BasicLit)
+				if !strings.HasPrefix(n.Name, "Exit") || !ok {
+					continue
+				}
+				code, err := strconv.Atoi(lit.Value)
+				if err != nil {
+					t.Fatalf("%s = %s: %v", n.Name, lit.Value, err)
+				}
+				declared = append(declared, code)
+			}
+		}
+	}
+	var documented []int
+	for _, c := range ExitCodes {
+		documented = append(documented, c.Code)
+		if c.Meaning == "" {
+			t.Errorf("exit code %d has no meaning", c.Code)
+		}
+	}
+	if len(declared) < 14 {
+		t.Fatalf("found %d exit codes in errors.go, want at least 14", len(declared))
+	}
+	if diff := cmp.Diff(declared, documented); diff != "" {
+		t.Errorf("ExitCodes differs from the Exit constants of errors.go (-declared +documented):\n%s", diff)
 	}
 }
