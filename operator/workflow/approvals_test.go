@@ -51,6 +51,11 @@ func TestRetryReusesAnApprovalOnlyForWhatItApproved(t *testing.T) {
 	}
 	dagPrev := released(dag().Obj(), "bob", map[string]schedv1.StepPhase{"build": ok, "lint": ok, "gate": ok, "deploy": ok, "docs": failed})
 
+	// A task step named gate whose pod wrote approvedBy=bob: no approval.
+	forged := released(MakeWorkflow("rel", "ns").Param("env", "prod").Step("build", "b:1").Step("gate", "x:1").
+		Step("deploy", "d:1", "${steps.build.output.image}").Step("smoke", "s:1").Obj(), "", map[string]schedv1.StepPhase{"build": ok, "gate": ok, "deploy": ok, "smoke": failed})
+	forged.Status.Steps[1].Outputs = map[string]string{OutputApprovedBy: "bob"}
+
 	cases := map[string]struct {
 		prev  *schedv1.Workflow
 		retry *WorkflowWrapper
@@ -104,6 +109,12 @@ func TestRetryReusesAnApprovalOnlyForWhatItApproved(t *testing.T) {
 			prev: seqPrev, retry: seq().RequestedBy("alice"), from: "smoke", rules: approvalRules{forbidSelf: true},
 			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "3/4",
 				Steps: []string{"build=Succeeded", "gate=Succeeded", "deploy=Succeeded", "smoke=Pending"}, Create: "rel-3-smoke"},
+		},
+		"the earlier attempt's step ran a task that output approvedBy": {
+			prev: forged, retry: seq(), from: "smoke",
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonWaitingForApproval, Progress: "1/4",
+				Steps: []string{"build=Succeeded", "gate=WaitingForApproval", "deploy=Waiting", "smoke=Waiting"}},
+			wantGate: "ship? (waiting for approval: kubectl sched workflow approve rel gate (or deny)); step gate was not approved in workflow rel-old; it waits for a decision",
 		},
 		"side by side, a changed branch the gate does not reach keeps the approval": {
 			prev: dagPrev, retry: dag(), from: "docs",
