@@ -311,6 +311,18 @@ func (w *WorkflowWrapper) When(expr string) *WorkflowWrapper {
 	return w
 }
 
+// Approvers sets who may decide on the last step added, an approval.
+func (w *WorkflowWrapper) Approvers(users, groups []string) *WorkflowWrapper {
+	w.last().Approval.Approvers = &schedv1.Approvers{Users: users, Groups: groups}
+	return w
+}
+
+// RequestedBy sets spec.requestedBy, as `workflow run` does.
+func (w *WorkflowWrapper) RequestedBy(user string) *WorkflowWrapper {
+	w.Workflow.Spec.RequestedBy = user
+	return w
+}
+
 // Decide records a decision on an approval step, as `workflow approve`
 // or `deny` does.
 func (w *WorkflowWrapper) Decide(step string, d schedv1.Decision, user, reason string) *WorkflowWrapper {

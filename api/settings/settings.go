@@ -125,6 +125,9 @@ type Values struct {
 	// is kept once its outputs are recorded; 0 keeps it as long as the
 	// task.
 	SucceededPodRetention time.Duration
+	// ForbidSelfApproval: an approval by the user a workflow's
+	// spec.requestedBy names does not count, nor is reused by a retry.
+	ForbidSelfApproval bool
 	// KubeAPIQPS and KubeAPIBurst limit the operator's requests to the API
 	// server (client-go's token bucket).
 	KubeAPIQPS   float64
@@ -317,6 +320,15 @@ var All = []Setting{
 		InstallHelp: "How long the pod of a succeeded AgentTask is kept after the task finished, its outputs recorded in its status (a Go duration); 0 keeps it as long as the task. Pods of failed tasks are always kept as long as the task.",
 		Default:     "`10m`",
 		Doc:         "how long the pod of a succeeded AgentTask (and so its log) is kept once the task has finished and its outputs are in its status; then the operator deletes it. `0` keeps it as long as the task. Pods of failed or timed-out tasks are kept as long as the task",
+	},
+	{
+		Flag: "forbid-self-approval", Env: "FORBID_SELF_APPROVAL", Kind: Bool,
+		Field:       func(v *Values) any { return &v.ForbidSelfApproval },
+		Check:       oneOf("true", "false"),
+		Help:        "Refuse a workflow step's approval by the user who asked for the run (spec.requestedBy), and never reuse one in such a run's retry.",
+		InstallHelp: "true refuses a workflow step's approval by the user who asked for the run (spec.requestedBy, which a workflow with an approval step must then set): someone else approves. false lets anyone who may decide approve.",
+		Default:     "`false`",
+		Doc:         "`true`: nobody approves a workflow run they asked for (its `spec.requestedBy`): the admission policy `kubectl-sched-self-approval` refuses such an approval and a workflow with an approval step that does not set `requestedBy`, and the operator neither counts such an approval nor reuses one in a retry the approver asked for (see [Steps that wait for approval](../users/workflows.md#steps-that-wait-for-approval))",
 	},
 	{
 		Flag: "kube-api-qps", Env: "KUBE_API_QPS", Kind: Number,

@@ -138,6 +138,18 @@ func bounds() map[string]bound {
 		"wf: a forEach item": {1024, func(ns string, n int) client.Object {
 			return MakeWorkflow("w", ns).Step("a", "busybox", "${item}").ForEach([]string{strings.Repeat("i", n)}, "", 0).Obj()
 		}, "spec.steps[0].forEach.items[0]", "1024", false},
+		"wf: an approval's users": {schedv1.MaxApprovers, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Approval("gate", "").Approvers(names("u", n), nil).Step("a", "busybox").Obj()
+		}, "spec.steps[0].approval.approvers.users", "at most 16 items", false},
+		"wf: an approval's groups": {schedv1.MaxApprovers, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Approval("gate", "").Approvers(nil, names("g", n)).Step("a", "busybox").Obj()
+		}, "spec.steps[0].approval.approvers.groups", "at most 16 items", false},
+		"wf: an approver's user name": {256, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Approval("gate", "").Approvers([]string{strings.Repeat("u", n)}, nil).Step("a", "busybox").Obj()
+		}, "spec.steps[0].approval.approvers.users[0]", "256", false},
+		"wf: an approvers' group name": {256, func(ns string, n int) client.Object {
+			return MakeWorkflow("w", ns).Approval("gate", "").Approvers(nil, []string{strings.Repeat("g", n)}).Step("a", "busybox").Obj()
+		}, "spec.steps[0].approval.approvers.groups[0]", "256", false},
 		"wf: a step's pod annotation": {8192, func(ns string, n int) client.Object {
 			return MakeWorkflow("w", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
 				PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{"k": strings.Repeat("v", n)}}}).Obj()
@@ -230,6 +242,15 @@ func bounds() map[string]bound {
 			return MakeSchedExt("s").Scheduler("scx_lavd").Toleration(corev1.Toleration{Key: strings.Repeat("k", n), Operator: corev1.TolerationOpExists}).Obj()
 		}, "spec.tolerations", "key may have at most 317", true},
 	}
+}
+
+// names are n distinct names: prefix0, prefix1, ...
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
 }
 
 // TestTenantCannotCreateOversizeObjects: every list, map and string of the

@@ -142,6 +142,15 @@ const (
 	// spec.approvals; a denied step Fails and so does its workflow.
 	ReasonApproved = "Approved"
 	ReasonDenied   = "Denied"
+	// ReasonSelfApproved: the approval recorded is by the user who asked
+	// for the run, which the cluster forbids (forbid-self-approval); the
+	// step Fails, as a denied one does.
+	ReasonSelfApproved = "SelfApproved"
+	// ReasonApprovalNotReused: a retry's approval step that Succeeded in
+	// the earlier attempt asks again, because what its approval let run
+	// changed (or the approver asked for this run, where that is
+	// forbidden); its message says why.
+	ReasonApprovalNotReused = "ApprovalNotReused"
 	// ReasonSuspended: spec.suspend holds the start of new steps (the
 	// Suspended condition, and the workflow's reason while nothing runs),
 	// or a CronWorkflow's new runs (its Ready reason).

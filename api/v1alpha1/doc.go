@@ -27,14 +27,17 @@
 //     annotations (restricted_pods' opt-out, ingress_hosts' allowed
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in
-//     ingress_hosts), or only the spec's writes, for checks too costly to
+//     ingress_hosts and workflow_approvals' self-approval), or only the
+//     spec's writes, for checks too costly to
 //     repeat on every status write (workflow_references on CREATE, and
 //     workflow_spec: a Workflow's spec immutable once created), and the user
 //     who makes a request (workflow_approvals: a decision in a Workflow's
 //     spec.approvals must name request.userInfo.username, so the approver
 //     the operator records is the one the API server authenticated, not
-//     one a client claims; a CRD rule keeps recorded decisions from
-//     changing). Each file's header says what it checks and why it is a
+//     one a client claims, and be by one of the step's approvers, by user
+//     or request.userInfo.groups; spec.requestedBy must name the user who
+//     creates the run; workflow_spec keeps recorded decisions and the
+//     requester from changing). Each file's header says what it checks and why it is a
 //     policy. The operator
 //     checks again what it must not get wrong when a policy is missing
 //     (operator/podsecurity, the host rules, api/substitution). A

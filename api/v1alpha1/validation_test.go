@@ -333,6 +333,14 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validWorkflow().Finally("fetch", schedv1.AgentTaskSpec{Image: "busybox"}).Obj(),
 			wantField: "spec.finally", wantMsg: "a finally step cannot have the name of a step in spec.steps",
 		},
+		"wf: approvers naming no one": {
+			obj:       validWorkflow().Approval("gate", "").Approvers(nil, nil).Obj(),
+			wantField: "spec.steps[2].approval.approvers", wantMsg: "approvers names no one: list users or groups",
+		},
+		"wf: requestedBy too long": {
+			obj:       validWorkflow().RequestedBy(strings.Repeat("u", 257)).Obj(),
+			wantField: "spec.requestedBy", wantMsg: "may not be more than 256 bytes",
+		},
 		"wf: a finally approval": {
 			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
 				s.Finally = []schedv1.WorkflowStep{{Name: "ok", Approval: &schedv1.StepApproval{}}}

@@ -68,7 +68,13 @@ type WorkflowSpec struct {
 	// same namespace: every step that Succeeded there is not run again but
 	// takes the outputs it had, except fromStep and the steps that depend
 	// on it (in a sequence, every step after it), which run again, as do
-	// the steps that did not succeed. `kubectl sched workflow retry` sets it.
+	// the steps that did not succeed. An approval step that Succeeded is
+	// reused only when what its approval let run is unchanged: the steps
+	// that depend on it, the steps those read from, the params and the
+	// finally steps are as in the earlier attempt (and, where the cluster
+	// forbids approving one's own run, the approver is not this run's
+	// requestedBy); otherwise it waits for a new decision, and the steps
+	// after it run again. `kubectl sched workflow retry` sets it.
 	// +optional
 	RetryOf *WorkflowRetry `json:"retryOf,omitempty"`
 
@@ -112,13 +118,29 @@ type WorkflowSpec struct {
 	// by 'kubectl sched workflow approve' and 'deny'. The
 	// kubectl-sched-workflow-approvals admission policy refuses an entry
 	// whose user is not the user making the request, so the user recorded
-	// is the one the API server authenticated. An entry, once added, cannot
-	// change or be removed.
+	// is the one the API server authenticated, and one by a user its step's
+	// approval.approvers does not name. An entry, once added, cannot change
+	// or be removed.
 	// +optional
 	// +listType=map
 	// +listMapKey=step
 	// +kubebuilder:validation:MaxItems=32
 	Approvals []StepDecision `json:"approvals,omitempty"`
+
+	// RequestedBy is the user who asked for this run, as the API server
+	// authenticated them (request.userInfo.username): 'kubectl sched
+	// workflow run', 'retry' and 'trigger' set it for a workflow with an
+	// approval step. The kubectl-sched-workflow-approvals admission policy
+	// refuses a Workflow created naming anyone else (but a CronWorkflow's
+	// scheduled run, which the operator creates with the CronWorkflow's),
+	// and in a CronWorkflow's workflowSpec anyone but whoever writes the
+	// workflowSpec; a Workflow's cannot change. Where the cluster forbids
+	// approving one's own run (forbid-self-approval), a workflow with an
+	// approval step must set it, and that user's approval does not count.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	RequestedBy string `json:"requestedBy,omitempty"`
 }
 
 // StepDecision is a person's decision on a step that waits for approval.
@@ -158,6 +180,34 @@ type StepApproval struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
+
+	// Approvers are who may decide on the step (approve or deny it). Unset,
+	// anyone who may update the workflow may. The
+	// kubectl-sched-workflow-approvals admission policy refuses a decision
+	// by anyone else.
+	// +optional
+	Approvers *Approvers `json:"approvers,omitempty"`
+}
+
+// Approvers names who may decide on an approval step: a user listed in
+// users, or a member of a group listed in groups, as the API server
+// authenticates them (kubectl auth whoami shows both).
+// +kubebuilder:validation:XValidation:rule="size(self.?users.orValue([])) + size(self.?groups.orValue([])) > 0",message="approvers names no one: list users or groups, or leave approvers out to let anyone who may update the workflow decide"
+type Approvers struct {
+	// Users who may decide, by user name.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	Users []string `json:"users,omitempty"`
+	// Groups whose members may decide.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=256
+	Groups []string `json:"groups,omitempty"`
 }
 
 // WorkflowRetry names the attempt a workflow retries.

@@ -7,12 +7,16 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // Namespace creates a namespace for one test, named after it (a DNS label
@@ -64,4 +68,60 @@ func TierNamespace(t testing.TB, c client.Client, tier, ttlDefault, ttlMax strin
 		t.Fatal(err)
 	}
 	return ns
+}
+
+// TenantNamespace creates a namespace for one test as `kubectl sched
+// tenant create --tier tier --user U --group G` leaves it once the operator
+// has applied the tier (TierNamespace, with no TTLs): Pod Security
+// restricted, and the users and groups bound to the ClusterRole
+// kubectl-sched-tenant by the RoleBinding of that name. It waits until the
+// authorizer lets each member create workflows there. Impersonate gives a
+// member's client.
+func TenantNamespace(t testing.TB, c client.Client, tier string, users, groups []string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := TierNamespace(t, c, tier, "", "")
+	n := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	n.Labels["pod-security.kubernetes.io/warn"] = "restricted"
+	n.Labels["app.kubernetes.io/part-of"] = "kubectl-sched"
+	if err := c.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-tenant", Namespace: ns, Labels: map[string]string{"app.kubernetes.io/part-of": "kubectl-sched"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "kubectl-sched-tenant"},
+	}
+	for _, u := range users {
+		rb.Subjects = append(rb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: u})
+	}
+	for _, g := range groups {
+		rb.Subjects = append(rb.Subjects, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: g})
+	}
+	if err := c.Create(ctx, rb); err != nil {
+		t.Fatal(err)
+	}
+	attrs := authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: schedv1.GroupName, Resource: "workflows"}
+	for _, u := range users {
+		if err := WaitAllowed(ctx, c, u, attrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, g := range groups {
+		if err := waitGroupAllowed(ctx, c, g, attrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+// Impersonate returns a client that acts as user, member of groups: a
+// tenant's member, as the API server would authenticate them.
+func Impersonate(cfg *rest.Config, user string, groups ...string) (client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return client.New(cfg, client.Options{Scheme: app.Scheme()})
 }

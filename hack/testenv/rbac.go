@@ -51,3 +51,16 @@ func BindUser(ctx context.Context, admin client.Client, cfg *rest.Config, ns, us
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return client.New(cfg, client.Options{Scheme: app.Scheme()})
 }
+
+// waitGroupAllowed is WaitAllowed for any member of group.
+func waitGroupAllowed(ctx context.Context, admin client.Client, group string, attrs authorizationv1.ResourceAttributes) error {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: "member-of-" + group, Groups: []string{group}, ResourceAttributes: &attrs}}
+		return admin.Create(ctx, review) == nil && review.Status.Allowed, nil
+	})
+	if err != nil {
+		return fmt.Errorf("members of group %s are still not allowed to %s %s in %q: %w", group, attrs.Verb, attrs.Resource, attrs.Namespace, err)
+	}
+	return nil
+}

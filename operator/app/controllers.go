@@ -73,11 +73,12 @@ var controllers = map[string]Controller{
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {
 		return (&workflow.Reconciler{
-			Client:     mgr.GetClient(),
-			APIReader:  mgr.GetAPIReader(),
-			Recorder:   mgr.GetEventRecorder("workflow-controller"),
-			DefaultTTL: o.Settings.DefaultTTL,
-			Jobs:       o.jobs,
+			Client:             mgr.GetClient(),
+			APIReader:          mgr.GetAPIReader(),
+			Recorder:           mgr.GetEventRecorder("workflow-controller"),
+			DefaultTTL:         o.Settings.DefaultTTL,
+			ForbidSelfApproval: o.Settings.ForbidSelfApproval,
+			Jobs:               o.jobs,
 		}).SetupWithManager(mgr, o.Workers("workflow"))
 	},
 	"cronworkflow": func(mgr ctrl.Manager, o Options) error {

@@ -46,6 +46,10 @@ type Reconciler struct {
 	// DefaultTTL deletes finished workflows whose spec and tier set no
 	// TTL (--default-ttl); 0 keeps them.
 	DefaultTTL time.Duration
+	// ForbidSelfApproval: an approval by the user who asked for the run
+	// (spec.requestedBy) does not count, nor carries over to a retry
+	// (--forbid-self-approval).
+	ForbidSelfApproval bool
 	// Jobs, when set, creates each step task's Job right after the task,
 	// with the AgentTask controller's checks (agenttask.Starter, shared
 	// with it): a hand-off then waits on one work queue, not two. When nil
@@ -100,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(wf, tasks, items, prev, now)
+	p := decide(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, now)
 
 	for _, t := range p.cancels {
 		patch := client.MergeFrom(t.DeepCopy())
@@ -201,10 +205,10 @@ func (r *Reconciler) takenBy(ctx context.Context, wf *schedv1.Workflow, name str
 	return t, nil
 }
 
-// retried is the earlier attempt spec.retryOf names while this one runs,
-// nil when there is none or it is gone.
+// retried is the earlier attempt spec.retryOf names until this one has
+// started (reuseSteps decides then), nil when there is none or it is gone.
 func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv1.Workflow, error) {
-	if wf.Spec.RetryOf == nil || wf.Status.Phase.Finished() {
+	if wf.Spec.RetryOf == nil || wf.Status.StartTime != nil {
 		return nil, nil
 	}
 	prev := &schedv1.Workflow{}

@@ -267,11 +267,11 @@ func TestDecideFinallyTimeout(t *testing.T) {
 	}
 	tasks := map[int]*schedv1.AgentTask{2: finallyTask(wf, 0, schedv1.TaskRunning, nil)}
 	// Within the grace (the timeout has passed), they go on.
-	p := decide(wf, tasks, nil, nil, metav1.NewTime(t0.Add(2*time.Minute)))
+	p := decide(wf, tasks, nil, nil, approvalRules{}, metav1.NewTime(t0.Add(2*time.Minute)))
 	if p.status.Phase != schedv1.WorkflowRunning || !p.requeueAt.Equal(t0.Add(FinallyGrace)) {
 		t.Errorf("within the grace: phase %s, requeue %v", p.status.Phase, p.requeueAt)
 	}
-	p = decide(wf, tasks, nil, nil, metav1.NewTime(t0.Add(FinallyGrace)))
+	p = decide(wf, tasks, nil, nil, approvalRules{}, metav1.NewTime(t0.Add(FinallyGrace)))
 	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowTimeout, Reason: schedv1.ReasonDeadlineExceeded, Progress: "2/2",
 		Steps: []string{"build=Succeeded", "test=Succeeded"}, Finally: []string{"notify=Timeout", "page=Skipped", "cleanup=Skipped"},
 		Cancel: "rel-finally0-notify"}, summarize(p)); diff != "" {
@@ -291,7 +291,7 @@ func TestDecideFinallyIsStable(t *testing.T) {
 	run(wf, tasks)
 	tasks[2] = finallyTask(wf, 0, schedv1.TaskRunning, nil)
 	first := run(wf, tasks)
-	second := decide(wf, tasks, nil, nil, metav1.NewTime(now.Add(time.Hour)))
+	second := decide(wf, tasks, nil, nil, approvalRules{}, metav1.NewTime(now.Add(time.Hour)))
 	if diff := cmp.Diff(first.status, second.status); diff != "" {
 		t.Errorf("status changed on a second look (-first +second):\n%s", diff)
 	}

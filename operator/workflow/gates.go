@@ -84,28 +84,48 @@ func whenInput(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) celexpr.Input {
 }
 
 // waitForApproval starts approval step i: it runs no task and waits for a
-// decision in spec.approvals (decideApprovals).
+// decision in spec.approvals (decideApprovals). A retry's step that asks
+// again keeps the note that says why.
 func waitForApproval(wf *schedv1.Workflow, s *schedv1.StepStatus, i int, now metav1.Time) {
+	note := ""
+	if s.Reason == schedv1.ReasonApprovalNotReused {
+		note = s.Message
+	}
+	step := wf.Spec.Steps[i]
 	s.Phase, s.Reason, s.StartTime = schedv1.StepWaitingForApproval, schedv1.ReasonWaitingForApproval, &now
-	s.Message = fmt.Sprintf("waiting for approval: kubectl sched workflow approve %s %s (or deny)", wf.Name, wf.Spec.Steps[i].Name)
-	if m := wf.Spec.Steps[i].Approval.Message; m != "" {
+	s.Message = fmt.Sprintf("waiting for approval%s: kubectl sched workflow approve %s %s (or deny)", byApprovers(step.Approval), wf.Name, step.Name)
+	if m := step.Approval.Message; m != "" {
 		s.Message = m + " (" + s.Message + ")"
 	}
+	if note != "" {
+		s.Message = clip(s.Message + "; " + note)
+	}
+}
+
+// byApprovers is " by <who may decide>", or "" when anyone may.
+func byApprovers(a *schedv1.StepApproval) string {
+	if a == nil || a.Approvers == nil {
+		return ""
+	}
+	return " by " + a.Approvers.Describe()
 }
 
 // decideApprovals ends each step waiting for approval that spec.approvals
 // decides (applyDecision).
-func decideApprovals(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, now metav1.Time) {
+func decideApprovals(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, rules approvalRules, now metav1.Time) {
 	for i := range st.Steps {
-		applyDecision(wf, &st.Steps[i], now)
+		applyDecision(wf, &st.Steps[i], rules, now)
 	}
 }
 
 // applyDecision ends step s, if it waits for approval and spec.approvals
 // decides it: Approved, it Succeeds with the approver as output
-// approvedBy; Denied, it Fails with reason Denied. A decision recorded
-// before the step waited counts as soon as it does.
-func applyDecision(wf *schedv1.Workflow, s *schedv1.StepStatus, now metav1.Time) {
+// approvedBy; Denied, it Fails with reason Denied. An approval the
+// cluster's rules do not count (one's own run, where that is forbidden)
+// fails it with reason SelfApproved: a step has one decision, so it could
+// never be decided otherwise. A decision recorded before the step waited
+// counts as soon as it does.
+func applyDecision(wf *schedv1.Workflow, s *schedv1.StepStatus, rules approvalRules, now metav1.Time) {
 	if s.Phase != schedv1.StepWaitingForApproval {
 		return
 	}
@@ -118,8 +138,11 @@ func applyDecision(wf *schedv1.Workflow, s *schedv1.StepStatus, now metav1.Time)
 		by += ": " + d.Reason
 	}
 	s.CompletionTime = &now
-	switch d.Decision {
-	case schedv1.Approved:
+	switch why := rules.refusal(wf, d.User); {
+	case d.Decision == schedv1.Approved && why != "":
+		s.Phase, s.Reason = schedv1.StepFailed, schedv1.ReasonSelfApproved
+		s.Message = fmt.Sprintf("the approval %s does not count: %s", by, why)
+	case d.Decision == schedv1.Approved:
 		s.Phase, s.Reason, s.Message = schedv1.StepSucceeded, schedv1.ReasonApproved, "approved "+by
 		s.Outputs = map[string]string{OutputApprovedBy: d.User}
 	default:

@@ -146,7 +146,7 @@ func TestDecideApproval(t *testing.T) {
 	contains(t, "gate message", g.Message, "ship it?", "kubectl sched workflow approve rel gate")
 	contains(t, "workflow message", p.status.Message, "step gate is waiting for approval: kubectl sched workflow approve rel gate")
 	// Nothing new: nothing changes.
-	if again := decide(wf, built(wf), nil, nil, metav1.NewTime(now.Add(time.Hour))); !cmp.Equal(p.status, again.status) || len(again.creates) > 0 {
+	if again := decide(wf, built(wf), nil, nil, approvalRules{}, metav1.NewTime(now.Add(time.Hour))); !cmp.Equal(p.status, again.status) || len(again.creates) > 0 {
 		t.Errorf("a second look changed the status or creates:\n%s", cmp.Diff(p.status, again.status))
 	}
 
@@ -246,7 +246,7 @@ func TestDecideSuspend(t *testing.T) {
 	}
 
 	// The workflow timeout keeps counting: past it, it times out.
-	late := decide(wf, tasks, nil, nil, metav1.NewTime(wf.Status.StartTime.Add(time.Hour)))
+	late := decide(wf, tasks, nil, nil, approvalRules{}, metav1.NewTime(wf.Status.StartTime.Add(time.Hour)))
 	if s := summarize(late); s.Phase != schedv1.WorkflowTimeout || s.Steps[1] != "build=Skipped" {
 		t.Errorf("suspended past the timeout: %+v", s)
 	}

@@ -36,7 +36,7 @@ func newWorld(t *testing.T, wf *schedv1.Workflow) *world {
 func (w *world) look() plan {
 	w.t.Helper()
 	w.clock = w.clock.Add(time.Second)
-	p := decide(w.wf, w.tasks, w.items, w.prev, metav1.NewTime(w.clock))
+	p := decide(w.wf, w.tasks, w.items, w.prev, approvalRules{}, metav1.NewTime(w.clock))
 	for _, c := range p.creates {
 		w.created[c.task.Name]++
 		if w.created[c.task.Name] > 1 {
@@ -142,7 +142,7 @@ func TestLoopStartsItemsInOrderWithinMaxParallel(t *testing.T) {
 	}
 
 	// Nothing new: nothing created, nothing written.
-	again := decide(w.wf, w.tasks, w.items, nil, metav1.NewTime(w.clock.Add(time.Hour)))
+	again := decide(w.wf, w.tasks, w.items, nil, approvalRules{}, metav1.NewTime(w.clock.Add(time.Hour)))
 	if len(again.creates) > 0 || !cmp.Equal(w.wf.Status, again.status) {
 		t.Errorf("a second look creates %v or changes the status:\n%s", creates(again), cmp.Diff(w.wf.Status, again.status))
 	}

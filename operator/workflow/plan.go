@@ -32,6 +32,8 @@ type plan struct {
 	cancels []*schedv1.AgentTask
 	// requeueAt is the workflow deadline while it runs.
 	requeueAt time.Time
+	// approvals are the cluster's rules on approvals it applies.
+	approvals approvalRules
 }
 
 // stepCreate is a step's AgentTask to create, or one item's of a loop.
@@ -57,9 +59,9 @@ type stepCreate struct {
 // step waits for a decision instead of a task.
 //
 // prev is the workflow that spec.retryOf names, nil when there is none or
-// it is gone.
-func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, now metav1.Time) plan {
-	p := plan{status: *wf.Status.DeepCopy()}
+// it is gone; rules are the cluster's rules on approvals.
+func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, rules approvalRules, now metav1.Time) plan {
+	p := plan{status: *wf.Status.DeepCopy(), approvals: rules}
 	st := &p.status
 	st.ObservedGeneration = wf.Generation
 	if st.Phase.Finished() {
@@ -105,7 +107,7 @@ func invalid(wf *schedv1.Workflow, st *schedv1.WorkflowStatus) string {
 // decideMain runs the steps of spec.steps. When they have all ended it
 // records how (mainEnded), which ends a workflow without finally steps.
 func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *schedv1.Workflow, st *schedv1.WorkflowStatus, p *plan, now metav1.Time) {
-	if msg := reuseSteps(wf, prev, st); msg != "" {
+	if msg := reuseSteps(wf, prev, st, p.approvals); msg != "" {
 		mainEnded(wf, st, schedv1.WorkflowFailed, schedv1.ReasonInvalidSpec, msg, now)
 		skipWaiting(st, "the workflow cannot run")
 		return
@@ -127,7 +129,7 @@ func decideMain(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, prev *sc
 		}
 		p.requeueAt = deadline
 	}
-	decideApprovals(wf, st, now)
+	decideApprovals(wf, st, p.approvals, now)
 	// Side by side, one failure stops everything only when asked to; one
 	// after another, nothing else is running anyway.
 	stopAtFailure := !wf.Spec.IsDAG() || wf.Spec.FailFast
@@ -249,7 +251,7 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 	}
 	if step.Approval != nil {
 		waitForApproval(wf, s, i, now)
-		applyDecision(wf, s, now)
+		applyDecision(wf, s, p.approvals, now)
 		if s.Phase == schedv1.StepFailed {
 			skipBlockedOf(wf, st)
 		}
@@ -314,10 +316,14 @@ func succeededMessage(steps []schedv1.StepStatus) string {
 // on it, directly or through others: those do not run again. In a DAG a
 // branch that succeeded keeps its outputs wherever it is listed; in a
 // sequence every step after fromStep depends on it. Steps that did not
-// succeed run again. It returns why the retry cannot run, or "".
-func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.WorkflowStatus) string {
+// succeed run again, and so does an approval step whose approval does not
+// carry over (notReused), with the steps that depend on it: it asks
+// again. It decides once, as the retry starts (its status has no start
+// time yet), so the earlier attempt may go afterwards. It returns why the
+// retry cannot run, or "".
+func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.WorkflowStatus, rules approvalRules) string {
 	r := wf.Spec.RetryOf
-	if r == nil {
+	if r == nil || wf.Status.StartTime != nil {
 		return ""
 	}
 	from := -1
@@ -329,13 +335,22 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 	if from < 0 {
 		return fmt.Sprintf("spec.retryOf.fromStep %q is not a step of this workflow", r.FromStep)
 	}
+	old := map[string]schedv1.StepStatus{}
+	if prev != nil {
+		for _, s := range prev.Status.Steps {
+			old[s.Name] = s
+		}
+	}
 	// Steps depend only on earlier ones, so one pass in order finds every
-	// step downstream of fromStep.
+	// step downstream of fromStep, or of an approval that asks again.
 	rerun := make([]bool, len(wf.Spec.Steps))
-	rerun[from] = true
-	for i := from + 1; i < len(wf.Spec.Steps); i++ {
-		for _, d := range wf.Spec.Dependencies(i) {
-			rerun[i] = rerun[i] || rerun[d]
+	asksAgain := map[int]string{}
+	for i := range wf.Spec.Steps {
+		rerun[i] = i == from || slices.ContainsFunc(wf.Spec.Dependencies(i), func(d int) bool { return rerun[d] })
+		if o, ok := old[wf.Spec.Steps[i].Name]; ok && !rerun[i] && wf.Spec.Steps[i].Approval != nil && o.Phase == schedv1.StepSucceeded {
+			if why := notReused(wf, prev, i, o, rules); why != "" {
+				rerun[i], asksAgain[i] = true, why
+			}
 		}
 	}
 	needed := false
@@ -348,12 +363,12 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 	if prev == nil {
 		return fmt.Sprintf("workflow %s, which this one retries, is gone (deleted, or by its ttlAfterFinished), so its outputs cannot be reused; run the workflow anew", r.Workflow)
 	}
-	old := map[string]schedv1.StepStatus{}
-	for _, s := range prev.Status.Steps {
-		old[s.Name] = s
-	}
 	for i := range st.Steps {
 		s := &st.Steps[i]
+		if why, ok := asksAgain[i]; ok && s.Phase == schedv1.StepWaiting {
+			s.Reason, s.Message = schedv1.ReasonApprovalNotReused, why
+			continue
+		}
 		o, ok := old[s.Name]
 		if rerun[i] || s.Phase != schedv1.StepWaiting || !ok || o.Phase != schedv1.StepSucceeded {
 			continue
@@ -363,6 +378,9 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 		// that ran none reads [] for every output.
 		s.ForEach = o.ForEach.DeepCopy()
 		s.Message = "reused from workflow " + r.Workflow
+		if wf.Spec.Steps[i].Approval != nil {
+			s.Reason, s.Message = o.Reason, s.Message+": "+o.Message
+		}
 	}
 	return ""
 }
@@ -387,13 +405,15 @@ func failWorkflow(st *schedv1.WorkflowStatus, tasks map[int]*schedv1.AgentTask, 
 	switch {
 	case s.Reason == schedv1.ReasonDenied:
 		what = "was denied"
+	case s.Reason == schedv1.ReasonSelfApproved:
+		what = "cannot go on"
 	case isLoop(wf, i) && s.ForEach == nil:
 		what = "cannot start" // its list could not be read
 	case s.TaskName == "" && wf.Spec.Steps[i].RunsTask() && !isLoop(wf, i):
 		what = "cannot start" // its task was never created
 	}
 	switch s.Reason {
-	case schedv1.ReasonDenied, schedv1.ReasonWhenError, schedv1.ReasonInvalidItems, schedv1.ReasonTooLarge, schedv1.ReasonMissingOutput:
+	case schedv1.ReasonDenied, schedv1.ReasonSelfApproved, schedv1.ReasonWhenError, schedv1.ReasonInvalidItems, schedv1.ReasonTooLarge, schedv1.ReasonMissingOutput:
 		// More telling than StepFailed, and the step says it.
 		reason = s.Reason
 	}
@@ -533,7 +553,11 @@ func runningMain(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, active []int,
 // approvalMessage says which steps wait for approval and how to give it.
 func approvalMessage(wf *schedv1.Workflow, steps []string) string {
 	if len(steps) == 1 {
-		return fmt.Sprintf("step %s is waiting for approval: kubectl sched workflow approve %s %s", steps[0], wf.Name, steps[0])
+		var a *schedv1.StepApproval
+		if i := slices.IndexFunc(wf.Spec.Steps, func(s schedv1.WorkflowStep) bool { return s.Name == steps[0] }); i >= 0 {
+			a = wf.Spec.Steps[i].Approval
+		}
+		return fmt.Sprintf("step %s is waiting for approval%s: kubectl sched workflow approve %s %s", steps[0], byApprovers(a), wf.Name, steps[0])
 	}
 	return fmt.Sprintf("steps %s are waiting for approval: kubectl sched workflow approve %s STEP", strings.Join(steps, ", "), wf.Name)
 }

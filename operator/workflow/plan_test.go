@@ -91,7 +91,7 @@ func created(p plan) *schedv1.AgentTask { return p.creates[0].task }
 // run applies decide repeatedly the way the controller would: status from
 // one round feeds the next.
 func run(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask) plan {
-	p := decide(wf, tasks, nil, nil, now)
+	p := decide(wf, tasks, nil, nil, approvalRules{}, now)
 	wf.Status = p.status
 	return p
 }
@@ -313,7 +313,7 @@ func TestDecide(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tasks := tc.prepare(tc.wf)
-			p := decide(tc.wf, tasks, nil, nil, now)
+			p := decide(tc.wf, tasks, nil, nil, approvalRules{}, now)
 			if diff := cmp.Diff(tc.want, summarize(p)); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
@@ -330,7 +330,7 @@ func TestDecideIsStable(t *testing.T) {
 	wf := threeSteps().Obj()
 	tasks := map[int]*schedv1.AgentTask{0: stepTask(wf, 0, schedv1.TaskRunning, nil, "")}
 	first := run(wf, tasks)
-	second := decide(wf, tasks, nil, nil, metav1.NewTime(now.Add(time.Hour)))
+	second := decide(wf, tasks, nil, nil, approvalRules{}, metav1.NewTime(now.Add(time.Hour)))
 	if diff := cmp.Diff(first.status, second.status); diff != "" {
 		t.Errorf("status changed on a second look (-first +second):\n%s", diff)
 	}
@@ -475,7 +475,7 @@ func TestDecideRetry(t *testing.T) {
 	}
 
 	wf := retry("build")
-	p := decide(wf, nil, nil, prev, now)
+	p := decide(wf, nil, nil, prev, approvalRules{}, now)
 	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "1/3",
 		Steps: []string{"fetch=Succeeded", "build=Pending", "report=Waiting"}, Create: "rel-1-build"}, summarize(p)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
@@ -488,7 +488,7 @@ func TestDecideRetry(t *testing.T) {
 	}
 
 	// Retrying from the first step runs everything again.
-	p = decide(retry("fetch"), nil, nil, prev, now)
+	p = decide(retry("fetch"), nil, nil, prev, approvalRules{}, now)
 	if got := summarize(p).Create; got != "rel-0-fetch" {
 		t.Errorf("retry from the first step creates %q, want rel-0-fetch", got)
 	}
@@ -510,7 +510,7 @@ func TestDecideRetry(t *testing.T) {
 	}}
 	retryDAG := dag().Obj()
 	retryDAG.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "dag-old", FromStep: "a"}
-	p = decide(retryDAG, nil, nil, prevDAG, now)
+	p = decide(retryDAG, nil, nil, prevDAG, approvalRules{}, now)
 	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/4",
 		Steps: []string{"root=Succeeded", "a=Pending", "b=Succeeded", "c=Waiting"}, Create: "dag-1-a"}, summarize(p)); diff != "" {
 		t.Errorf("DAG retry plan (-want +got):\n%s", diff)
@@ -520,12 +520,12 @@ func TestDecideRetry(t *testing.T) {
 	}
 	// Retrying from root runs the whole graph again.
 	retryDAG.Spec.RetryOf.FromStep = "root"
-	if got := summarize(decide(retryDAG, nil, nil, prevDAG, now)).Create; got != "dag-0-root" {
+	if got := summarize(decide(retryDAG, nil, nil, prevDAG, approvalRules{}, now)).Create; got != "dag-0-root" {
 		t.Errorf("retry from root creates %q, want dag-0-root", got)
 	}
 
 	// The earlier attempt is gone: nothing can be reused.
-	p = decide(retry("build"), nil, nil, nil, now)
+	p = decide(retry("build"), nil, nil, nil, approvalRules{}, now)
 	if p.status.Phase != schedv1.WorkflowFailed || !strings.Contains(p.status.Message, "workflow rel-old, which this one retries, is gone") {
 		t.Errorf("phase %s message %q, want Failed saying the earlier attempt is gone", p.status.Phase, p.status.Message)
 	}

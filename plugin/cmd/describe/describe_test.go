@@ -397,7 +397,8 @@ func TestDescribeBranches(t *testing.T) {
 }
 
 // TestDescribeGatesAndFinally: a skipped step with its when, a step waiting
-// for approval with the command, a decision and who made it, suspension,
+// for approval with the command and its approvers, a decision and who made
+// it, who asked for the run, suspension,
 // how the steps ended and the finally steps in a section of their own.
 func TestDescribeGatesAndFinally(t *testing.T) {
 	const gns = "describe-gates"
@@ -413,9 +414,9 @@ func TestDescribeGatesAndFinally(t *testing.T) {
 		Step("test", "busybox").
 		Step("canary", "busybox").DependsOn("test").When("params.channel == 'canary'").
 		Approval("review", "ship it?").DependsOn("test").
-		Approval("deploy", "really?").DependsOn("review").
+		Approval("deploy", "really?").DependsOn("review").Approvers([]string{"alice", "bob"}, []string{"release"}).
 		Finally("notify", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${workflow.phase}"}}).
-		Decide("review", schedv1.Approved, user, "CHG-1").Suspend(true).Obj()
+		Decide("review", schedv1.Approved, user, "CHG-1").Suspend(true).RequestedBy(user).Obj()
 	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "2/4", StartTime: at(0), Reason: schedv1.ReasonWaitingForApproval,
 		Message: "step deploy is waiting for approval: kubectl sched workflow approve gated deploy",
 		Steps: []schedv1.StepStatus{
@@ -424,7 +425,7 @@ func TestDescribeGatesAndFinally(t *testing.T) {
 			{Name: "review", Phase: schedv1.StepSucceeded, Reason: schedv1.ReasonApproved, StartTime: at(10 * time.Second), CompletionTime: at(40 * time.Second),
 				Message: "approved by " + user + ": CHG-1", Outputs: map[string]string{"approvedBy": user}},
 			{Name: "deploy", Phase: schedv1.StepWaitingForApproval, Reason: schedv1.ReasonWaitingForApproval, StartTime: at(40 * time.Second),
-				Message: "really? (waiting for approval: kubectl sched workflow approve gated deploy (or deny))"},
+				Message: "really? (waiting for approval by alice, bob or a member of group release: kubectl sched workflow approve gated deploy (or deny))"},
 		},
 		Finally:    []schedv1.StepStatus{{Name: "notify", Phase: schedv1.StepWaiting}},
 		Conditions: []metav1.Condition{cond(schedv1.ConditionSuspended, metav1.ConditionTrue, schedv1.ReasonSuspended, "no new step starts until it is resumed: kubectl sched workflow resume gated")},

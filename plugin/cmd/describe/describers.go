@@ -227,6 +227,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 	if by := wf.Annotations[schedv1.GroupName+"/retried-by"]; by != "" {
 		w.field(0, "Retried By", by)
 	}
+	w.optional(0, "Requested By", wf.Spec.RequestedBy)
 
 	headers, rows := stepRows(wf.Spec.Steps, st.Steps)
 	w.table(0, "Steps", headers, rows)
@@ -236,12 +237,8 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		w.table(0, "Finally", headers, rows)
 	}
 	itemTables(w, wf)
-	if len(wf.Spec.Approvals) > 0 {
-		rows := [][]string{}
-		for _, a := range wf.Spec.Approvals {
-			rows = append(rows, []string{a.Step, string(a.Decision), a.User, printing.OrDash(printing.OneLine(a.Reason))})
-		}
-		w.table(0, "Approvals", []string{"Step", "Decision", "By", "Reason"}, rows)
+	if rows := approvalRows(wf); len(rows) > 0 {
+		w.table(0, "Approvals", []string{"Step", "Approvers", "Decision", "By", "Reason"}, rows)
 	}
 	w.conditions(st.Conditions)
 
@@ -275,6 +272,32 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 		headers = slices.Insert(headers, 2, "Item")
 	}
 	w.table(0, "Step Tasks", headers, rows)
+}
+
+// approvalRows are the workflow's approval steps, in order, each with who
+// may decide and the decision recorded, if any.
+func approvalRows(wf *schedv1.Workflow) [][]string {
+	decided := map[string]schedv1.StepDecision{}
+	for _, a := range wf.Spec.Approvals {
+		decided[a.Step] = a
+	}
+	var rows [][]string
+	for _, s := range wf.Spec.Steps {
+		if s.Approval == nil {
+			continue
+		}
+		who := "anyone who may update it"
+		if s.Approval.Approvers != nil {
+			who = s.Approval.Approvers.Describe()
+		}
+		d, ok := decided[s.Name]
+		if !ok {
+			rows = append(rows, []string{s.Name, who, "-", "-", "-"})
+			continue
+		}
+		rows = append(rows, []string{s.Name, who, string(d.Decision), d.User, printing.OrDash(printing.OneLine(d.Reason))})
+	}
+	return rows
 }
 
 // itemTables writes, for each forEach step that started, its items that

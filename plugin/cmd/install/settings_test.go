@@ -115,6 +115,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--allowed-scheduler-registries", "ghcr.io/sched-ext,registry.example.org",
 		"--allowed-ingress-classes", "internal, nginx-public",
 		"--namespace-selector", "sched.kubectl-sched.dev/tier", "--default-ttl", "24h", "--succeeded-pod-retention", "0",
+		"--forbid-self-approval", "true",
 		"--kube-api-qps", "150", "--kube-api-burst", "300", "--max-concurrent-reconciles", "15",
 		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40")
 	if res.Code != 0 {
@@ -132,7 +133,8 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"ALLOWED_SCHEDULER_REGISTRIES": "ghcr.io/sched-ext,registry.example.org",
 		"ALLOWED_INGRESS_CLASSES":      "internal, nginx-public",
 		"NAMESPACE_SELECTOR":           "sched.kubectl-sched.dev/tier", "DEFAULT_TTL": "24h", "SUCCEEDED_POD_RETENTION": "0",
-		"KUBE_API_QPS": "150", "KUBE_API_BURST": "300", "MAX_CONCURRENT_RECONCILES": "15",
+		"FORBID_SELF_APPROVAL": "true",
+		"KUBE_API_QPS":         "150", "KUBE_API_BURST": "300", "MAX_CONCURRENT_RECONCILES": "15",
 		"CONTROLLER_WORKERS": "agenttask=40,workflow=30",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -36,7 +36,10 @@ name as the API server knows it (the command asks it with a
 SelfSubjectReview), and the cluster's kubectl-sched-workflow-approvals
 admission policy refuses a decision under any other name: who decided is
 recorded, not claimed. A decision cannot be changed or taken back. Anyone
-who may update the workflow in its namespace may decide.`
+who may update the workflow in its namespace may decide, unless the step
+names its approvers (approval.approvers: users, groups): then only they
+may. Where the cluster forbids approving one's own run, the user who asked
+for it (spec.requestedBy) may deny it but not approve it.`
 
 func newApproveCommand(c kube.ClientOptions) *cobra.Command {
 	return newDecideCommand(c, schedv1.Approved, "approve",
@@ -93,10 +96,11 @@ const maxReason = 1024
 // Run records the decision, once the step waits for one.
 func (o *DecideOptions) Run(ctx context.Context) error {
 	c, ns := o.Clients, o.Clients.Namespace
-	user, err := whoami(ctx, c)
+	me, err := whoami(ctx, c)
 	if err != nil {
 		return err
 	}
+	user := me.Username
 	verb := "approve"
 	if o.Decision == schedv1.Denied {
 		verb = "deny"
@@ -107,7 +111,7 @@ func (o *DecideOptions) Run(ctx context.Context) error {
 		if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, wf); err != nil {
 			return cmdutil.API(err, "get", what(o.Name))
 		}
-		if err := o.check(wf, verb); err != nil {
+		if err := o.check(wf, verb, me); err != nil {
 			return err
 		}
 		if o.DryRun == "client" {
@@ -135,16 +139,19 @@ func (o *DecideOptions) Run(ctx context.Context) error {
 
 // check refuses a decision the workflow cannot take: on a step that does
 // not wait for approval, or not yet, or was decided, or a workflow that
-// has ended.
-func (o *DecideOptions) check(wf *schedv1.Workflow, verb string) error {
+// has ended, or by a user the step's approvers do not include.
+func (o *DecideOptions) check(wf *schedv1.Workflow, verb string, me authenticationv1.UserInfo) error {
 	var gates []string
-	isGate := false
+	var gate *schedv1.StepApproval
 	for _, s := range wf.Spec.Steps {
 		if s.Approval != nil {
 			gates = append(gates, s.Name)
-			isGate = isGate || s.Name == o.Step
+			if s.Name == o.Step {
+				gate = s.Approval
+			}
 		}
 	}
+	isGate := gate != nil
 	listed := "It has no step that waits for approval."
 	if len(gates) > 0 {
 		listed = "Its steps that wait for approval: " + strings.Join(gates, ", ") + "."
@@ -164,6 +171,10 @@ func (o *DecideOptions) check(wf *schedv1.Workflow, verb string) error {
 	if wf.Status.Phase.Finished() {
 		return cmdutil.Errorf(cmdutil.ExitError, "", "workflow %s already ended (%s): nothing to %s", o.Name, wf.Status.Phase, verb)
 	}
+	if !gate.MayDecide(me.Username, me.Groups) {
+		return cmdutil.Errorf(cmdutil.ExitForbidden, fmt.Sprintf("Ask one of them to run 'kubectl sched workflow %s %s %s'.", verb, o.Name, o.Step),
+			"user %q may not %s step %s of workflow %s: only %s may (its approval.approvers)", me.Username, verb, o.Step, o.Name, gate.Approvers.Describe())
+	}
 	phase := schedv1.StepWaiting
 	for _, s := range wf.Status.Steps {
 		if s.Name == o.Step {
@@ -177,16 +188,28 @@ func (o *DecideOptions) check(wf *schedv1.Workflow, verb string) error {
 	return nil
 }
 
-// whoami is the user the API server authenticates the command as.
-func whoami(ctx context.Context, c *kube.Clients) (string, error) {
+// whoami is the user the API server authenticates the command as, with
+// their groups.
+func whoami(ctx context.Context, c *kube.Clients) (authenticationv1.UserInfo, error) {
 	r, err := c.Kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		return "", cmdutil.API(err, "create", "selfsubjectreviews.authentication.k8s.io (who you are, recorded with the decision)")
+		return authenticationv1.UserInfo{}, cmdutil.API(err, "create", "selfsubjectreviews.authentication.k8s.io (who you are, which the workflow records)")
 	}
 	if r.Status.UserInfo.Username == "" {
-		return "", cmdutil.Errorf(cmdutil.ExitError, "Use a kubeconfig with a named user.", "the API server knows no user name for you, so a decision cannot record who made it")
+		return authenticationv1.UserInfo{}, cmdutil.Errorf(cmdutil.ExitError, "Use a kubeconfig with a named user.", "the API server knows no user name for you, and a workflow records who decides on its approvals and who asks for a run that has one")
 	}
-	return r.Status.UserInfo.Username, nil
+	return r.Status.UserInfo, nil
+}
+
+// requestedBy is what a workflow made from spec records as spec.requestedBy:
+// the user the command runs as when spec has an approval step (asked of
+// the API server), "" otherwise, so a copied spec never names someone else.
+func requestedBy(ctx context.Context, c *kube.Clients, spec *schedv1.WorkflowSpec) (string, error) {
+	if !spec.HasApproval() {
+		return "", nil
+	}
+	me, err := whoami(ctx, c)
+	return me.Username, err
 }
 
 // nsFlag is " -n NS" when -n was given, for the commands printed next.

@@ -182,3 +182,57 @@ func TestRunRefusesBadWhenBeforeSubmitting(t *testing.T) {
 		t.Error("the workflow was submitted")
 	}
 }
+
+// TestOnlyApproversMayDecide: a step that names its approvers says, before
+// asking the cluster, who may decide when the user may not; a member of a
+// group it names decides. Runs and retries of a workflow with an approval
+// step record who asked for them.
+func TestOnlyApproversMayDecide(t *testing.T) {
+	ctx := context.Background()
+	wf := builders.MakeWorkflow("named", "default").Approval("gate", "ship it?").Approvers([]string{"bob"}, []string{"release"}).
+		Step("ship", "busybox").Obj()
+	if err := env.Client.Create(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.IgnoreNotFound(env.Client.Delete(context.Background(), wf)) })
+	setStatus(t, "named", waitingFor("gate"))
+	for _, user := range []string{"carol", "dana"} {
+		if _, err := testenv.BindUser(ctx, env.Client, env.Config, "default", user, "kubectl-sched-edit",
+			authorizationv1.ResourceAttributes{Verb: "patch", Group: schedv1.GroupVersion.Group, Resource: "workflows"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := env.Run("workflow", "approve", "named", "gate", "--as", "carol")
+	if res.Code != cmdutil.ExitForbidden ||
+		!strings.Contains(res.Stderr, `user "carol" may not approve step gate of workflow named: only bob or a member of group release may (its approval.approvers)`) ||
+		!strings.Contains(res.Stderr, "Ask one of them to run 'kubectl sched workflow approve named gate'.") {
+		t.Errorf("carol: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = env.Run("workflow", "deny", "named", "gate", "--as", "dana", "--as-group", "release", "--as-group", "system:authenticated")
+	if res.Code != 0 || !strings.HasPrefix(res.Stdout, "workflow.sched.kubectl-sched.dev/named step gate denied by dana\n") {
+		t.Fatalf("dana, of group release: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
+	}
+
+	// A run is asked for by whoever runs it, whatever its file says.
+	res = env.Run("workflow", "run", "-f", "testdata/gated.yaml", "--name", "gated-run", "--as", "carol")
+	if res.Code != 0 {
+		t.Fatalf("run as carol: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	run := getWF(t, "gated-run")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), run) })
+	if run.Spec.RequestedBy != "carol" || run.Spec.Steps[1].Approval.Approvers.Describe() != "bob or a member of group release" {
+		t.Errorf("run as carol: requestedBy %q, approvers %+v", run.Spec.RequestedBy, run.Spec.Steps[1].Approval.Approvers)
+	}
+
+	// The retry is asked for by whoever runs it.
+	setStatus(t, "named", end(schedv1.WorkflowFailed, 3, "step 0 (gate) was denied", schedv1.StepStatus{Name: "gate", Phase: schedv1.StepFailed}))
+	res = env.Run("workflow", "retry", "named", "--as", "carol")
+	if res.Code != 0 {
+		t.Fatalf("retry as carol: exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	next := getWF(t, strings.TrimPrefix(strings.Fields(res.Stdout)[0], "workflow.sched.kubectl-sched.dev/"))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), next) })
+	if next.Spec.RequestedBy != "carol" {
+		t.Errorf("the retry's requestedBy %q, want carol", next.Spec.RequestedBy)
+	}
+}

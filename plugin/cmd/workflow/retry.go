@@ -109,6 +109,12 @@ func (o *RetryOptions) Run(ctx context.Context) error {
 	// keeps its outputs as a step that succeeded), and it runs at once.
 	next.Spec.Cancel, next.Spec.Suspend, next.Spec.Approvals = false, false, nil
 	next.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: o.Name, FromStep: from}
+	// This run is asked for by whoever retries, not by the earlier one's
+	// requester.
+	var err error
+	if next.Spec.RequestedBy, err = requestedBy(ctx, c, &next.Spec); err != nil {
+		return err
+	}
 	if err := c.Create(ctx, next, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError, "Run the command again: the name has a random suffix.", "workflow %s already exists", next.Name)

@@ -205,6 +205,12 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
 		}
 	}
+	// Who asks for a run with an approval step: the admission policy
+	// refuses any other name, and some clusters forbid them to approve it.
+	var err error
+	if wf.Spec.RequestedBy, err = requestedBy(ctx, o.Clients, &wf.Spec); err != nil {
+		return err
+	}
 	// Create, not apply: its spec cannot change once created, and
 	// re-applying the same spec would silently show an old run. Refuse,
 	// like kubectl run.

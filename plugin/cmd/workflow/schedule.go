@@ -213,6 +213,11 @@ func (o *ScheduleOptions) Run(ctx context.Context) error {
 			return cmdutil.API(err, "create", fmt.Sprintf("secrets %q", o.secret.Name))
 		}
 	}
+	// Who last wrote what the runs do: their requester, which the
+	// admission policy holds to the writer.
+	if cw.Spec.WorkflowSpec.RequestedBy, err = requestedBy(ctx, o.Clients, &cw.Spec.WorkflowSpec); err != nil {
+		return err
+	}
 	if err := o.Clients.Apply(ctx, cw, o.DryRun); err != nil {
 		if qe := quota.Refused(ctx, o.Clients.Client, cw.Namespace, err, time.Now()); qe != nil {
 			return qe

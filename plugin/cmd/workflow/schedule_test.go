@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
@@ -166,4 +168,34 @@ func TestTriggerErrors(t *testing.T) {
 		"watch with dry run": {Args: []string{"workflow", "trigger", "nope", "--watch", "--dry-run=server"}, Code: cmdutil.ExitUsage,
 			Stderr: []string{"--dry-run creates nothing to watch"}},
 	}, nil)
+}
+
+// TestScheduleAndTriggerRecordWhoAsks: schedule records its user as the
+// requester of a gated workflowSpec, which the admission policy holds to
+// the writer; a manual run is asked for by whoever triggers it.
+func TestScheduleAndTriggerRecordWhoAsks(t *testing.T) {
+	for _, user := range []string{"erin", "frank"} {
+		if _, err := testenv.BindUser(context.Background(), env.Client, env.Config, "default", user, "kubectl-sched-edit",
+			authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "workflows"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := env.Run("workflow", "schedule", "gated-nightly", "--cron", "0 2 * * *", "-f", "testdata/gated.yaml", "--as", "erin")
+	if res.Code != 0 {
+		t.Fatalf("schedule as erin: exit %d: %s", res.Code, res.Stderr)
+	}
+	cw := getCron(t, "gated-nightly")
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cw) })
+	if by := cw.Spec.WorkflowSpec.RequestedBy; by != "erin" {
+		t.Errorf("workflowSpec.requestedBy %q, want erin", by)
+	}
+	res = env.Run("workflow", "trigger", "gated-nightly", "--as", "frank")
+	if res.Code != 0 {
+		t.Fatalf("trigger as frank: exit %d: %s", res.Code, res.Stderr)
+	}
+	run := getWF(t, strings.TrimPrefix(strings.Fields(res.Stdout)[0], "workflow.sched.kubectl-sched.dev/"))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), run) })
+	if run.Spec.RequestedBy != "frank" {
+		t.Errorf("the manual run's requestedBy %q, want frank", run.Spec.RequestedBy)
+	}
 }

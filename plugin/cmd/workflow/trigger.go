@@ -88,6 +88,11 @@ func (o *TriggerOptions) Run(ctx context.Context) error {
 		},
 		Spec: *cw.Spec.WorkflowSpec.DeepCopy(),
 	}
+	// Asked for by whoever triggers it, not by the CronWorkflow's writer.
+	var err error
+	if run.Spec.RequestedBy, err = requestedBy(ctx, o.Clients, &run.Spec); err != nil {
+		return err
+	}
 	if err := o.Clients.Create(ctx, run, o.DryRun); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return cmdutil.Errorf(cmdutil.ExitError, "Run the command again in a second: a manual run's name holds the second it was made.",

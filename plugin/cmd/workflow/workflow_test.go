@@ -581,8 +581,8 @@ func TestRetry(t *testing.T) {
 	if r := next.Spec.RetryOf; r == nil || r.Workflow != "to-retry" || r.FromStep != "test" || len(next.Spec.Steps) != 2 {
 		t.Errorf("new attempt spec %+v", next.Spec)
 	}
-	if next.Spec.Suspend || len(next.Spec.Approvals) > 0 {
-		t.Errorf("the new attempt kept the earlier one's suspension or decisions: %+v", next.Spec)
+	if next.Spec.Suspend || len(next.Spec.Approvals) > 0 || next.Spec.RequestedBy != "" {
+		t.Errorf("the new attempt kept the earlier one's suspension or decisions, or records a requester with no approval step: %+v", next.Spec)
 	}
 	if got := getWF(t, "to-retry").Annotations["sched.kubectl-sched.dev/retried-by"]; got != m[1] {
 		t.Errorf("retried-by %q, want %q", got, m[1])
