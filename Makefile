@@ -7,7 +7,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0
 IMG ?= ghcr.io/kubectl-sched/operator:$(VERSION)
 BIN ?= bin
 LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=$(VERSION) -X main.version=$(VERSION)
-CONTROLLER_GEN := go tool controller-gen
+# controller-gen is a tool of hack/tools' module, so its dependencies stay
+# out of go.mod; -modfile runs it here, where it reads the product's packages.
+CONTROLLER_GEN := go tool -modfile=hack/tools/go.mod controller-gen
 # golangci-lint, pinned and built by go run (cached after the first run),
 # so its dependencies stay out of go.mod.
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -50,15 +52,16 @@ fmt: ## Run gofmt.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet on the product module and on hack/tools.
 	go vet ./...
+	go -C hack/tools vet ./...
 
 .PHONY: control-plane
 control-plane: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok into the cache (minutes, once).
 	@hack/build-control-plane.sh >/dev/null
 
 .PHONY: lint
-lint: ## Run golangci-lint with .golangci.yml.
+lint: ## Run golangci-lint with .golangci.yml on the product module (make test-release lints hack/tools).
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: test
@@ -70,6 +73,12 @@ test: control-plane lint ## Run every test against a real API server and the sim
 .PHONY: test-faults
 test-faults: control-plane ## Run the long fault runs make test skips: API server and etcd restarts, leader failover, a kill after a cron run (CI runs them).
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
+
+.PHONY: test-release
+test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked (minutes from a cold cache; CI runs it, make test does not).
+	go -C hack/tools vet ./...
+	cd hack/tools && $(GOLANGCI_LINT) run ./...
+	go -C hack/tools test ./... -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: chaos
 chaos: control-plane ## Run the fault tests in full (figures in docs/contributors/reliability.md).
@@ -105,7 +114,7 @@ INSECURE ?= false
 release: ## Push the operator image (ko: linux/amd64+arm64, SBOMs) and write the krew archives, checksums and manifest into dist/: make release VERSION=v0.2.0 REGISTRY=ghcr.io/kubectl-sched
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION) is not a release version: make release VERSION=v0.2.0 REGISTRY=..."; exit 2; }
 	@test -n "$(REGISTRY)" || { echo "REGISTRY is not set: make release VERSION=$(VERSION) REGISTRY=ghcr.io/kubectl-sched"; exit 2; }
-	go run ./hack/release -version $(VERSION) -registry $(REGISTRY) -out dist $(if $(filter true,$(INSECURE)),-insecure)
+	go -C hack/tools run ./release -root $(CURDIR) -version $(VERSION) -registry $(REGISTRY) -out dist $(if $(filter true,$(INSECURE)),-insecure)
 	go run ./hack/dist -version $(VERSION) -out dist -update-manifest
 
 .PHONY: docker-build

@@ -2,14 +2,15 @@ package realnode
 
 import (
 	"context"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/authn"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,17 +19,16 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
-	"github.com/kubectl-sched/kubectl-sched/hack/release/image"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // The release as a user gets it: the operator image pushed by the release's
-// own image step (ko, the nonroot base) to a registry, pulled from there by
-// the real node's containerd over plain HTTP, installed pinned to its digest
-// by `kubectl sched install --wait`, running as pods with config/manager's
-// security context, probes and leader election, and running a workflow
-// whose steps run on the real node.
+// own command (hack/tools/release: ko, the nonroot base) to a registry,
+// pulled from there by the real node's containerd over plain HTTP, installed
+// pinned to its digest by `kubectl sched install --wait`, running as pods
+// with config/manager's security context, probes and leader election, and
+// running a workflow whose steps run on the real node.
 func TestReleasedOperatorFromARegistry(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
@@ -38,17 +38,23 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The host's platform only: the node runs it, and the other one's
-	// build is hack/release/image's test.
+	// The release's own command, as `make release` runs it, for the host's
+	// platform only: the node runs it, and the other one's build is the
+	// release test's (make test-release). Its Docker credentials are none.
 	const version = "v0.0.0-realnode"
+	out := t.TempDir()
+	release := exec.Command("go", "-C", filepath.Join(e.root, "hack", "tools"), "run", "./release",
+		"-root", e.root, "-version", version, "-registry", reg+"/kubectl-sched", "-out", out, "-platforms", "linux/"+runtime.GOARCH)
+	release.Env = append(os.Environ(), "DOCKER_CONFIG="+t.TempDir())
 	start := time.Now()
-	pinned, err := image.Publish(ctx, image.Options{
-		Version: version, Registry: reg + "/kubectl-sched", Revision: "realnode", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		Dir: e.root, Keychain: authn.NewMultiKeychain(), Platforms: []string{"linux/" + runtime.GOARCH},
-	})
+	if b, err := release.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", release, err, b)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "operator-image.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	pinned := strings.TrimSpace(string(b))
 	t.Logf("pushed %s in %s", pinned, time.Since(start).Round(time.Millisecond))
 
 	t.Cleanup(func() {
@@ -56,11 +62,11 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 		_, _, _ = e.kubectlRun(t, 2*time.Minute, "-n", schedv1.DefaultOperatorNamespace, "delete", "deployment", "kubectl-sched-operator", "--wait")
 	})
 	tagged := reg + "/kubectl-sched/operator:" + version
-	out, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--wait", "--timeout", "3m",
+	stdout, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--wait", "--timeout", "3m",
 		"--image", tagged, "--node-pool", cluster.RealNodePool)
 	if code != 0 {
 		pods, _ := exec.Command(e.kubectl, "--kubeconfig", e.cluster.Kubeconfig, "-n", schedv1.DefaultOperatorNamespace, "describe", "pods").CombinedOutput()
-		t.Fatalf("install --wait: exit %d\n%s%s\npods:\n%s", code, out, errOut, pods)
+		t.Fatalf("install --wait: exit %d\n%s%s\npods:\n%s", code, stdout, errOut, pods)
 	}
 	if strings.Contains(errOut, "not pinned") {
 		t.Errorf("install did not pin the image: %s", errOut)
@@ -70,10 +76,10 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: schedv1.DefaultOperatorNamespace, Name: "kubectl-sched-operator"}, dep); err != nil {
 		t.Fatal(err)
 	}
-	if got := dep.Spec.Template.Spec.Containers[0].Image; got != pinned.String() {
+	if got := dep.Spec.Template.Spec.Containers[0].Image; got != pinned {
 		t.Errorf("the Deployment runs %s, want %s (the tag pinned to what was pushed)", got, pinned)
 	}
-	_, digest, _ := strings.Cut(pinned.String(), "@")
+	_, digest, _ := strings.Cut(pinned, "@")
 	pods := e.podsOf(t, schedv1.DefaultOperatorNamespace, map[string]string{"app.kubernetes.io/name": "kubectl-sched-operator"})
 	var ready []string
 	for _, p := range pods {

@@ -2,6 +2,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -23,7 +24,8 @@ func TestGeneratedFilesUpToDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	for _, p := range []string{"go.mod", "go.sum", "Makefile", "api", "operator", "hack/boilerplate.go.txt", "config/crd", "config/rbac"} {
+	// hack/tools' go.mod and go.sum: controller-gen is that module's tool.
+	for _, p := range []string{"go.mod", "go.sum", "Makefile", "api", "operator", "hack/boilerplate.go.txt", "hack/tools/go.mod", "hack/tools/go.sum", "config/crd", "config/rbac"} {
 		copyTree(t, filepath.Join(root, p), filepath.Join(tmp, p))
 	}
 	cmd := exec.Command("make", "generate", "manifests")
@@ -88,16 +90,63 @@ func copyTree(t *testing.T, src, dst string) {
 }
 
 // TestGoModTidy fails when go.mod or go.sum would change under `go mod
-// tidy`: a requirement marked indirect that the code imports, or one no
-// longer used. Run go mod tidy and commit the result.
+// tidy`, in the product module or in hack/tools: a requirement marked
+// indirect that the code imports, or one no longer used. Run go mod tidy
+// there and commit the result.
 func TestGoModTidy(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "mod", "tidy", "-diff")
+	for _, dir := range []string{".", "hack/tools"} {
+		cmd := exec.Command("go", "mod", "tidy", "-diff")
+		cmd.Dir = filepath.Join(root, dir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%s: go.mod or go.sum is not tidy; run go mod tidy there (%v):\n%s", filepath.Join(dir, "go.mod"), err, out)
+		}
+	}
+}
+
+// TestToolsOutOfGoMod fails when a release or code-generation tool's
+// module is back in the product's go.mod: they belong to hack/tools, and
+// the product's go.mod lists what the plugin, the operator and their tests
+// import. (github.com/docker/cli stays: go-containerregistry's authn reads
+// Docker's credentials with it when install pins the operator image.)
+func TestToolsOutOfGoMod(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "mod", "edit", "-json")
 	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("go.mod or go.sum is not tidy; run go mod tidy (%v):\n%s", err, out)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json: %v", err)
+	}
+	var mod struct {
+		Require []struct{ Path string }
+		Tool    []struct{ Path string }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, r := range mod.Require {
+		paths = append(paths, r.Path)
+	}
+	for _, r := range mod.Tool {
+		paths = append(paths, r.Path)
+	}
+	tools := []string{"github.com/google/ko", "sigs.k8s.io/controller-tools", "sigs.k8s.io/kind", "github.com/sigstore", "github.com/moby/moby"}
+	var found []string
+	for _, p := range paths {
+		for _, tool := range tools {
+			if p == tool || strings.HasPrefix(p, tool+"/") {
+				found = append(found, p)
+			}
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("go.mod has %v: tools go in hack/tools/go.mod (go -C hack/tools get ...), then go mod tidy here drops them", found)
 	}
 }

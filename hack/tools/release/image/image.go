@@ -1,8 +1,9 @@
 // Package image builds the operator image of a release with ko (used as a
 // library) and pushes it: one OCI index for linux/amd64 and linux/arm64, a
 // static binary (CGO_ENABLED=0) running as uid 65532, the OCI labels, and
-// ko's SPDX SBOM beside each image. hack/release (make release) and the
-// tests run this same code.
+// ko's SPDX SBOM beside each image. The release command (make release),
+// this package's test (make test-release) and hack/realnode's release test
+// (through the command) run this same code.
 //
 // Nothing can be pulled where we build, so the base is made here from files
 // (passwd and group with the nonroot user, /tmp, /home/nonroot: what
