@@ -20,7 +20,7 @@
 //
 //  2. The ValidatingAdmissionPolicies in config/policy (installed with the
 //     CRDs by `kubectl sched install`): rules that need more than the
-//     object. The requesting user (reserved_labels, operator_confinement,
+//     object. The requesting user (reserved_labels, operator_confinement, operator_managed,
 //     operator_pod_patch, operator_node_patch, pod_owners) and what RBAC
 //     lets them do (cronworkflow_runs: who writes a CronWorkflow may
 //     create Workflows), the namespace's labels and
