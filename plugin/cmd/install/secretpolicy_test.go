@@ -142,6 +142,13 @@ func TestExternalSecretsPolicy(t *testing.T) {
 		"extracting another's key":         {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/db"}})), []string{`spec.dataFrom[].extract.key "team-b/db"`}},
 		"finding over the whole store":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"name": map[string]any{"regexp": ".*"}}})), []string{`spec.dataFrom[].find.path ""`, "a find needs a path under it"}},
 		"finding under another's path":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"path": "team-b/"}})), []string{`spec.dataFrom[].find.path "team-b/"`}},
+		"extract and find in one entry": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-a/app"}, "find": map[string]any{"path": "team-b/"}})),
+			[]string{"spec.dataFrom has an entry with extract and find", "each entry may hold only one of extract, find and sourceRef.generatorRef"}},
+		"a generator beside an extract": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/app"},
+			"sourceRef": map[string]any{"generatorRef": map[string]any{"kind": "Password", "name": "pw"}}})), []string{"an entry with extract and sourceRef.generatorRef"}},
+		"a data entry with a generator, reading another's key": {alice, externalSecret("team-a", "es", map[string]any{"secretStoreRef": clusterStore, "data": []any{
+			map[string]any{"secretKey": "db", "remoteRef": map[string]any{"key": "team-b/db"}, "sourceRef": map[string]any{"generatorRef": map[string]any{"kind": "Password", "name": "pw"}}}}}),
+			[]string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
 		"an entry naming the shared store": {alice, externalSecret("team-a", "es", map[string]any{"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "own"}, "data": []any{map[string]any{"secretKey": "db", "remoteRef": map[string]any{"key": "team-b/db"}, "sourceRef": map[string]any{"storeRef": clusterStore}}}}), []string{`spec.data[db].remoteRef.key "team-b/db"`}},
 		"pushing into another's key": {alice, pushSecret("team-a", "ps", map[string]any{"secretStoreRefs": []any{clusterStore}, "data": []any{
 			map[string]any{"match": map[string]any{"secretKey": "db", "remoteRef": map[string]any{"remoteKey": "team-b/db"}}}}}), []string{`spec.data[].match.remoteRef.remoteKey "team-b/db"`, mustStart}},
