@@ -139,12 +139,12 @@ func TestExternalSecretsPolicy(t *testing.T) {
 		obj  client.Object
 		want []string
 	}{
-		"another namespace's key":          {alice, externalSecret("team-a", "es", reads("team-b/db")), []string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
-		"a namespace sharing the prefix":   {alice, externalSecret("team-a", "es", reads("team-ab/db")), []string{`"team-ab/db"`, mustStart}},
-		"climbing out with ..":             {alice, externalSecret("team-a", "es", reads("team-a/../team-b/db")), []string{`"team-a/../team-b/db"`, `no ".." segment`}},
-		"extracting another's key":         {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/db"}})), []string{`spec.dataFrom[].extract.key "team-b/db"`}},
-		"finding over the whole store":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"name": map[string]any{"regexp": ".*"}}})), []string{`spec.dataFrom[].find.path ""`, "a find needs a path under it"}},
-		"finding under another's path":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"path": "team-b/"}})), []string{`spec.dataFrom[].find.path "team-b/"`}},
+		"another namespace's key":        {alice, externalSecret("team-a", "es", reads("team-b/db")), []string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
+		"a namespace sharing the prefix": {alice, externalSecret("team-a", "es", reads("team-ab/db")), []string{`"team-ab/db"`, mustStart}},
+		"climbing out with ..":           {alice, externalSecret("team-a", "es", reads("team-a/../team-b/db")), []string{`"team-a/../team-b/db"`, `no ".." segment`}},
+		"extracting another's key":       {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/db"}})), []string{`spec.dataFrom[].extract.key "team-b/db"`}},
+		"finding over the whole store":   {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"name": map[string]any{"regexp": ".*"}}})), []string{`spec.dataFrom[].find.path ""`, "a find needs a path under it"}},
+		"finding under another's path":   {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"path": "team-b/"}})), []string{`spec.dataFrom[].find.path "team-b/"`}},
 		"extract and find in one entry": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-a/app"}, "find": map[string]any{"path": "team-b/"}})),
 			[]string{"spec.dataFrom has an entry with extract and find", "each entry may hold only one of extract, find and sourceRef.generatorRef"}},
 		"a generator beside an extract": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/app"},
