@@ -72,6 +72,12 @@ const (
 	// label: a task fails and its Job is deleted, an app's service runs no
 	// pods and a restricted template.
 	ReasonPrivilegedNotAllowed = "PrivilegedNotAllowed"
+	// ReasonAnnotationNotAllowed: podMetadata.annotations holds a key of
+	// a domain the operator's --allowed-pod-annotation-domains does not
+	// list (admitted before the setting, or where its admission policy is
+	// missing): a task fails and its Job is deleted, an app's service runs
+	// no pods, as for ReasonPrivilegedNotAllowed.
+	ReasonAnnotationNotAllowed = "AnnotationNotAllowed"
 
 	// ReasonNameTaken: the object the operator would create for a task
 	// or step (its Job, a step's AgentTask) already exists and belongs to

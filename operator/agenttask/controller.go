@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.notAllowed, err = r.Jobs.privilegeRefused(ctx, task); err != nil {
+	if o.notAllowedReason, o.notAllowed, err = r.Jobs.refused(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
 	if o.notAllowed != "" && o.job != nil {
@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete job %s: %w", o.job.Name, err)
 		}
-		log.FromContext(ctx).Info("Deleted the Job of a task that asks for privilege its namespace no longer allows", "job", o.job.Name)
+		log.FromContext(ctx).Info("Deleted the Job of a task that asks for what it may not have", "job", o.job.Name, "reason", o.notAllowedReason)
 		o.job = nil
 	}
 	if o.job != nil {

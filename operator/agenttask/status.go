@@ -31,9 +31,10 @@ type observed struct {
 	// createErr is the API server's refusal of the Job, when it refused it
 	// for good (refusal.Final) or for a full quota (refusal.Quota).
 	createErr error
-	// notAllowed says why the task may not run as its spec asks: it asks
-	// for privilege its namespace does not allow (any more).
-	notAllowed string
+	// notAllowed says why the task may not run as its spec asks, for
+	// notAllowedReason: it asks for privilege its namespace does not allow
+	// (any more), or passes pod annotations of a domain not allowed.
+	notAllowed, notAllowedReason string
 	// noCPUScheduler explains an unschedulable pod whose
 	// placement.cpuScheduler no node it may run on has attached
 	// (placement.CPUSchedulerCause); "" otherwise.
@@ -80,7 +81,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	case o.job == nil && task.Spec.Cancel:
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.notAllowed != "":
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonPrivilegedNotAllowed, o.notAllowed, now)
+		finish(&st, schedv1.TaskFailed, o.notAllowedReason, o.notAllowed, now)
 	case o.job == nil && o.foreignJob != nil:
 		j := o.foreignJob
 		owner := "it has no controller"

@@ -116,7 +116,7 @@ func TestComputeStatus(t *testing.T) {
 				Message: `waiting for quota to create the Job: jobs.batch "t" is forbidden: exceeded quota: q, requested: count/jobs.batch=1`},
 		},
 		"privilege no longer allowed fails it, pod and all": {
-			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns"},
+			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns", notAllowedReason: schedv1.ReasonPrivilegedNotAllowed},
 			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonPrivilegedNotAllowed, Message: "spec.securityContext.privileged: not allowed in namespace ns",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},

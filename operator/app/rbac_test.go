@@ -179,6 +179,13 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	if err := op.Patch(ctx, pod.DeepCopy(), image); !apierrors.IsForbidden(err) {
 		t.Errorf("operator changing a pod's image: err = %v, want forbidden", err)
 	}
+	// A stolen token re-parenting a pod to an owner that does not exist
+	// would have the garbage collector delete it; removing the finalizer
+	// in the same patch gets it no further.
+	reparent := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"0b4a2e8c-0000-4000-8000-00000000dead"}]}}`))
+	if err := op.Patch(ctx, pod.DeepCopy(), reparent); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may only remove its sched.kubectl-sched.dev/outputs finalizer") {
+		t.Errorf("operator re-parenting a pod: err = %v, want forbidden by the policy", err)
+	}
 	release := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 	if err := op.Patch(ctx, pod.DeepCopy(), release); err != nil {
 		t.Errorf("operator releasing its finalizer: %v", err)

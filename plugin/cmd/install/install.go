@@ -399,7 +399,7 @@ func (o *Options) addExternalSecretsPolicy() error {
 		// installed yet or not: the policy waits for it.
 		want = o.Settings["CLUSTER_SECRET_STORE"] != ""
 		if !want && o.DryRun != "client" {
-			served, err := externalSecretsServed(o.discovery)
+			served, err := ExternalSecretsServed(o.discovery)
 			if err != nil {
 				return err
 			}
@@ -427,9 +427,9 @@ func (o *Options) addExternalSecretsPolicy() error {
 	return nil
 }
 
-// externalSecretsServed reports whether the cluster serves External
+// ExternalSecretsServed reports whether the cluster serves External
 // Secrets' ExternalSecrets, in any version.
-func externalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
+func ExternalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
 	groups, err := d.ServerGroups()
 	if err != nil {
 		return false, cmdutil.API(err, "list", "the API groups")

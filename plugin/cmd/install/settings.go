@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -161,6 +162,16 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 			}
 		case "ValidatingAdmissionPolicy":
 			renameInExpressions(o, ManifestSchedulerNamespace, schedNS)
+			if o.GetName() == OperatorManagedPolicy {
+				selector := settings["NAMESPACE_SELECTOR"]
+				served, err := SelectorCEL(selector)
+				if err != nil {
+					return nil, err
+				}
+				if err := setVariables(o, map[string]string{"selector": strconv.Quote(selector), "served": served}); err != nil {
+					return nil, fmt.Errorf("the embedded manifests are broken: %w", err)
+				}
+			}
 		case "PriorityClass":
 			if !mapped[o.GetName()] {
 				continue
