@@ -79,8 +79,10 @@
 //     others; the params declared) runs in the plugin before it submits
 //     and in the operator before any step runs, which fails the workflow
 //     with reason InvalidSpec naming spec.steps[i].when and CEL's error.
-//     Evaluation is bounded by celexpr.CostLimit; an error there (a
-//     missing key, the limit) fails the step with reason WhenError.
+//     Its cost is estimated there too, with what it reads at its
+//     largest, and refused past celexpr.EstimatedCostLimit. Evaluation is
+//     bounded by celexpr.CostLimit and MaxResultBytes; an error there (a
+//     missing key, a limit) fails the step with reason WhenError.
 //
 //  5. api/cronschedule: a CronWorkflow's schedule and time zone, parsed
 //     as the CronJob controller parses them, by the operator before each

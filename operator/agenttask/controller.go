@@ -74,7 +74,7 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads pods past the cache when a finished Job's pod is not
 	// in it yet (the pod and Job informers resync separately, for example
-	// after an API server restart).
+	// after an API server restart), and a task whole to build its Job.
 	APIReader       client.Reader
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
@@ -364,8 +364,20 @@ func jobHadPods(job *batchv1.Job) bool {
 }
 
 // createJob creates task's Job (Starter.createJob), and tells of a
-// refusal that is not final in an event.
+// refusal that is not final in an event. The cache holds tasks without
+// what only the Job reads (TrimTask): the Job is built from the task read
+// whole, past the cache.
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
+	if Trimmed(task) {
+		whole := &schedv1.AgentTask{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), whole); err != nil {
+			return nil, fmt.Errorf("read task %s to build its Job: %w", task.Name, err)
+		}
+		if whole.UID != task.UID {
+			return nil, fmt.Errorf("task %s was deleted and made again since the cache saw it", task.Name)
+		}
+		task = whole
+	}
 	return r.Jobs.createJob(ctx, task, func(job string, err error) {
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.

@@ -224,8 +224,9 @@ func (s *Starter) handoffStart(ctx context.Context, task *schedv1.AgentTask) (ti
 	if ref == nil || ref.Kind != "Workflow" || ref.APIVersion != schedv1.GroupVersion.String() {
 		return time.Time{}, false
 	}
+	// Read only: not copied from the cache.
 	wf := &schedv1.Workflow{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf); err != nil || wf.UID != ref.UID {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf, client.UnsafeDisableDeepCopy); err != nil || wf.UID != ref.UID {
 		return time.Time{}, false
 	}
 	isStep := false
