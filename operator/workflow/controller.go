@@ -233,7 +233,14 @@ func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv
 	}
 	// Read only (decide reads its status): not copied.
 	prev := &schedv1.Workflow{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}, prev, client.UnsafeDisableDeepCopy)
+	key := client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}
+	err := r.Get(ctx, key, prev, client.UnsafeDisableDeepCopy)
+	if err == nil && agenttask.Trimmed(prev) {
+		// Its steps' specs and outputs, which a retry compares and reuses,
+		// are not in the cache.
+		prev = &schedv1.Workflow{}
+		err = r.APIReader.Get(ctx, key, prev)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

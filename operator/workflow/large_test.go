@@ -63,4 +63,20 @@ func TestLargeWorkflowRunsWhole(t *testing.T) {
 	if args := getTask(t, ns, names.StepTask("large", 1, "b")).Spec.Args; strings.Join(args, ",") != "v" {
 		t.Errorf("step b's args %v, want its output", args)
 	}
+
+	// A retry from b reuses a's outputs, which the cache does not hold for
+	// a workflow this large: they are read past it.
+	again := MakeWorkflow("large-again", ns).StepTask("a", big).
+		StepTask("b", step("x", 0, "", 0, "${steps.a.output.k}")).When("steps.a.outputs.k == 'v'").Obj()
+	again.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "large", FromStep: "b"}
+	if err := mallory.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	got = waitWorkflow(t, ns, "large-again", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded || got.Status.Steps[0].Outputs["k"] != "v" {
+		t.Fatalf("retry: phase %s message %q, step a %+v; want Succeeded with a's output reused", got.Status.Phase, got.Status.Message, got.Status.Steps[0])
+	}
+	if args := getTask(t, ns, names.StepTask("large-again", 1, "b")).Spec.Args; strings.Join(args, ",") != "v" {
+		t.Errorf("the retry's step b args %v, want a's reused output", args)
+	}
 }
