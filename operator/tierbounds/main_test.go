@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 var sim *testenv.Sim
@@ -28,6 +29,13 @@ func TestMain(m *testing.M) {
 		// only on its full resync (5m by default).
 		SimOptions:  cluster.Options{ExtraControllerManagerArgs: []string{"--resource-quota-sync-period=5s"}},
 		OperatorLog: "tierbounds-operator-*.log",
+		// As install maps placement priorities (config/manager): the
+		// tiers' thresholds are these classes.
+		Options: func(o *app.Options) {
+			o.Settings.PriorityClasses = map[string]string{
+				"Critical": "kubectl-sched-critical", "High": "kubectl-sched-high", "Medium": "kubectl-sched-medium", "Low": "kubectl-sched-low",
+			}
+		},
 		// The tiers ConfigMap lives in the operator's namespace, which
 		// starting the operator creates.
 		AfterOperator: func(ctx context.Context, _ *rest.Config, c client.Client) error {
