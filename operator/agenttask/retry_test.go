@@ -207,8 +207,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 	if got.Status.Phase != schedv1.TaskFailed || got.Status.Attempts != 2 || ptr.Deref(got.Status.ExitCode, -1) != 3 {
 		t.Errorf("status %+v, want Failed after 2 attempts, exit code 3", got.Status)
 	}
-	rest := slices.DeleteFunc(taskPods(t, ns, "restarted"), func(p corev1.Pod) bool { return p.Name == first[0].Name })
-	pods := append(first, rest...)
+	pods := slices.Concat(first, slices.DeleteFunc(taskPods(t, ns, "restarted"), func(p corev1.Pod) bool { return p.Name == first[0].Name }))
 	if len(pods) != 2 {
 		t.Fatalf("%d pods, want 2: one per attempt", len(pods))
 	}
