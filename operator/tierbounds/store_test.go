@@ -273,17 +273,18 @@ func refusedByQuota(t *testing.T, c client.Client, obj client.Object, resource s
 
 // TestFreeTierStoresAtMostItsBound fills a free-tier namespace, as its
 // member, every way the member can: the tier's count of Secrets at 1 MiB;
-// its two apps of 16 services with a config of 940 KiB, changed five times
-// (each change a revision, a rollout, a new ReplicaSet per service), one
-// service with a volume (a StatefulSet, its claim and revisions); its five
-// workflows and two schedules; tasks up to its count, three of them failing
-// every attempt of three. The quota refuses one more of each kind. What
-// the namespace then holds, read back from the API server kind by kind
-// (what the operator and Kubernetes made for the member included), stays
-// within the tier's bound, kind by kind and in all (boundOf). Without the
-// tier's counts of Secrets, ControllerRevisions and ReplicaSets, its bound
-// on an app's revisions, the apps' workloads keeping no history and the
-// pruning of a task's earlier attempts, it does not.
+// its two apps (of four services: the bound counts 16) with a config of
+// 940 KiB, changed three times (each change a revision, a rollout, a new
+// ReplicaSet per service), one service with a volume (a StatefulSet, its
+// claim and revisions); its five workflows and two schedules; tasks up to
+// its count, three of them failing every attempt of three. The quota
+// refuses one more of each kind a member creates. What the namespace then
+// holds, read back from the API server kind by kind (what the operator and
+// Kubernetes made for the member included), stays within the tier's bound,
+// kind by kind and in all (boundOf). Without the tier's count of Secrets
+// (the eleventh passes), its bound on an app's revisions (four kept), the
+// apps' workloads keeping no history (a ReplicaSet per change) and the
+// pruning of a task's earlier attempts (three pods each), it does not.
 func TestFreeTierStoresAtMostItsBound(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
