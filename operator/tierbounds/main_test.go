@@ -3,6 +3,7 @@ package tierbounds_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +53,9 @@ func poll(t *testing.T, timeout time.Duration, what string, cond func(ctx contex
 	var last error
 	err := wait.PollUntilContextTimeout(t.Context(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		err := cond(ctx)
-		if ctx.Err() == nil || last == nil {
-			// Not the poll's own deadline cutting cond short.
+		// Not the poll's own deadline cutting cond short (the client's
+		// rate limiter says so before it passes).
+		if cut := ctx.Err() != nil || err != nil && strings.Contains(err.Error(), "would exceed context deadline"); !cut || last == nil {
 			last = err
 		}
 		return err == nil, nil
