@@ -109,6 +109,10 @@ const (
 	// (its DisruptionTarget condition); the Job starts another, which does
 	// not count against the retry limit.
 	ReasonDisrupted = "Disrupted"
+	// ReasonTooManyDisruptions: more than MaxDisruptions of the task's
+	// pods were disrupted; the task failed and its Job was stopped rather
+	// than replace the pod again.
+	ReasonTooManyDisruptions = "TooManyDisruptions"
 	// ReasonBackingOff: an attempt of the task failed and a retry is left;
 	// the task waits until status.nextAttemptTime (spec.retry.backoff, or
 	// the Job controller's own wait) before the next starts. Its phase

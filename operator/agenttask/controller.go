@@ -207,7 +207,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var hold jobHold
 	if !task.Status.Phase.Finished() && o.notAllowed == "" {
-		hold = planHold(&task.Spec, o.job, sortedPods(o.pods), r.Clock.Now())
+		hold = planHold(&task.Spec, o.job, sortedPods(unpruned(o.pods, task.Status.Pruned)), priorOf(task.Status.Pruned), r.Clock.Now())
 		if err := r.applyHold(ctx, o.job, hold); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -233,9 +233,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 
+	// The status now counts the pods it names pruned: they may go.
+	if err := r.deletePruned(ctx, task, o.pods); err != nil {
+		return ctrl.Result{}, err
+	}
 	if o.createErr != nil && !task.Status.Phase.Finished() {
 		// A full quota: the workqueue's backoff paces the retries.
 		return ctrl.Result{}, o.createErr
+	}
+	if task.Status.Reason == schedv1.ReasonTooManyDisruptions && o.job != nil && !ptr.Deref(o.job.Spec.Suspend, false) &&
+		jobCondition(o.job, batchv1.JobComplete) == nil && jobFailed(o.job) == nil {
+		// Failed, but the Job would replace its pod again: held for good,
+		// as a cancel holds it, its pods kept.
+		if err := r.suspendJob(ctx, o.job); err != nil {
+			return ctrl.Result{}, fmt.Errorf("stop job %s after too many disruptions: %w", o.job.Name, err)
+		}
 	}
 	if task.Status.Phase.Finished() {
 		// The status now holds the outputs, so the pods may go.

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
@@ -181,6 +182,17 @@ func (s *Starter) refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 // not nil, hears of a create the API server refused.
 func (s *Starter) createJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	if tmpl := &job.Spec.Template.Spec; tmpl.PriorityClassName == "" {
+		// The tier's class, when the cluster's default class is above it
+		// (its priority quota would refuse a pod that names none).
+		limits, err := tiers.LimitsOf(ctx, s.Client, task.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if limits != nil {
+			tmpl.PriorityClassName = limits.DefaultPriorityClass
+		}
+	}
 	if err := controllerutil.SetControllerReference(task, job, s.Client.Scheme()); err != nil {
 		return nil, err
 	}

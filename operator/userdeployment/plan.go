@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +79,27 @@ func (r *Reconciler) planFor(ctx context.Context, ud *schedv1.UserDeployment, a 
 	p := buildPlan(withoutPrivilege(ud, notAllowed, domains), r.Settings, a)
 	p.notAllowed = notAllowed
 	return p, nil
+}
+
+// defaultPriorityClass gives the pods of the plan's workloads that name
+// no PriorityClass the class (the tier's, when the cluster's default class
+// is above the tier: its priority quota would refuse them otherwise).
+func (p *plan) defaultPriorityClass(class string) {
+	if class == "" {
+		return
+	}
+	for _, o := range p.objects {
+		var spec *corev1.PodSpec
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			spec = &w.Spec.Template.Spec
+		case *appsv1.StatefulSet:
+			spec = &w.Spec.Template.Spec
+		}
+		if spec != nil && spec.PriorityClassName == "" {
+			spec.PriorityClassName = class
+		}
+	}
 }
 
 // buildPlan derives the desired objects of ud.
