@@ -28,9 +28,14 @@ func tenantUser(t *testing.T, ns, user string, roles ...string) client.Client {
 	t.Helper()
 	var c client.Client
 	for _, role := range roles {
+		// Wait for something this binding grants and the ones before did
+		// not, or the next request may beat the authorizer's informer.
+		granted := authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"}
+		if role == "edit" || role == "admin" || role == "view" {
+			granted = authorizationv1.ResourceAttributes{Verb: "get", Resource: "resourcequotas"}
+		}
 		var err error
-		c, err = testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, role,
-			authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"})
+		c, err = testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, role, granted)
 		if err != nil {
 			t.Fatal(err)
 		}
