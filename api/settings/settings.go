@@ -132,6 +132,10 @@ type Values struct {
 	// ControllerWorkers overrides it per controller (NAME=N).
 	MaxConcurrentReconciles int
 	ControllerWorkers       map[string]string
+	// NamespaceFairness shares each controller's reconciles among the
+	// namespaces with work waiting, in turn (operator/fairness); off, they
+	// are first come, first served.
+	NamespaceFairness bool
 }
 
 // Controllers are the operator's controllers by the names --controllers
@@ -354,5 +358,14 @@ var All = []Setting{
 		InstallHelp: "NAME=N runs N reconciles of controller NAME (agenttask, cronworkflow, schedext, tenant, userdeployment, workflow) at once instead of --max-concurrent-reconciles; NAME= goes back to it. Repeatable.",
 		Default:     "none (each runs `--max-concurrent-reconciles`)",
 		Doc:         "workers of one controller (`agenttask`, `cronworkflow`, `schedext`, `tenant`, `userdeployment`, `workflow`); repeatable; `NAME=` goes back to `--max-concurrent-reconciles`",
+	},
+	{
+		Flag: "namespace-fairness", Env: "NAMESPACE_FAIRNESS", Kind: Bool,
+		Field:       func(v *Values) any { return &v.NamespaceFairness },
+		Check:       oneOf("true", "false"),
+		Help:        "Hand out each controller's reconciles round robin across the namespaces with work waiting, so one namespace's backlog does not delay another's; false: first come, first served.",
+		InstallHelp: "true hands out each controller's reconciles round robin across the namespaces with work waiting, so one tenant's backlog does not delay another's; false serves them first come, first served.",
+		Default:     "`true`",
+		Doc:         "each controller hands out its reconciles round robin across the namespaces that have work waiting, one each in turn (higher priorities first, as controller-runtime's queue does), so a namespace's backlog delays another's next reconcile by at most one per busy namespace; `false` serves them first come, first served (see [Scale settings](#scale-settings))",
 	},
 }
