@@ -126,13 +126,6 @@ func positiveInt(_, v string) string {
 	return ""
 }
 
-func nonNegativeInt(_, v string) string {
-	if n, err := strconv.Atoi(v); err != nil || n < 0 {
-		return "is not a whole number of 0 or more"
-	}
-	return ""
-}
-
 func positiveNumber(_, v string) string {
 	if f, err := strconv.ParseFloat(v, 64); err != nil || f <= 0 {
 		return "is not a number above 0"

@@ -136,10 +136,6 @@ type Values struct {
 	// namespaces with work waiting, in turn (operator/fairness); off, they
 	// are first come, first served.
 	NamespaceFairness bool
-	// NamespaceRequests is how many of the operator's requests about one
-	// namespace's objects may be in flight at once (fairness.InFlight);
-	// 0 for no limit.
-	NamespaceRequests int
 }
 
 // Controllers are the operator's controllers by the names --controllers
@@ -371,14 +367,5 @@ var All = []Setting{
 		InstallHelp: "true hands out each controller's reconciles round robin across the namespaces with work waiting, so one tenant's backlog does not delay another's; false serves them first come, first served.",
 		Default:     "`true`",
 		Doc:         "each controller hands out its reconciles round robin across the namespaces that have work waiting, one each in turn (higher priorities first, as controller-runtime's queue does), so a namespace's backlog delays another's next reconcile by at most one per busy namespace; `false` serves them first come, first served (see [Scale settings](#scale-settings))",
-	},
-	{
-		Flag: "max-requests-in-flight-per-namespace", Env: "MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE", Kind: Int,
-		Field:       func(v *Values) any { return &v.NamespaceRequests },
-		Check:       nonNegativeInt,
-		Help:        "Requests about one namespace's objects the operator may have in flight at once; more wait, in order, so a namespace whose work slows the API server waits for it without slowing the others' turn. 0: no limit.",
-		InstallHelp: "Requests about one namespace's objects the operator may have in flight at once; more wait their turn, so one tenant whose work slows the API server cannot take the operator's requests from the others. 0: no limit.",
-		Default:     "`4`",
-		Doc:         "requests about one namespace's objects the operator may have in flight at once; more wait, in order, in the operator. A quick API server ends them before the next come, so nothing waits; one that a tenant's work slows makes that tenant's requests, and the work they set off, wait their turn while other namespaces keep their own. The operator's namespace, cluster-scoped objects and watches are not limited. `0`: no limit (see [Scale settings](#scale-settings))",
 	},
 }

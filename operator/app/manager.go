@@ -31,7 +31,6 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/fairness"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
@@ -80,9 +79,6 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// How long requests wait for --kube-api-qps: controller-runtime serves
 	// client-go's histogram only when asked.
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
-	if n := o.Settings.NamespaceRequests; n > 0 {
-		cfg.Wrap(fairness.NewInFlight(n, o.operatorNamespace()).Wrap)
-	}
 	sync := o.SyncPeriod
 	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	// With a namespace selector, namespaced kinds are cached per namespace

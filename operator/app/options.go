@@ -113,7 +113,6 @@ func DefaultOptions() Options {
 			MaxConcurrentReconciles: 10,
 			ControllerWorkers:       map[string]string{},
 			NamespaceFairness:       true,
-			NamespaceRequests:       4,
 		},
 	}
 }
@@ -238,9 +237,6 @@ func (o *Options) Validate() error {
 	}
 	if o.Settings.KubeAPIQPS <= 0 || o.Settings.KubeAPIBurst < 1 {
 		return fmt.Errorf("--kube-api-qps and --kube-api-burst must be above 0, got %v and %d", o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst)
-	}
-	if o.Settings.NamespaceRequests < 0 {
-		return fmt.Errorf("--max-requests-in-flight-per-namespace must be 0 (no limit) or more, got %d", o.Settings.NamespaceRequests)
 	}
 	if o.Settings.DefaultTTL < 0 || o.Settings.SucceededPodRetention < 0 {
 		return fmt.Errorf("--default-ttl and --succeeded-pod-retention must be 0 or more, got %v and %v", o.Settings.DefaultTTL, o.Settings.SucceededPodRetention)

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,11 +108,8 @@ type mode struct {
 }
 
 var modes = []mode{
-	// As before fairness: --namespace-fairness=false
-	// --max-requests-in-flight-per-namespace=0.
-	{name: "first come first served", mutate: func(o *app.Options) {
-		o.Settings.NamespaceFairness, o.Settings.NamespaceRequests = false, 0
-	}},
+	// As before: --namespace-fairness=false.
+	{name: "first come first served", mutate: func(o *app.Options) { o.Settings.NamespaceFairness = false }},
 	{name: "fair", mutate: nil},
 }
 
@@ -132,19 +128,9 @@ var modes = []mode{
 // latency, etcd's latency and every component's CPU.
 //
 //	go test ./operator/bench/fairness -run '^$' -bench TenantChurn -benchtime 1x -timeout 40m
-//
-// FAIRNESS_SEATS=1,2 adds runs with those --max-requests-in-flight-per-namespace.
 func BenchmarkTenantChurn(b *testing.B) {
-	all := slices.Clone(modes)
-	for _, v := range strings.FieldsFunc(os.Getenv("FAIRNESS_SEATS"), func(r rune) bool { return r == ',' }) {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			b.Fatalf("FAIRNESS_SEATS: %q is not a number of seats", v)
-		}
-		all = append(all, mode{name: fmt.Sprintf("fair, %d seats", n), mutate: func(o *app.Options) { o.Settings.NamespaceRequests = n }})
-	}
 	for range b.N {
-		for _, m := range all {
+		for _, m := range modes {
 			runMode(b, m)
 		}
 	}
@@ -293,11 +279,9 @@ func where(b *testing.B, url string, p point) string {
 			mean(m, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": c}),
 			m.Sum("controller_runtime_reconcile_time_seconds_count", map[string]string{"controller": c}))
 	}
-	out := fmt.Sprintf("operator: %s; %s; %.0f requests/s, mean %v, rate limiter wait mean %v, namespace seat wait mean %v (%.0f waited)",
+	out := fmt.Sprintf("operator: %s; %s; %.0f requests/s, mean %v, rate limiter wait mean %v",
 		queue("agenttask"), queue("userdeployment"), m.Sum("rest_client_requests_total", nil)/d,
-		mean(m, "rest_client_request_duration_seconds", nil), mean(m, "rest_client_rate_limiter_duration_seconds", nil),
-		mean(m, "kubectl_sched_namespace_request_wait_seconds", nil),
-		m.Sum("kubectl_sched_namespace_request_wait_seconds_count", nil)-m.Sum("kubectl_sched_namespace_request_wait_seconds_bucket", map[string]string{"le": "0"}))
+		mean(m, "rest_client_request_duration_seconds", nil), mean(m, "rest_client_rate_limiter_duration_seconds", nil))
 
 	a := testenv.MetricsDelta(now.apiserver, p.apiserver)
 	type rate struct {

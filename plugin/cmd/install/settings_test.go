@@ -116,8 +116,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--allowed-ingress-classes", "internal, nginx-public",
 		"--namespace-selector", "sched.kubectl-sched.dev/tier", "--default-ttl", "24h", "--succeeded-pod-retention", "0",
 		"--kube-api-qps", "150", "--kube-api-burst", "300", "--max-concurrent-reconciles", "15",
-		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40", "--namespace-fairness", "false",
-		"--max-requests-in-flight-per-namespace", "2")
+		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40", "--namespace-fairness", "false")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -135,7 +134,6 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"NAMESPACE_SELECTOR":           "sched.kubectl-sched.dev/tier", "DEFAULT_TTL": "24h", "SUCCEEDED_POD_RETENTION": "0",
 		"KUBE_API_QPS": "150", "KUBE_API_BURST": "300", "MAX_CONCURRENT_RECONCILES": "15",
 		"CONTROLLER_WORKERS": "agenttask=40,workflow=30", "NAMESPACE_FAIRNESS": "false",
-		"MAX_REQUESTS_IN_FLIGHT_PER_NAMESPACE": "2",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
