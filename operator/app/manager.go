@@ -31,6 +31,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/fairness"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
@@ -76,6 +77,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.Settings.KubeAPIQPS), o.Settings.KubeAPIBurst
+	if o.Settings.NamespaceFairness {
+		// The same budget per kind, its tokens handed out in turns across
+		// namespaces while requests wait; client-go's own limiter off.
+		cfg.Wrap(fairness.NewBudget(o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst).Wrap)
+		cfg.QPS = -1
+	}
 	// How long requests wait for --kube-api-qps: controller-runtime serves
 	// client-go's histogram only when asked.
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)

@@ -1,14 +1,14 @@
 // Package fairness shares the operator's work among the namespaces it
 // serves, as the API server's priority and fairness shares the server
 // among its users: each controller's work queue hands out reconciles round
-// robin across the namespaces that have work waiting (Queue), so a
-// namespace with thousands of queued reconciles delays another's next one
-// by at most one reconcile per busy namespace, not by its whole backlog.
+// robin across the namespaces that have work waiting (Queue), and each
+// kind's request budget its tokens the same way (Budget), so a namespace
+// with thousands of queued reconciles or waiting requests delays another's
+// next one by at most one per busy namespace, not by its whole backlog.
 package fairness
 
 import (
 	"container/heap"
-	"container/list"
 	"slices"
 	"sync"
 	"time"
@@ -88,25 +88,15 @@ type entry[T comparable] struct {
 	priority int
 	// readyAt is when a waiting item is due; zero once ready.
 	readyAt time.Time
-	// index is its place in the waiting heap, -1 when not waiting; elem
-	// its place in its flow when ready to hand out, nil otherwise.
-	index int
-	elem  *list.Element
+	// index is its place in the waiting heap, -1 when not waiting;
+	// listed says it waits in its level to be handed out, at place.
+	index  int
+	listed bool
+	place  held
 }
 
-// level is one priority's ready items: per flow, in order, and the flows
-// that have any, in turn.
-type level[T comparable] struct {
-	flows map[string]*flow[T]
-	turn  list.List
-}
-
-type flow[T comparable] struct {
-	name  string
-	items list.List
-	// elem is the flow's place in its level's turn.
-	elem *list.Element
-}
+// level is one priority's ready items, in turns by flow.
+type level[T comparable] = turns[*entry[T]]
 
 // New returns a running queue; ShutDown stops it.
 func New[T comparable](o Options[T]) *Queue[T] {
@@ -196,7 +186,7 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 			}
 		case priority > e.priority:
 			q.metrics.reprioritize(e.priority, priority)
-			if e.elem != nil {
+			if e.listed {
 				// Moved to the back of its flow in the higher level, as
 				// controller-runtime's priority queue does.
 				q.unlist(e)
@@ -238,40 +228,31 @@ func (q *Queue[T]) wakeDelayLoop() {
 func (q *Queue[T]) list(e *entry[T]) {
 	l, ok := q.levels[e.priority]
 	if !ok {
-		l = &level[T]{flows: map[string]*flow[T]{}}
+		l = &level[T]{}
 		q.levels[e.priority] = l
 		i, _ := slices.BinarySearchFunc(q.priorities, e.priority, func(have, want int) int { return want - have })
 		q.priorities = slices.Insert(q.priorities, i, e.priority)
 	}
-	f, ok := l.flows[e.flow]
-	if !ok {
-		f = &flow[T]{name: e.flow}
-		f.elem = l.turn.PushBack(f)
-		l.flows[e.flow] = f
-	}
-	e.elem = f.items.PushBack(e)
+	e.place, e.listed = l.push(e.flow, e), true
 	q.ready++
 	q.cond.Signal()
 }
 
-// unlist takes a listed e out of its flow, and the flow and the level out
-// when they are left empty.
+// unlist takes a listed e out of its level.
 func (q *Queue[T]) unlist(e *entry[T]) {
-	l := q.levels[e.priority]
-	f := l.flows[e.flow]
-	f.items.Remove(e.elem)
-	e.elem = nil
+	q.levels[e.priority].remove(e.place)
+	q.unlisted(e)
+}
+
+// unlisted accounts for e leaving its level, and drops the level when it
+// is left empty.
+func (q *Queue[T]) unlisted(e *entry[T]) {
+	e.listed, e.place = false, held{}
 	q.ready--
-	if f.items.Len() > 0 {
-		return
+	if q.levels[e.priority].len() == 0 {
+		delete(q.levels, e.priority)
+		q.priorities = slices.DeleteFunc(q.priorities, func(p int) bool { return p == e.priority })
 	}
-	l.turn.Remove(f.elem)
-	delete(l.flows, f.name)
-	if l.turn.Len() > 0 {
-		return
-	}
-	delete(q.levels, e.priority)
-	q.priorities = slices.DeleteFunc(q.priorities, func(p int) bool { return p == e.priority })
 }
 
 // Get waits for an item and hands it out; shutdown is true once the queue
@@ -291,13 +272,8 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	if q.shutdown {
 		return item, 0, true
 	}
-	l := q.levels[q.priorities[0]]
-	f := l.turn.Front().Value.(*flow[T])
-	e := f.items.Front().Value.(*entry[T])
-	// The flow's turn is over: to the back of the line, before unlist
-	// (which removes it if this was its last item).
-	l.turn.MoveToBack(f.elem)
-	q.unlist(e)
+	e, _ := q.levels[q.priorities[0]].pop()
+	q.unlisted(e)
 	delete(q.items, e.key)
 	q.processing[e.key] = struct{}{}
 	q.metrics.get(e.key, e.priority)
@@ -311,7 +287,7 @@ func (q *Queue[T]) Done(item T) {
 	defer q.mu.Unlock()
 	delete(q.processing, item)
 	q.metrics.done(item)
-	if e, ok := q.items[item]; ok && e.index < 0 && e.elem == nil {
+	if e, ok := q.items[item]; ok && e.index < 0 && !e.listed {
 		q.list(e)
 	}
 	if len(q.processing) == 0 {
