@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -121,5 +122,133 @@ func TestOneTenantCannotTakeAnothersTurn(t *testing.T) {
 	// before bob's came up in turn.
 	if before > 12 {
 		t.Errorf("%d of alice's Jobs were created before bob's one; want bob's among the first reconciles (at most 12 before it)", before)
+	}
+}
+
+// TestOneTenantCannotTakeAnothersRequests: with a budget of 5 requests a
+// second per kind, alice (a member of a tier namespace) starts a workflow
+// whose forEach makes 60 tasks, 50 at a time, so 50 task creates wait for
+// the AgentTask budget; then bob's own task needs its status written, an
+// AgentTask request too. Bob's write waits its turn with alice's creates,
+// one each, not behind all of them: fewer than 25 of alice's tasks appear
+// between bob's task and its first status (7 here; first come, first
+// served put 54 there: all that still waited when bob's write came, a
+// second after his task, as the operator paces a task's first status).
+func TestOneTenantCannotTakeAnothersRequests(t *testing.T) {
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	ctx := t.Context()
+	c := env.Client
+	busy, quiet := testenv.TierNamespace(t, c, "team", "", ""), testenv.TierNamespace(t, c, "team", "", "")
+	create := func(resource string) authorizationv1.ResourceAttributes {
+		return authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: resource}
+	}
+	alice, err := testenv.BindUser(ctx, c, env.Config, busy, "alice", "kubectl-sched-tenant", create("workflows"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := testenv.BindUser(ctx, c, env.Config, quiet, "bob", "kubectl-sched-tenant", create("agenttasks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// One watch of every AgentTask: the order of alice's creates and bob's
+	// task's writes.
+	type seen struct {
+		ns  string
+		typ watch.EventType
+	}
+	var mu sync.Mutex
+	var events []seen
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(watchCtx, &schedv1.AgentTaskList{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for ev := range w.ResultChan() {
+			if task, ok := ev.Object.(*schedv1.AgentTask); ok {
+				mu.Lock()
+				events = append(events, seen{task.Namespace, ev.Type})
+				mu.Unlock()
+			}
+		}
+	}()
+
+	stop, _, err := testenv.StartOperator(ctx, env.Config, func(o *app.Options) {
+		o.Controllers = []string{"agenttask", "workflow"}
+		o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst = 5, 1
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("manager stopped with an error: %v", err)
+		}
+	})
+
+	const items = 60
+	list := make([]string, items)
+	for i := range list {
+		list[i] = fmt.Sprint(i)
+	}
+	wf := MakeWorkflow("fan", busy).StepTask("each", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${item}"}}).ForEach(list, "", 0).Obj()
+	if err := alice.Create(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	created := func(ns string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, e := range events {
+			if e.ns == ns && e.typ == watch.Added {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "alice's first tasks", func() error {
+		if created(busy) == 0 {
+			return fmt.Errorf("none yet")
+		}
+		return nil
+	})
+	if err := bob.Create(ctx, MakeAgentTask("mine", quiet).Image("busybox").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "bob's task to have a status, and alice's every task", func() error {
+		mu.Lock()
+		written := slices.ContainsFunc(events, func(e seen) bool { return e.ns == quiet && e.typ == watch.Modified })
+		mu.Unlock()
+		if n := created(busy); !written || n < items {
+			return fmt.Errorf("bob's status written %v; alice's tasks %d of %d", written, n, items)
+		}
+		return nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	between, counting := 0, false
+	for _, e := range events {
+		if e.ns == quiet && e.typ == watch.Modified {
+			break
+		}
+		if e.ns == quiet && e.typ == watch.Added {
+			counting = true
+		} else if counting && e.ns == busy && e.typ == watch.Added {
+			between++
+		}
+	}
+	t.Logf("%d of alice's tasks came between bob's task and its first status", between)
+	if between >= 25 {
+		t.Errorf("%d of alice's %d tasks were created between bob's task and its first status write; want fewer than 25 (bob's write in turn with alice's creates)", between, items)
 	}
 }
