@@ -141,6 +141,10 @@ type Values struct {
 	// ControllerWorkers overrides it per controller (NAME=N).
 	MaxConcurrentReconciles int
 	ControllerWorkers       map[string]string
+	// NamespaceFairness shares each controller's reconciles, and each
+	// kind's request budget, among the namespaces with work waiting, in
+	// turn (operator/fairness); off, they are first come, first served.
+	NamespaceFairness bool
 }
 
 // Controllers are the operator's controllers by the names --controllers
@@ -349,10 +353,10 @@ var All = []Setting{
 		Flag: "kube-api-qps", Env: "KUBE_API_QPS", Kind: Number,
 		Field:       func(v *Values) any { return &v.KubeAPIQPS },
 		Check:       positiveNumber,
-		Help:        "Requests per second the operator sends the API server, on average.",
-		InstallHelp: "Requests per second the operator sends the API server, on average (client-go's QPS).",
+		Help:        "Requests per second the operator sends the API server for each kind of object, on average.",
+		InstallHelp: "Requests per second the operator sends the API server for each kind of object, on average (client-go's QPS, one budget per kind).",
 		Default:     "`50`",
-		Doc:         "requests per second the operator sends the API server, on average (client-go's QPS; its own default, 5, is too few for a busy cluster)",
+		Doc:         "requests per second the operator sends the API server for each kind of object, on average (client-go's QPS, one budget per kind; its own default, 5, is too few for a busy cluster)",
 	},
 	{
 		Flag: "kube-api-burst", Env: "KUBE_API_BURST", Kind: Int,
@@ -382,5 +386,14 @@ var All = []Setting{
 		InstallHelp: "NAME=N runs N reconciles of controller NAME (agenttask, cronworkflow, schedext, tenant, userdeployment, workflow) at once instead of --max-concurrent-reconciles; NAME= goes back to it. Repeatable.",
 		Default:     "none (each runs `--max-concurrent-reconciles`)",
 		Doc:         "workers of one controller (`agenttask`, `cronworkflow`, `schedext`, `tenant`, `userdeployment`, `workflow`); repeatable; `NAME=` goes back to `--max-concurrent-reconciles`",
+	},
+	{
+		Flag: "namespace-fairness", Env: "NAMESPACE_FAIRNESS", Kind: Bool,
+		Field:       func(v *Values) any { return &v.NamespaceFairness },
+		Check:       oneOf("true", "false"),
+		Help:        "Share the operator's work among namespaces: each controller hands out its reconciles, and each kind's request budget its tokens, in turn across the namespaces with work waiting; false: first come, first served.",
+		InstallHelp: "true shares the operator's work among namespaces: each controller hands out its reconciles, and each kind's request budget (--kube-api-qps) its tokens, in turn across the namespaces with work waiting, so one tenant's backlog does not delay another's; false serves them first come, first served.",
+		Default:     "`true`",
+		Doc:         "each controller hands out its reconciles, and each kind's `--kube-api-qps` budget its tokens, in turn across the namespaces that have work waiting, one each (higher priorities first, as controller-runtime's queue does), so one namespace's backlog delays another's next reconcile or request by at most one per busy namespace; `false` serves them first come, first served (see [Scale settings](../admins/settings.md#scale-settings))",
 	},
 }

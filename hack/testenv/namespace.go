@@ -45,6 +45,14 @@ func Namespace(t testing.TB, c client.Client) string {
 func TierNamespace(t testing.TB, c client.Client, tier, ttlDefault, ttlMax string) string {
 	t.Helper()
 	ns := Namespace(t, c)
+	MakeTier(t, c, ns, tier, ttlDefault, ttlMax)
+	return ns
+}
+
+// MakeTier makes namespace ns one of tier, as TierNamespace makes its
+// namespace: for a test that names its namespaces itself.
+func MakeTier(t testing.TB, c client.Client, ns, tier, ttlDefault, ttlMax string) {
+	t.Helper()
 	q := &corev1.ResourceQuota{
 		ObjectMeta: metav1.ObjectMeta{Name: schedv1.TierObjectName, Namespace: ns,
 			Labels:      map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelTier: tier},
@@ -67,7 +75,6 @@ func TierNamespace(t testing.TB, c client.Client, tier, ttlDefault, ttlMax strin
 	if err := c.Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	return ns
 }
 
 // TenantNamespace creates a namespace for one test as `kubectl sched

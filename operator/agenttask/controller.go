@@ -22,6 +22,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -33,7 +34,6 @@ import (
 	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
@@ -601,7 +601,7 @@ func (r *Reconciler) applyTTL(ctx context.Context, task *schedv1.AgentTask, job 
 // controller's FailedCreate events, and for tasks waiting for a CPU
 // scheduler the SchedExts and the nodes' CPU scheduler label. It never
 // polls.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -687,7 +687,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// status says (the scheduler places the pod by itself).
 		Watches(&schedv1.SchedExt{}, tasksOfCPUScheduler, builder.WithPredicates(placement.SchedExtOfferChanged)).
 		Watches(&corev1.Node{}, tasksOfCPUScheduler, builder.WithPredicates(placement.CPUSchedulerLabelChanged)).
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("agenttask").
 		Complete(r)
 }

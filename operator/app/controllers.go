@@ -5,8 +5,10 @@ import (
 	"sort"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
@@ -29,14 +31,14 @@ var controllers = map[string]Controller{
 			// The status Lease goes beside the leader Lease.
 			StatusNamespace: o.operatorNamespace(),
 			Settings:        o.Settings,
-		}).SetupWithManager(mgr, o.Workers("userdeployment"))
+		}).SetupWithManager(mgr, o.controllerOptions("userdeployment"))
 	},
 	"schedext": func(mgr ctrl.Manager, o Options) error {
 		// Nodes carry the CPU scheduler their kernel runs.
 		if err := (&schedext.NodeLabeler{
 			Client:    mgr.GetClient(),
 			Namespace: o.Settings.SchedulerNamespace,
-		}).SetupWithManager(mgr, o.Workers("schedext")); err != nil {
+		}).SetupWithManager(mgr, o.controllerOptions("schedext")); err != nil {
 			return err
 		}
 		return (&schedext.Reconciler{
@@ -47,7 +49,7 @@ var controllers = map[string]Controller{
 			Images:            o.Settings.SchedulerImages,
 			HelperImage:       o.Settings.HelperImage,
 			AllowedRegistries: o.Settings.AllowedSchedulerRegistries,
-		}).SetupWithManager(mgr, o.Workers("schedext"))
+		}).SetupWithManager(mgr, o.controllerOptions("schedext"))
 	},
 	"agenttask": func(mgr ctrl.Manager, o Options) error {
 		return (&agenttask.Reconciler{
@@ -58,7 +60,7 @@ var controllers = map[string]Controller{
 			DefaultTTL:            o.Settings.DefaultTTL,
 			SucceededPodRetention: o.Settings.SucceededPodRetention,
 			Jobs:                  o.jobs,
-		}).SetupWithManager(mgr, o.Workers("agenttask"))
+		}).SetupWithManager(mgr, o.controllerOptions("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {
 		return (&tenant.Reconciler{
@@ -69,7 +71,7 @@ var controllers = map[string]Controller{
 			NetworkPolicies: o.Settings.NetworkPolicies,
 			Platform:        netpol.Platform{IngressNamespace: o.Settings.IngressNamespace, MonitoringNamespace: o.Settings.MonitoringNamespace},
 			Serves:          o.serves(),
-		}).SetupWithManager(mgr, o.Workers("tenant"))
+		}).SetupWithManager(mgr, o.controllerOptions("tenant"))
 	},
 	"workflow": func(mgr ctrl.Manager, o Options) error {
 		return (&workflow.Reconciler{
@@ -79,7 +81,7 @@ var controllers = map[string]Controller{
 			DefaultTTL:         o.Settings.DefaultTTL,
 			ForbidSelfApproval: o.Settings.ForbidSelfApproval,
 			Jobs:               o.jobs,
-		}).SetupWithManager(mgr, o.Workers("workflow"))
+		}).SetupWithManager(mgr, o.controllerOptions("workflow"))
 	},
 	"cronworkflow": func(mgr ctrl.Manager, o Options) error {
 		return (&cronworkflow.Reconciler{
@@ -87,8 +89,14 @@ var controllers = map[string]Controller{
 			APIReader: mgr.GetAPIReader(),
 			Recorder:  mgr.GetEventRecorder("cronworkflow-controller"),
 			Clock:     o.Clock,
-		}).SetupWithManager(mgr, o.Workers("cronworkflow"))
+		}).SetupWithManager(mgr, o.controllerOptions("cronworkflow"))
 	},
+}
+
+// controllerOptions are the options of controller name: its workers, and
+// its queue fair across namespaces unless --namespace-fairness=false.
+func (o Options) controllerOptions(name string) controller.Options {
+	return controlleropts.New(o.Workers(name), o.Settings.NamespaceFairness)
 }
 
 // ControllerNames lists the controllers --controllers accepts.

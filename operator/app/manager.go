@@ -25,12 +25,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
+	"github.com/kubectl-sched/kubectl-sched/operator/fairness"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
@@ -77,6 +79,15 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.Settings.KubeAPIQPS), o.Settings.KubeAPIBurst
+	if o.Settings.NamespaceFairness {
+		// The same budget per kind, its tokens handed out in turns across
+		// namespaces while requests wait; client-go's own limiter off.
+		cfg.Wrap(fairness.NewBudget(o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst).Wrap)
+		cfg.QPS = -1
+	}
+	// How long requests wait for --kube-api-qps: controller-runtime serves
+	// client-go's histogram only when asked.
+	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
 	sync := o.SyncPeriod
 	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	// With a namespace selector, namespaced kinds are cached per namespace

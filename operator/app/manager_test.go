@@ -66,6 +66,23 @@ func TestManagerBecomesReadyAndLeads(t *testing.T) {
 	waitFor(t, "metrics to be served", func() error {
 		return httpOK("http://" + opts.MetricsAddr + "/metrics")
 	})
+	// Each controller's queue (fair across namespaces) reports under
+	// controller-runtime's names, and the client's rate limiter its waits.
+	waitFor(t, "the queues' and the rate limiter's metrics", func() error {
+		m, err := testenv.ScrapeMetrics(ctx, "http://"+opts.MetricsAddr+"/metrics")
+		if err != nil {
+			return err
+		}
+		for _, c := range settings.Controllers {
+			if len(m.By("workqueue_adds_total", map[string]string{"name": c, "controller": c})) == 0 {
+				return fmt.Errorf("no workqueue_adds_total of controller %s", c)
+			}
+		}
+		if m.Sum("rest_client_rate_limiter_duration_seconds_count", nil) == 0 {
+			return fmt.Errorf("no rest_client_rate_limiter_duration_seconds")
+		}
+		return nil
+	})
 }
 
 func TestOptionsFromEnvironment(t *testing.T) {
@@ -108,6 +125,10 @@ func TestOptionsFromEnvironment(t *testing.T) {
 		"bad seed bool": {
 			env:     map[string]string{"DISABLE_NETWORK_POLICIES": "yes please"},
 			wantErr: `DISABLE_NETWORK_POLICIES="yes please" is not true or false`,
+		},
+		"fairness off, for comparison": {
+			env:  map[string]string{"NAMESPACE_FAIRNESS": "false"},
+			want: func(o *app.Options) { o.Settings.NamespaceFairness = false },
 		},
 		"monitoring namespace": {
 			env:  map[string]string{"MONITORING_NAMESPACE": "prometheus"},

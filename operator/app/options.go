@@ -114,6 +114,7 @@ func DefaultOptions() Options {
 			KubeAPIBurst:            100,
 			MaxConcurrentReconciles: 10,
 			ControllerWorkers:       map[string]string{},
+			NamespaceFairness:       true,
 		},
 	}
 }

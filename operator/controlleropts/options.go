@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/fairness"
 )
 
 // MaxRetryDelay caps the workqueue's exponential backoff. controller-runtime's
@@ -17,10 +19,14 @@ import (
 // back, when no new event brings it back sooner.
 const MaxRetryDelay = 30 * time.Second
 
-// New returns the options with maxConcurrent workers and the capped backoff.
-func New(maxConcurrent int) controller.Options {
-	return controller.Options{
-		MaxConcurrentReconciles: maxConcurrent,
+// New returns the options with workers reconciles at once and the capped
+// backoff. With fair, the work queue hands out reconciles round robin
+// across namespaces (fairness.Queue), so one namespace's backlog does not
+// hold up another's; without, it is controller-runtime's priority queue,
+// first come first served.
+func New(workers int, fair bool) controller.Options {
+	o := controller.Options{
+		MaxConcurrentReconciles: workers,
 		// controller-runtime's default limiter but for the cap: per-item
 		// exponential backoff, and 10 retries a second overall.
 		RateLimiter: workqueue.NewTypedMaxOfRateLimiter(
@@ -28,4 +34,15 @@ func New(maxConcurrent int) controller.Options {
 			&workqueue.TypedBucketRateLimiter[reconcile.Request]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
 		),
 	}
+	if fair {
+		o.NewQueue = func(name string, limiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+			return fairness.New(fairness.Options[reconcile.Request]{
+				Flow:        fairness.Namespace,
+				RateLimiter: limiter,
+				Metrics:     fairness.ControllerMetrics(),
+				Name:        name,
+			})
+		}
+	}
+	return o
 }

@@ -50,6 +50,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -60,7 +61,6 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
@@ -357,7 +357,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, bef
 // nodes. Arbitration is global, so a node's labels or taints changing, or
 // any SchedExt appearing, changing its spec or going, re-runs every
 // SchedExt. It never polls.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -384,7 +384,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			return o.GetName() == r.Namespace
 		}))).
 		Watches(&schedv1.SchedExt{}, everySchedExt, builder.WithPredicates(claimChanged)).
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("schedext").
 		Complete(r)
 }

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 )
 
 // podNodeIndex indexes the cached loader pods by "<SchedExt>/<node>": the
@@ -138,7 +138,7 @@ func AttachedScheduler(pods []corev1.Pod, daemonSet string) string {
 
 // SetupWithManager watches nodes, the loader pods and SchedExts, and maps
 // each event to the nodes whose label it may change. It never polls.
-func (r *NodeLabeler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *NodeLabeler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podNodeIndex, func(o client.Object) []string {
 		pod, ok := o.(*corev1.Pod)
 		if !ok || pod.Namespace != r.Namespace || pod.Labels[schedv1.LabelSchedExt] == "" {
@@ -169,7 +169,7 @@ func (r *NodeLabeler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) erro
 		// Old and new spec are both mapped on an update, so nodes leaving
 		// a selection are reconciled as well as those joining it.
 		Watches(&schedv1.SchedExt{}, handler.EnqueueRequestsFromMapFunc(r.selectedNodes), builder.WithPredicates(claimChanged)).
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("schedext-nodes").
 		Complete(r)
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 )
 
@@ -184,7 +184,7 @@ func (c tiersCache) GetCache() cache.Cache { return c.Cache }
 // SetupWithManager watches tenant namespaces, the objects made for them
 // (to repair edits, but not on their status changes), the tiers ConfigMap
 // and the PriorityClasses (to follow changes).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.recounts.clock == nil {
 		r.recounts.clock = clock.RealClock{}
 	}
@@ -250,7 +250,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Watches(&networkingv1.NetworkPolicy{}, toNamespace, builder.WithPredicates(ours)).
 		Watches(&schedulingv1.PriorityClass{}, classesChanged, builder.WithPredicates(classValueChanged)).
 		WatchesRawSource(source.Kind(tiers, &corev1.ConfigMap{}, tiersChanged)).
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("tenant").
 		Complete(r)
 }

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -19,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
@@ -29,7 +29,7 @@ import (
 // SetupWithManager watches UserDeployments, everything they own and their
 // pods (whose states explain a service that does not become ready). The
 // optional APIs are followed while the operator runs (optional.go).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if err := r.setupOptionalAPIs(mgr); err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	b = b.WatchesRawSource(source.Kind(r.routes, client.Object(&networkingv1.Ingress{}), handler.EnqueueRequestsFromMapFunc(r.appsOfRoute), routeChanged)).
 		WatchesRawSource(optionalSource{r})
 	return b.
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("userdeployment").
 		Complete(r)
 }

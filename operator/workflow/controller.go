@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -27,7 +28,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
@@ -582,7 +582,7 @@ func (r *Reconciler) applyTTL(ctx context.Context, wf *schedv1.Workflow, now met
 }
 
 // SetupWithManager watches Workflows and the AgentTasks they own.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -608,7 +608,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 			builder.WithPredicates(expiry.QuotaChanged)).
 		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
 			builder.WithPredicates(expiry.TierLabelChanged)).
-		WithOptions(controlleropts.New(maxConcurrent)).
+		WithOptions(opts).
 		Named("workflow").
 		Complete(r)
 }

@@ -118,7 +118,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"--namespace-selector", "sched.kubectl-sched.dev/tier", "--default-ttl", "24h", "--succeeded-pod-retention", "0",
 		"--forbid-self-approval", "true",
 		"--kube-api-qps", "150", "--kube-api-burst", "300", "--max-concurrent-reconciles", "15",
-		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40")
+		"--controller-workers", "workflow=30", "--controller-workers", "agenttask=40", "--namespace-fairness", "false")
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 	}
@@ -137,7 +137,7 @@ func TestInstallSettingsDryRun(t *testing.T) {
 		"NAMESPACE_SELECTOR":             "sched.kubectl-sched.dev/tier", "DEFAULT_TTL": "24h", "SUCCEEDED_POD_RETENTION": "0",
 		"FORBID_SELF_APPROVAL": "true",
 		"KUBE_API_QPS":         "150", "KUBE_API_BURST": "300", "MAX_CONCURRENT_RECONCILES": "15",
-		"CONTROLLER_WORKERS": "agenttask=40,workflow=30",
+		"CONTROLLER_WORKERS": "agenttask=40,workflow=30", "NAMESPACE_FAIRNESS": "false",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
@@ -160,6 +160,9 @@ func TestInstallSettingsDryRun(t *testing.T) {
 	s := opts.Settings
 	if s.IngressDomain != "apps.example.org" || s.ClusterIssuer != "letsencrypt-prod" || s.PriorityClasses["High"] != "business-critical" || s.SchedulerImages["scx_lavd"] != "registry.example.org/scx:v1.0.14" || s.NetworkPolicies {
 		t.Errorf("operator settings %+v", s)
+	}
+	if s.NamespaceFairness {
+		t.Errorf("--namespace-fairness false installed, and the operator reads %v", s.NamespaceFairness)
 	}
 	if s.MonitoringNamespace != "prometheus" {
 		t.Errorf("monitoring namespace %q", s.MonitoringNamespace)
@@ -198,6 +201,7 @@ func TestInstallSettingsRefused(t *testing.T) {
 		"burst":             {"--kube-api-burst", "many"},
 		"workers":           {"--max-concurrent-reconciles", "0"},
 		"controller":        {"--controller-workers", "workflows=3"},
+		"fairness bool":     {"--namespace-fairness", "yes"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res := plugintest.RunWithInput("", append([]string{"install", "--pin-image=false", "--dry-run=client"}, args...)...)
