@@ -1,4 +1,8 @@
-package install
+// Package manifests is the kubectl-sched installation as config/ holds it,
+// embedded in the plugin: read in apply order with the operator's
+// namespace and image substituted, and the names install and doctor look
+// for in it.
+package manifests
 
 import (
 	"bytes"
@@ -34,7 +38,14 @@ const (
 	ManifestImage = "operator"
 	// ImageRepository is where released operator images are.
 	ImageRepository = "ghcr.io/kubectl-sched/operator"
-	versionLabel    = "app.kubernetes.io/version"
+	// VersionLabel is where install writes the version of what it applies.
+	VersionLabel = "app.kubernetes.io/version"
+	// OperatorLabel selects the operator's Deployment; its VersionLabel
+	// is the operator version.
+	OperatorLabel = "app.kubernetes.io/name=kubectl-sched-operator"
+	// ConfigMapName holds the operator's cluster settings, which its
+	// container reads as environment variables.
+	ConfigMapName = "kubectl-sched-operator-config"
 )
 
 // manifestDirs are the embedded folders, as config/default lists them.
@@ -76,11 +87,18 @@ func Objects(image, namespace, version string) ([]*unstructured.Unstructured, er
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	SortForApply(objs)
 	return objs, nil
 }
 
-func rank(o *unstructured.Unstructured) int {
+// SortForApply puts objs in apply order, keeping the order of objects of
+// one kind.
+func SortForApply(objs []*unstructured.Unstructured) {
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return Rank(a) - Rank(b) })
+}
+
+// Rank is o's place in apply order.
+func Rank(o *unstructured.Unstructured) int {
 	if i := slices.Index(applyOrder, o.GetKind()); i >= 0 {
 		return i
 	}
@@ -133,7 +151,7 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 			o.SetName(namespace)
 		}
 	case "ValidatingAdmissionPolicy":
-		renameInExpressions(o, ManifestNamespace, namespace)
+		RenameInExpressions(o, ManifestNamespace, namespace)
 	case "ClusterRoleBinding", "RoleBinding":
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 		for _, s := range subjects {
@@ -165,8 +183,8 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 			return err
 		}
 		if l := o.GetLabels(); l != nil {
-			if _, ok := l[versionLabel]; ok {
-				l[versionLabel] = version
+			if _, ok := l[VersionLabel]; ok {
+				l[VersionLabel] = version
 				o.SetLabels(l)
 			}
 		}
@@ -216,11 +234,11 @@ func ExternalSecretsPolicy(template string, reserved []string) ([]*unstructured.
 	return objs, nil
 }
 
-// renameInExpressions points an admission policy's CEL at namespace where it
+// RenameInExpressions points an admission policy's CEL at namespace where it
 // names the manifests' namespace from: as a quoted literal ('from') and in
 // a service account's user name (system:serviceaccount:from:...).
 // Namespace names are DNS labels, so the replacement needs no escaping.
-func renameInExpressions(o *unstructured.Unstructured, from, to string) {
+func RenameInExpressions(o *unstructured.Unstructured, from, to string) {
 	r := strings.NewReplacer("'"+from+"'", "'"+to+"'", "system:serviceaccount:"+from+":", "system:serviceaccount:"+to+":")
 	var walk func(v any) any
 	walk = func(v any) any {
