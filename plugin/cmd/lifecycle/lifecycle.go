@@ -1,9 +1,7 @@
 // Package lifecycle implements the commands that change one field of an
-// object's spec with a merge patch: `kubectl sched stop`, `start` and
-// `restart` for UserDeployments (spec.state, or spec.restartedAt for the
-// services to roll), which with --wait follow the app as `deploy --wait`
-// does, and the cancel (spec.cancel) behind `task cancel` and `workflow
-// stop` (cancel.go).
+// app's spec with a merge patch: `kubectl sched stop`, `start` and
+// `restart` (spec.state, or spec.restartedAt for the services to roll),
+// which with --wait follow the app as `deploy --wait` does.
 package lifecycle
 
 import (
@@ -16,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
@@ -163,7 +160,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if patch == nil {
 		fmt.Fprintf(o.Out, "%s is already %s: nothing to do\n", ref, strings.ToLower(target(o.verb)))
 	} else {
-		if err := mergePatch(ctx, c, ud, patch, o.DryRun); err != nil {
+		if err := o.Clients.MergePatch(ctx, ud, patch, o.DryRun); err != nil {
 			return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
 		}
 		what := ref
@@ -176,19 +173,6 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return appwait.Wait(ctx, c, ud, o.Timeout, o.Out, o.nsFlag())
-}
-
-// mergePatch sends patch to obj as kubectl-sched, as dryRun says: "client"
-// sends nothing, "server" has the API server check it without making it.
-func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch []byte, dryRun string) error {
-	if dryRun == "client" {
-		return nil
-	}
-	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-	if dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
 }
 
 // patch is the merge patch for the verb, nil when the app already is as asked.

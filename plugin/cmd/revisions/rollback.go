@@ -217,11 +217,7 @@ func (o *RollbackOptions) restore(ctx context.Context, ud *schedv1.UserDeploymen
 	if err != nil {
 		return nil, err
 	}
-	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager), client.ForceOwnership}
-	if o.DryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	if err := c.Patch(ctx, body, client.Apply, opts...); err != nil {
+	if err := c.Patch(ctx, body, client.Apply, kube.PatchOptions(o.DryRun, client.ForceOwnership)...); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil, changedMeanwhile()
 		}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -94,15 +93,9 @@ func (o *SuspendOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "%s %s\n", ref, state)
 		return nil
 	}
-	if o.DryRun != "client" {
-		patch := []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend))
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		if err := c.Client.Patch(ctx, wf, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-			return cmdutil.API(err, "patch", what(o.Name))
-		}
+	patch := []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend))
+	if err := c.MergePatch(ctx, wf, patch, o.DryRun); err != nil {
+		return cmdutil.API(err, "patch", what(o.Name))
 	}
 	fmt.Fprintf(o.Out, "%s %s%s\n", ref, done, cmdutil.DryRunSuffix(o.DryRun))
 	if o.DryRun != "" {

@@ -179,11 +179,7 @@ func (o *Options) Change(ctx context.Context, plan func(*App) (map[string]Edit, 
 		}
 		// Only onto the app as read: a change made since would be undone.
 		send.SetResourceVersion(a.live.GetResourceVersion())
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager), client.ForceOwnership}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		err = c.Patch(ctx, send, client.Apply, opts...)
+		err = c.Patch(ctx, send, client.Apply, kube.PatchOptions(o.DryRun, client.ForceOwnership)...)
 		if apierrors.IsConflict(err) && attempt < conflictRetries {
 			continue
 		}
