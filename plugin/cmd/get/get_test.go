@@ -1,7 +1,6 @@
 package get_test
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"strings"
@@ -14,14 +13,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
@@ -276,62 +274,14 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	}
 }
 
-// syncBuffer is an output the test reads while the command writes it, and
-// that signals each write.
-type syncBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	wrote chan struct{}
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	select {
-	case b.wrote <- struct{}{}:
-	default:
-	}
-	return n, err
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor blocks until the output satisfies ok, or fails the test after a minute.
-func (b *syncBuffer) waitFor(t *testing.T, what string, ok func(string) bool) {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for !ok(b.String()) {
-		select {
-		case <-b.wrote:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; output so far:\n%s", what, b.String())
-		}
-	}
-}
-
 func TestGetWatch(t *testing.T) {
 	namespace(t, "get-watch")
 	at := task("w1", "get-watch", schedv1.TaskPending, 0, nil)
 	mustCreate(t, at)
 
-	out := &syncBuffer{wrote: make(chan struct{}, 1)}
-	var errOut bytes.Buffer
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut}
-	root := cmd.NewRootCommand(streams)
 	// --request-timeout bounds the watch should the test go wrong.
-	root.SetArgs([]string{"get", "at", "-n", "get-watch", "-w", "--output-watch-events", "--request-timeout", "2m", "--kubeconfig", env.Kubeconfig})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	root.SetContext(ctx)
-	done := make(chan int)
-	go func() { done <- cmd.Execute(root, streams) }()
-
-	out.waitFor(t, "the initial row", func(s string) bool { return strings.Contains(s, "Pending") })
+	r := watchtest.Start(env.Kubeconfig, "get", "at", "-n", "get-watch", "-w", "--output-watch-events", "--request-timeout", "2m")
+	watchtest.Eventually(t, "the initial row", func() bool { return strings.Contains(r.Stdout(), "Pending") })
 	// The watch starts from the list's resourceVersion, so this change is
 	// seen even if the watch request is not open yet.
 	at.Status.Phase = schedv1.TaskRunning
@@ -339,12 +289,11 @@ func TestGetWatch(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), at); err != nil {
 		t.Fatal(err)
 	}
-	out.waitFor(t, "a row for the change", func(s string) bool { return strings.Contains(s, "Running") })
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	watchtest.Eventually(t, "a row for the change", func() bool { return strings.Contains(r.Stdout(), "Running") })
+	if code := r.Stop(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, r.Stderr())
 	}
-	plugintest.Golden(t, "watch", normalise(out.String()))
+	plugintest.Golden(t, "watch", normalise(r.Stdout()))
 }
 
 func TestCompletion(t *testing.T) {
