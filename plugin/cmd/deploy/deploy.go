@@ -32,6 +32,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
@@ -53,8 +54,8 @@ const examples = `  # One image as a public app, without a template; prints its 
   # See what would be applied
   kubectl sched deploy shop --template ./my-app.yaml --dry-run=client -o yaml`
 
-// resource names the kind in messages, as kubectl does.
-const resource = "userdeployment.sched.kubectl-sched.dev"
+// udKind is the kind deploy applies.
+var udKind = kinds.UserDeployment
 
 // Options for `kubectl sched deploy`.
 type Options struct {
@@ -242,7 +243,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "note: namespace %s does not exist yet, so the API server cannot dry-run the UserDeployment in it.\n", ns)
 			return nil
 		}
-		return o.applyErr(ctx, err, "userdeployments.sched.kubectl-sched.dev", o.Name)
+		return o.applyErr(ctx, err, udKind.Resource(), o.Name)
 	}
 	// A new Secret is owned by its UserDeployment once that has a UID, so
 	// deleting the app deletes the Secret too.
@@ -277,7 +278,7 @@ func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *c
 	if err != nil {
 		return nil, nil, templates.CommandError(err)
 	}
-	if kind := t.ObjectKind(); kind != "UserDeployment" {
+	if kind := t.ObjectKind(); kind != udKind.Kind {
 		return nil, nil, cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
 	}
 	if t.HasSecrets() {
@@ -300,7 +301,7 @@ func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *c
 // is none, or it may not be read (the apply then says what is refused).
 func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schedv1.GroupVersion.WithKind("UserDeployment"))
+	u.SetGroupVersionKind(udKind.GVK())
 	err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, u)
 	switch {
 	case cmdutil.NotInstalled(err):
@@ -308,7 +309,7 @@ func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, erro
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		return nil, nil
 	case err != nil:
-		return nil, cmdutil.API(err, "get", fmt.Sprintf("userdeployments.sched.kubectl-sched.dev %q", o.Name))
+		return nil, cmdutil.API(err, "get", udKind.What("", o.Name))
 	}
 	return u, nil
 }
@@ -319,7 +320,7 @@ func completeTemplates(*cobra.Command, []string, string) ([]cobra.Completion, co
 	ts, _ := templates.Catalog()
 	var out []cobra.Completion
 	for _, t := range ts {
-		if t.ObjectKind() == "UserDeployment" {
+		if t.ObjectKind() == udKind.Kind {
 			out = append(out, cobra.CompletionWithDesc(t.Name(), t.Description))
 		}
 	}
@@ -329,11 +330,11 @@ func completeTemplates(*cobra.Command, []string, string) ([]cobra.Completion, co
 // otherKindHint says which command handles a template deploy refuses.
 func otherKindHint(kind, ref string) string {
 	switch kind {
-	case "Workflow":
+	case kinds.Workflow.Kind:
 		return fmt.Sprintf("Run it with 'kubectl sched workflow run --template %s'.", ref)
-	case "AgentTask":
+	case kinds.AgentTask.Kind:
 		return fmt.Sprintf("Run a task with 'kubectl sched task run', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
-	case "SchedExt":
+	case kinds.SchedExt.Kind:
 		return fmt.Sprintf("Load a scheduler with 'kubectl sched schedext set', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
 	}
 	return "See 'kubectl sched template list' for the kind each template makes."
@@ -383,7 +384,7 @@ func secretHash(secret *corev1.Secret) string {
 func setOwner(secret *corev1.Secret, name string, uid types.UID) {
 	// Not a controller reference: the operator does not manage this Secret.
 	secret.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: name, UID: uid,
+		APIVersion: schedv1.GroupVersion.String(), Kind: udKind.Kind, Name: name, UID: uid,
 	}}
 }
 
@@ -423,7 +424,7 @@ func (o *Options) applyErr(ctx context.Context, err error, plural, name string) 
 }
 
 func notInstalled() error {
-	return cmdutil.API(&apimeta.NoResourceMatchError{PartialResource: schedv1.GroupVersion.WithResource("userdeployments")}, "patch", "userdeployments")
+	return cmdutil.API(&apimeta.NoResourceMatchError{PartialResource: udKind.GVR()}, "patch", udKind.Plural)
 }
 
 func isNamespaceNotFound(err error) bool {
@@ -443,7 +444,7 @@ func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret)
 		if secret != nil {
 			fmt.Fprintf(o.Out, "secret/%s applied%s\n", secret.Name, cmdutil.DryRunSuffix(o.DryRun))
 		}
-		fmt.Fprintf(o.Out, "%s/%s applied%s\n", resource, ud.Name, cmdutil.DryRunSuffix(o.DryRun))
+		fmt.Fprintf(o.Out, "%s/%s applied%s\n", udKind.Qualified(), ud.Name, cmdutil.DryRunSuffix(o.DryRun))
 		return nil
 	}
 	p, err := o.print.ToPrinter()

@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-var udKind = kinds.Kinds[0]
+var udKind = kinds.UserDeployment
 
 // verb is what differs between the three commands.
 type verb struct {

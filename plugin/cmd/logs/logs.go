@@ -61,7 +61,7 @@ type Options struct {
 }
 
 // logKinds are the kinds with pods of their own in the user's namespace.
-var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
+var logKinds = []kinds.Kind{kinds.UserDeployment, kinds.AgentTask, kinds.Workflow}
 
 // NewCommand returns `kubectl sched logs`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
@@ -112,7 +112,7 @@ such task, step or forEach item. It exits 8 when no pod had logs to show.`,
   # Item 3 of its forEach step deploy
   kubectl sched logs workflow/release deploy --item 3`,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.CompleteNames(kinds.Kinds[0], 1),
+		ValidArgsFunction: o.CompleteNames(kinds.UserDeployment, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -156,10 +156,10 @@ func (o *Options) Validate() error {
 	if o.Since < 0 {
 		return cmdutil.Usage("Use a positive duration such as 5m.", "--since must not be negative, got %s", o.Since)
 	}
-	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" && o.kind.Kind != "Workflow" {
+	if o.Service != "" && o.kind != nil && o.kind.Kind != kinds.UserDeployment.Kind && o.kind.Kind != kinds.Workflow.Kind {
 		return cmdutil.Usage("SERVICE applies to an app, STEP to a workflow (workflow/NAME STEP).", "%s/%s has no services or steps", o.kind.Singular, o.name)
 	}
-	if o.Item != -1 && (o.Service == "" || o.kind == nil || o.kind.Kind != "Workflow") {
+	if o.Item != -1 && (o.Service == "" || o.kind == nil || o.kind.Kind != kinds.Workflow.Kind) {
 		return cmdutil.Usage("kubectl sched logs workflow/NAME STEP --item N", "--item needs a workflow and its forEach STEP")
 	}
 	if o.Item < -1 {
@@ -168,7 +168,7 @@ func (o *Options) Validate() error {
 	if o.Previous && o.Follow {
 		return cmdutil.Usage("Drop -f: a previous container has ended, so its log is printed whole.", "--previous and --follow cannot be combined")
 	}
-	if o.Previous && o.kind != nil && o.kind.Kind != "UserDeployment" {
+	if o.Previous && o.kind != nil && o.kind.Kind != kinds.UserDeployment.Kind {
 		return previousNotForTasks(*o.kind, o.name)
 	}
 	return nil
@@ -187,7 +187,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Previous && src.kind.Kind != "UserDeployment" {
+	if o.Previous && src.kind.Kind != kinds.UserDeployment.Kind {
 		return previousNotForTasks(src.kind, src.name)
 	}
 	if o.Follow {
@@ -471,7 +471,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 	if src.deleted != nil {
 		if deleted, err = src.deleted(ctx); err != nil {
 			// Only the explanation is lost: the logs that exist still show.
-			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", "agenttasks").Error()))
+			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", kinds.AgentTask.Plural).Error()))
 		}
 	}
 	if len(pods) == 0 && len(deleted) > 0 {
@@ -542,7 +542,7 @@ func (d deletedPods) String() string {
 func (o *Options) podsDeletedError(src *source, deleted []deletedPods) error {
 	hint := fmt.Sprintf("'kubectl sched describe %s %s' shows the outputs. Succeeded tasks' pods are kept for the cluster's --succeeded-pod-retention; an admin keeps them longer with 'kubectl sched install --succeeded-pod-retention 1h' (0: as long as the task).", src.kind.Singular, src.name)
 	// A task, or the one step or item asked for.
-	if src.kind.Kind == "AgentTask" || len(deleted) == 1 && o.Service != "" {
+	if src.kind.Kind == kinds.AgentTask.Kind || len(deleted) == 1 && o.Service != "" {
 		return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s", deleted[0].String())
 	}
 	for _, d := range deleted {

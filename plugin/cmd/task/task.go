@@ -60,7 +60,7 @@ left as it is. A task that is a workflow's step ends the workflow too.`,
 }
 
 // agentTaskKind is the kind for name completion.
-var agentTaskKind, _ = kinds.Lookup("agenttask")
+var agentTaskKind = kinds.AgentTask
 
 // what names a task in errors the way kubectl names objects.
 func what(name string) string {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
@@ -176,9 +177,9 @@ func usage(t *templates.Template, ref string) string {
 	}
 	args := strings.Join(append([]string{"--template", ref}, values...), " ")
 	switch t.ObjectKind() {
-	case "UserDeployment":
+	case kinds.UserDeployment.Kind:
 		return "kubectl sched deploy NAME " + args
-	case "Workflow":
+	case kinds.Workflow.Kind:
 		return "kubectl sched workflow run " + args
 	}
 	return strings.TrimSpace("kubectl sched template render "+ref+" NAME "+strings.Join(values, " ")) + " | kubectl apply --server-side -f -"

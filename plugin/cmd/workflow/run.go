@@ -1,14 +1,10 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,14 +14,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
@@ -304,7 +299,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	if err != nil {
 		return nil, templateError(err)
 	}
-	if k := t.ObjectKind(); k != "Workflow" {
+	if k := t.ObjectKind(); k != workflowKind.Kind {
 		return nil, cmdutil.Usage("'kubectl sched template list' shows what each template makes; 'kubectl sched deploy' and 'task run' take the others.",
 			"template %s makes a %s, not a Workflow", t.Name(), k)
 	}
@@ -351,37 +346,19 @@ func templateError(err error) error {
 
 // readFile reads -f: one Workflow, YAML or JSON, unknown fields refused.
 func (o *RunOptions) readFile() (*schedv1.Workflow, error) {
-	var data []byte
-	var err error
-	if o.File == "-" {
-		o.source = "stdin"
-		data, err = io.ReadAll(o.In)
-	} else {
-		o.source = o.File
-		data, err = os.ReadFile(o.File)
-	}
+	data, source, err := cmdutil.ReadFile(o.File, o.In)
+	o.source = source
 	if err != nil {
-		return nil, cmdutil.Usage("Check the path given to -f.", "cannot read %s: %v", o.source, unwrapPath(err))
+		return nil, err
 	}
 	return decode(data, o.source)
 }
 
 // decode reads exactly one Workflow from YAML or JSON.
 func decode(data []byte, source string) (*schedv1.Workflow, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var docs []json.RawMessage
-	for {
-		var raw json.RawMessage
-		err := d.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s is not valid YAML or JSON: %v", source, err)
-		}
-		if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-			docs = append(docs, raw)
-		}
+	docs, err := kinds.Documents(data, source)
+	if err != nil {
+		return nil, err
 	}
 	if len(docs) != 1 {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Put one Workflow in the file.", "%s holds %d objects; workflow run takes exactly one Workflow", source, len(docs))
@@ -390,30 +367,14 @@ func decode(data []byte, source string) (*schedv1.Workflow, error) {
 	if err := yaml.Unmarshal(docs[0], &wf.TypeMeta); err != nil {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s: %v", source, err)
 	}
-	if wf.Kind != "Workflow" || wf.APIVersion != schedv1.GroupVersion.String() {
+	if wf.Kind != workflowKind.Kind || wf.APIVersion != schedv1.GroupVersion.String() {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Start the file with apiVersion: %s and kind: Workflow.", schedv1.GroupVersion),
 			"%s holds a %s %q, not a %s Workflow", source, orNone(wf.Kind), wf.APIVersion, schedv1.GroupVersion)
 	}
-	strict, err := k8sjson.UnmarshalStrict(docs[0], wf)
-	if err == nil && len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		err = errors.New(strings.Join(msgs, "; "))
-	}
-	if err != nil {
+	if err := kinds.DecodeStrict(docs[0], wf); err != nil {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl explain workflows.spec' lists the fields (with the CRDs installed).", "%s: %v", source, err)
 	}
 	return wf, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func orNone(s string) string {

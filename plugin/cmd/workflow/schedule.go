@@ -57,7 +57,7 @@ const scheduleExamples = `  # Every night at 02:00 Berlin time, the workflow in 
   kubectl sched workflow schedule nightly --cron "0 2 * * *" -f pipeline.yaml --suspend`
 
 // cronKind is the CronWorkflow kind, for messages and completion.
-var cronKind, _ = kinds.Lookup("cronworkflow")
+var cronKind = kinds.CronWorkflow
 
 // ScheduleOptions for `kubectl sched workflow schedule`.
 type ScheduleOptions struct {

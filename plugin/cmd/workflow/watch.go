@@ -45,7 +45,7 @@ when it Failed, 11 when it ran past its spec.timeout (phase Timeout), and 12
 when --timeout passed first (the workflow goes on).`
 
 // workflowKind is the kind for name completion.
-var workflowKind, _ = kinds.Lookup("workflow")
+var workflowKind = kinds.Workflow
 
 // logsGrace is how long the view waits, once the workflow ended, for the
 // last step's logs to arrive. Its pod has ended by then, so this is short.

@@ -34,7 +34,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
-var udKind, _ = kinds.Lookup("userdeployment")
+var udKind = kinds.UserDeployment
 
 // Ref is how an app is named in what the commands print, as kubectl names
 // objects: userdeployment.sched.kubectl-sched.dev/NAME.
