@@ -60,10 +60,9 @@ var udKind = kinds.UserDeployment
 // Options for `kubectl sched deploy`.
 type Options struct {
 	kube.ClientOptions
-	Name            string
-	Template        string
-	TemplateDirs    []string
-	Values          templates.ValueFlags
+	Name string
+	// The template and its values; deploy takes no -f.
+	templates.SourceFlags
 	CreateNamespace bool
 	DryRun          string
 	Output          string
@@ -81,7 +80,7 @@ type Options struct {
 
 // NewCommand returns `kubectl sched deploy`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, DryRun: "none"}
+	o := &Options{ClientOptions: c, Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "deploy NAME (--template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] | --image IMAGE [--port 8080] [--env NAME=VALUE]... [--replicas N] [--public|--internal]) [--secret NAME=VALUE]...",
 		Short: "Deploy an app: render a template into a UserDeployment, or run one image, and apply it",
@@ -108,23 +107,17 @@ containers being created) is printed as it waits, and is Degraded only once
 a service makes no progress for the app's spec.progressDeadline (10m by
 default).`,
 		Example: examples,
-		Args:    cobra.ExactArgs(1),
+		Args:    cmdutil.NameArg(udKind.Singular),
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Template, "template", "", "Template to render: a name, or a path to a file or folder (see 'kubectl sched template list').")
-	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
-	o.Values.AddFlags(f, "f")
+	o.SourceFlags.AddFlags(cmd, udKind.Kind, "")
 	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
-	// As kubectl's: a bare --dry-run is an error asking for a value.
-	f.Lookup("dry-run").NoOptDefVal = "unchanged"
 	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
-	f.BoolVar(&o.Wait, "wait", false, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	o.Image.AddFlags(f)
-	_ = cmd.RegisterFlagCompletionFunc("template", completeTemplates)
 	return cmd
 }
 
@@ -160,27 +153,15 @@ func (o *Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
 		return cmdutil.Usage("Names are lower-case letters, digits and '-', starting with a letter or digit.", "invalid name %q: %s", o.Name, strings.Join(errs, ", "))
 	}
-	switch o.DryRun {
-	case "none":
-		o.DryRun = ""
-	case "client", "server":
-	case "unchanged":
-		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run needs a value: client, server or none")
-	default:
-		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run must be client, server or none, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if o.Output != "" {
 		if _, err := o.print.ToPrinter(); err != nil {
 			return cmdutil.Usage("Use -o json, -o yaml or -o name.", "%v", err)
 		}
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop --wait, or --dry-run.", "--wait cannot follow a dry run: nothing is created")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a duration such as --timeout 5m.", "--timeout must be positive, got %v", o.Timeout)
-	}
-	return nil
+	return cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun)
 }
 
 // msgOut is where progress messages go: stdout, unless stdout carries the
@@ -271,12 +252,10 @@ func (o *Options) Run(ctx context.Context) error {
 
 // fromTemplate renders the template.
 func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *corev1.Secret, error) {
-	c, ns := o.Clients, o.Clients.Namespace
-	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
-		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
-	t, err := src.Get(ctx, o.Template)
+	ns := o.Clients.Namespace
+	t, err := o.Get(ctx, o.Clients.Client, ns, false, o.ErrOut)
 	if err != nil {
-		return nil, nil, templates.CommandError(err)
+		return nil, nil, err
 	}
 	if kind := t.ObjectKind(); kind != udKind.Kind {
 		return nil, nil, cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
@@ -312,19 +291,6 @@ func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, erro
 		return nil, cmdutil.API(err, "get", udKind.What("", o.Name))
 	}
 	return u, nil
-}
-
-// completeTemplates offers the catalog's UserDeployment templates, and
-// files, without asking the cluster: completion must be instant.
-func completeTemplates(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	ts, _ := templates.Catalog()
-	var out []cobra.Completion
-	for _, t := range ts {
-		if t.ObjectKind() == udKind.Kind {
-			out = append(out, cobra.CompletionWithDesc(t.Name(), t.Description))
-		}
-	}
-	return out, cobra.ShellCompDirectiveDefault
 }
 
 // otherKindHint says which command handles a template deploy refuses.

@@ -215,13 +215,22 @@ func TestDryRunClient(t *testing.T) {
 		t.Errorf("namespace: %v, want NotFound", err)
 	}
 
-	r = env.MustRun(t, "deploy", "preview", "--template", "worker", "--set", "image=w:1", "--dry-run=client")
-	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/preview applied (dry run)\n" {
-		t.Errorf("stdout:\n%s", r.Stdout)
+	// A bare --dry-run is client's, as in every command (and kubectl's
+	// deprecated bare form); none sends.
+	for _, dryRun := range []string{"--dry-run=client", "--dry-run"} {
+		r = env.MustRun(t, "deploy", "preview", "--template", "worker", "--set", "image=w:1", dryRun)
+		if r.Stdout != "userdeployment.sched.kubectl-sched.dev/preview applied (dry run)\n" {
+			t.Errorf("%s: stdout:\n%s", dryRun, r.Stdout)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "preview"}, &schedv1.UserDeployment{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: get: %v, want NotFound", dryRun, err)
+		}
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "preview"}, &schedv1.UserDeployment{}); !apierrors.IsNotFound(err) {
-		t.Errorf("get: %v, want NotFound", err)
+	r = env.MustRun(t, "deploy", "preview", "-n", "deploy-dry-none", "--create-namespace", "--template", "worker", "--set", "image=w:1", "--dry-run=none")
+	if want := "namespace/deploy-dry-none created\nuserdeployment.sched.kubectl-sched.dev/preview applied\n"; !strings.HasPrefix(r.Stdout, want) {
+		t.Errorf("--dry-run=none: stdout:\n%s\nwant it to start:\n%s", r.Stdout, want)
 	}
+	env.App(t, "deploy-dry-none", "preview")
 }
 
 func TestDryRunServer(t *testing.T) {
@@ -419,7 +428,7 @@ func TestErrors(t *testing.T) {
 			Args: append(base, "--dry-run=maybe"), Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client, server or none, got "maybe"`},
 		},
 		"--wait with --dry-run": {
-			Args: append(base, "--dry-run=server", "--wait"), Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a dry run"},
+			Args: append(base, "--dry-run=server", "--wait"), Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a --dry-run: nothing changes"},
 		},
 		"bad output": {
 			Args: append(base, "-o", "table"), Code: cmdutil.ExitUsage, Stderr: []string{`unable to match a printer suitable for the output format "table"`},

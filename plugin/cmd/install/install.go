@@ -126,10 +126,9 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
 	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; docs/admins/sizing.md). Give it on every install.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
-	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
 	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Also wait until the operator Deployment is available.", &o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
 	o.settingFlags = addSettingFlags(f)
 	o.Print.AddFlags(cmd, false)
 	return cmd

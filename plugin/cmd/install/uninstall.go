@@ -69,7 +69,7 @@ reconciled).`,
 	f.BoolVar(&o.KeepCRDs, "keep-crds", false, "Keep the CRDs and so every kubectl-sched object.")
 	f.BoolVar(&o.Yes, "yes", false, "Confirm that the CRDs and every kubectl-sched object are to be deleted.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" lists what exists and would be deleted; "server" has the API server check each deletion.`)
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
+	cmdutil.AddWaitFlags(cmd, nil, "", &o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
 	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace the operator created for SchedExt DaemonSets; deleted with the CRDs.")
 	return cmd
 }

@@ -94,24 +94,22 @@ type Options struct {
 }
 
 func newCommand(v verb, c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, verb: v, Now: time.Now}
-	use := v.name + " NAME"
+	o := &Options{ClientOptions: c, verb: v, Now: time.Now, Timeout: 5 * time.Minute}
+	use, args := v.name+" NAME", cmdutil.NameArg(udKind.Singular)
 	if v.maxArgs == 2 {
-		use += " [SERVICE]"
+		use, args = use+" [SERVICE]", cmdutil.ArgsTaking(1, 2, "NAME [SERVICE]")
 	}
 	cmd := &cobra.Command{
 		Use:               use,
 		Short:             v.short,
 		Long:              v.long,
 		Example:           v.example,
-		Args:              cmdutil.ArgsTaking(1, v.maxArgs, strings.TrimPrefix(use, v.name+" ")),
+		Args:              args,
 		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
-	f := cmd.Flags()
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app.`)
-	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	return cmd
 }
 
@@ -136,13 +134,7 @@ func (o *Options) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop one of them.", "--wait cannot follow a --dry-run")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a positive duration, such as --timeout=2m.", "--timeout must be positive, got %v", o.Timeout)
-	}
-	return nil
+	return cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun)
 }
 
 // Run patches the app and, with --wait, follows it.

@@ -120,10 +120,10 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]plugintest.ErrorCase{
-		"no name":           {Args: []string{"stop"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME, got 0 arguments"}},
+		"no name":           {Args: []string{"stop"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes one userdeployment name, got 0 arguments"}},
 		"too many":          {Args: []string{"restart", "shop", "api", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME [SERVICE], got 3 arguments"}},
 		"not found":         {Args: []string{"stop", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployments.sched.kubectl-sched.dev "nope" not found`}},
-		"bad dry run":       {Args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client or server, got "maybe"`}},
+		"bad dry run":       {Args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client, server or none, got "maybe"`}},
 		"wait with dry run": {Args: []string{"start", "shop", "-n", ns, "--dry-run", "--wait"}, Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a --dry-run"}},
 		"forbidden":         {Args: []string{"stop", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
 		"no cluster":        {Args: []string{"stop", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},

@@ -89,7 +89,7 @@ yaml prints them with their templates; -o name the ControllerRevisions.
 
   # For a script: the revision numbers and their changes
   kubectl sched history shop -o json`,
-		Args:              cmdutil.ArgsTaking(1, 1, "NAME"),
+		Args:              cmdutil.NameArg(udKind.Singular),
 		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}

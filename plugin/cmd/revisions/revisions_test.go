@@ -363,7 +363,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]plugintest.ErrorCase{
-		"no name":          {Args: []string{"history"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME, got 0 arguments"}},
+		"no name":          {Args: []string{"history"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes one userdeployment name, got 0 arguments"}},
 		"not found":        {Args: []string{"history", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployments.sched.kubectl-sched.dev "nope" not found`}},
 		"bad output":       {Args: []string{"history", "shop", "-n", ns, "-o", "table"}, Code: cmdutil.ExitUsage, Stderr: []string{"--output must be wide, json, yaml or name"}},
 		"no such revision": {Args: []string{"history", "shop", "-n", ns, "--revision", "3"}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployment "shop" has no revision 3`, "Its revisions: none."}},

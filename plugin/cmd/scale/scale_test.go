@@ -142,7 +142,7 @@ func TestScaleErrors(t *testing.T) {
 		"--wait with --dry-run": {Args: []string{"scale", "shop", "web", "--replicas", "1", "--dry-run=server", "--wait", "-n", ns}, Code: cmdutil.ExitUsage,
 			Stderr: []string{"--wait cannot follow a --dry-run"}},
 		"bad --dry-run": {Args: []string{"scale", "shop", "web", "--replicas", "1", "--dry-run=maybe", "-n", ns}, Code: cmdutil.ExitUsage,
-			Stderr: []string{`--dry-run must be client or server, got "maybe"`}},
+			Stderr: []string{`--dry-run must be client, server or none, got "maybe"`}},
 		"bad output": {Args: []string{"scale", "shop", "web", "--replicas", "1", "-o", "wide", "-n", ns}, Code: cmdutil.ExitUsage,
 			Stderr: []string{`unable to match a printer suitable for the output format "wide"`}},
 		"forbidden": {Args: []string{"scale", "shop", "web", "--replicas", "1", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden,

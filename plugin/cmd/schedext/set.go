@@ -61,7 +61,7 @@ out are removed from an existing one.`,
 
   # Print the object without creating it
   kubectl sched schedext set lavd --sched scx_lavd --dry-run=client -o yaml`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(kind.Singular),
 		ValidArgsFunction: o.CompleteNames(kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
@@ -166,7 +166,7 @@ func (o *SetOptions) Run(ctx context.Context) error {
 		}
 		return o.Print.Print(o.obj, o.Out)
 	}
-	suffix := map[string]string{"client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	fmt.Fprintf(o.Out, "%s/%s serverside-applied%s\n", kind.Qualified(), o.obj.Name, suffix)
 	if o.DryRun == "" {
 		fmt.Fprintf(o.Out, "See where it is attached: kubectl sched schedext status %s\n", o.obj.Name)

@@ -43,7 +43,7 @@ escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 
   # The last 20 lines, then follow until the task ends
   kubectl sched task logs hello -f --tail 20`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(agentTaskKind.Singular),
 		ValidArgsFunction: o.CompleteNames(agentTaskKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}

@@ -120,7 +120,7 @@ func TestRunUsageErrors(t *testing.T) {
 			args: []string{"--watch-timeout", "1m"}, wantErr: "--watch-timeout 1m0s needs --wait or -f",
 		},
 		"bad dry run": {
-			args: []string{"--dry-run=maybe"}, wantErr: `--dry-run must be client or server, got "maybe"`,
+			args: []string{"--dry-run=maybe"}, wantErr: `--dry-run must be client, server or none, got "maybe"`,
 		},
 		"bad name": {
 			args: []string{"--image", "x"}, wantErr: `invalid task name "Bad_Name"`,

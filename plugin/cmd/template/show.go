@@ -36,7 +36,7 @@ func newShowCommand(c kube.ClientOptions) *cobra.Command {
   kubectl sched template show ./my-template.yaml
   # The template as written, to copy and change
   kubectl sched template show api-postgres -o yaml > my-api.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: cmdutil.NameArg("template"),
 		RunE: cmdutil.RunE(o),
 	}
 	o.addFlags(cmd)

@@ -101,8 +101,7 @@ run again on it, with or without --user.`,
 	f.StringArrayVar(&o.Groups, "group", nil, "A group whose users are members (repeatable).")
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the objects without creating them; "client" sends nothing.`)
-	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.", &o.Timeout, "")
 	return cmd
 }
 
@@ -122,8 +121,8 @@ func (o *CreateOptions) Validate() error {
 	if o.Tier == "" {
 		return cmdutil.Usage("'kubectl sched tenant create NAME --tier team', say.", "--tier is required")
 	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a duration such as 2m, or --wait=false.", "--timeout must be positive")
+	if err := cmdutil.ValidateTimeout(o.Timeout); err != nil {
+		return err
 	}
 	return cmdutil.ValidateDryRun(o.DryRun)
 }

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -68,10 +67,8 @@ type RunOptions struct {
 	kube.ClientOptions
 	Print *printing.Flags
 
-	File         string
-	Template     string
-	TemplateDirs []string
-	Values       templates.ValueFlags
+	// -f FILE, or --template with its values.
+	templates.SourceFlags
 	// Params and ParamFiles set declared workflow params for this run.
 	Params       []string
 	ParamFiles   []string
@@ -88,7 +85,7 @@ type RunOptions struct {
 }
 
 func newRunCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}
+	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
 		Short:   "Submit a Workflow from a file or a template, after checking its step references",
@@ -98,10 +95,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "The Workflow's YAML or JSON file; - reads stdin.")
-	f.StringVar(&o.Template, "template", "", "A template that renders a Workflow: a catalog name, a file or a folder (see 'kubectl sched template list').")
-	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
-	o.Values.AddFlags(f, "")
+	o.SourceFlags.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin.")
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param for this run: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
@@ -117,17 +111,8 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 // Complete reads the workflow and builds the clients.
 func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
-	switch {
-	case o.File != "" && o.Template != "":
-		return cmdutil.Usage("Use -f FILE or --template T.", "-f and --template cannot be used together")
-	case o.File == "" && o.Template == "":
-		return cmdutil.Usage("kubectl sched workflow run -f FILE, or --template T; 'kubectl sched template list' lists templates.", "give the workflow with -f FILE or --template T")
-	case o.Template == "" && len(o.Values.Set)+len(o.Values.ValuesFiles)+len(o.Values.Secret)+len(o.Values.SecretFile) > 0:
-		return cmdutil.Usage("--set, --values, --secret and --secret-file give template parameters; edit the file instead, or use --template.",
-			"template parameters need --template")
+	if err := o.ValidateFile("kubectl sched workflow run"); err != nil {
+		return err
 	}
 	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
@@ -225,8 +210,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return err
 		}
 	} else {
-		suffix := map[string]string{"": "", "client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
-		fmt.Fprintf(o.Out, "workflow.%s/%s created%s\n", schedv1.GroupName, wf.Name, suffix)
+		fmt.Fprintf(o.Out, "workflow.%s/%s created%s\n", schedv1.GroupName, wf.Name, cmdutil.DryRunSuffix(o.DryRun))
 	}
 	if !o.Watch {
 		return nil
@@ -289,15 +273,10 @@ func problems(wf *schedv1.Workflow) []string {
 // named --name, or after the template.
 func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	o.source = "template " + o.Template
-	src := &templates.Source{
-		Dirs: o.TemplateDirs, Client: o.Clients.Client, Namespace: o.Clients.Namespace,
-		// Printing a rendered workflow should not need the cluster.
-		TolerateUnreachable: o.DryRun == "client",
-		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
-	}
-	t, err := src.Get(ctx, o.Template)
+	// Printing a rendered workflow should not need the cluster.
+	t, err := o.Get(ctx, o.Clients.Client, o.Clients.Namespace, o.DryRun == "client", o.ErrOut)
 	if err != nil {
-		return nil, templateError(err)
+		return nil, err
 	}
 	if k := t.ObjectKind(); k != workflowKind.Kind {
 		return nil, cmdutil.Usage("'kubectl sched template list' shows what each template makes; 'kubectl sched deploy' and 'task run' take the others.",
@@ -317,7 +296,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	}
 	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.Clients.Namespace, Params: params, Secrets: secrets})
 	if err != nil {
-		return nil, templateError(err)
+		return nil, templates.CommandError(err)
 	}
 	templates.Announce(o.ErrOut, t)
 	o.secret = secret
@@ -333,15 +312,6 @@ func generatedName(prefix string) string {
 		prefix = strings.TrimRight(prefix[:max], "-.")
 	}
 	return prefix + "-" + utilrand.String(suffix)
-}
-
-// templateError gives a broken template the exit code of an invalid object.
-func templateError(err error) error {
-	var inv *templates.InvalidError
-	if errors.As(err, &inv) {
-		return cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl sched template show NAME' prints the template.", "%v", err)
-	}
-	return err
 }
 
 // readFile reads -f: one Workflow, YAML or JSON, unknown fields refused.

@@ -59,9 +59,6 @@ on as 'kubectl sched workflow watch' and exits with the run's outcome.`,
 // Complete reads the name and builds the clients.
 func (o *TriggerOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
 	return o.ClientOptions.Complete(cmd, args)
 }
 

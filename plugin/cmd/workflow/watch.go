@@ -74,7 +74,7 @@ func newWatchCommand(c kube.ClientOptions) *cobra.Command {
 
   # In CI: plain appended lines, no escape codes
   kubectl sched workflow watch nightly | tee watch.log`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(workflowKind.Singular),
 		ValidArgsFunction: o.CompleteNames(workflowKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
