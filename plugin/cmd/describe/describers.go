@@ -397,13 +397,20 @@ func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserD
 	if spec.Placement != nil {
 		w.Field(0, "Placement", placement(*spec.Placement))
 	}
+	appServices(w, ud)
+	appConfig(w, ud)
+	w.Conditions(st.Conditions)
+	d.appObjects(w, ud)
+}
 
+// appServices writes the services of an app with their status.
+func appServices(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
 	statusOf := map[string]schedv1.ServiceStatus{}
-	for _, s := range st.Services {
+	for _, s := range ud.Status.Services {
 		statusOf[s.Name] = s
 	}
 	rows := [][]string{}
-	for _, s := range spec.Services {
+	for _, s := range ud.Spec.Services {
 		ss, ok := statusOf[s.Name]
 		ready := "-"
 		if ok {
@@ -420,7 +427,12 @@ func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserD
 		rows = append(rows, []string{s.Name, s.Image, ready, printing.OrDash(string(s.Exposure)), printing.OrDash(strings.Join(ports, ",")), printing.OrDash(printing.OneLine(ss.Message))})
 	}
 	w.Table(0, "Services", []string{"Name", "Image", "Ready", "Exposure", "Ports", "Message"}, rows)
+}
 
+// appConfig writes what an app's services are given: config, secrets and
+// the ingress.
+func appConfig(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
+	spec := ud.Spec
 	// Config keys only: values are in the ConfigMap, and a value set by
 	// mistake where a secret belonged should not be printed here.
 	if len(spec.Config) > 0 {
@@ -433,7 +445,7 @@ func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserD
 	} else {
 		w.Field(0, "Config", "")
 	}
-	rows = [][]string{}
+	rows := [][]string{}
 	for _, s := range spec.Secrets {
 		services := strings.Join(s.Services, ",")
 		if services == "" {
@@ -451,26 +463,29 @@ func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserD
 			w.Field(1, "TLS Secret", ing.TLS.SecretName)
 		}
 	}
-	w.Conditions(st.Conditions)
+}
 
+// appObjects writes the Deployments, volumes, Services and Ingresses the
+// operator made for an app, as the cluster has them.
+func (d *describer) appObjects(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
 	sel := owned(schedv1.LabelUserDeployment, ud.Name)
 	opts := metav1.ListOptions{LabelSelector: sel}
 	if deps, err := d.clients.Kube.AppsV1().Deployments(ud.Namespace).List(d.ctx, opts); err != nil {
 		w.Line(0, "Deployments:\t%s", listError(err, "deployments.apps"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, dep := range deps.Items {
 			rows = append(rows, []string{dep.Name, fmt.Sprintf("%d/%d", dep.Status.ReadyReplicas, desired(dep)), strconv.Itoa(int(dep.Status.UpdatedReplicas)), strconv.Itoa(int(dep.Status.AvailableReplicas))})
 		}
 		w.Table(0, "Deployments", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
 	}
-	if hasVolumes(spec) {
+	if hasVolumes(ud.Spec) {
 		d.describeVolumes(w, ud.Namespace, opts)
 	}
 	if svcs, err := d.clients.Kube.CoreV1().Services(ud.Namespace).List(d.ctx, opts); err != nil {
 		w.Line(0, "Kubernetes Services:\t%s", listError(err, "services"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, s := range svcs.Items {
 			var ports []string
 			for _, p := range s.Spec.Ports {
@@ -483,7 +498,7 @@ func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserD
 	if ings, err := d.clients.Kube.NetworkingV1().Ingresses(ud.Namespace).List(d.ctx, opts); err != nil {
 		w.Line(0, "Ingresses:\t%s", listError(err, "ingresses.networking.k8s.io"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, ing := range ings.Items {
 			var hosts []string
 			for _, r := range ing.Spec.Rules {

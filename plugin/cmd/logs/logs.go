@@ -267,109 +267,135 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 
 func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	src := &source{kind: k, name: obj.GetName()}
-	podName := func(p *corev1.Pod) string { return p.Name }
-	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(podlogs.TaskContainer)} }
+	var err error
 	switch t := obj.(type) {
 	case *schedv1.UserDeployment:
-		set := labels.Set{schedv1.LabelUserDeployment: t.Name}
-		if o.Service != "" {
-			if !slices.ContainsFunc(t.Spec.Services, func(s schedv1.ServiceSpec) bool { return s.Name == o.Service }) {
-				var known []string
-				for _, s := range t.Spec.Services {
-					known = append(known, s.Name)
-				}
-				return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Its services: "+strings.Join(known, ", ")+".",
-					"userdeployment %s has no service %q", t.Name, o.Service)
-			}
-			set[schedv1.LabelService] = o.Service
-		}
-		src.selector = labels.SelectorFromSet(set)
-		src.containers = func(p *corev1.Pod) []string {
-			if o.Container != "" {
-				return []string{o.Container}
-			}
-			var cs []string
-			for _, c := range p.Spec.Containers {
-				cs = append(cs, c.Name)
-			}
-			return cs
-		}
-		src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
-		src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+		err = o.appSource(src, t)
 	case *schedv1.AgentTask:
-		// The label holds the Job's name, which may be shorter than the task's.
-		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
-		src.containers, src.prefix = taskContainer, podName
-		src.order = func(*corev1.Pod) string { return "" }
-		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
-		src.deleted = func(context.Context) ([]deletedPods, error) {
-			if c := podDeleted(t); c != nil {
-				return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
-			}
-			return nil, nil
-		}
+		o.taskSource(src, t)
 	case *schedv1.Workflow:
-		set, err := o.workflowPods(t)
-		if err != nil {
-			return nil, err
-		}
-		src.selector = labels.SelectorFromSet(set)
-		stepOf := func(labels map[string]string) string {
-			label := labels[schedv1.LabelWorkflowStep]
-			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
-				return t.Spec.Finally[j].Name
-			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
-				return t.Spec.Steps[i].Name
-			}
-			return "step-" + label
-		}
-		stepName := func(p *corev1.Pod) string {
-			name := stepOf(p.Labels)
-			if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
-				name += "[" + item + "]"
-			}
-			return name
-		}
-		src.containers = taskContainer
-		src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
-		src.order = func(p *corev1.Pod) string {
-			// The finally steps after every step.
-			label := p.Labels[schedv1.LabelWorkflowStep]
-			if j, ok := names.ParseFinallyStep(label); ok {
-				return fmt.Sprintf("f%06d", j)
-			}
-			i, _ := strconv.Atoi(label)
-			item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
-			return fmt.Sprintf("%06d-%03d", i, item)
-		}
-		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
-		src.deleted = func(ctx context.Context) ([]deletedPods, error) {
-			// The tasks of the pods asked for: a step's and its items' carry
-			// the labels their pods do.
-			var tasks schedv1.AgentTaskList
-			if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
-				return nil, err
-			}
-			var out []deletedPods
-			for i := range tasks.Items {
-				task := &tasks.Items[i]
-				c := podDeleted(task)
-				if c == nil || !metav1.IsControlledBy(task, t) {
-					continue
-				}
-				of := "step " + stepOf(task.Labels)
-				if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
-					of = "item " + item + " of " + of
-				}
-				out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
-			}
-			slices.SortFunc(out, func(a, b deletedPods) int {
-				return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
-			})
-			return out, nil
-		}
+		err = o.workflowSource(src, t)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return src, nil
+}
+
+// taskContainer is the container of a task's pod, or -c's.
+func (o *Options) taskContainer(*corev1.Pod) []string {
+	return []string{o.containerOr(podlogs.TaskContainer)}
+}
+
+// appSource: an app's pods, or its service's, each container's lines
+// behind [SERVICE POD].
+func (o *Options) appSource(src *source, t *schedv1.UserDeployment) error {
+	set := labels.Set{schedv1.LabelUserDeployment: t.Name}
+	if o.Service != "" {
+		if !slices.ContainsFunc(t.Spec.Services, func(s schedv1.ServiceSpec) bool { return s.Name == o.Service }) {
+			var known []string
+			for _, s := range t.Spec.Services {
+				known = append(known, s.Name)
+			}
+			return cmdutil.Errorf(cmdutil.ExitNotFound, "Its services: "+strings.Join(known, ", ")+".",
+				"userdeployment %s has no service %q", t.Name, o.Service)
+		}
+		set[schedv1.LabelService] = o.Service
+	}
+	src.selector = labels.SelectorFromSet(set)
+	src.containers = func(p *corev1.Pod) []string {
+		if o.Container != "" {
+			return []string{o.Container}
+		}
+		var cs []string
+		for _, c := range p.Spec.Containers {
+			cs = append(cs, c.Name)
+		}
+		return cs
+	}
+	src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
+	src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+	return nil
+}
+
+// taskSource: a task's pods, one per attempt, behind [POD].
+func (o *Options) taskSource(src *source, t *schedv1.AgentTask) {
+	// The label holds the Job's name, which may be shorter than the task's.
+	src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
+	src.containers, src.prefix = o.taskContainer, func(p *corev1.Pod) string { return p.Name }
+	src.order = func(*corev1.Pod) string { return "" }
+	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
+	src.deleted = func(context.Context) ([]deletedPods, error) {
+		if c := podDeleted(t); c != nil {
+			return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
+		}
+		return nil, nil
+	}
+}
+
+// workflowSource: the pods of a workflow's steps, or of one step or item,
+// in step order, behind [STEP POD] or [STEP[N] POD].
+func (o *Options) workflowSource(src *source, t *schedv1.Workflow) error {
+	set, err := o.workflowPods(t)
+	if err != nil {
+		return err
+	}
+	src.selector = labels.SelectorFromSet(set)
+	stepOf := func(labels map[string]string) string {
+		label := labels[schedv1.LabelWorkflowStep]
+		if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
+			return t.Spec.Finally[j].Name
+		} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
+			return t.Spec.Steps[i].Name
+		}
+		return "step-" + label
+	}
+	stepName := func(p *corev1.Pod) string {
+		name := stepOf(p.Labels)
+		if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
+			name += "[" + item + "]"
+		}
+		return name
+	}
+	src.containers = o.taskContainer
+	src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
+	src.order = func(p *corev1.Pod) string {
+		// The finally steps after every step.
+		label := p.Labels[schedv1.LabelWorkflowStep]
+		if j, ok := names.ParseFinallyStep(label); ok {
+			return fmt.Sprintf("f%06d", j)
+		}
+		i, _ := strconv.Atoi(label)
+		item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
+		return fmt.Sprintf("%06d-%03d", i, item)
+	}
+	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
+	src.deleted = func(ctx context.Context) ([]deletedPods, error) {
+		// The tasks of the pods asked for: a step's and its items' carry
+		// the labels their pods do.
+		var tasks schedv1.AgentTaskList
+		if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
+			return nil, err
+		}
+		var out []deletedPods
+		for i := range tasks.Items {
+			task := &tasks.Items[i]
+			c := podDeleted(task)
+			if c == nil || !metav1.IsControlledBy(task, t) {
+				continue
+			}
+			of := "step " + stepOf(task.Labels)
+			if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
+				of = "item " + item + " of " + of
+			}
+			out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
+		}
+		slices.SortFunc(out, func(a, b deletedPods) int {
+			return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
+		})
+		return out, nil
+	}
+	return nil
 }
 
 // podDeleted is a task's PodDeleted condition when it is True.

@@ -74,7 +74,7 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 				return typed(p, values[name])
 			}
 		}
-		escape := kind == "Workflow" && isReferenceString(path)
+		escape := kind == kinds.Workflow.Kind && isReferenceString(path)
 		var b strings.Builder
 		err := scan(s, func(l string) { b.WriteString(l) }, func(name string, _ int) error {
 			v, ok := values[name]
