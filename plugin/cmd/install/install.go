@@ -256,14 +256,10 @@ func (o *Options) Validate() error {
 			return cmdutil.Usage("Give at least 128Mi: 128Mi per 10,000 objects the operator caches, plus 128Mi.", "--operator-memory %q is less than the operator needs caching nothing", o.OperatorMemory)
 		}
 	}
-	if !o.Print.IsTable() {
-		if _, err := o.Print.Printer(); err != nil {
-			return cmdutil.Usage("Use -o yaml, json or name.", "%v", err)
-		}
-	} else if *o.Print.OutputFormat == "wide" {
+	if o.Print.IsWide() {
 		return cmdutil.Usage("Use -o yaml, json or name.", "install prints no table; -o wide does not apply")
 	}
-	return nil
+	return o.Print.Validate("Use -o yaml, json or name.")
 }
 
 // Run applies the objects in order, then waits for the CRDs.

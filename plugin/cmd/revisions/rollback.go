@@ -23,9 +23,8 @@ import (
 
 // RollbackOptions for `kubectl sched rollback`.
 type RollbackOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name       string
 	ToRevision int64
 	DryRun     string
 	Wait       bool
@@ -34,7 +33,7 @@ type RollbackOptions struct {
 
 // NewRollbackCommand returns `kubectl sched rollback`.
 func NewRollbackCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RollbackOptions{ClientOptions: c, Timeout: 5 * time.Minute}
+	o := &RollbackOptions{NameOptions: kube.Named(c), Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "rollback NAME",
 		Short: "Roll an app back to an earlier revision, as a new revision",
@@ -75,12 +74,6 @@ or rolled back by the operator (exit 10), or --timeout passes (exit 12).`,
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app and its revisions.`)
 	cmdutil.AddWaitFlags(cmd, &o.Wait, "Follow the app until it is Running (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	return cmd
-}
-
-// Complete reads the argument and builds the clients.
-func (o *RollbackOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

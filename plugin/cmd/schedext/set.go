@@ -116,13 +116,11 @@ func (o *SetOptions) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	if o.Print.IsTable() && *o.Print.OutputFormat == "wide" {
+	if o.Print.IsWide() {
 		return cmdutil.Usage("Use -o yaml, json or name.", "set prints no table; -o wide does not apply")
 	}
-	if !o.Print.IsTable() {
-		if _, err := o.Print.Printer(); err != nil {
-			return cmdutil.Usage("Use -o yaml, json, name, jsonpath=... or go-template=....", "%v", err)
-		}
+	if err := o.Print.Validate("Use -o yaml, json, name, jsonpath=... or go-template=...."); err != nil {
+		return err
 	}
 	name := o.obj.Name
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > 50 {

@@ -31,13 +31,12 @@ const maxRunsShown = 20
 
 // DescribeOptions for `tenant describe`.
 type DescribeOptions struct {
-	kube.ClientOptions
-	Name string
-	Now  func() time.Time
+	kube.NameOptions
+	Now func() time.Time
 }
 
 func newDescribeCommand(c kube.ClientOptions) *cobra.Command {
-	o := &DescribeOptions{ClientOptions: c, Now: time.Now}
+	o := &DescribeOptions{NameOptions: kube.Named(c), Now: time.Now}
 	return &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a tenant's members, limits and the objects that count against its quota",
@@ -51,12 +50,6 @@ first with when each is deleted, and the namespace's events.`,
 		Args:    nameArg,
 		RunE:    cmdutil.RunE(o),
 	}
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *DescribeOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate has nothing to check.

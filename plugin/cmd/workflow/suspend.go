@@ -14,11 +14,10 @@ import (
 
 // SuspendOptions for `workflow suspend` and `workflow resume`.
 type SuspendOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 	// Suspend is what spec.suspend is set to: true for suspend.
 	Suspend bool
 
-	Name   string
 	DryRun string
 }
 
@@ -46,7 +45,7 @@ Resumed).`,
 }
 
 func newSuspendResumeCommand(c kube.ClientOptions, suspend bool, verb, short, long, example string) *cobra.Command {
-	o := &SuspendOptions{ClientOptions: c, Suspend: suspend}
+	o := &SuspendOptions{NameOptions: kube.Named(c), Suspend: suspend}
 	cmd := &cobra.Command{
 		Use:               verb + " NAME",
 		Short:             short,
@@ -58,12 +57,6 @@ func newSuspendResumeCommand(c kube.ClientOptions, suspend bool, verb, short, lo
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the workflow.`)
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *SuspendOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

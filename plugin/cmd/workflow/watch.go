@@ -53,15 +53,14 @@ const logsGrace = 5 * time.Second
 
 // WatchOptions for `kubectl sched workflow watch`.
 type WatchOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name    string
 	Logs    bool
 	Timeout time.Duration
 }
 
 func newWatchCommand(c kube.ClientOptions) *cobra.Command {
-	o := &WatchOptions{ClientOptions: c}
+	o := &WatchOptions{NameOptions: kube.Named(c)}
 	cmd := &cobra.Command{
 		Use:   "watch NAME [--logs] [--timeout D]",
 		Short: "Follow a Workflow live until it ends; the exit code is its outcome",
@@ -81,12 +80,6 @@ func newWatchCommand(c kube.ClientOptions) *cobra.Command {
 	cmd.Flags().BoolVar(&o.Logs, "logs", false, "Stream the running step's pod logs, each line prefixed with the step name.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Stop watching after this long and exit 12 (0: until the workflow ends).")
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *WatchOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

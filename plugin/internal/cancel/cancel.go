@@ -27,17 +27,16 @@ type Target struct {
 
 // Options for `task cancel` and `workflow stop`.
 type Options struct {
-	kube.ClientOptions
+	kube.NameOptions
 	Target Target
 
-	Name   string
 	DryRun string
 }
 
 // NewCommand returns `task cancel` or `workflow stop`, as t says: it stops
 // an AgentTask or a Workflow without deleting it.
 func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, Target: t}
+	o := &Options{NameOptions: kube.Named(c), Target: t}
 	cmd := &cobra.Command{
 		Use:               t.Verb + " NAME",
 		Short:             short,
@@ -49,12 +48,6 @@ func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *co
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the object.`)
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *Options) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
