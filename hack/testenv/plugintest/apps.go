@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -81,4 +83,54 @@ func (e *Env) Service(t testing.TB, ns, app, name string) schedv1.ServiceSpec {
 	}
 	t.Fatalf("userdeployment %s/%s has no service %s", ns, app, name)
 	return schedv1.ServiceSpec{}
+}
+
+// CreateWithStatus creates each object, then writes the status it was
+// given, as its controller would: a create drops the status. An object
+// given no status is only created.
+func (e *Env) CreateWithStatus(t testing.TB, objs ...client.Object) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range objs {
+		given, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Client.Create(ctx, obj); err != nil {
+			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+		}
+		status, ok := given["status"].(map[string]any)
+		if !ok || len(status) == 0 {
+			continue
+		}
+		created, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created["status"] = status
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(created, obj); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Client.Status().Update(ctx, obj); err != nil {
+			t.Fatalf("status of %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+}
+
+// UpdateStatus writes obj's status as its controller would: it reads obj
+// by its key, change edits it, and the status is written, again on a
+// conflict.
+func UpdateStatus[T client.Object](t testing.TB, e *Env, obj T, change func(T)) {
+	t.Helper()
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change(obj)
+		return e.Client.Status().Update(ctx, obj)
+	})
+	if err != nil {
+		t.Fatalf("status of %T %s: %v", obj, obj.GetName(), err)
+	}
 }

@@ -34,37 +34,6 @@ var ageRE = regexp.MustCompile(`(?m) \d+[smhdy](\d+[smhd])?$`)
 // normalise replaces ages, the only cells that depend on the clock.
 func normalise(s string) string { return ageRE.ReplaceAllString(s, " <age>") }
 
-func mustCreate(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	for _, o := range objs {
-		status := o.DeepCopyObject().(client.Object)
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatalf("create %s: %v", o.GetName(), err)
-		}
-		// Create drops the status; write it as the operator would.
-		setStatusFrom(o, status)
-		if err := env.Client.Status().Update(ctx, o); err != nil {
-			t.Fatalf("status of %s: %v", o.GetName(), err)
-		}
-	}
-}
-
-func setStatusFrom(dst, src client.Object) {
-	switch d := dst.(type) {
-	case *schedv1.AgentTask:
-		d.Status = src.(*schedv1.AgentTask).Status
-	case *schedv1.Workflow:
-		d.Status = src.(*schedv1.Workflow).Status
-	case *schedv1.UserDeployment:
-		d.Status = src.(*schedv1.UserDeployment).Status
-	case *schedv1.SchedExt:
-		d.Status = src.(*schedv1.SchedExt).Status
-	case *schedv1.CronWorkflow:
-		d.Status = src.(*schedv1.CronWorkflow).Status
-	}
-}
-
 func namespace(t *testing.T, name string) {
 	t.Helper()
 	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
@@ -106,7 +75,7 @@ func seedObjects(t *testing.T) {
 	cw.Status = schedv1.CronWorkflowStatus{ActiveCount: 1, LastScheduleTime: &metav1.Time{Time: time.Now().Add(-3 * time.Hour)},
 		NextScheduleTime: &metav1.Time{Time: time.Date(2031, 11, 27, 1, 0, 0, 0, time.UTC)},
 		Conditions:       []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonScheduled, Message: "runs start on schedule", LastTransitionTime: metav1.Now()}}}
-	mustCreate(t,
+	env.CreateWithStatus(t,
 		ud, wf, cw, scx,
 		task("hello", "get-test", schedv1.TaskSucceeded, 0, map[string]string{"team": "a"}),
 		task("fail", "get-test", schedv1.TaskFailed, 3, map[string]string{"team": "b"}),
@@ -277,7 +246,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 func TestGetWatch(t *testing.T) {
 	namespace(t, "get-watch")
 	at := task("w1", "get-watch", schedv1.TaskPending, 0, nil)
-	mustCreate(t, at)
+	env.CreateWithStatus(t, at)
 
 	// --request-timeout bounds the watch should the test go wrong.
 	r := watchtest.Start(env.Kubeconfig, "get", "at", "-n", "get-watch", "-w", "--output-watch-events", "--request-timeout", "2m")
