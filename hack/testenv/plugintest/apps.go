@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
@@ -35,6 +36,16 @@ func (e *Env) Shop(t testing.TB, ns string) *schedv1.UserDeployment {
 	e.Namespace(t, ns)
 	e.MustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
 	return e.App(t, ns, "shop")
+}
+
+// Hello is the app of one image beside Shop: app hello deployed in ns as
+// `kubectl sched deploy hello --image nginx:1.27 --internal` and flags
+// (service web, 1 replica).
+func (e *Env) Hello(t testing.TB, ns string, flags ...string) *schedv1.UserDeployment {
+	t.Helper()
+	e.Namespace(t, ns)
+	e.MustRun(t, append([]string{"deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal"}, flags...)...)
+	return e.App(t, ns, "hello")
 }
 
 // App reads app name in ns.
@@ -133,4 +144,14 @@ func UpdateStatus[T client.Object](t testing.TB, e *Env, obj T, change func(T)) 
 	if err != nil {
 		t.Fatalf("status of %T %s: %v", obj, obj.GetName(), err)
 	}
+}
+
+// Resources is a ResourceList of names and quantities: Resources("cpu",
+// "1", "pods", "3").
+func Resources(kv ...string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return l
 }

@@ -24,12 +24,12 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
 
-// apps makes namespace ns with app shop (plugintest's Shop: services web
-// and api, 2 replicas each) and an --image app hello (service web).
+// apps makes namespace ns with apps shop (services web and api, 2
+// replicas each) and hello (service web).
 func apps(t *testing.T, ns string) {
 	t.Helper()
 	env.Shop(t, ns)
-	env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal")
+	env.Hello(t, ns)
 }
 
 func replicas(t *testing.T, ns, app, svc string) int32 {

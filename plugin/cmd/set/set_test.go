@@ -17,12 +17,12 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
 
-// apps makes namespace ns with app shop (plugintest's Shop: services web
-// and api) and an --image app hello (service web, env A=1).
+// apps makes namespace ns with apps shop (services web and api) and
+// hello (service web, env A=1).
 func apps(t *testing.T, ns string) {
 	t.Helper()
 	env.Shop(t, ns)
-	env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal", "--env", "A=1")
+	env.Hello(t, ns, "--env", "A=1")
 }
 
 func envOf(s schedv1.ServiceSpec) string {
