@@ -12,8 +12,8 @@ type ErrorCase struct {
 	// (--kubeconfig, --server) say where to go.
 	NoKubeconfig bool
 	// As runs as the user of this kubeconfig (UserKubeconfig's).
-	As string
-	Code         int
+	As   string
+	Code int
 	// Stderr are substrings stderr must hold: the error and its hint.
 	Stderr []string
 }

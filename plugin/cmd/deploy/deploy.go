@@ -111,7 +111,7 @@ default).`,
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	o.SourceFlags.AddFlags(cmd, udKind.Kind, "")
+	o.AddFlags(cmd, udKind.Kind, "")
 	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")

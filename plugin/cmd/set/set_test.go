@@ -1,7 +1,6 @@
 package set_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,8 +13,6 @@ import (
 var env *plugintest.Env
 
 func TestMain(m *testing.M) { plugintest.Main(m, &env) }
-
-var ctx = context.Background()
 
 // apps makes namespace ns with apps shop (services web and api) and
 // hello (service web, env A=1).

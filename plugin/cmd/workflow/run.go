@@ -95,7 +95,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	o.SourceFlags.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin.")
+	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin.")
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param for this run: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")

@@ -96,7 +96,7 @@ func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 	f.Int32Var(&o.SucceededKept, "successful-runs-history-limit", 3, "Succeeded runs to keep; older ones are deleted.")
 	f.Int32Var(&o.FailedKept, "failed-runs-history-limit", 1, "Runs that did not succeed to keep; older ones are deleted.")
 	f.BoolVar(&o.Suspend, "suspend", false, "Start no new runs until applied again without it.")
-	o.SourceFlags.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin. Its spec is what each run runs.")
+	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin. Its spec is what each run runs.")
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values (repeatable; later files win).")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the CronWorkflow without sending it; "server" has the API server check it without persisting it.`)
