@@ -24,13 +24,16 @@
 // (steps.build.outputs.?tag.orValue('latest')). The expression must be a
 // bool and at most MaxLength characters. An output a step did not write is
 // an error when read (use has() or .? to test for it), and so is going
-// past CostLimit: the step fails with CEL's message.
+// past CostLimit: the step fails with CEL's message. What an expression
+// may cost and build is bounded before it runs and while it runs
+// (bounds.go): an expression whose estimated cost is past
+// EstimatedCostLimit does not compile, and no string it builds is longer
+// than MaxResultBytes.
 package celexpr
 
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 
@@ -38,19 +41,18 @@ import (
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/operators"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 )
 
 // MaxLength is the longest expression, the CRD's bound on when.
 const MaxLength = 1024
 
-// CostLimit bounds what one evaluation may cost, in CEL's cost units (about
-// one per operation, and per few bytes a string function reads): the
-// runtime limit Kubernetes gives one CRD or admission rule. An evaluation
+// CostLimit bounds what one evaluation may cost, in CEL's cost units
+// (about one per operation, and per character a function builds or a few
+// it reads): Kubernetes' runtime limit for one CEL rule. An evaluation
 // that gets there stops with an error and the step fails, so no workflow
-// can spend more of the operator's CPU. (No estimate refuses an
-// expression beforehand: with outputs of up to 4 KiB, the worst case of
-// a plain split(',').exists(...) is already past it.)
+// can spend more of the operator's CPU or memory.
 const CostLimit = 1_000_000
 
 // Scope is where an expression is: a main step's when or a finally step's.
@@ -66,13 +68,13 @@ const (
 
 // Step is what an expression sees of a step.
 type Step struct {
-	Phase   string            `cel:"phase"`
-	Outputs map[string]string `cel:"outputs"`
+	Phase   string
+	Outputs map[string]string
 }
 
 // Workflow is what a finally step's expression sees of the workflow.
 type Workflow struct {
-	Phase string `cel:"phase"`
+	Phase string
 }
 
 // Input is what an expression is evaluated with.
@@ -101,31 +103,32 @@ var (
 // env is the environment of a scope, built once.
 func env(scope Scope) (*cel.Env, error) {
 	envOnce.Do(func() {
-		stepType := cel.ObjectType(typeName(reflect.TypeFor[Step]()))
 		base := []cel.EnvOption{
+			// Kubernetes' version; what its functions cost is cost.go's.
 			ext.Strings(ext.StringsVersion(2)),
+			// Their results cannot be bounded before they run.
+			cel.Function("format", cel.DisableDeclaration(true),
+				cel.MemberOverload("string_format", []*cel.Type{cel.StringType, cel.ListType(cel.DynType)}, cel.StringType)),
+			cel.Function("strings.quote", cel.DisableDeclaration(true),
+				cel.Overload("strings_quote", []*cel.Type{cel.StringType}, cel.StringType)),
 			cel.OptionalTypes(),
-			// After the libraries: they register types, which a native
-			// type provider cannot.
-			ext.NativeTypes(reflect.TypeFor[Step](), reflect.TypeFor[Workflow](), ext.ParseStructTags(true)),
+			// After the libraries: they register types, which our
+			// provider in front of the environment's cannot.
+			withObjects,
 			cel.Variable(varSteps, cel.MapType(cel.StringType, stepType)),
 			cel.Variable(varParams, cel.MapType(cel.StringType, cel.StringType)),
+			cel.ASTValidators(validator{}),
 		}
+		base = append(base, costOptions)
 		envs[Main], envErr = cel.NewEnv(base...)
 		if envErr != nil {
 			return
 		}
-		// Built anew: an environment with native types cannot be extended.
-		envs[Finally], envErr = cel.NewEnv(append(base, cel.Variable(varWorkflow, cel.ObjectType(typeName(reflect.TypeFor[Workflow]()))))...)
+		// Built anew: an environment with a custom provider cannot be
+		// extended.
+		envs[Finally], envErr = cel.NewEnv(append(base, cel.Variable(varWorkflow, workflowType))...)
 	})
 	return envs[scope], envErr
-}
-
-// typeName is the CEL name ext.NativeTypes gives a Go type: its package's
-// last element and its name.
-func typeName(t reflect.Type) string {
-	pkg := t.PkgPath()
-	return pkg[strings.LastIndex(pkg, "/")+1:] + "." + t.Name()
 }
 
 // Expression is a compiled, type-checked expression.
@@ -135,12 +138,27 @@ type Expression struct {
 	prg   cel.Program
 	// Steps and Params are the names it reads, written out, in order.
 	Steps, Params []string
+	// Cost is its estimated cost with what it reads at its largest.
+	Cost uint64
+
+	// mu makes evaluations take turns with the meter.
+	mu    sync.Mutex
+	meter *meter
 }
 
-// Compile parses and type-checks expr for scope. The error is CEL's, one
-// problem a line, or says which rule of this package expr breaks; it does
-// not check which steps and params expr names (Check does).
+// Compile parses and type-checks expr for scope and estimates its cost
+// with every step it reads taken for a forEach step (the longest
+// outputs). The error is CEL's, one problem a line, or says which rule of
+// this package expr breaks; it does not check which steps and params expr
+// names (Check does).
 func Compile(expr string, scope Scope) (*Expression, error) {
+	return compile(expr, scope, func([]string) sizes { return largest }, EstimatedCostLimit)
+}
+
+// compile is Compile with the sizes of what the expression reads, given
+// the steps it names, and the estimate's limit (tests lift it to try the
+// other bounds).
+func compile(expr string, scope Scope, sizesOf func(steps []string) sizes, limit uint64) (*Expression, error) {
 	if len(expr) > MaxLength {
 		return nil, fmt.Errorf("the expression is %d characters; at most %d are allowed", len(expr), MaxLength)
 	}
@@ -160,6 +178,9 @@ func Compile(expr string, scope Scope) (*Expression, error) {
 		if strings.Contains(msg, "undeclared reference to 'item'") {
 			msg += "\n(a when has no item: a forEach step's when is decided once, before any item runs; ${item} is for the strings of a forEach step's task)"
 		}
+		if strings.Contains(msg, "'format'") || strings.Contains(msg, "'quote'") {
+			msg += "\n(format and strings.quote are not available in a when: how long a string they build cannot be known before they run; compare the parts instead)"
+		}
 		return nil, errors.New(msg)
 	}
 	if !checked.OutputType().IsExactType(types.BoolType) {
@@ -169,7 +190,16 @@ func Compile(expr string, scope Scope) (*Expression, error) {
 	if err := x.collectNames(); err != nil {
 		return nil, err
 	}
-	if x.prg, err = e.Program(checked, cel.CostLimit(CostLimit)); err != nil {
+	s := sizesOf(x.Steps)
+	cost, err := e.EstimateCost(checked, estimator{s})
+	if err != nil {
+		return nil, fmt.Errorf("estimating its cost: %w", err)
+	}
+	if x.Cost = cost.Max; x.Cost > limit {
+		return nil, costError{estimateMessage(x.Cost, s)}
+	}
+	x.meter = &meter{vals: map[int64]ref.Val{}}
+	if x.prg, err = e.Program(checked, cel.CustomDecoratorV2(x.meter.decorate)); err != nil {
 		return nil, err
 	}
 	return x, nil
@@ -242,16 +272,10 @@ func selectedKey(id ast.NavigableExpr) (string, bool) {
 // Eval evaluates the expression with in. An error is CEL's (a missing key,
 // the cost limit), worded for the step's message.
 func (x *Expression) Eval(in Input) (bool, error) {
-	vars := map[string]any{varSteps: in.Steps, varParams: in.Params}
-	if in.Steps == nil {
-		vars[varSteps] = map[string]Step{}
-	}
-	if in.Params == nil {
-		vars[varParams] = map[string]string{}
-	}
-	if x.scope == Finally {
-		vars[varWorkflow] = Workflow{Phase: in.Phase}
-	}
+	vars := in.values(x.scope)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.meter.reset(CostLimit)
 	out, _, err := x.prg.Eval(vars)
 	if err != nil {
 		if strings.Contains(err.Error(), "cost limit exceeded") {

@@ -1,6 +1,7 @@
 package celexpr
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -46,7 +47,7 @@ func CompileStep(spec *v1alpha1.WorkflowSpec, i int, scope Scope) (*Expression, 
 	if step.When == "" {
 		return nil, nil
 	}
-	x, err := Compile(step.When, scope)
+	x, err := compile(step.When, scope, sizesIn(spec), EstimatedCostLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,10 @@ func check(spec *v1alpha1.WorkflowSpec, path *field.Path, i int, scope Scope) fi
 	if scope == Finally {
 		label = fmt.Sprintf("finally step %q", step.Name)
 	}
-	x, err := Compile(step.When, scope)
+	x, err := compile(step.When, scope, sizesIn(spec), EstimatedCostLimit)
+	if cost := (costError{}); errors.As(err, &cost) {
+		return field.ErrorList{field.Invalid(path, step.When, fmt.Sprintf("%s: when could cost too much to evaluate: %v", label, err))}
+	}
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, step.When, fmt.Sprintf("%s: when is not a valid CEL expression: %v", label, err))}
 	}
@@ -78,6 +82,24 @@ func check(spec *v1alpha1.WorkflowSpec, path *field.Path, i int, scope Scope) fi
 		errs = append(errs, field.Invalid(path, step.When, label+": "+p))
 	}
 	return errs
+}
+
+// sizesIn is what the steps of spec an expression reads may hold at
+// most: the outputs of a forEach step are longer than a task's.
+func sizesIn(spec *v1alpha1.WorkflowSpec) func(steps []string) sizes {
+	return func(steps []string) sizes {
+		s := sizes{output: MaxOutputBytes, param: MaxParamBytes}
+		for _, name := range steps {
+			for _, list := range [][]v1alpha1.WorkflowStep{spec.Steps, spec.Finally} {
+				for k := range list {
+					if list[k].Name == name && list[k].ForEach != nil {
+						s.output = MaxForEachOutputBytes
+					}
+				}
+			}
+		}
+		return s
+	}
 }
 
 // names checks the steps and params x reads, for step i of scope.

@@ -39,6 +39,16 @@ func ingressClasses(_, v string) string {
 
 func keyTemplate(_, v string) string { return secretstore.TemplateProblem(v) }
 
+// annotationDomains: DNS names (an annotation key's prefix is one), or *.
+func annotationDomains(_, v string) string {
+	for _, d := range strings.Split(v, ",") {
+		if d = strings.TrimSpace(d); d != "" && d != "*" && len(validation.IsDNS1123Subdomain(d)) > 0 {
+			return fmt.Sprintf("holds %q: give lower-case DNS domains (example.com covers its subdomains) or *, comma-separated", d)
+		}
+	}
+	return ""
+}
+
 func reservedPaths(_, v string) string {
 	for _, p := range strings.Split(v, ",") {
 		if p = strings.TrimSpace(p); strings.ContainsAny(p, " '\"\\") || strings.Contains(p, "{{") {

@@ -113,6 +113,11 @@ type Values struct {
 	// ClusterIssuer is the cert-manager ClusterIssuer that signs public
 	// apps' certificates when cert-manager is installed; none when empty.
 	ClusterIssuer string
+	// AllowedPodAnnotationDomains are the domains (each covering its
+	// subdomains; "*" any) of the annotation keys tasks, workflow steps
+	// and apps may pass to their pods in podMetadata.annotations; a key
+	// without a domain is always allowed.
+	AllowedPodAnnotationDomains []string
 
 	// NamespaceSelector is a label selector (labels.Parse) of the
 	// namespaces the operator serves; every namespace when empty.
@@ -275,6 +280,16 @@ var All = []Setting{
 		InstallHelp: "Comma-separated registries or repositories (ghcr.io/sched-ext,registry.example.com) a SchedExt's own scheduler.image must come from; any when empty.",
 		Default:     "none (any)",
 		Doc:         "comma-separated registries or repositories (`ghcr.io/sched-ext,registry.example.com`) that a SchedExt's own `scheduler.image` must come from; another gets no DaemonSet and the condition `ImageNotAllowed` naming the list. Images of `--scheduler-image` are the admin's own and always run",
+	},
+	{
+		Flag: "allowed-pod-annotation-domains", Env: "ALLOWED_POD_ANNOTATION_DOMAINS", Kind: List,
+		Field:       func(v *Values) any { return &v.AllowedPodAnnotationDomains },
+		Split:       splitList,
+		Check:       annotationDomains,
+		Help:        "Comma-separated domains (each with its subdomains; * any) of the annotation keys tasks, workflow steps and apps may pass to their pods; keys without a domain are always allowed.",
+		InstallHelp: "Comma-separated domains (each with its subdomains; * any) of the annotation keys tasks, workflow steps and apps may pass to their pods in podMetadata.annotations; keys without a domain are always allowed. Others (Multus, Calico, Istio, the cluster autoscaler) change networking or block drains.",
+		Default:     "`kubectl-sched.dev`",
+		Doc:         "comma-separated domains whose annotation keys tasks, workflow steps and apps may pass to their pods in `podMetadata.annotations`; a domain covers its subdomains, `*` allows any, a key without a domain (`note`) is always allowed. Other keys (Multus's `k8s.v1.cni.cncf.io`, Calico's `cni.projectcalico.org`, Istio's `sidecar.istio.io`, `cluster-autoscaler.kubernetes.io`) change a pod's network or block node drains: refused at apply time, and a task or service admitted before is not started (`AnnotationNotAllowed`; see Security model)",
 	},
 	{
 		Flag: "scheduler-namespace", Env: "SCHEDULER_NAMESPACE", Kind: String,

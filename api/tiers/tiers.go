@@ -1,16 +1,20 @@
 // Package tiers reads what a tenant namespace's tier ResourceQuota carries
 // (the operator's tenant controller writes it), for the operator and the
-// plugin alike: the tier's TTLs, and whether the cluster's quota controller
-// counts everything the quota limits.
+// plugin alike: the tier's TTLs and limits, and whether the cluster's quota
+// controller counts everything the quota limits.
 package tiers
 
 import (
+	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -42,6 +46,63 @@ func TTLFromQuota(q *corev1.ResourceQuota, tier string) *TTL {
 		Default: parse(q.Annotations[schedv1.AnnotationTierTTLDefault]),
 		Max:     parse(q.Annotations[schedv1.AnnotationTierTTLMax]),
 	}
+}
+
+// Limits is what a namespace's tier says of the objects the operator
+// makes for it, from its tier ResourceQuota.
+type Limits struct {
+	Tier string
+	// DefaultPriorityClass is the PriorityClass of the pods the operator
+	// makes that name none: the cluster's default class is above the
+	// tier, and its priority quota would refuse them. "": none needed.
+	DefaultPriorityClass string
+	// MaxRevisions bounds the revisions kept of an app; 0: no bound.
+	MaxRevisions int
+}
+
+// LimitsFromQuota reads the limits a tier's ResourceQuota carries; nil
+// when the quota is not the operator's, or is not of tier (as
+// TTLFromQuota).
+func LimitsFromQuota(q *corev1.ResourceQuota, tier string) *Limits {
+	t := TTLFromQuota(q, tier)
+	if t == nil {
+		return nil
+	}
+	l := &Limits{Tier: t.Tier, DefaultPriorityClass: q.Annotations[schedv1.AnnotationTierDefaultPriorityClass]}
+	if n, err := strconv.Atoi(q.Annotations[schedv1.AnnotationTierMaxRevisions]); err == nil && n > 0 {
+		l.MaxRevisions = n
+	}
+	return l
+}
+
+// LimitsOf reads the limits of namespace ns's tier through r (the
+// operator's cache); nil when the namespace has no tier, or its tier
+// quota is not there yet or not the operator's.
+func LimitsOf(ctx context.Context, r client.Reader, ns string) (*Limits, error) {
+	n := &corev1.Namespace{}
+	if err := r.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	tier := n.Labels[schedv1.LabelTier]
+	if tier == "" {
+		return nil, nil
+	}
+	q := &corev1.ResourceQuota{}
+	if err := r.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return LimitsFromQuota(q, tier), nil
+}
+
+// HistoryLimit is how many revisions of app the operator keeps: its
+// spec.revisionHistoryLimit (or the default), at most the tier's
+// MaxRevisions.
+func (l *Limits) HistoryLimit(spec *schedv1.UserDeploymentSpec) int {
+	n := spec.HistoryLimit()
+	if l != nil && l.MaxRevisions > 0 {
+		n = min(n, l.MaxRevisions)
+	}
+	return n
 }
 
 func parse(s string) time.Duration {

@@ -237,6 +237,13 @@ type AgentTaskStatus struct {
 	// +optional
 	Attempts int32 `json:"attempts,omitempty"`
 
+	// Disruptions counts the task's pods that were preempted, evicted
+	// (a container over its ephemeral-storage limit too) or drained: the
+	// Job replaces them without using a retry, up to MaxDisruptions; the
+	// next one fails the task (reason TooManyDisruptions).
+	// +optional
+	Disruptions int32 `json:"disruptions,omitempty"`
+
 	// ExitCode of the last finished attempt.
 	// +optional
 	ExitCode *int32 `json:"exitCode,omitempty"`
@@ -265,6 +272,14 @@ type AgentTaskStatus struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 
+	// Pruned is what the operator deleted of the pods of the task's
+	// earlier attempts: every pod but the latest failed attempt's (whose
+	// log explains the last failure) and the latest one (the attempt that
+	// runs, or ended the task), once this status counts it. Attempts and
+	// Disruptions go on counting them.
+	// +optional
+	Pruned *PrunedPods `json:"pruned,omitempty"`
+
 	// Expiry is when the operator deletes the task once it has finished:
 	// by spec.ttlAfterFinished with cleanup Task, in a namespace of a tier
 	// by the tier's TTLs, else by the cluster's default (kubectl sched
@@ -283,6 +298,34 @@ type AgentTaskStatus struct {
 	// +kubebuilder:validation:MaxItems=16
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// PrunedPods are the pods of a task's earlier attempts the operator
+// deleted, and what they counted.
+type PrunedPods struct {
+	// Pods names them: the ones still there are being deleted, and count
+	// only here. At most the retry limit's 11 attempts and
+	// MaxDisruptions+1 disruptions.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	Pods []string `json:"pods"`
+	// Attempts counts the attempts among them (pods that ran and were
+	// not disrupted).
+	// +optional
+	Attempts int32 `json:"attempts,omitempty"`
+	// Failed counts the attempts that failed on their own.
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// Disrupted counts the pods that were preempted, evicted or drained.
+	// +optional
+	Disrupted int32 `json:"disrupted,omitempty"`
+}
+
+// MaxDisruptions is how many of a task's pods may be disrupted (preempted,
+// evicted, drained) and replaced without using a retry; one more fails the
+// task. An eviction is not the task's failure, but a task whose container
+// fills its ephemeral storage is evicted every time, and each replacement
+// presses a node for everyone.
+const MaxDisruptions = 3
 
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status

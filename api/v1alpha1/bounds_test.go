@@ -8,14 +8,12 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -387,52 +385,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 // largestTaskSpec fills every list, map and string of an AgentTask spec.
-func largestTaskSpec() schedv1.AgentTaskSpec {
-	s := strings.Repeat
-	id := func(prefix string, i, n int) string {
-		p := fmt.Sprintf("%s%d-", prefix, i)
-		return p + s("x", n-len(p))
-	}
-	spec := schedv1.AgentTaskSpec{
-		Image:              s("i", 512),
-		ServiceAccountName: s("s", 253),
-		Resources:          schedv1.ResourceRequirements{Limits: corev1.ResourceList{}, Requests: corev1.ResourceList{}},
-		Placement:          &schedv1.Placement{},
-		PodMetadata:        &schedv1.PodMetadata{Labels: map[string]string{}, Annotations: map[string]string{}},
-		SecurityContext: &schedv1.SecurityContext{
-			Capabilities:    &schedv1.Capabilities{},
-			SELinuxOptions:  &corev1.SELinuxOptions{Level: s("l", 253)},
-			SeccompProfile:  &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr.To(s("p", 4096))},
-			AppArmorProfile: &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeLocalhost, LocalhostProfile: ptr.To(s("p", 4096))},
-			WindowsOptions:  &corev1.WindowsSecurityContextOptions{GMSACredentialSpecName: ptr.To(s("g", 253)), GMSACredentialSpec: ptr.To(s("g", 8192)), RunAsUserName: ptr.To(s("u", 256))},
-		},
-	}
-	for i := range 32 {
-		spec.Command = append(spec.Command, s("c", 4096))
-		spec.PodMetadata.Labels[id("l", i, 317)] = s("v", 63)
-		spec.PodMetadata.Annotations[id("a", i, 317)] = s("v", 8192)
-	}
-	for i := range 64 {
-		spec.Args = append(spec.Args, s("a", 4096))
-		spec.Env = append(spec.Env, schedv1.EnvVar{Name: id("E", i, 128), Value: s("v", 4096)})
-		spec.SecurityContext.Capabilities.Drop = append(spec.SecurityContext.Capabilities.Drop, corev1.Capability(id("C", i, 64)))
-		spec.SecurityContext.Capabilities.Add = append(spec.SecurityContext.Capabilities.Add, corev1.Capability(id("A", i, 64)))
-	}
-	for i := range 16 {
-		q := resource.MustParse("1")
-		spec.Resources.Limits[corev1.ResourceName(id("r", i, 317))] = q
-		spec.Resources.Requests[corev1.ResourceName(id("r", i, 317))] = q
-		spec.Placement.Tolerations = append(spec.Placement.Tolerations, corev1.Toleration{Key: id("t", i, 317), Operator: corev1.TolerationOpEqual, Value: s("v", 63), Effect: corev1.TaintEffectNoSchedule})
-	}
-	for i := range 8 {
-		spec.Placement.NodePools = append(spec.Placement.NodePools, id("p", i, 63))
-	}
-	spec.Retry = &schedv1.RetryPolicy{Limit: 10, Backoff: &metav1.Duration{Duration: 10 * time.Minute}}
-	for c := range int32(32) {
-		spec.Retry.OnExitCodes = append(spec.Retry.OnExitCodes, 224+c)
-	}
-	return spec
-}
+func largestTaskSpec() schedv1.AgentTaskSpec { return LargestTaskSpec() }
 
 func toUnstructured(obj client.Object) *unstructured.Unstructured {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)

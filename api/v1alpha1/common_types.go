@@ -310,6 +310,19 @@ const (
 	AnnotationTierMaxPriority = GroupName + "/max-priority"
 	AnnotationTierNodePools   = GroupName + "/node-pools"
 	AnnotationTierTolerations = GroupName + "/tolerations"
+	// AnnotationTierMaxTolerationSeconds bounds the tolerationSeconds of
+	// a toleration of node.kubernetes.io/not-ready or unreachable
+	// (NoExecute), the only node-condition taints a tier lets its
+	// workloads tolerate without listing them; 300 when missing.
+	AnnotationTierMaxTolerationSeconds = GroupName + "/max-toleration-seconds"
+	// AnnotationTierDefaultPriorityClass names the PriorityClass the
+	// operator gives the tier's pods that name none, when the cluster's
+	// default class (globalDefault) is above the tier and its priority
+	// quota would refuse them; empty when none is needed.
+	AnnotationTierDefaultPriorityClass = GroupName + "/default-priority-class"
+	// AnnotationTierMaxRevisions bounds how many revisions the operator
+	// keeps of an app (spec.revisionHistoryLimit); empty: no bound.
+	AnnotationTierMaxRevisions = GroupName + "/max-revisions"
 
 	// The tier's TTLs after finishing, as Go durations ("15m", "24h") on
 	// the same ResourceQuota: the default the operator applies to tasks

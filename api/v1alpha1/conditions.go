@@ -72,6 +72,12 @@ const (
 	// label: a task fails and its Job is deleted, an app's service runs no
 	// pods and a restricted template.
 	ReasonPrivilegedNotAllowed = "PrivilegedNotAllowed"
+	// ReasonAnnotationNotAllowed: podMetadata.annotations holds a key of
+	// a domain the operator's --allowed-pod-annotation-domains does not
+	// list (admitted before the setting, or where its admission policy is
+	// missing): a task fails and its Job is deleted, an app's service runs
+	// no pods, as for ReasonPrivilegedNotAllowed.
+	ReasonAnnotationNotAllowed = "AnnotationNotAllowed"
 
 	// ReasonNameTaken: the object the operator would create for a task
 	// or step (its Job, a step's AgentTask) already exists and belongs to
@@ -103,6 +109,10 @@ const (
 	// (its DisruptionTarget condition); the Job starts another, which does
 	// not count against the retry limit.
 	ReasonDisrupted = "Disrupted"
+	// ReasonTooManyDisruptions: more than MaxDisruptions of the task's
+	// pods were disrupted; the task failed and its Job was stopped rather
+	// than replace the pod again.
+	ReasonTooManyDisruptions = "TooManyDisruptions"
 	// ReasonBackingOff: an attempt of the task failed and a retry is left;
 	// the task waits until status.nextAttemptTime (spec.retry.backoff, or
 	// the Job controller's own wait) before the next starts. Its phase

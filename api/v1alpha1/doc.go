@@ -20,15 +20,16 @@
 //
 //  2. The ValidatingAdmissionPolicies in config/policy (installed with the
 //     CRDs by `kubectl sched install`): rules that need more than the
-//     object. The requesting user (reserved_labels, operator_confinement,
+//     object. The requesting user (reserved_labels, operator_confinement, operator_managed,
 //     operator_pod_patch, operator_node_patch, pod_owners) and what RBAC
 //     lets them do (cronworkflow_runs: who writes a CronWorkflow may
-//     create Workflows), the namespace's labels and
+//     create Workflows; secret_types: who may create a token Secret may
+//     request the account's tokens), the namespace's labels and
 //     annotations (restricted_pods' opt-out, ingress_hosts' allowed
 //     hosts), other objects given as params (the tier's ResourceQuota in
 //     tier_placement and tier_ttl, the operator's ConfigMap in
-//     ingress_hosts and workflow_approvals' self-approval), or only the
-//     spec's writes, for checks too costly to
+//     ingress_hosts, pod_annotations and workflow_approvals' self-approval),
+//     or only the spec's writes, for checks too costly to
 //     repeat on every status write (workflow_references on CREATE, and
 //     workflow_spec: a Workflow's spec immutable once created), and the user
 //     who makes a request (workflow_approvals: a decision in a Workflow's
@@ -78,8 +79,10 @@
 //     others; the params declared) runs in the plugin before it submits
 //     and in the operator before any step runs, which fails the workflow
 //     with reason InvalidSpec naming spec.steps[i].when and CEL's error.
-//     Evaluation is bounded by celexpr.CostLimit; an error there (a
-//     missing key, the limit) fails the step with reason WhenError.
+//     Its cost is estimated there too, with what it reads at its
+//     largest, and refused past celexpr.EstimatedCostLimit. Evaluation is
+//     bounded by celexpr.CostLimit and MaxResultBytes; an error there (a
+//     missing key, a limit) fails the step with reason WhenError.
 //
 //  5. api/cronschedule: a CronWorkflow's schedule and time zone, parsed
 //     as the CronJob controller parses them, by the operator before each

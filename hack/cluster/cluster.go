@@ -122,7 +122,10 @@ type Options struct {
 }
 
 // Node describes a fake node. CPU, Memory and Pods are its capacity (and
-// allocatable); empty values take "8", "32Gi" and 110.
+// allocatable); empty values take "8", "32Gi" and 110. Every node also
+// has 100Gi of ephemeral-storage, as a kubelet reports its disk: the
+// tiers give containers ephemeral-storage requests, which a node without
+// it could never fit.
 type Node struct {
 	Name   string
 	Labels map[string]string
@@ -449,7 +452,7 @@ func nodeResources(n Node) (corev1.ResourceList, error) {
 		pods = 110
 	}
 	list := corev1.ResourceList{}
-	for name, v := range map[string]string{"cpu": cpu, "memory": mem, "pods": fmt.Sprint(pods)} {
+	for name, v := range map[string]string{"cpu": cpu, "memory": mem, "pods": fmt.Sprint(pods), "ephemeral-storage": "100Gi"} {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %s %q: %w", n.Name, name, v, err)

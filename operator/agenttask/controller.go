@@ -74,7 +74,7 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads pods past the cache when a finished Job's pod is not
 	// in it yet (the pod and Job informers resync separately, for example
-	// after an API server restart).
+	// after an API server restart), and a task whole to build its Job.
 	APIReader       client.Reader
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
@@ -163,7 +163,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.notAllowed, err = r.Jobs.privilegeRefused(ctx, task); err != nil {
+	if o.notAllowedReason, o.notAllowed, err = r.Jobs.refused(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
 	if o.notAllowed != "" && o.job != nil {
@@ -171,7 +171,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("delete job %s: %w", o.job.Name, err)
 		}
-		log.FromContext(ctx).Info("Deleted the Job of a task that asks for privilege its namespace no longer allows", "job", o.job.Name)
+		log.FromContext(ctx).Info("Deleted the Job of a task that asks for what it may not have", "job", o.job.Name, "reason", o.notAllowedReason)
 		o.job = nil
 	}
 	if o.job != nil {
@@ -207,7 +207,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	var hold jobHold
 	if !task.Status.Phase.Finished() && o.notAllowed == "" {
-		hold = planHold(&task.Spec, o.job, sortedPods(o.pods), r.Clock.Now())
+		hold = planHold(&task.Spec, o.job, sortedPods(unpruned(o.pods, task.Status.Pruned)), priorOf(task.Status.Pruned), r.Clock.Now())
 		if err := r.applyHold(ctx, o.job, hold); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -233,9 +233,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 
+	// The status now counts the pods it names pruned: they may go.
+	if err := r.deletePruned(ctx, task, o.pods); err != nil {
+		return ctrl.Result{}, err
+	}
 	if o.createErr != nil && !task.Status.Phase.Finished() {
 		// A full quota: the workqueue's backoff paces the retries.
 		return ctrl.Result{}, o.createErr
+	}
+	if task.Status.Reason == schedv1.ReasonTooManyDisruptions && o.job != nil && !ptr.Deref(o.job.Spec.Suspend, false) &&
+		jobCondition(o.job, batchv1.JobComplete) == nil && jobFailed(o.job) == nil {
+		// Failed, but the Job would replace its pod again: held for good,
+		// as a cancel holds it, its pods kept.
+		if err := r.suspendJob(ctx, o.job); err != nil {
+			return ctrl.Result{}, fmt.Errorf("stop job %s after too many disruptions: %w", o.job.Name, err)
+		}
 	}
 	if task.Status.Phase.Finished() {
 		// The status now holds the outputs, so the pods may go.
@@ -364,8 +376,20 @@ func jobHadPods(job *batchv1.Job) bool {
 }
 
 // createJob creates task's Job (Starter.createJob), and tells of a
-// refusal that is not final in an event.
+// refusal that is not final in an event. The cache holds tasks without
+// what only the Job reads (TrimTask): the Job is built from the task read
+// whole, past the cache.
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
+	if Trimmed(task) {
+		whole := &schedv1.AgentTask{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), whole); err != nil {
+			return nil, fmt.Errorf("read task %s to build its Job: %w", task.Name, err)
+		}
+		if whole.UID != task.UID {
+			return nil, fmt.Errorf("task %s was deleted and made again since the cache saw it", task.Name)
+		}
+		task = whole
+	}
 	return r.Jobs.createJob(ctx, task, func(job string, err error) {
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.

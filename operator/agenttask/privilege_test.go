@@ -113,3 +113,34 @@ func setOptOut(t *testing.T, ns string, on bool) {
 		t.Fatal(err)
 	}
 }
+
+// Where no admission policy checks pod annotations (here: no operator
+// ConfigMap for its params), the operator refuses them itself: a member's
+// task asking for Multus's extra networks fails, naming the annotation and
+// the domains allowed, and gets no Job; one of the project's own domain
+// (the simulated cluster's) runs.
+func TestAnnotationOfAnotherDomainIsRefused(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	tenant := tenantIn(t, ns, "annotating-tenant")
+	const networks = "k8s.v1.cni.cncf.io/networks"
+	if err := tenant.Create(t.Context(), task("multus", ns, 0, "").PodAnnotation(networks, "macvlan-conf").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	got := waitTask(t, ns, "multus", "finished", finished)
+	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonAnnotationNotAllowed ||
+		!strings.Contains(got.Status.Message, "spec.podMetadata.annotations["+networks+"]") ||
+		!strings.Contains(got.Status.Message, "--allowed-pod-annotation-domains: kubectl-sched.dev") {
+		t.Errorf("task %s %s %q, want Failed %s naming the annotation and the domains allowed", got.Status.Phase, got.Status.Reason, got.Status.Message, schedv1.ReasonAnnotationNotAllowed)
+	}
+	err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: names.Job("multus")}, &batchv1.Job{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the refused task's Job: err = %v, want none", err)
+	}
+	if err := tenant.Create(t.Context(), task("own", ns, 0, "").PodAnnotation(cluster.AnnotationExitCode, "0").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitTask(t, ns, "own", "finished", finished); got.Status.Phase != schedv1.TaskSucceeded {
+		t.Errorf("a task with the project's own annotation: %s %s %q, want Succeeded", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+}

@@ -62,12 +62,12 @@ type retryWait struct {
 // the retry limit is not used up, and its exit code is worth a retry.
 // Everything comes from the pods, which the outputs finalizer keeps until
 // the task ends, so a restarted operator finds the same wait.
-func waitingToRetry(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *retryWait {
+func waitingToRetry(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod, before prior) *retryWait {
 	latest := latestAttempt(job, sorted)
 	if latest == nil || !failedAttempt(latest) {
 		return nil
 	}
-	n := failedAttempts(sorted)
+	n := before.failed + failedAttempts(sorted)
 	term := terminatedState(latest)
 	if n > int(spec.RetryLimit()) || !retried(spec.Retry, term.ExitCode) {
 		return nil
@@ -77,7 +77,7 @@ func waitingToRetry(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []core
 		w.resumeAt = finishedAt(latest).Add(doubled(r.Backoff.Duration, n))
 	}
 	w.next = w.resumeAt
-	at, jobFailed := jobControllerNext(sorted)
+	at, jobFailed := jobControllerNext(sorted, before)
 	if at.After(w.next) {
 		w.next, w.jobFailed = at, jobFailed
 	}
@@ -115,8 +115,10 @@ func failedAttempt(p *corev1.Pod) bool {
 // failed ones, by its own wait: it counts every failed pod, disrupted ones
 // too (they only do not count against the backoffLimit), from the end of
 // the latest. It keeps that count in memory only, so after a restart of
-// kube-controller-manager it may start sooner: never later.
-func jobControllerNext(sorted []corev1.Pod) (time.Time, int) {
+// kube-controller-manager it may start sooner: never later. The pruned
+// pods count too (before): the latest failed one, whose end counts, is
+// never pruned.
+func jobControllerNext(sorted []corev1.Pod, before prior) (time.Time, int) {
 	n := 0
 	var last time.Time
 	for i := range sorted {
@@ -134,6 +136,7 @@ func jobControllerNext(sorted []corev1.Pod) (time.Time, int) {
 	if n == 0 {
 		return time.Time{}, 0
 	}
+	n += before.failed + before.disrupted
 	return last.Add(doubled(jobControllerBackoff, n)), n
 }
 
@@ -191,12 +194,12 @@ type jobHold struct {
 // restarted operator resumes at the same time, and only a Job the cache
 // shows held is resumed (the patch is conditional on its resourceVersion,
 // so a stale cache cannot resume it twice).
-func planHold(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod, now time.Time) jobHold {
+func planHold(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod, before prior, now time.Time) jobHold {
 	var h jobHold
 	if job == nil || spec.Cancel {
 		return h
 	}
-	w := waitingToRetry(spec, job, sorted)
+	w := waitingToRetry(spec, job, sorted, before)
 	end := deadline(spec, job)
 	if w != nil && now.Before(w.resumeAt) {
 		// The Job controller waits at least 10s after a failure before it

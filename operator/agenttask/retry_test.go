@@ -36,10 +36,15 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 
 	ends := []struct{ code, msg string }{{"3", "try again"}, {"3", "try again"}, {"0", "k=v"}}
 	var waits []*metav1.Time
+	// Each attempt's pod as it ended: the first goes once the second
+	// has failed (the task keeps its latest failed attempt and its latest
+	// pod).
+	var pods []corev1.Pod
 	for i, end := range ends {
 		pod := nthPod(t, ns, "flaky", i+1)
 		release(t, pod, end.code, end.msg)
 		if end.code == "0" {
+			pods = append(pods, pod)
 			break
 		}
 		got := waitTask(t, ns, "flaky", fmt.Sprintf("backing off after attempt %d", i+1), func(a *schedv1.AgentTask) bool {
@@ -51,6 +56,10 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 		}
 		waitHeld(t, ns, "flaky")
 		waits = append(waits, got.Status.NextAttemptTime)
+		if err := sim.Client.Get(t.Context(), client.ObjectKeyFromObject(&pod), &pod); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, pod)
 	}
 
 	got := waitTask(t, ns, "flaky", "finished", finished)
@@ -58,10 +67,14 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 		got.Status.Outputs["k"] != "v" || got.Status.NextAttemptTime != nil {
 		t.Errorf("status %+v, want Succeeded on attempt 3 with k=v", got.Status)
 	}
-	pods := taskPods(t, ns, "flaky")
-	if len(pods) != 3 {
-		t.Fatalf("%d pods, want 3 (one per attempt)", len(pods))
+	// The first attempt's pod went; the second (the latest failure) and
+	// the third stay.
+	if p := got.Status.Pruned; p == nil || !slices.Equal(p.Pods, []string{pods[0].Name}) || p.Attempts != 1 || p.Failed != 1 {
+		t.Errorf("pruned %+v, want the first attempt's pod %s", got.Status.Pruned, pods[0].Name)
 	}
+	waitPods(t, ns, "flaky", "the first attempt's gone", func(left []corev1.Pod) bool {
+		return len(left) == 2 && left[0].Name != pods[0].Name && left[1].Name != pods[0].Name
+	})
 	for k := 1; k < len(pods); k++ {
 		ended := finishedAt(pods[k-1])
 		backoff := 10 * time.Second << (k - 1)
@@ -171,6 +184,11 @@ func TestRestartDuringBackoff(t *testing.T) {
 	create(t, task("restarted", ns, 3, "flaky").Retry(1, 15*time.Second).Obj())
 	held := waitTask(t, ns, "restarted", "backing off", func(a *schedv1.AgentTask) bool { return a.Status.Reason == schedv1.ReasonBackingOff })
 	waitHeld(t, ns, "restarted")
+	// The first attempt's pod goes once the second has failed.
+	first := taskPods(t, ns, "restarted")
+	if len(first) != 1 {
+		t.Fatalf("%d pods while backing off, want 1", len(first))
+	}
 	// Events are sent in the background and a stop drops those not yet
 	// sent, so the first operator's event must be in before the stop for
 	// the count below to tell a second wait from a lost first one.
@@ -189,7 +207,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 	if got.Status.Phase != schedv1.TaskFailed || got.Status.Attempts != 2 || ptr.Deref(got.Status.ExitCode, -1) != 3 {
 		t.Errorf("status %+v, want Failed after 2 attempts, exit code 3", got.Status)
 	}
-	pods := taskPods(t, ns, "restarted")
+	pods := slices.Concat(first, slices.DeleteFunc(taskPods(t, ns, "restarted"), func(p corev1.Pod) bool { return p.Name == first[0].Name }))
 	if len(pods) != 2 {
 		t.Fatalf("%d pods, want 2: one per attempt", len(pods))
 	}
@@ -219,17 +237,27 @@ func waitHeld(t *testing.T, ns, task string) {
 	})
 }
 
-// nthPod waits for the task's nth pod (by creation) to be held by
-// AnnotationConfigError, and returns it. Released before the simulated
-// kubelet has held it, a pod could be started and then held after all.
+// nthPod waits for the task's nth pod (by creation, the pods the operator
+// pruned counted) to be held by AnnotationConfigError, and returns it.
+// Released before the simulated kubelet has held it, a pod could be
+// started and then held after all.
 func nthPod(t *testing.T, ns, task string, n int) corev1.Pod {
 	t.Helper()
 	var pod corev1.Pod
 	waitPods(t, ns, task, fmt.Sprintf("%d created and held", n), func(pods []corev1.Pod) bool {
-		if len(pods) < n {
+		a := &schedv1.AgentTask{}
+		if err := sim.Client.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: task}, a); err != nil {
 			return false
 		}
-		pod = sortByCreation(pods)[n-1]
+		i := n
+		if p := a.Status.Pruned; p != nil {
+			pods = slices.DeleteFunc(pods, func(pod corev1.Pod) bool { return slices.Contains(p.Pods, pod.Name) })
+			i -= len(p.Pods)
+		}
+		if i < 1 || len(pods) < i {
+			return false
+		}
+		pod = sortByCreation(pods)[i-1]
 		return slices.ContainsFunc(pod.Status.ContainerStatuses, func(cs corev1.ContainerStatus) bool {
 			return cs.State.Waiting != nil && cs.State.Waiting.Reason == "CreateContainerConfigError"
 		})

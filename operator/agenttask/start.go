@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
@@ -42,7 +43,10 @@ type Starter struct {
 	// and the Job that holds a task's Job name.
 	APIReader       client.Reader
 	PriorityClasses map[string]string
-	Clock           clock.PassiveClock
+	// AnnotationDomains are the domains of the pod annotation keys a task
+	// may pass (--allowed-pod-annotation-domains).
+	AnnotationDomains []string
+	Clock             clock.PassiveClock
 
 	mu sync.Mutex
 	// starting counts, per task, the Workflow controller's creates in
@@ -77,7 +81,7 @@ func (s *Starter) CreateWithJob(ctx context.Context, task *schedv1.AgentTask) er
 	}
 	crashpoint.Hit(crashpoint.StepTaskCreated)
 	logger := log.FromContext(ctx).WithValues("task", task.Name)
-	switch refused, err := s.privilegeRefused(ctx, task); {
+	switch _, refused, err := s.refused(ctx, task); {
 	case err != nil:
 		logger.V(1).Info("Left the Job to the AgentTask controller", "err", err)
 		return nil
@@ -142,23 +146,34 @@ func (s *Starter) now() time.Time {
 	return s.Clock.Now()
 }
 
-// privilegeRefused says why an unfinished task may not run as its spec asks:
-// it asks for privilege (podsecurity.Violations) and its namespace is not,
-// or no longer, opted out. Admission refuses such a spec from the start;
-// this catches what was admitted while an admin's opt-out label was there.
-func (s *Starter) privilegeRefused(ctx context.Context, task *schedv1.AgentTask) (string, error) {
+// refused says, with its reason, why an unfinished task may not run as its
+// spec asks: it asks for privilege (podsecurity.Violations) and its
+// namespace is not, or no longer, opted out; or it passes pod annotations
+// of a domain the operator's settings do not allow. Admission refuses such
+// a spec from the start; this catches what was admitted while an admin's
+// opt-out label was there, before a setting changed, or where the
+// admission policies are missing.
+func (s *Starter) refused(ctx context.Context, task *schedv1.AgentTask) (reason, msg string, err error) {
 	if task.Status.Phase.Finished() {
-		return "", nil
+		return "", "", nil
 	}
-	fields := privilegeAsked(task)
-	if len(fields) == 0 {
-		return "", nil
+	if fields := privilegeAsked(task); len(fields) > 0 {
+		allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
+		if err != nil {
+			return "", "", err
+		}
+		if !allowed {
+			return schedv1.ReasonPrivilegedNotAllowed, podsecurity.NotAllowed(task.Namespace, fields) +
+				"; its Job was deleted, or never created: remove the field(s) and create the task again", nil
+		}
 	}
-	allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
-	if err != nil || allowed {
-		return "", err
+	if task.Spec.PodMetadata != nil {
+		if fields := podsecurity.DisallowedAnnotations("spec", task.Spec.PodMetadata.Annotations, s.AnnotationDomains); len(fields) > 0 {
+			return schedv1.ReasonAnnotationNotAllowed, podsecurity.AnnotationsNotAllowed(fields, s.AnnotationDomains) +
+				"; its Job was deleted, or never created: remove the annotation(s), or ask a cluster admin to allow the domain, and create the task again", nil
+		}
 	}
-	return podsecurity.NotAllowed(task.Namespace, fields) + "; its Job was deleted, or never created: remove the field(s) and create the task again", nil
+	return "", "", nil
 }
 
 // createJob creates task's Job. A nil Job and no error: the Job exists and
@@ -167,6 +182,17 @@ func (s *Starter) privilegeRefused(ctx context.Context, task *schedv1.AgentTask)
 // not nil, hears of a create the API server refused.
 func (s *Starter) createJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	if tmpl := &job.Spec.Template.Spec; tmpl.PriorityClassName == "" {
+		// The tier's class, when the cluster's default class is above it
+		// (its priority quota would refuse a pod that names none).
+		limits, err := tiers.LimitsOf(ctx, s.Client, task.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		if limits != nil {
+			tmpl.PriorityClassName = limits.DefaultPriorityClass
+		}
+	}
 	if err := controllerutil.SetControllerReference(task, job, s.Client.Scheme()); err != nil {
 		return nil, err
 	}
@@ -210,8 +236,9 @@ func (s *Starter) handoffStart(ctx context.Context, task *schedv1.AgentTask) (ti
 	if ref == nil || ref.Kind != "Workflow" || ref.APIVersion != schedv1.GroupVersion.String() {
 		return time.Time{}, false
 	}
+	// Read only: not copied from the cache.
 	wf := &schedv1.Workflow{}
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf); err != nil || wf.UID != ref.UID {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: task.Namespace, Name: ref.Name}, wf, client.UnsafeDisableDeepCopy); err != nil || wf.UID != ref.UID {
 		return time.Time{}, false
 	}
 	isStep := false

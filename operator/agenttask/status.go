@@ -31,9 +31,10 @@ type observed struct {
 	// createErr is the API server's refusal of the Job, when it refused it
 	// for good (refusal.Final) or for a full quota (refusal.Quota).
 	createErr error
-	// notAllowed says why the task may not run as its spec asks: it asks
-	// for privilege its namespace does not allow (any more).
-	notAllowed string
+	// notAllowed says why the task may not run as its spec asks, for
+	// notAllowedReason: it asks for privilege its namespace does not allow
+	// (any more), or passes pod annotations of a domain not allowed.
+	notAllowed, notAllowedReason string
 	// noCPUScheduler explains an unschedulable pod whose
 	// placement.cpuScheduler no node it may run on has attached
 	// (placement.CPUSchedulerCause); "" otherwise.
@@ -43,8 +44,10 @@ type observed struct {
 // computeStatus derives the task's status from what was observed. It is pure:
 // the same input gives the same status, so a reconcile that sees nothing
 // new writes nothing. A finished status never changes.
-func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1.AgentTaskStatus {
-	st := *task.Status.DeepCopy()
+func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st schedv1.AgentTaskStatus) {
+	st = *task.Status.DeepCopy()
+	// halted: the status waits for news, and is returned as it was.
+	halted := false
 	st.ObservedGeneration = task.Generation
 	if st.Phase.Finished() {
 		return st
@@ -55,16 +58,28 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 	// Set again below only while the task waits to retry.
 	st.NextAttemptTime = nil
 
-	pods := sortedPods(o.pods)
-	started := 0
+	// The pods pruned count in st.Pruned only.
+	pods := sortedPods(unpruned(o.pods, st.Pruned))
+	before := priorOf(st.Pruned)
+	started, disrupted := before.attempts, before.disrupted
 	for i := range pods {
 		// A disrupted pod's attempt is not counted: the Job replaces it
 		// without using a retry.
-		if podStarted(&pods[i]) && disruption(&pods[i]) == nil {
+		switch {
+		case disruption(&pods[i]) != nil:
+			disrupted++
+		case podStarted(&pods[i]):
 			started++
 		}
 	}
 	st.Attempts = max(st.Attempts, int32(started))
+	st.Disruptions = max(st.Disruptions, int32(disrupted))
+	// Whatever ends below, the pods that may go are named.
+	defer func() {
+		if !halted {
+			st.Pruned = prune(st.Pruned, pods)
+		}
+	}()
 	latest := latestPod(pods)
 	if latest != nil && podStarted(latest) {
 		st.PodName = latest.Name
@@ -73,14 +88,14 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		}
 	}
 
-	wait := waitingToRetry(&task.Spec, o.job, pods)
+	wait := waitingToRetry(&task.Spec, o.job, pods, before)
 	unretried := notRetried(&task.Spec, o.job, pods)
 	end := deadline(&task.Spec, o.job)
 	switch {
 	case o.job == nil && task.Spec.Cancel:
 		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.notAllowed != "":
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonPrivilegedNotAllowed, o.notAllowed, now)
+		finish(&st, schedv1.TaskFailed, o.notAllowedReason, o.notAllowed, now)
 	case o.job == nil && o.foreignJob != nil:
 		j := o.foreignJob
 		owner := "it has no controller"
@@ -100,6 +115,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		c := jobFailed(o.job)
 		pod := latestTerminated(pods)
 		if pod == nil && c.Reason == batchv1.JobReasonBackoffLimitExceeded && len(pods) > 0 {
+			halted = true
 			return st // the Job's news came before the pod's: wait for its exit code
 		}
 		failed(&st, task, c, pod, now)
@@ -112,10 +128,11 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		if terminatedState(pod) == nil && len(pods) > 0 {
 			// The Job's news arrived before its pod's: the pod is held by
 			// our finalizer, so wait for it rather than lose its outputs.
+			halted = true
 			return st
 		}
 		succeeded(&st, pod, now)
-	case failedAttempts(pods) > int(task.Spec.RetryLimit()):
+	case before.failed+failedAttempts(pods) > int(task.Spec.RetryLimit()):
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
@@ -123,6 +140,10 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		// Its exit code is not in retry.onExitCodes: the Job's
 		// podFailurePolicy fails the Job, which need not be waited for.
 		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, unretried, now)
+	case st.Disruptions > schedv1.MaxDisruptions:
+		// The Job would replace the pod again; the operator stops it
+		// (Reconcile).
+		tooManyDisruptions(&st, pods, now)
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		// The spec says whether a suspended Job was cancelled or is held
 		// for a backoff: a cancel during a backoff ends here too.
@@ -151,8 +172,8 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		backingOff(&st, &task.Spec, wait, end)
 	case latest != nil && disruption(latest) != nil && !podRunning(latest):
 		c := disruption(latest)
-		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against the retry limit",
-			latest.Name, c.Reason, podstatus.ClipMessage(c.Message)))
+		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against the retry limit (disruption %d of at most %d)",
+			latest.Name, c.Reason, podstatus.ClipMessage(c.Message), st.Disruptions, schedv1.MaxDisruptions))
 	case latest != nil && podRunning(latest):
 		st.Phase = schedv1.TaskRunning
 		attempt := strconv.Itoa(int(st.Attempts))
@@ -167,6 +188,23 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) schedv1
 		setPending(&st, reason, msg)
 	}
 	return st
+}
+
+// tooManyDisruptions fails a task more of whose pods were disrupted than
+// a task is replaced after: the eviction of a container over its
+// ephemeral-storage limit, say, would come again with every replacement.
+func tooManyDisruptions(st *schedv1.AgentTaskStatus, sorted []corev1.Pod, now metav1.Time) {
+	msg := fmt.Sprintf("%d of its pods were disrupted (preempted, evicted or drained), more than the %d a task is replaced after without using a retry; its Job was stopped",
+		st.Disruptions, schedv1.MaxDisruptions)
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if c := disruption(&sorted[i]); c != nil {
+			msg += fmt.Sprintf("; the latest, pod %s: %s: %s", sorted[i].Name, c.Reason, podstatus.ClipMessage(c.Message))
+			break
+		}
+	}
+	msg += ". A container evicted for its ephemeral storage wrote more to its disk than resources.limits.ephemeral-storage (its tier's default when unset): raise the limit or write less, and create the task again"
+	setExitCode(st, latestTerminated(sorted))
+	finish(st, schedv1.TaskFailed, schedv1.ReasonTooManyDisruptions, msg, now)
 }
 
 func setPending(st *schedv1.AgentTaskStatus, reason, msg string) {

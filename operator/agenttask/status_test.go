@@ -116,7 +116,7 @@ func TestComputeStatus(t *testing.T) {
 				Message: `waiting for quota to create the Job: jobs.batch "t" is forbidden: exceeded quota: q, requested: count/jobs.batch=1`},
 		},
 		"privilege no longer allowed fails it, pod and all": {
-			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns"},
+			o: observed{pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}, notAllowed: "spec.securityContext.privileged: not allowed in namespace ns", notAllowedReason: schedv1.ReasonPrivilegedNotAllowed},
 			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonPrivilegedNotAllowed, Message: "spec.securityContext.privileged: not allowed in namespace ns",
 				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
 		},
@@ -214,7 +214,7 @@ func TestComputeStatus(t *testing.T) {
 		"a disrupted pod is not a failed attempt": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(137, "killed", t1).disrupted("PreemptionByScheduler").obj()}},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonDisrupted, PodName: "t-a", ReadyStatus: metav1.ConditionFalse,
-				Message: "pod t-a was disrupted (PreemptionByScheduler: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit"},
+				Message: "pod t-a was disrupted (PreemptionByScheduler: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit (disruption 1 of at most 3)"},
 		},
 		"the replacement of a disrupted pod is attempt 1, even in the same second": {
 			o: observed{job: makeJob().obj(), pods: []corev1.Pod{
@@ -379,7 +379,7 @@ func TestComputeStatusRetry(t *testing.T) {
 			task: retry().Obj(),
 			o:    observed{job: job().obj(), pods: []corev1.Pod{makePod("t-a", t0).exited(137, "killed", t1).disrupted("DeletionByTaintManager").obj()}},
 			want: want{Phase: schedv1.TaskPending, Reason: schedv1.ReasonDisrupted, PodName: "t-a", ReadyStatus: metav1.ConditionFalse,
-				Message: "pod t-a was disrupted (DeletionByTaintManager: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit"},
+				Message: "pod t-a was disrupted (DeletionByTaintManager: preempted by a higher-priority pod); the Job starts another, which does not count against the retry limit (disruption 1 of at most 3)"},
 		},
 		"a pod the Job controller made and deleted when the Job was held is no attempt": {
 			task: retry().Obj(),
@@ -477,6 +477,122 @@ func TestComputeStatusRetry(t *testing.T) {
 	}
 }
 
+// TestComputeStatusPrunes: the status names the pods that may go (all but
+// the latest failed attempt's and the latest), with what they counted, and
+// counts them on once they are gone: attempts, the retry limit, the
+// backoff's doubling and disruptions go on as if the pods were there.
+// Computed again, with the pruned pods still there or gone, it is the
+// same: a restart between the status write and the deletes changes
+// nothing.
+func TestComputeStatusPrunes(t *testing.T) {
+	job := func() *jobWrapper { return makeJob().created(t0) }
+	at := func(s int) metav1.Time { return metav1.NewTime(t0.Add(time.Duration(s) * time.Second)) }
+	failed := func(name string, s int) corev1.Pod { return makePod(name, at(s)).exited(2, "", at(s+1)).obj() }
+	evicted := func(name string, s int) corev1.Pod {
+		return makePod(name, at(s)).exited(137, "", at(s+1)).disrupted("TerminationByKubelet").obj()
+	}
+	cases := map[string]struct {
+		task *schedv1.AgentTask
+		pods []corev1.Pod
+		now  metav1.Time
+		// pruned as the status names them; attempts, disruptions and
+		// reason as it says.
+		pruned      *schedv1.PrunedPods
+		attempts    int32
+		disruptions int32
+		reason      string
+		message     string
+	}{
+		"one failed attempt: nothing to prune": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0)},
+			now:      at(5),
+			attempts: 1, reason: schedv1.ReasonBackingOff,
+		},
+		"the third attempt runs: the first goes, the latest failure stays": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), makePod("t-c", at(60)).running(at(61)).obj()},
+			now:      at(62),
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a"}, Attempts: 1, Failed: 1},
+			attempts: 3, reason: schedv1.ReasonRunning,
+		},
+		"backing off after the third: the doubling counts the pruned": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), failed("t-c", 60)},
+			now:      at(62),
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a", "t-b"}, Attempts: 2, Failed: 2},
+			attempts: 3, reason: schedv1.ReasonBackingOff,
+			message: "attempt 3 of 4 failed (exit code 2); the next starts at 10:01:41 UTC (backoff 10s doubled to 40s)",
+		},
+		"the limit used up, with pruned attempts, fails it": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(2, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), failed("t-c", 60)},
+			now:      at(62),
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a", "t-b"}, Attempts: 2, Failed: 2},
+			attempts: 3, reason: schedv1.ReasonNonZeroExit,
+		},
+		"disrupted pods go too, and count": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), evicted("t-b", 20), makePod("t-c", at(60)).running(at(61)).obj()},
+			now:      at(62),
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-b"}, Disrupted: 1},
+			attempts: 2, disruptions: 1, reason: schedv1.ReasonRunning,
+		},
+		"the third disruption is replaced": {
+			task:        MakeAgentTask("t", "ns").Image("busybox").Obj(),
+			pods:        []corev1.Pod{evicted("t-a", 0), evicted("t-b", 20), evicted("t-c", 40)},
+			now:         at(45),
+			pruned:      &schedv1.PrunedPods{Pods: []string{"t-a", "t-b"}, Disrupted: 2},
+			disruptions: 3, reason: schedv1.ReasonDisrupted,
+		},
+		"the fourth fails the task": {
+			task:        MakeAgentTask("t", "ns").Image("busybox").Obj(),
+			pods:        []corev1.Pod{evicted("t-a", 0), evicted("t-b", 20), evicted("t-c", 40), evicted("t-d", 60)},
+			now:         at(65),
+			pruned:      &schedv1.PrunedPods{Pods: []string{"t-a", "t-b", "t-c"}, Disrupted: 3},
+			disruptions: 4, reason: schedv1.ReasonTooManyDisruptions,
+			message: "4 of its pods were disrupted (preempted, evicted or drained), more than the 3 a task is replaced after without using a retry; its Job was stopped; " +
+				"the latest, pod t-d: TerminationByKubelet: preempted by a higher-priority pod. A container evicted for its ephemeral storage wrote more to its disk than " +
+				"resources.limits.ephemeral-storage (its tier's default when unset): raise the limit or write less, and create the task again",
+		},
+		"succeeded after two failures: the first goes": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), makePod("t-c", at(60)).exited(0, "k=v", at(61)).obj()},
+			now:      at(62),
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a"}, Attempts: 1, Failed: 1},
+			attempts: 3, reason: schedv1.ReasonSucceeded,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := observed{job: job().obj(), pods: tc.pods}
+			st := computeStatus(tc.task, o, tc.now)
+			if diff := cmp.Diff(tc.pruned, st.Pruned); diff != "" {
+				t.Errorf("pruned (-want +got):\n%s", diff)
+			}
+			if st.Attempts != tc.attempts || st.Disruptions != tc.disruptions || st.Reason != tc.reason {
+				t.Errorf("attempts %d, disruptions %d, reason %s (%s); want %d, %d, %s", st.Attempts, st.Disruptions, st.Reason, st.Message, tc.attempts, tc.disruptions, tc.reason)
+			}
+			if tc.message != "" && st.Message != tc.message {
+				t.Errorf("message:\n%s\nwant:\n%s", st.Message, tc.message)
+			}
+			if st.Phase.Finished() {
+				return
+			}
+			// Again, with the pruned pods still there, then gone: the same.
+			again := tc.task.DeepCopy()
+			again.Status = st
+			if diff := cmp.Diff(st, computeStatus(again, o, tc.now)); diff != "" {
+				t.Errorf("recomputed with the pruned pods there (-first +again):\n%s", diff)
+			}
+			gone := observed{job: o.job, pods: unpruned(o.pods, st.Pruned)}
+			if diff := cmp.Diff(st, computeStatus(again, gone, tc.now)); diff != "" {
+				t.Errorf("recomputed with the pruned pods gone (-first +again):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestPlanHold: when the operator holds a task's Job for a backoff, resumes
 // it, or leaves it alone.
 func TestPlanHold(t *testing.T) {
@@ -555,7 +671,7 @@ func TestPlanHold(t *testing.T) {
 			if tc.spec != nil {
 				s = tc.spec
 			}
-			got := planHold(s, tc.job, sortedPods(tc.pods), tc.now)
+			got := planHold(s, tc.job, sortedPods(tc.pods), prior{}, tc.now)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(jobHold{})); diff != "" {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}

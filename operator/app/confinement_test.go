@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,9 +43,15 @@ func restrictedPod(edit func(*corev1.PodTemplateSpec)) corev1.PodTemplateSpec {
 	return tmpl
 }
 
+// managed are the labels the operator puts on what it makes; it writes
+// nothing else (kubectl-sched-operator-managed).
+func managed() map[string]string {
+	return map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue}
+}
+
 func deploymentIn(ns string, edit func(*corev1.PodTemplateSpec)) *appsv1.Deployment {
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "w", Namespace: ns, Labels: managed()},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}},
 			Template: restrictedPod(edit),
@@ -55,7 +62,7 @@ func deploymentIn(ns string, edit func(*corev1.PodTemplateSpec)) *appsv1.Deploym
 func jobIn(ns string, edit func(*corev1.PodTemplateSpec)) *batchv1.Job {
 	tmpl := restrictedPod(edit)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns}, Spec: batchv1.JobSpec{Template: tmpl}}
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: ns, Labels: managed()}, Spec: batchv1.JobSpec{Template: tmpl}}
 }
 
 func privileged(t *corev1.PodTemplateSpec) {
@@ -127,7 +134,7 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 	}
 
 	daemonSet := func(ns string) *appsv1.DaemonSet {
-		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: ns}, Spec: appsv1.DaemonSetSpec{
+		return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: ns, Labels: managed()}, Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "x"}}, Template: restrictedPod(privileged)}}
 	}
 	refused := map[string]struct {
@@ -135,10 +142,10 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 		want string
 	}{
 		"a Deployment in kube-system":             {deploymentIn("kube-system", nil), "writes nothing in kube-system"},
-		"a ConfigMap in kube-public":              {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "kube-public"}}, "writes nothing in kube-public"},
-		"a Service in kube-node-lease":            {&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "kube-node-lease"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, "writes nothing in kube-node-lease"},
+		"a ConfigMap in kube-public":              {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "kube-public", Labels: managed()}}, "writes nothing in kube-public"},
+		"a Service in kube-node-lease":            {&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "kube-node-lease", Labels: managed()}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}, "writes nothing in kube-node-lease"},
 		"a Deployment in its namespace":           {deploymentIn(opNS, func(t *corev1.PodTemplateSpec) { t.Spec.ServiceAccountName = testenv.OperatorServiceAccount }), "writes only its leader Lease and Events"},
-		"a ConfigMap in its namespace":            {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: opNS}}, "writes only its leader Lease and Events"},
+		"a ConfigMap in its namespace":            {&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: opNS, Labels: managed()}}, "writes only its leader Lease and Events"},
 		"a Job in the scheduler namespace":        {jobIn(schedNS, nil), "writes only SchedExt DaemonSets"},
 		"a Deployment in the scheduler namespace": {deploymentIn(schedNS, privileged), "writes only SchedExt DaemonSets"},
 		"a DaemonSet in a tenant namespace":       {daemonSet("tenant-a"), "writes DaemonSets only in the scheduler namespace " + schedNS},
@@ -171,7 +178,7 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 		})
 	}
 	t.Run("refused: deleting in kube-system", func(t *testing.T) {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "kube-system"}}
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "kube-system", Labels: managed()}}
 		if err := env.Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +250,7 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 	t.Run("a task's Job: only suspend and activeDeadlineSeconds", func(t *testing.T) {
 		job := jobIn("tenant-a", nil)
 		job.Name = "task"
-		job.Labels = map[string]string{"team": "a"}
+		job.Labels = map[string]string{"team": "a", schedv1.LabelManagedBy: schedv1.ManagedByValue}
 		job.Spec.Suspend = ptr.To(true)
 		job.Spec.ActiveDeadlineSeconds = ptr.To[int64](600)
 		if err := env.Client.Create(ctx, job); err != nil {
@@ -286,6 +293,69 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 		annotate := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"restartedAt":"now"}}}}}`))
 		if err := op.Patch(ctx, dep.DeepCopy(), annotate, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "a privileged container") {
 			t.Errorf("changing the privileged template: err = %v, want forbidden", err)
+		}
+	})
+
+	// What others made in a namespace the operator serves is not the
+	// operator's to change or delete, whatever RBAC grants it there: the
+	// tenant's own Deployment, ConfigMap and Service, an admin's quota and
+	// NetworkPolicy. Nor does it create anything it does not label.
+	t.Run("others' objects", func(t *testing.T) {
+		theirs := map[string]client.Object{
+			"a Deployment":    &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tenant-a"}, Spec: deploymentIn("tenant-a", nil).Spec},
+			"a ConfigMap":     &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tenant-a"}, Data: map[string]string{"k": "v"}},
+			"a Service":       &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tenant-a"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}},
+			"a ResourceQuota": &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tenant-a"}},
+			"a NetworkPolicy": &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Name: "theirs", Namespace: "tenant-a"}},
+		}
+		for name, obj := range theirs {
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"x":"y"}}}`))
+			if err := op.Patch(ctx, obj, annotate, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "changes and deletes only objects labelled app.kubernetes.io/managed-by=kubectl-sched") {
+				t.Errorf("patching %s: err = %v, want forbidden", name, err)
+			}
+			// Re-parenting it to an owner that does not exist, for the
+			// garbage collector to delete.
+			reparent := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"0b4a2e8c-0000-4000-8000-00000000dead"}]}}`))
+			if err := op.Patch(ctx, obj, reparent, client.DryRunAll); !apierrors.IsForbidden(err) {
+				t.Errorf("re-parenting %s: err = %v, want forbidden", name, err)
+			}
+			if err := op.Delete(ctx, obj, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "changes and deletes only objects labelled") {
+				t.Errorf("deleting %s: err = %v, want forbidden", name, err)
+			}
+		}
+		unlabelled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: "tenant-a"}}
+		if err := op.Create(ctx, unlabelled, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "creates only objects it labels app.kubernetes.io/managed-by=kubectl-sched") {
+			t.Errorf("creating an unlabelled ConfigMap: err = %v, want forbidden", err)
+		}
+	})
+	t.Run("allowed: its own objects", func(t *testing.T) {
+		ours := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ours", Namespace: "tenant-a", Labels: managed()}}
+		if err := op.Create(ctx, ours); err != nil {
+			t.Fatalf("creating a labelled ConfigMap: %v", err)
+		}
+		if err := op.Patch(ctx, ours, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"v"}}`))); err != nil {
+			t.Errorf("patching it: %v", err)
+		}
+		// An app's object whose label someone removed: controlled by the
+		// app, so the operator may repair or delete it.
+		app := &schedv1.UserDeployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "tenant-a"},
+			Spec: schedv1.UserDeploymentSpec{Services: []schedv1.ServiceSpec{{Name: "web", Image: "busybox", Exposure: schedv1.ExposureNone}}}}
+		if err := env.Client.Create(ctx, app); err != nil {
+			t.Fatal(err)
+		}
+		unlabelled := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "shop-config", Namespace: "tenant-a",
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, schedv1.GroupVersion.WithKind("UserDeployment"))}}}
+		if err := env.Client.Create(ctx, unlabelled); err != nil {
+			t.Fatal(err)
+		}
+		if err := op.Patch(ctx, unlabelled, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"app.kubernetes.io/managed-by":"kubectl-sched"}}}`))); err != nil {
+			t.Errorf("relabelling an app's object: %v", err)
+		}
+		if err := op.Delete(ctx, ours); err != nil {
+			t.Errorf("deleting its ConfigMap: %v", err)
 		}
 	})
 }

@@ -111,9 +111,10 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	// controller creates its steps' Jobs, and the AgentTask controller
 	// must know which it is creating.
 	o.jobs = &agenttask.Starter{
-		Client:          mgr.GetClient(),
-		APIReader:       mgr.GetAPIReader(),
-		PriorityClasses: o.Settings.PriorityClasses,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		PriorityClasses:   o.Settings.PriorityClasses,
+		AnnotationDomains: o.Settings.AllowedPodAnnotationDomains,
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

@@ -30,11 +30,13 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
 	"github.com/kubectl-sched/kubectl-sched/operator/scope"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
+	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
 )
 
 // Scheme knows the built-in kinds and ours.
@@ -124,7 +126,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&appsv1.ControllerRevision{}: {Label: revisionSelector, Transform: userdeployment.TrimRevision},
 				// The apps with the managed fields of their specs, which say
 				// who changed what (userdeployment.TrimApp).
-				&schedv1.UserDeployment{}:     {Transform: userdeployment.TrimApp},
+				&schedv1.UserDeployment{}: {Transform: userdeployment.TrimApp},
+				// Tasks without what only their Jobs read, workflows and cron
+				// workflows without a large spec (agenttask.TrimTask,
+				// workflow.TrimWorkflow, cronworkflow.TrimCron), and the
+				// three kinds' metadata trimmed (agenttask.TrimMeta).
+				&schedv1.AgentTask{}:          {Transform: agenttask.TrimTask},
+				&schedv1.Workflow{}:           {Transform: workflow.TrimWorkflow},
+				&schedv1.CronWorkflow{}:       {Transform: cronworkflow.TrimCron},
 				&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
 				&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
 				&corev1.LimitRange{}:          {Label: managedSelector},

@@ -99,6 +99,8 @@ func DefaultOptions() Options {
 			ExternalSecretKeyTemplate: "{{namespace}}/",
 			// Vault's default KV mount.
 			ExternalSecretReservedPaths: []string{"secret"},
+			// The project's own (the simulated cluster's sim.kubectl-sched.dev).
+			AllowedPodAnnotationDomains: []string{"kubectl-sched.dev"},
 			SchedulerNamespace:          schedv1.DefaultSchedulerNamespace,
 			SchedulerImages:             DefaultSchedulerImages(),
 			HelperImage:                 "busybox:1.37",
@@ -267,6 +269,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Settings.HelperImage == "" {
 		return fmt.Errorf("--helper-image must not be empty")
+	}
+	for _, d := range o.Settings.AllowedPodAnnotationDomains {
+		if errs := validation.IsDNS1123Subdomain(d); d != "*" && len(errs) > 0 {
+			return fmt.Errorf("--allowed-pod-annotation-domains: %q is not a domain (a lower-case DNS name) or *", d)
+		}
 	}
 	for _, r := range o.Settings.AllowedSchedulerRegistries {
 		if strings.Contains(r, "://") {

@@ -179,6 +179,13 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	if err := op.Patch(ctx, pod.DeepCopy(), image); !apierrors.IsForbidden(err) {
 		t.Errorf("operator changing a pod's image: err = %v, want forbidden", err)
 	}
+	// A stolen token re-parenting a pod to an owner that does not exist
+	// would have the garbage collector delete it; removing the finalizer
+	// in the same patch gets it no further.
+	reparent := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null,"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"0b4a2e8c-0000-4000-8000-00000000dead"}]}}`))
+	if err := op.Patch(ctx, pod.DeepCopy(), reparent); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may only remove its sched.kubectl-sched.dev/outputs finalizer") {
+		t.Errorf("operator re-parenting a pod: err = %v, want forbidden by the policy", err)
+	}
 	release := client.RawPatch(types.StrategicMergePatchType, []byte(schedv1.ReleaseOutputsPatch))
 	if err := op.Patch(ctx, pod.DeepCopy(), release); err != nil {
 		t.Errorf("operator releasing its finalizer: %v", err)
@@ -201,16 +208,24 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	}
 	taskLabels := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelAgentTask: "t"}
 	jobOwner := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "t", UID: "0b4a2e8c-0000-4000-8000-000000000001", Controller: ptr.To(true)}}
+	appLabels := map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelUserDeployment: "shop"}
+	rsOwner := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "shop-web-1", UID: "0b4a2e8c-0000-4000-8000-000000000002", Controller: ptr.To(true)}}
 	for name, c := range map[string]struct {
 		labels  map[string]string
 		owners  []metav1.OwnerReference
 		creator client.Client
+		failed  bool
 		allowed bool
 	}{
 		"a pod of nobody's":      {labels: map[string]string{"team": "a"}, creator: env.Client},
-		"an app's pod":           {labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelUserDeployment: "shop"}, creator: env.Client},
+		"an app's pod":           {labels: appLabels, creator: env.Client},
 		"a Job's pod of no task": {labels: map[string]string{"team": "a"}, owners: jobOwner, creator: asJobController},
 		"a task's Job's pod":     {labels: taskLabels, owners: jobOwner, creator: asJobController, allowed: true},
+		// An app's evicted pods stay Failed until the cluster's pod
+		// garbage collector; only those may go.
+		"an app's ReplicaSet's running pod": {labels: appLabels, owners: rsOwner, creator: env.Client},
+		"a failed pod of nobody's":          {labels: map[string]string{"team": "a"}, owners: rsOwner, creator: env.Client, failed: true},
+		"an app's ReplicaSet's failed pod":  {labels: appLabels, owners: rsOwner, creator: env.Client, failed: true, allowed: true},
 	} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "deletee-", Namespace: "default", Labels: c.labels, OwnerReferences: c.owners},
@@ -219,11 +234,17 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		if err := c.creator.Create(ctx, pod); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
+		if c.failed {
+			pod.Status.Phase = corev1.PodFailed
+			if err := env.Client.Status().Update(ctx, pod); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
 		err := op.Delete(ctx, pod)
 		switch {
 		case c.allowed && err != nil:
 			t.Errorf("operator deleting %s: %v", name, err)
-		case !c.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may delete only the pods of its tasks' Jobs")):
+		case !c.allowed && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may delete only the pods of its tasks' Jobs and the failed pods of its apps' ReplicaSets")):
 			t.Errorf("operator deleting %s: err = %v, want forbidden by the policy", name, err)
 		}
 	}

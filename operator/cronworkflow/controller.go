@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
@@ -33,8 +34,8 @@ const ownerIndex = "cronworkflow.controller"
 type Reconciler struct {
 	client.Client
 	// APIReader reads past the cache: a run named in the status that the
-	// cache lacks may be new or gone, and a name that already exists may
-	// be ours or someone else's.
+	// cache lacks may be new or gone, a name that already exists may be
+	// ours or someone else's, and a large spec is not cached whole.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	// Clock says when it is; tests give a fake one.
@@ -52,9 +53,21 @@ type Reconciler struct {
 // what Replace and the history limits say, starts the due run, and writes
 // the status once. It comes back at the next schedule time.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	// The spec, which no reconcile changes, stays the cache's, read only
+	// (each run copies it); the metadata and status, which a reconcile
+	// changes, are copies. One whose spec the cache does not hold whole
+	// (TrimCron) is read past the cache.
 	cw := &schedv1.CronWorkflow{}
-	if err := r.Get(ctx, req.NamespacedName, cw); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, cw, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if agenttask.Trimmed(cw) {
+		*cw = schedv1.CronWorkflow{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, cw); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	} else {
+		cw.ObjectMeta, cw.Status = *cw.ObjectMeta.DeepCopy(), *cw.Status.DeepCopy()
 	}
 	if !cw.DeletionTimestamp.IsZero() {
 		// Owner references delete the runs.
@@ -85,9 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, e := range p.events {
 		r.record(cw, e)
 	}
-	before := cw.DeepCopy()
-	cw.Status = p.status
-	if _, err := status.Patch(ctx, r.Client, cw, before); err != nil {
+	// The patch is of the metadata and status alone, and the API server's
+	// answer lands in an object of its own, not in the cache's spec.
+	before := &schedv1.CronWorkflow{ObjectMeta: cw.ObjectMeta, Status: cw.Status}
+	after := &schedv1.CronWorkflow{ObjectMeta: *cw.ObjectMeta.DeepCopy(), Status: p.status}
+	if _, err := status.Patch(ctx, r.Client, after, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
 	}
 	if p.requeueAt.IsZero() {
@@ -153,8 +168,9 @@ func readyMessage(p *plan) string {
 // those the status lists as running that the cache lacks yet (read past
 // it), so a run just made is not forgotten.
 func (r *Reconciler) runs(ctx context.Context, cw *schedv1.CronWorkflow) ([]*schedv1.Workflow, error) {
+	// Read only (decide reads them, Delete takes them): not copied.
 	var list schedv1.WorkflowList
-	if err := r.List(ctx, &list, client.InNamespace(cw.Namespace), client.MatchingFields{ownerIndex: cw.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(cw.Namespace), client.MatchingFields{ownerIndex: cw.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var runs []*schedv1.Workflow

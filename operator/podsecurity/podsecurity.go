@@ -213,3 +213,48 @@ func LoosensPodSecurity(key, value string) bool {
 	domain, _, _ := strings.Cut(key, "/")
 	return domain == "crio.io" || domain == "cri-o.io" || strings.HasSuffix(domain, ".crio.io") || strings.HasSuffix(domain, ".cri-o.io")
 }
+
+// AnnotationDomainAllowed reports whether a pod annotation key may come
+// from a tenant's podMetadata: a key without a domain (no "/") always, a
+// key of a domain among domains or a subdomain of one, any key when
+// domains holds "*". Other domains are read by the cluster's networking,
+// service mesh or autoscaler (Multus's k8s.v1.cni.cncf.io/networks,
+// Calico's cni.projectcalico.org/ipAddrs, Istio's sidecar.istio.io,
+// cluster-autoscaler.kubernetes.io/safe-to-evict): the admin's to allow.
+func AnnotationDomainAllowed(key string, domains []string) bool {
+	domain, _, prefixed := strings.Cut(key, "/")
+	if !prefixed {
+		return true
+	}
+	for _, d := range domains {
+		if d == "*" || domain == d || strings.HasSuffix(domain, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// DisallowedAnnotations lists, sorted, as field paths under path (spec,
+// spec.services[web]), the keys of annotations whose domain domains does
+// not allow (AnnotationDomainAllowed). The pod-annotation-domains
+// admission policy refuses the same: keep the two in step.
+func DisallowedAnnotations(path string, annotations map[string]string, domains []string) []string {
+	var out []string
+	for k := range annotations {
+		if !AnnotationDomainAllowed(k, domains) {
+			out = append(out, fmt.Sprintf("%s.podMetadata.annotations[%s]", path, k))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// AnnotationsNotAllowed says why fields (DisallowedAnnotations) keep a pod
+// from starting, naming the setting that would allow them.
+func AnnotationsNotAllowed(fields, domains []string) string {
+	allowed := "none"
+	if len(domains) > 0 {
+		allowed = strings.Join(domains, ", ")
+	}
+	return fmt.Sprintf("%s: pod annotations of this domain are not allowed (--allowed-pod-annotation-domains: %s; keys without a domain always are)", strings.Join(fields, ", "), allowed)
+}

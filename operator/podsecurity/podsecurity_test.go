@@ -224,3 +224,36 @@ func TestLoosensPodSecurity(t *testing.T) {
 		}
 	}
 }
+
+func TestAnnotationDomainAllowed(t *testing.T) {
+	own := []string{"kubectl-sched.dev"}
+	for _, tc := range []struct {
+		key     string
+		domains []string
+		want    bool
+	}{
+		{"note", nil, true},
+		{"team", own, true},
+		{"sim.kubectl-sched.dev/exit-code", own, true},
+		{"kubectl-sched.dev/x", own, true},
+		{"k8s.v1.cni.cncf.io/networks", own, false},
+		{"cni.projectcalico.org/ipAddrs", own, false},
+		{"sidecar.istio.io/inject", own, false},
+		{"cluster-autoscaler.kubernetes.io/safe-to-evict", own, false},
+		{"evilkubectl-sched.dev/x", own, false},
+		{"kubectl-sched.dev.evil.com/x", own, false},
+		{"prometheus.io/scrape", nil, false},
+		{"prometheus.io/scrape", []string{"prometheus.io"}, true},
+		{"sidecar.istio.io/inject", []string{"istio.io"}, true},
+		{"k8s.v1.cni.cncf.io/networks", []string{"*"}, true},
+	} {
+		if got := AnnotationDomainAllowed(tc.key, tc.domains); got != tc.want {
+			t.Errorf("AnnotationDomainAllowed(%q, %v) = %v, want %v", tc.key, tc.domains, got, tc.want)
+		}
+	}
+	got := DisallowedAnnotations("spec", map[string]string{"note": "", "sidecar.istio.io/inject": "", "k8s.v1.cni.cncf.io/networks": "", "sim.kubectl-sched.dev/x": ""}, own)
+	want := []string{"spec.podMetadata.annotations[k8s.v1.cni.cncf.io/networks]", "spec.podMetadata.annotations[sidecar.istio.io/inject]"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DisallowedAnnotations (-want +got):\n%s", diff)
+	}
+}

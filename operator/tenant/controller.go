@@ -236,10 +236,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 	classesChanged := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
 		return everyTenant(ctx)
 	})
+	// A class's value, or which class is the cluster's default, moves
+	// the classes above each tier and the class its pods get by default.
 	classValueChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*schedulingv1.PriorityClass)
 		n, ok2 := e.ObjectNew.(*schedulingv1.PriorityClass)
-		return !ok1 || !ok2 || o.Value != n.Value
+		return !ok1 || !ok2 || o.Value != n.Value || o.GlobalDefault != n.GlobalDefault
 	}}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, builder.WithPredicates(tenant, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).

@@ -3,6 +3,7 @@ package tenant
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
@@ -47,11 +49,13 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 		Spec:       corev1.ResourceQuotaSpec{Hard: tier.Quota},
 	}
 	quota.Annotations = map[string]string{
-		schedv1.AnnotationTierMaxPriority: string(maxPriority(p)),
-		schedv1.AnnotationTierNodePools:   strings.Join(p.NodePools, ","),
-		schedv1.AnnotationTierTolerations: strings.Join(p.Tolerations, ","),
-		schedv1.AnnotationTierTTLDefault:  ttl(tier.TTL.Default),
-		schedv1.AnnotationTierTTLMax:      ttl(tier.TTL.Max),
+		schedv1.AnnotationTierMaxPriority:          string(maxPriority(p)),
+		schedv1.AnnotationTierNodePools:            strings.Join(p.NodePools, ","),
+		schedv1.AnnotationTierTolerations:          strings.Join(p.Tolerations, ","),
+		schedv1.AnnotationTierMaxTolerationSeconds: strconv.FormatInt(ptr.Deref(p.MaxTolerationSeconds, DefaultMaxTolerationSeconds), 10),
+		schedv1.AnnotationTierTTLDefault:           ttl(tier.TTL.Default),
+		schedv1.AnnotationTierTTLMax:               ttl(tier.TTL.Max),
+		schedv1.AnnotationTierMaxRevisions:         revisions(tier.Apps.MaxRevisions),
 	}
 	d := Desired{Objects: []client.Object{quota}}
 	if l := tier.Limits; l != nil {
@@ -63,7 +67,9 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 			Spec:       corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{item}},
 		})
 	}
-	if above := ClassesAbove(maxPriority(p), classes, priorityClasses); len(above) > 0 {
+	above, top := classesAbove(maxPriority(p), classes, priorityClasses)
+	quota.Annotations[schedv1.AnnotationTierDefaultPriorityClass] = defaultClass(above, top, classes)
+	if len(above) > 0 {
 		d.PriorityQuota = true
 		d.Objects = append(d.Objects, &corev1.ResourceQuota{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
@@ -91,6 +97,13 @@ func NetworkPolicy(ns, tierName string, p netpol.Platform) *networkingv1.Network
 	}
 }
 
+func revisions(n *int32) string {
+	if n == nil {
+		return ""
+	}
+	return strconv.Itoa(int(*n))
+}
+
 func ttl(d *metav1.Duration) string {
 	if d == nil {
 		return ""
@@ -110,6 +123,29 @@ func maxPriority(p PlacementLimits) schedv1.Priority {
 // priority, when none of those classes exists): the classes a pod of the
 // tier may not use, whether the operator or a user creates it.
 func ClassesAbove(max schedv1.Priority, classes []schedulingv1.PriorityClass, priorityClasses map[string]string) []string {
+	above, _ := classesAbove(max, classes, priorityClasses)
+	return above
+}
+
+// defaultClass is the class the operator gives a tier's pods that name
+// none, when the cluster's default class (globalDefault) is one of those
+// above the tier: the API server would give them that class, and the
+// tier's priority quota would refuse every one. They get top, the highest
+// class of the tier's own priorities, instead; "" when the default class
+// is not above the tier (or there is no default class, or no class of the
+// tier's priorities to use).
+func defaultClass(above []string, top string, classes []schedulingv1.PriorityClass) string {
+	for _, c := range classes {
+		if c.GlobalDefault && slices.Contains(above, c.Name) {
+			return top
+		}
+	}
+	return ""
+}
+
+// classesAbove is ClassesAbove, and the highest class of the priorities up
+// to max that exists ("" when none does).
+func classesAbove(max schedv1.Priority, classes []schedulingv1.PriorityClass, priorityClasses map[string]string) (above []string, top string) {
 	from := slices.Index(schedv1.Priorities, max)
 	if from < 0 {
 		from = len(schedv1.Priorities) - 1 // Low
@@ -123,17 +159,16 @@ func ClassesAbove(max schedv1.Priority, classes []schedulingv1.PriorityClass, pr
 	threshold, found := int32(0), false
 	for _, c := range classes {
 		if allowed[c.Name] && (!found || c.Value > threshold) {
-			threshold, found = c.Value, true
+			threshold, found, top = c.Value, true, c.Name
 		}
 	}
-	var above []string
 	for _, c := range classes {
 		if c.Value > threshold {
 			above = append(above, c.Name)
 		}
 	}
 	slices.Sort(above)
-	return above
+	return above, top
 }
 
 // defaultLimitRangeItem does what the API server's defaulting does to a

@@ -10,6 +10,7 @@ import (
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -68,8 +69,9 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 	tier := Tier{
 		Quota:     corev1.ResourceList{corev1.ResourcePods: resource.MustParse("10")},
 		Limits:    &ContainerLimits{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-		Placement: PlacementLimits{NodePools: []string{"general", "spot"}, Tolerations: []string{schedv1.TaintSpot}},
+		Placement: PlacementLimits{NodePools: []string{"general", "spot"}, Tolerations: []string{schedv1.TaintSpot}, MaxTolerationSeconds: ptr.To[int64](600)},
 		TTL:       TTLLimits{Default: &metav1.Duration{Duration: 15 * time.Minute}, Max: &metav1.Duration{Duration: 90 * time.Minute}},
+		Apps:      AppLimits{MaxRevisions: ptr.To[int32](3)},
 	}
 	d := Objects("ns", "free", tier, []schedulingv1.PriorityClass{class("kubectl-sched-medium", 100)}, shipped)
 	if len(d.Objects) != 3 || !d.PriorityQuota {
@@ -82,6 +84,10 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 		schedv1.AnnotationTierTolerations: schedv1.TaintSpot,
 		schedv1.AnnotationTierTTLDefault:  "15m",
 		schedv1.AnnotationTierTTLMax:      "1h30m",
+		// No class is the cluster's default: pods that name none need none.
+		schedv1.AnnotationTierDefaultPriorityClass: "",
+		schedv1.AnnotationTierMaxTolerationSeconds: "600",
+		schedv1.AnnotationTierMaxRevisions:         "3",
 	}
 	if diff := cmp.Diff(want, q.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
@@ -98,6 +104,43 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 
 	if d := Objects("ns", "free", tier, nil, shipped); d.PriorityQuota || len(d.Objects) != 2 {
 		t.Errorf("without classes above: %d objects, priority quota %v", len(d.Objects), d.PriorityQuota)
+	}
+}
+
+// TestDefaultPriorityClass: when the cluster's default PriorityClass
+// (globalDefault) is above a tier, the API server would give it to every
+// pod that names no class and the tier's priority quota would refuse them
+// all; the tier's quota names the class its pods get instead, the highest
+// of the tier's own priorities.
+func TestDefaultPriorityClass(t *testing.T) {
+	def := func(name string, value int32) schedulingv1.PriorityClass {
+		c := class(name, value)
+		c.GlobalDefault = true
+		return c
+	}
+	base := []schedulingv1.PriorityClass{class("kubectl-sched-critical", 1000000), class("kubectl-sched-high", 10000), class("kubectl-sched-medium", 100), class("kubectl-sched-low", -100)}
+	cases := map[string]struct {
+		max     schedv1.Priority
+		classes []schedulingv1.PriorityClass
+		mapping map[string]string
+		want    string
+	}{
+		"no default class":                 {max: schedv1.PriorityLow, classes: base, mapping: shipped, want: ""},
+		"a default above free":             {max: schedv1.PriorityLow, classes: append(base, def("cluster-default", 1000)), mapping: shipped, want: "kubectl-sched-low"},
+		"a default of 0 is above free too": {max: schedv1.PriorityLow, classes: append(base, def("cluster-default", 0)), mapping: shipped, want: "kubectl-sched-low"},
+		"a default below the tier":         {max: schedv1.PriorityLow, classes: append(base, def("cluster-default", -1000)), mapping: shipped, want: ""},
+		"team gets its Medium":             {max: schedv1.PriorityMedium, classes: append(base, def("cluster-default", 1000)), mapping: shipped, want: "kubectl-sched-medium"},
+		"a default the tier may use":       {max: schedv1.PriorityHigh, classes: append(base, def("cluster-default", 1000)), mapping: shipped, want: ""},
+		"no class of the tier's exists":    {max: schedv1.PriorityLow, classes: append(base[:3], def("cluster-default", 1000)), mapping: shipped, want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tier := Tier{Quota: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}, Placement: PlacementLimits{MaxPriority: tc.max}}
+			q := Objects("ns", "free", tier, tc.classes, tc.mapping).Objects[0].(*corev1.ResourceQuota)
+			if got := q.Annotations[schedv1.AnnotationTierDefaultPriorityClass]; got != tc.want {
+				t.Errorf("default class %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
@@ -131,12 +174,15 @@ func TestParseTiersPlacement(t *testing.T) {
 		"pool":     "quota: {pods: '1'}\nplacement: {nodePools: ['Not A Pool']}",
 		"taint":    "quota: {pods: '1'}\nplacement: {tolerations: ['a,b']}",
 		"unknown":  "quota: {pods: '1'}\nplacement: {maxPriorty: High}",
+		"seconds":  "quota: {pods: '1'}\nplacement: {maxTolerationSeconds: -1}",
+		"history":  "quota: {pods: '1'}\napps: {maxRevisions: 0}",
 	}}
 	tiers, bad := ParseTiers(cm)
 	if _, ok := tiers["ok"]; !ok || len(tiers) != 1 {
 		t.Errorf("tiers %v, want only ok", Names(tiers))
 	}
-	for name, want := range map[string]string{"priority": "maxPriority", "pool": "nodePools", "taint": "tolerations", "unknown": "maxPriorty"} {
+	for name, want := range map[string]string{"priority": "maxPriority", "pool": "nodePools", "taint": "tolerations", "unknown": "maxPriorty",
+		"seconds": "placement.maxTolerationSeconds -1 is not between 0 and 86400", "history": "apps.maxRevisions 0 is not between 1 and 100"} {
 		if err := bad[name]; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want it to name %s", name, err, want)
 		}

@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
 // tenantUser binds user in ns to each ClusterRole and returns a client
@@ -26,9 +28,14 @@ func tenantUser(t *testing.T, ns, user string, roles ...string) client.Client {
 	t.Helper()
 	var c client.Client
 	for _, role := range roles {
+		// Wait for something this binding grants and the ones before did
+		// not, or the next request may beat the authorizer's informer.
+		granted := authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"}
+		if role == "edit" || role == "admin" || role == "view" {
+			granted = authorizationv1.ResourceAttributes{Verb: "get", Resource: "resourcequotas"}
+		}
 		var err error
-		c, err = testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, role,
-			authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "agenttasks"})
+		c, err = testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, user, role, granted)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +200,7 @@ func TestTierBoundsPlacement(t *testing.T) {
 			Priority: schedv1.PriorityLow, NodePools: []string{"general"},
 			Tolerations: []corev1.Toleration{
 				toleration(schedv1.TaintPool, corev1.TolerationOpEqual, "general"),
-				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
 			},
 		}))
 		allowed(t, mallory, MakeWorkflow("w", ns).Step("a", "busybox").Obj())
@@ -229,6 +236,111 @@ func TestTierBoundsPlacement(t *testing.T) {
 		}
 		allowed(t, mallory, pod("low", "kubectl-sched-low"))
 		allowed(t, mallory, pod("none", ""))
+	})
+}
+
+// TestTierBoundsNodeConditionTolerations tries, as a member of a free-tier
+// tenant made by `kubectl sched tenant create` (plus the built-in edit
+// role, for pods made directly), to tolerate Kubernetes' own node taints
+// beyond what it gives every pod: unschedulable would put the tenant's pods
+// on cordoned and draining nodes (and hold a scale-down), out-of-service
+// on a node being fenced, not-ready as NoSchedule or unreachable for ever
+// would keep them on a node that is gone. Only not-ready and unreachable,
+// NoExecute, for at most the tier's 300s pass, which is what the API
+// server adds to every pod itself.
+func TestTierBoundsNodeConditionTolerations(t *testing.T) {
+	const ns = "tier-conditions"
+	mallory := testenv.Tenant(t, sim, ns, "free", "mallory", 2*time.Minute)
+	if _, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, "mallory", "edit",
+		authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods"}); err != nil {
+		t.Fatal(err)
+	}
+	tol := func(key string, effect corev1.TaintEffect, seconds *int64) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: effect, TolerationSeconds: seconds}
+	}
+	task := func(ts ...corev1.Toleration) *schedv1.AgentTask {
+		return MakeAgentTask("t", ns).Image("busybox").Placement(schedv1.Placement{Tolerations: ts}).Obj()
+	}
+	// Restricted, as the tenant's namespace enforces.
+	pod := func(ts ...corev1.Toleration) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns},
+			Spec: corev1.PodSpec{SecurityContext: podsecurity.Pod(), Tolerations: ts,
+				Containers: []corev1.Container{{Name: "c", Image: "busybox", SecurityContext: podsecurity.Container(nil)}}},
+		}
+	}
+	const allows = "tier free allows tolerating only the taints: none (and node.kubernetes.io/not-ready and unreachable as NoExecute for at most 300s)"
+	cases := map[string]struct {
+		obj  client.Object
+		want []string
+	}{
+		"task: a cordoned node": {
+			obj:  task(tol("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule, nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/unschedulable:NoSchedule]", allows},
+		},
+		"task: a node out of service": {
+			obj:  task(tol("node.kubernetes.io/out-of-service", corev1.TaintEffectNoExecute, nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/out-of-service:NoExecute]"},
+		},
+		"task: every effect of not-ready": {
+			obj:  task(tol("node.kubernetes.io/not-ready", "", nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/not-ready (every effect)]"},
+		},
+		"task: scheduled onto a node that is not ready": {
+			obj:  task(tol("node.kubernetes.io/not-ready", corev1.TaintEffectNoSchedule, nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/not-ready:NoSchedule]"},
+		},
+		"task: an unreachable node for ever": {
+			obj:  task(tol("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute, nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/unreachable:NoExecute]"},
+		},
+		"task: an unreachable node for an hour": {
+			obj:  task(tol("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute, ptr.To[int64](3600))),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/unreachable:NoExecute for 3600s]"},
+		},
+		"task: a node short of memory": {
+			obj:  task(tol("node.kubernetes.io/memory-pressure", corev1.TaintEffectNoSchedule, nil)),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/memory-pressure:NoSchedule]"},
+		},
+		"workflow: a step on cordoned nodes": {
+			obj: MakeWorkflow("w", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox", Placement: &schedv1.Placement{
+				Tolerations: []corev1.Toleration{tol("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule, nil)}}}).Obj(),
+			want: []string{"spec.steps[a].task.placement.tolerations [node.kubernetes.io/unschedulable:NoSchedule]"},
+		},
+		"schedule: its runs on cordoned nodes": {
+			obj: MakeCronWorkflow("c", ns, "0 * * * *").StepTask("a", schedv1.AgentTaskSpec{Image: "busybox", Placement: &schedv1.Placement{
+				Tolerations: []corev1.Toleration{tol("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule, nil)}}}).Obj(),
+			want: []string{"spec.workflowSpec.steps[a].task.placement.tolerations [node.kubernetes.io/unschedulable:NoSchedule]"},
+		},
+		"app: on cordoned nodes": {
+			obj: MakeUserDeployment("u", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).
+				Placement(schedv1.Placement{Tolerations: []corev1.Toleration{tol("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule, nil)}}).Obj(),
+			want: []string{"spec.placement.tolerations [node.kubernetes.io/unschedulable:NoSchedule]"},
+		},
+		"pod: on cordoned nodes": {
+			obj:  pod(tol("node.kubernetes.io/unschedulable", corev1.TaintEffectNoSchedule, nil)),
+			want: []string{"spec.tolerations [node.kubernetes.io/unschedulable:NoSchedule]", allows},
+		},
+		"pod: on a node that is gone, for ever": {
+			obj:  pod(tol("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute, nil)),
+			want: []string{"spec.tolerations [node.kubernetes.io/unreachable:NoExecute]"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { refused(t, mallory, tc.obj, tc.want...) })
+	}
+
+	// What the API server gives every pod itself passes: a pod without
+	// tolerations gets them (300s), one that names them within the bound
+	// keeps them.
+	t.Run("allowed", func(t *testing.T) {
+		k8s := []corev1.Toleration{
+			tol("node.kubernetes.io/not-ready", corev1.TaintEffectNoExecute, ptr.To[int64](300)),
+			tol("node.kubernetes.io/unreachable", corev1.TaintEffectNoExecute, ptr.To[int64](60)),
+		}
+		allowed(t, mallory, task(k8s...))
+		allowed(t, mallory, pod(k8s...))
+		allowed(t, mallory, pod())
 	})
 }
 

@@ -31,6 +31,18 @@ type Tier struct {
 	// TTL is how long finished tasks and workflows are kept: they count
 	// against the quota's count/ resources until they are deleted.
 	TTL TTLLimits `json:"ttl,omitempty"`
+	// Apps bounds what the operator keeps for each app.
+	Apps AppLimits `json:"apps,omitempty"`
+}
+
+// AppLimits are a tier's bounds on what the operator keeps for an app.
+type AppLimits struct {
+	// MaxRevisions is the most revisions (ControllerRevisions, each up to
+	// 1.5 MiB) the operator keeps of one app, whatever its
+	// spec.revisionHistoryLimit asks (admission refuses more, naming the
+	// tier; the default 10 is lowered to it). Left out: the API's own
+	// bound, 100.
+	MaxRevisions *int32 `json:"maxRevisions,omitempty"`
 }
 
 // TTLLimits are a tier's bounds on ttlAfterFinished, for AgentTasks and
@@ -48,6 +60,9 @@ type TTLLimits struct {
 
 // maxTTL is the CRDs' own bound on ttlAfterFinished.
 const maxTTL = 8760 * time.Hour
+
+// maxRevisions is the CRD's own bound on spec.revisionHistoryLimit.
+const maxRevisions = 100
 
 // ContainerLimits is the Container item of a LimitRange.
 type ContainerLimits struct {
@@ -70,10 +85,27 @@ type PlacementLimits struct {
 	// Tolerations are the taint keys a workload may tolerate, by
 	// placement.tolerations, spot (node.kubectl-sched.dev/spot) or
 	// workloadType GPU (nvidia.com/gpu); "*" allows any. None by default.
-	// Kubernetes' own node-condition taints (node.kubernetes.io/...) are
-	// always allowed; a toleration without a key never is, unless "*".
+	// Of Kubernetes' own node taints (node.kubernetes.io/...) only what
+	// it adds to every pod is allowed without being listed: not-ready and
+	// unreachable as NoExecute, for at most MaxTolerationSeconds. A
+	// toleration without a key never is, unless "*".
 	Tolerations []string `json:"tolerations,omitempty"`
+	// MaxTolerationSeconds bounds how long a workload may stay bound to a
+	// node that is not ready or unreachable: the tolerationSeconds of
+	// those two tolerations. Left out: DefaultMaxTolerationSeconds, what
+	// the API server gives every pod (--default-not-ready-toleration-seconds,
+	// --default-unreachable-toleration-seconds); a cluster that raised
+	// those raises this too.
+	MaxTolerationSeconds *int64 `json:"maxTolerationSeconds,omitempty"`
 }
+
+// DefaultMaxTolerationSeconds is PlacementLimits.MaxTolerationSeconds when
+// it is left out: the API server's default tolerationSeconds for
+// not-ready and unreachable.
+const DefaultMaxTolerationSeconds = 300
+
+// maxTolerationSeconds bounds MaxTolerationSeconds: a day.
+const maxTolerationSeconds = 86400
 
 // Any in NodePools or Tolerations allows every pool or taint.
 const Any = "*"
@@ -122,6 +154,9 @@ func (t Tier) validate() error {
 			return fmt.Errorf("placement.tolerations: %q is not a taint key: %v", key, errs)
 		}
 	}
+	if s := p.MaxTolerationSeconds; s != nil && (*s < 0 || *s > maxTolerationSeconds) {
+		return fmt.Errorf("placement.maxTolerationSeconds %d is not between 0 and %d", *s, maxTolerationSeconds)
+	}
 	for _, f := range []struct {
 		name string
 		d    *metav1.Duration
@@ -129,6 +164,9 @@ func (t Tier) validate() error {
 		if f.d != nil && (f.d.Duration <= 0 || f.d.Duration > maxTTL) {
 			return fmt.Errorf("%s %s is not between 0s (excluded) and %s", f.name, f.d.Duration, maxTTL)
 		}
+	}
+	if m := t.Apps.MaxRevisions; m != nil && (*m < 1 || *m > maxRevisions) {
+		return fmt.Errorf("apps.maxRevisions %d is not between 1 and %d", *m, maxRevisions)
 	}
 	if d, m := t.TTL.Default, t.TTL.Max; d != nil && m != nil && d.Duration > m.Duration {
 		return fmt.Errorf("ttl.default %s is above ttl.max %s", tiers.FormatDuration(d.Duration), tiers.FormatDuration(m.Duration))

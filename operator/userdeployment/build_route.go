@@ -152,6 +152,9 @@ func buildCertificate(ud *schedv1.UserDeployment, host, secret, issuer string) *
 		"secretName": secret,
 		"dnsNames":   []any{host},
 		"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": issuer},
+		// cert-manager keeps every CertificateRequest of a Certificate
+		// unless told: one per renewal, for as long as the app lives.
+		"revisionHistoryLimit": int64(1),
 	}
 	return unstructuredObject(certificateGVK, objectMeta(ud, ud.Name, ""), spec)
 }

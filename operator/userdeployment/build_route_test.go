@@ -144,10 +144,10 @@ func TestCertificatePlan(t *testing.T) {
 		problem bool
 	}{
 		"issued by the ClusterIssuer": {ud: public().Obj(), s: withIssuer, a: apis{certificates: true},
-			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"shop.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}, "revisionHistoryLimit": int64(1)},
 			tls:  "shop.tls", url: "https://shop.ns.apps.test/"},
 		"a custom host in the namespace's part of the domain": {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "www.ns.apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true},
-			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"www.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}},
+			cert: map[string]any{"secretName": "shop.tls", "dnsNames": []any{"www.ns.apps.test"}, "issuerRef": map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"}, "revisionHistoryLimit": int64(1)},
 			tls:  "shop.tls", url: "https://www.ns.apps.test/"},
 		// No certificate (and no route) for what the app may not route.
 		"the bare domain":          {ud: public().Spec(func(s *schedv1.UserDeploymentSpec) { s.Ingress = &schedv1.IngressSpec{Host: "apps.test"} }).Obj(), s: withIssuer, a: apis{certificates: true}},

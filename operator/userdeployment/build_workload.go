@@ -102,6 +102,10 @@ func buildDeployment(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, repli
 		ObjectMeta: objectMeta(ud, names.ServiceObject(ud.Name, svc.Name), svc.Name),
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
+			// The app keeps its own revisions (ControllerRevisions, bounded
+			// by its tier): a Deployment's old ReplicaSets, ten by default,
+			// would be as many more copies of the pod template.
+			RevisionHistoryLimit: ptr.To[int32](0),
 			// The app's deadline, so the Deployment's own Progressing
 			// condition agrees with the app's.
 			ProgressDeadlineSeconds: ptr.To(deadlineSeconds(ud.Spec.Deadline())),
@@ -156,6 +160,8 @@ func statefulSetOf(ud *schedv1.UserDeployment, svc *schedv1.ServiceSpec, dep *ap
 			Template:             tmpl,
 			VolumeClaimTemplates: claims,
 			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			// As a Deployment's: the app keeps its own revisions.
+			RevisionHistoryLimit: ptr.To[int32](0),
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
 				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
 				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,

@@ -50,7 +50,9 @@ func TestBuildDeployment(t *testing.T) {
 		Spec: appsv1.DeploymentSpec{
 			Replicas:                ptr.To[int32](2),
 			ProgressDeadlineSeconds: ptr.To[int32](600),
-			Selector:                &metav1.LabelSelector{MatchLabels: selector},
+			// The app keeps its revisions; no old ReplicaSets.
+			RevisionHistoryLimit: ptr.To[int32](0),
+			Selector:             &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      podLabels,

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
@@ -89,7 +90,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=userdeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Pods: deleted only when failed (evicted) and not a service's latest
+// (kubectl-sched-operator-pod-patch).
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses;networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=external-secrets.io,resources=externalsecrets,verbs=get;list;watch;create;patch;delete
@@ -99,6 +102,9 @@ type Reconciler struct {
 // route (schedv1.AnnotationAllowedHosts), and whether an admin opted one out
 // of the restricted default.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// The tier's quota carries its default PriorityClass and its bound on
+// revisions.
+// +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
 // Reconcile brings one app's objects to the plan and reports on them.
 // Deletion needs nothing: every object carries an owner reference.
@@ -114,7 +120,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 
-	s := &syncState{ud: ud, deployments: map[string]*appsv1.Deployment{}}
+	limits, err := tiers.LimitsOf(ctx, r.Client, ud.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &syncState{ud: ud, deployments: map[string]*appsv1.Deployment{}, tier: limits}
 	// The spec's revision, recorded first: a crash after this finds it
 	// again. The plan builds what runs: the spec, or the revision rolled
 	// back to restored into it.
@@ -131,6 +141,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p, err := r.planFor(ctx, run, a)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if limits != nil {
+		p.defaultPriorityClass(limits.DefaultPriorityClass)
 	}
 	owned, err := r.observeOwned(ctx, ud, a)
 	if err != nil {
@@ -189,7 +202,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The status write wakes nothing up (SetupWithManager).
 		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
 	}
-	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments))
+	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments), r.deleteFailedPods(ctx, pods))
 	r.trimRevisions(ctx, s, rv, &ud.Status)
 	if err := errors.Join(s.errs...); err != nil {
 		return ctrl.Result{}, err
@@ -207,7 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // syncState collects what one reconcile did and found.
 type syncState struct {
-	ud    *schedv1.UserDeployment
+	ud *schedv1.UserDeployment
+	// tier is what the namespace's tier says; nil without one.
+	tier  *tiers.Limits
 	owned map[objectKey]client.Object
 	// deployments as written or found, by service name, for the status.
 	deployments map[string]*appsv1.Deployment

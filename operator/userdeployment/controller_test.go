@@ -1198,6 +1198,8 @@ func TestCertificates(t *testing.T) {
 		"secretName": "shop.tls",
 		"dnsNames":   []any{host},
 		"issuerRef":  map[string]any{"group": "cert-manager.io", "kind": "ClusterIssuer", "name": "letsencrypt"},
+		// One CertificateRequest kept, not one per renewal for ever.
+		"revisionHistoryLimit": int64(1),
 	}
 	if diff := cmp.Diff(wantSpec, cert.Object["spec"]); diff != "" {
 		t.Errorf("Certificate spec (-want +got):\n%s", diff)

@@ -32,7 +32,6 @@ func TestInSync(t *testing.T) {
 		d.TypeMeta = metav1.TypeMeta{}
 		d.ResourceVersion, d.Generation, d.UID = "42", 3, "dep-uid"
 		d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "1", annotationApplied: form.GetAnnotations()[annotationApplied]}
-		d.Spec.RevisionHistoryLimit = ptr.To[int32](10)
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
 			MaxUnavailable: ptr.To(intstr.FromString("25%")), MaxSurge: ptr.To(intstr.FromString("25%")),

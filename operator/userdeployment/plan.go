@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,27 +49,57 @@ type plan struct {
 	// invalid says why part of the spec could not be built.
 	invalid []string
 	// notAllowed services ask for privilege their namespace does not
-	// allow (any more): they run zero replicas of a restricted template
-	// (withoutPrivilege); the value says why.
-	notAllowed map[string]string
+	// allow (any more), or pass pod annotations of a domain the settings
+	// do not allow: they run zero replicas of a restricted template
+	// without those annotations (withoutPrivilege); the value says why.
+	notAllowed map[string]cause
 }
 
 // planFor is ud's plan with the optional APIs a: what its spec asks for,
-// less the privilege its namespace does not allow (privilege.go).
+// less the privilege its namespace does not allow and the pod annotations
+// the settings do not (privilege.go).
 func (r *Reconciler) planFor(ctx context.Context, ud *schedv1.UserDeployment, a apis) (plan, error) {
-	notAllowed, err := r.privilegeRefused(ctx, ud)
+	privileged, err := r.privilegeRefused(ctx, ud)
 	if err != nil {
 		return plan{}, err
+	}
+	domains := r.Settings.AllowedPodAnnotationDomains
+	notAllowed := map[string]cause{}
+	for svc, fields := range annotationsRefused(ud, domains) {
+		notAllowed[svc] = cause{schedv1.ReasonAnnotationNotAllowed, "not started: " + podsecurity.AnnotationsNotAllowed(fields, domains) +
+			"; remove the annotation(s), or ask a cluster admin to allow the domain, and the service starts again"}
+	}
+	// Privilege first: it is what a service may least have.
+	for svc, fields := range privileged {
+		notAllowed[svc] = cause{schedv1.ReasonPrivilegedNotAllowed, "not started: " + podsecurity.NotAllowed(ud.Namespace, fields) + "; remove the field(s) and the service starts again"}
 	}
 	if len(notAllowed) == 0 {
 		return buildPlan(ud, r.Settings, a), nil
 	}
-	p := buildPlan(withoutPrivilege(ud, notAllowed), r.Settings, a)
-	p.notAllowed = map[string]string{}
-	for svc, fields := range notAllowed {
-		p.notAllowed[svc] = "not started: " + podsecurity.NotAllowed(ud.Namespace, fields) + "; remove the field(s) and the service starts again"
-	}
+	p := buildPlan(withoutPrivilege(ud, notAllowed, domains), r.Settings, a)
+	p.notAllowed = notAllowed
 	return p, nil
+}
+
+// defaultPriorityClass gives the pods of the plan's workloads that name
+// no PriorityClass the class (the tier's, when the cluster's default class
+// is above the tier: its priority quota would refuse them otherwise).
+func (p *plan) defaultPriorityClass(class string) {
+	if class == "" {
+		return
+	}
+	for _, o := range p.objects {
+		var spec *corev1.PodSpec
+		switch w := o.(type) {
+		case *appsv1.Deployment:
+			spec = &w.Spec.Template.Spec
+		case *appsv1.StatefulSet:
+			spec = &w.Spec.Template.Spec
+		}
+		if spec != nil && spec.PriorityClassName == "" {
+			spec.PriorityClassName = class
+		}
+	}
 }
 
 // buildPlan derives the desired objects of ud.

@@ -49,12 +49,29 @@ func privilegeAsked(ud *schedv1.UserDeployment) map[string][]string {
 	return out
 }
 
+// annotationsRefused lists, by service, the pod annotations whose domain
+// domains does not allow (podsecurity.DisallowedAnnotations).
+func annotationsRefused(ud *schedv1.UserDeployment, domains []string) map[string][]string {
+	out := map[string][]string{}
+	for i := range ud.Spec.Services {
+		svc := &ud.Spec.Services[i]
+		if svc.PodMetadata == nil {
+			continue
+		}
+		if fields := podsecurity.DisallowedAnnotations(fmt.Sprintf("spec.services[%s]", svc.Name), svc.PodMetadata.Annotations, domains); len(fields) > 0 {
+			out[svc.Name] = fields
+		}
+	}
+	return out
+}
+
 // withoutPrivilege is ud with the named services at zero replicas and
-// without what asks for privilege: their workloads keep no privileged pod
-// template that anyone could scale up again. Not restricted and running:
-// the owner asked for something else, which might half-work or misbehave
-// in a restricted pod; they fix the spec and the service starts.
-func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) *schedv1.UserDeployment {
+// without what asks for privilege or passes annotations of a domain not
+// among domains: their workloads keep no such pod template that anyone
+// could scale up again. Not restricted and running: the owner asked for
+// something else, which might half-work or misbehave without it; they fix
+// the spec and the service starts.
+func withoutPrivilege[V any](ud *schedv1.UserDeployment, services map[string]V, domains []string) *schedv1.UserDeployment {
 	out := ud.DeepCopy()
 	for i := range out.Spec.Services {
 		svc := &out.Spec.Services[i]
@@ -64,7 +81,9 @@ func withoutPrivilege(ud *schedv1.UserDeployment, services map[string][]string) 
 		svc.Replicas = ptr.To[int32](0)
 		svc.SecurityContext = nil
 		if svc.PodMetadata != nil {
-			maps.DeleteFunc(svc.PodMetadata.Annotations, podsecurity.LoosensPodSecurity)
+			maps.DeleteFunc(svc.PodMetadata.Annotations, func(k, v string) bool {
+				return podsecurity.LoosensPodSecurity(k, v) || !podsecurity.AnnotationDomainAllowed(k, domains)
+			})
 		}
 		for _, probe := range []*schedv1.Probe{svc.ReadinessProbe, svc.LivenessProbe} {
 			if probe != nil && probe.HTTPGet != nil {

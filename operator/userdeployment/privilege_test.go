@@ -44,7 +44,7 @@ func TestPrivilegeAsked(t *testing.T) {
 func TestWithoutPrivilege(t *testing.T) {
 	ud := privilegedApp()
 	before := ud.DeepCopy()
-	p := buildPlan(withoutPrivilege(ud, privilegeAsked(ud)), testSettings, apis{})
+	p := buildPlan(withoutPrivilege(ud, privilegeAsked(ud), testSettings.AllowedPodAnnotationDomains), testSettings, apis{})
 	if diff := cmp.Diff(before, ud); diff != "" {
 		t.Errorf("withoutPrivilege changed the app (-before +after):\n%s", diff)
 	}
@@ -77,8 +77,8 @@ func TestWithoutPrivilege(t *testing.T) {
 
 func TestStatusOfAServiceNotAllowed(t *testing.T) {
 	ud := privilegedApp()
-	p := buildPlan(withoutPrivilege(ud, privilegeAsked(ud)), testSettings, apis{})
-	p.notAllowed = map[string]string{"web": "not started: spec.services[web].securityContext.privileged: not allowed"}
+	p := buildPlan(withoutPrivilege(ud, privilegeAsked(ud), testSettings.AllowedPodAnnotationDomains), testSettings, apis{})
+	p.notAllowed = map[string]cause{"web": {schedv1.ReasonPrivilegedNotAllowed, "not started: spec.services[web].securityContext.privileged: not allowed"}}
 	st := computeStatus(ud, p, observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 0, 0), "api": deployment("api", 1, 1)}})
 	if st.Phase != schedv1.UserDeploymentDegraded {
 		t.Errorf("phase %s, want Degraded", st.Phase)
@@ -92,5 +92,40 @@ func TestStatusOfAServiceNotAllowed(t *testing.T) {
 	}
 	if st.Services[0].DesiredReplicas != 0 || st.Services[1].DesiredReplicas != 1 {
 		t.Errorf("services %+v, want web at 0 and api at 1", st.Services)
+	}
+}
+
+// A service passing a pod annotation of a domain the settings do not allow
+// (admitted before the setting, or where its policy is missing) runs no
+// pods and keeps no such annotation in its template; the app is Degraded
+// naming it, and its other services run on.
+func TestAnnotationOfAnotherDomain(t *testing.T) {
+	ud := app().Service("web", "web:1", 80, schedv1.ExposurePublic).Service("api", "api:1", 8080, schedv1.ExposureInternal).
+		ServicePodAnnotation("web", "k8s.v1.cni.cncf.io/networks", "macvlan-conf").
+		ServicePodAnnotation("web", "team", "shop").
+		ServicePodAnnotation("api", "sim.kubectl-sched.dev/ready", "true").Obj()
+	s := testSettings
+	s.AllowedPodAnnotationDomains = []string{"kubectl-sched.dev"}
+	r := &Reconciler{Settings: s}
+	p, err := r.planFor(t.Context(), ud, apis{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := p.deployments["web"]
+	if ptr.Deref(web.Spec.Replicas, -1) != 0 {
+		t.Errorf("web replicas %v, want 0", web.Spec.Replicas)
+	}
+	if a := web.Spec.Template.Annotations; a["k8s.v1.cni.cncf.io/networks"] != "" || a["team"] != "shop" {
+		t.Errorf("web pod annotations %v, want the Multus one gone and the rest kept", a)
+	}
+	if a := p.deployments["api"].Spec.Template.Annotations; a["sim.kubectl-sched.dev/ready"] != "true" || ptr.Deref(p.deployments["api"].Spec.Replicas, -1) != 1 {
+		t.Errorf("api: annotations %v replicas %v, want it as its spec says", a, p.deployments["api"].Spec.Replicas)
+	}
+	st := computeStatus(ud, p, observed{deployments: map[string]*appsv1.Deployment{"web": deployment("web", 0, 0), "api": deployment("api", 1, 1)}})
+	c := meta.FindStatusCondition(st.Conditions, schedv1.ConditionDegraded)
+	if c == nil || c.Reason != schedv1.ReasonAnnotationNotAllowed ||
+		!strings.Contains(c.Message, "service web: not started: spec.services[web].podMetadata.annotations[k8s.v1.cni.cncf.io/networks]") ||
+		!strings.Contains(c.Message, "--allowed-pod-annotation-domains: kubectl-sched.dev") {
+		t.Errorf("Degraded %+v, want %s naming the service, the annotation and the domains allowed", c, schedv1.ReasonAnnotationNotAllowed)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/revision"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 )
 
 // The operator records each revision of an app as a ControllerRevision it
@@ -172,6 +173,11 @@ func (r *Reconciler) record(ctx context.Context, s *syncState, rv *revisions, tm
 		log.FromContext(ctx).Info("Recorded a revision", "revision", next, "name", cr.Name, "changedBy", cr.Annotations[schedv1.AnnotationChangedBy])
 		rv.history = append(rv.history, cr)
 		return cr, nil
+	case refusal.Classify(err) == refusal.Quota:
+		// The tier's count/controllerrevisions.apps is full: the app runs
+		// on, and says why its change has no revision.
+		s.problems = append(s.problems, fmt.Sprintf("no new revision recorded: %s; delete an app or lower spec.revisionHistoryLimit", refusal.Message(err)))
+		return nil, nil
 	case !apierrors.IsAlreadyExists(err):
 		return nil, fmt.Errorf("create ControllerRevision %s: %w", cr.Name, err)
 	}
@@ -292,14 +298,15 @@ func (r *Reconciler) rollBack(ctx context.Context, ud *schedv1.UserDeployment, s
 	}
 }
 
-// trimRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit,
-// but never the current one, the last that ran, or one rolled back to.
+// trimRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit
+// (at most the tier's maxRevisions), but never the current one, the last
+// that ran, or one rolled back to.
 func (r *Reconciler) trimRevisions(ctx context.Context, s *syncState, rv revisions, st *schedv1.UserDeploymentStatus) {
 	keep := map[int64]bool{st.CurrentRevision: true, st.LastRunningRevision: true}
 	if st.RolledBack != nil {
 		keep[st.RolledBack.ToRevision] = true
 	}
-	excess := len(rv.history) - s.ud.Spec.HistoryLimit()
+	excess := len(rv.history) - s.tier.HistoryLimit(&s.ud.Spec)
 	for _, cr := range rv.history {
 		if excess <= 0 {
 			return
@@ -315,7 +322,7 @@ func (r *Reconciler) trimRevisions(ctx context.Context, s *syncState, rv revisio
 			s.errs = append(s.errs, fmt.Errorf("delete ControllerRevision %s: %w", cr.Name, err))
 			continue
 		default:
-			log.FromContext(ctx).Info("Deleted a revision beyond spec.revisionHistoryLimit", "revision", cr.Revision, "name", cr.Name)
+			log.FromContext(ctx).Info("Deleted a revision beyond the app's history limit", "revision", cr.Revision, "name", cr.Name)
 		}
 		excess--
 	}

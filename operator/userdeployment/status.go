@@ -190,8 +190,8 @@ func summarize(ud *schedv1.UserDeployment, p plan, o observed, st *schedv1.UserD
 			ss.LastProgressTime = lastProgress(prev, newSpec, done, dep.Status.ReadyReplicas, o.now)
 		}
 		reason, msg := serviceCause(p.held[svc.Name], dep, o.pods[svc.Name], o.noCPUScheduler)
-		if why := p.notAllowed[svc.Name]; why != "" {
-			reason, msg = schedv1.ReasonPrivilegedNotAllowed, why
+		if why, ok := p.notAllowed[svc.Name]; ok {
+			reason, msg = why.reason, why.message
 		}
 		transient := podstatus.Transient(reason)
 		passed, _ := deadlinePassed(&ss, dep, sum.deadline, o.now)

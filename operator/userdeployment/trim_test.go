@@ -87,7 +87,9 @@ func TestTrimKeepsWhatTheDriftCheckCompares(t *testing.T) {
 		t.Errorf("identity lost: %+v", got.ObjectMeta)
 	case got.Labels[schedv1.LabelService] != "web" || pod.Containers[0].Image != "nginx:1.27" || pod.Containers[0].Env[0].Value != "info":
 		t.Errorf("the operator's fields lost: %+v", got)
-	case pod.DNSPolicy != "" || pod.SchedulerName != "" || got.Spec.RevisionHistoryLimit != nil || pod.Containers[0].TerminationMessagePath != "":
+	case got.Spec.RevisionHistoryLimit == nil || *got.Spec.RevisionHistoryLimit != 0:
+		t.Errorf("the operator's revisionHistoryLimit lost: %v", got.Spec.RevisionHistoryLimit)
+	case pod.DNSPolicy != "" || pod.SchedulerName != "" || got.Spec.Strategy.RollingUpdate != nil || pod.Containers[0].TerminationMessagePath != "":
 		t.Errorf("server defaults kept: %+v", got.Spec)
 	case got.Spec.Replicas == nil || *got.Spec.Replicas != 1:
 		t.Errorf("replicas = %v, want 1", got.Spec.Replicas)

@@ -20,6 +20,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/controlleropts"
+	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
@@ -81,7 +82,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// them to, and a SchedExt that loads it changes what the status
 		// says of pods waiting for it.
 		Watches(&corev1.Node{}, appsOfCPUScheduler, builder.WithPredicates(placement.CPUSchedulerLabelChanged)).
-		Watches(&schedv1.SchedExt{}, appsOfCPUScheduler, builder.WithPredicates(placement.SchedExtOfferChanged))
+		Watches(&schedv1.SchedExt{}, appsOfCPUScheduler, builder.WithPredicates(placement.SchedExtOfferChanged)).
+		// The tier's default PriorityClass and its bound on revisions,
+		// which the tenant controller publishes on its quota, reach every
+		// app of the namespace.
+		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.UserDeploymentList{} }),
+			builder.WithPredicates(tierLimitsChanged))
 
 	// Routes of every namespace: one appearing or going may hold or free
 	// an app's host. IngressRoutes are added while Traefik is served.
@@ -95,6 +101,28 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		WithOptions(controlleropts.New(maxConcurrent)).
 		Named("userdeployment").
 		Complete(r)
+}
+
+// tierLimitsChanged passes a tier quota's creation, and the updates that
+// change what an app's objects are built with (tiers.LimitsFromQuota);
+// never its status, which changes with every pod.
+var tierLimitsChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return isTierQuota(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return isTierQuota(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if !isTierQuota(e.ObjectNew) {
+			return false
+		}
+		o, n := e.ObjectOld, e.ObjectNew
+		return o.GetLabels()[schedv1.LabelTier] != n.GetLabels()[schedv1.LabelTier] ||
+			o.GetAnnotations()[schedv1.AnnotationTierDefaultPriorityClass] != n.GetAnnotations()[schedv1.AnnotationTierDefaultPriorityClass] ||
+			o.GetAnnotations()[schedv1.AnnotationTierMaxRevisions] != n.GetAnnotations()[schedv1.AnnotationTierMaxRevisions]
+	},
+}
+
+func isTierQuota(o client.Object) bool {
+	return o.GetName() == schedv1.TierObjectName && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
 }
 
 // allowedHostsChanged passes a namespace whose allow-list annotation

@@ -39,7 +39,8 @@ import (
 type Reconciler struct {
 	client.Client
 	// APIReader reads past the cache, to tell a deleted step task from one
-	// the cache has not seen yet.
+	// the cache has not seen yet, and a workflow whose large spec the cache
+	// does not hold whole.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
@@ -74,7 +75,7 @@ type Reconciler struct {
 // and patches the status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	wf := &schedv1.Workflow{}
-	if err := r.Get(ctx, req.NamespacedName, wf); err != nil {
+	if err := r.get(ctx, req.NamespacedName, wf); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !wf.DeletionTimestamp.IsZero() {
@@ -191,6 +192,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
+// get reads a workflow from the cache without copying its spec, which no
+// reconcile changes: the spec stays the cache's, read only, and the
+// metadata and status, which a reconcile changes, are copies. A status
+// write goes through patchStatus, which never decodes into this object's
+// spec. A workflow whose spec the cache does not hold whole (TrimWorkflow)
+// is read past the cache.
+func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, wf *schedv1.Workflow) error {
+	if err := r.Get(ctx, key, wf, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	if agenttask.Trimmed(wf) {
+		*wf = schedv1.Workflow{}
+		return r.APIReader.Get(ctx, key, wf)
+	}
+	wf.ObjectMeta = *wf.ObjectMeta.DeepCopy()
+	wf.Status = *wf.Status.DeepCopy()
+	return nil
+}
+
 // takenBy reads, past the cache, the AgentTask that holds a step task's
 // name: nil when it is this workflow's own (checked by UID).
 func (r *Reconciler) takenBy(ctx context.Context, wf *schedv1.Workflow, name string) (*schedv1.AgentTask, error) {
@@ -211,8 +231,16 @@ func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv
 	if wf.Spec.RetryOf == nil || wf.Status.StartTime != nil {
 		return nil, nil
 	}
+	// Read only (decide reads its status): not copied.
 	prev := &schedv1.Workflow{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}, prev)
+	key := client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}
+	err := r.Get(ctx, key, prev, client.UnsafeDisableDeepCopy)
+	if err == nil && agenttask.Trimmed(prev) {
+		// Its steps' specs and outputs, which a retry compares and reuses,
+		// are not in the cache.
+		prev = &schedv1.Workflow{}
+		err = r.APIReader.Get(ctx, key, prev)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -456,11 +484,16 @@ func stepEnded(before, after []schedv1.StepStatus) bool {
 // Its start, and a step's Pending and Running, are in the status only: each
 // event is an API write.
 func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
-	before := wf.DeepCopy()
+	// The patch is of the metadata and status alone, and the API server's
+	// answer lands in a workflow of its own: wf's spec is the cache's (get).
+	before := &schedv1.Workflow{ObjectMeta: wf.ObjectMeta, Status: wf.Status}
+	after := &schedv1.Workflow{ObjectMeta: *wf.ObjectMeta.DeepCopy(), Status: st}
 	wf.Status = st
-	if wrote, err := status.Patch(ctx, r.Client, wf, before); err != nil || !wrote {
+	wrote, err := status.Patch(ctx, r.Client, after, before)
+	if err != nil || !wrote {
 		return err
 	}
+	wf.ObjectMeta, wf.Status = after.ObjectMeta, after.Status
 	switch {
 	case st.Phase.Finished():
 		r.written.Forget(wf.UID)

@@ -339,13 +339,74 @@ func (d *doctor) policies(ctx context.Context, ns string) Check {
 	if err != nil {
 		return skipped(checkPolicies, err, "list", "validatingadmissionpolicybindings.admissionregistration.k8s.io")
 	}
+	// The operator's settings, when they can be read.
+	var settings map[string]string
+	if cm, err := d.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, manifests.ConfigMapName, metav1.GetOptions{}); err == nil {
+		settings = cm.Data
+	}
+	// Wanted once External Secrets is served, as install would add it
+	// then: installed after kubectl-sched, it finds no policy.
+	why := d.externalSecretsWithoutPolicy(settings)
 	for _, w := range wantOptional {
-		if slices.ContainsFunc(policies.Items, func(p admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == w.Policy }) ||
+		if why != "" ||
+			slices.ContainsFunc(policies.Items, func(p admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == w.Policy }) ||
 			slices.ContainsFunc(bindings.Items, func(b admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool { return b.Name == w.Name }) {
+			w.Why = why
 			want = append(want, w)
 		}
 	}
-	return policiesStatus(want, policies.Items, bindings.Items)
+	c := policiesStatus(want, policies.Items, bindings.Items)
+	if drift := servedDrift(policies.Items, settings); drift != "" {
+		c.Details = append(c.Details, drift)
+		if c.Status == OK {
+			c.Status, c.Fix = Warn, fixInstall
+			c.Message += "; the operator's namespaces differ from its setting"
+		}
+	}
+	return c
+}
+
+// externalSecretsWithoutPolicy says why the External Secrets policy must be
+// there when the cluster serves External Secrets and the operator's key
+// template confines keys (install adds the policy then, and warns without
+// a template); "" when it need not be. Settings that cannot be read leave
+// the template at its default, which confines.
+func (d *doctor) externalSecretsWithoutPolicy(settings map[string]string) string {
+	served, err := manifests.ExternalSecretsServed(d.c.Kube.Discovery())
+	if err != nil || !served {
+		return ""
+	}
+	if template, ok := settings["EXTERNAL_SECRET_KEY_TEMPLATE"]; ok && template == "" {
+		return ""
+	}
+	return "External Secrets is served, and without it any namespace's ExternalSecrets read any key of a ClusterSecretStore; install adds it"
+}
+
+// servedDrift says how the namespaces the installed
+// kubectl-sched-operator-managed policy holds the operator to differ from
+// those its NAMESPACE_SELECTOR setting serves (edited in the ConfigMap,
+// not by install, which writes both); "" when they agree or either is
+// missing or unreadable.
+func servedDrift(policies []admissionregistrationv1.ValidatingAdmissionPolicy, settings map[string]string) string {
+	selector, ok := settings["NAMESPACE_SELECTOR"]
+	if !ok {
+		return ""
+	}
+	want, err := manifests.SelectorCEL(selector)
+	if err != nil {
+		return ""
+	}
+	for _, p := range policies {
+		if p.Name != manifests.OperatorManagedPolicy {
+			continue
+		}
+		for _, v := range p.Spec.Variables {
+			if v.Name == "served" && v.Expression != want {
+				return fmt.Sprintf("policy %s holds the operator to other namespaces than NAMESPACE_SELECTOR %q selects (changed in the ConfigMap, not by install): it refuses the operator's writes in namespaces it newly serves", p.Name, selector)
+			}
+		}
+	}
+	return ""
 }
 
 // bindingsOf lists the policy bindings among objs.
@@ -364,10 +425,12 @@ func bindingsOf(objs []*unstructured.Unstructured) ([]wantBinding, error) {
 	return want, nil
 }
 
-// wantBinding is a binding as install applies it.
+// wantBinding is a binding as install applies it. Why, when set, says why
+// a missing optional one is wanted.
 type wantBinding struct {
 	Name, Policy string
 	Actions      []admissionregistrationv1.ValidationAction
+	Why          string
 }
 
 // policiesStatus: every binding install applies must exist, name its
@@ -389,16 +452,21 @@ func policiesStatus(want []wantBinding, policies []admissionregistrationv1.Valid
 	for _, w := range want {
 		p, b := gotPolicy[w.Policy], gotBinding[w.Name]
 		n := len(problems)
+		why := ""
+		if w.Why != "" {
+			why = ": " + w.Why
+		}
 		switch {
 		case p == nil:
-			problems = append(problems, "policy "+w.Policy+" missing")
+			problems = append(problems, "policy "+w.Policy+" missing"+why)
+			why = "" // said once
 		case p.Status.TypeChecking != nil && len(p.Status.TypeChecking.ExpressionWarnings) > 0:
 			tw := p.Status.TypeChecking.ExpressionWarnings[0]
 			warned = append(warned, fmt.Sprintf("policy %s: %s: %s", w.Policy, tw.FieldRef, tw.Warning))
 		}
 		switch {
 		case b == nil:
-			problems = append(problems, "binding "+w.Name+" missing")
+			problems = append(problems, "binding "+w.Name+" missing"+why)
 		case b.Spec.PolicyName != w.Policy:
 			problems = append(problems, fmt.Sprintf("binding %s binds %q, not %s", w.Name, b.Spec.PolicyName, w.Policy))
 		case !slices.Equal(sortedActions(b.Spec.ValidationActions), sortedActions(w.Actions)):

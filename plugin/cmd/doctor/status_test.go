@@ -160,6 +160,33 @@ func TestLeaderStatus(t *testing.T) {
 	}
 }
 
+// The managed policy's namespaces against the operator's setting: install
+// writes both; a selector changed in the ConfigMap alone is reported.
+func TestServedDrift(t *testing.T) {
+	managed := func(served string) []admissionregistrationv1.ValidatingAdmissionPolicy {
+		return []admissionregistrationv1.ValidatingAdmissionPolicy{{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-operator-managed"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{Variables: []admissionregistrationv1.Variable{{Name: "served", Expression: served}}}}}
+	}
+	tier := `("sched.kubectl-sched.dev/tier" in variables.nsLabels)`
+	for name, tc := range map[string]struct {
+		policies []admissionregistrationv1.ValidatingAdmissionPolicy
+		settings map[string]string
+		drift    bool
+	}{
+		"as installed":              {managed(tier), map[string]string{"NAMESPACE_SELECTOR": "sched.kubectl-sched.dev/tier"}, false},
+		"every namespace":           {managed("true"), map[string]string{"NAMESPACE_SELECTOR": ""}, false},
+		"selector set by hand":      {managed("true"), map[string]string{"NAMESPACE_SELECTOR": "sched.kubectl-sched.dev/tier"}, true},
+		"selector removed by hand":  {managed(tier), map[string]string{"NAMESPACE_SELECTOR": ""}, true},
+		"no settings":               {managed(tier), nil, false},
+		"no policy":                 {nil, map[string]string{"NAMESPACE_SELECTOR": "x"}, false},
+		"a selector that is broken": {managed("true"), map[string]string{"NAMESPACE_SELECTOR": "x in (y"}, false},
+	} {
+		if got := servedDrift(tc.policies, tc.settings); (got != "") != tc.drift {
+			t.Errorf("%s: %q, want drift %v", name, got, tc.drift)
+		}
+	}
+}
+
 func TestPoliciesStatus(t *testing.T) {
 	deny := []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}
 	want := []wantBinding{{Name: "a", Policy: "a", Actions: deny}, {Name: "b", Policy: "b", Actions: deny}}

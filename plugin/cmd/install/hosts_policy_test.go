@@ -40,7 +40,8 @@ func TestInstalledHostPolicies(t *testing.T) {
 	// Namespaces of their own: the bare API server never finishes deleting
 	// a namespace, and other tests install into the default ones.
 	res := runAs(kubeconfig, "install", "--pin-image=false", "-n", "hosts-ops", "--scheduler-namespace", "hosts-schedulers", "--image", "example.com/operator:v0.0.7",
-		"--ingress-domain", domain, "--ingress-class", "nginx", "--allowed-ingress-classes", "internal", "-o", "name")
+		"--ingress-domain", domain, "--ingress-class", "nginx", "--allowed-ingress-classes", "internal",
+		"--allowed-pod-annotation-domains", "example.com,kubectl-sched.dev", "-o", "name")
 	if res.Code != 0 {
 		t.Fatalf("install: exit %d\n%s", res.Code, res.Stderr)
 	}
@@ -170,6 +171,13 @@ func TestInstalledHostPolicies(t *testing.T) {
 	if err := bareClient.Create(ctx, ingress(evil, "shop."+victim+"."+domain), client.DryRunAll); err != nil {
 		t.Errorf("a cluster admin's Ingress: %v", err)
 	}
+
+	// The pod annotation domains read the same ConfigMap, so they are tried
+	// under this install: the API server stops its informer of a params
+	// kind once no policy uses it (an uninstall) and, for ConfigMaps, never
+	// starts it again, so a later install's policies would find no params
+	// and let everything through.
+	t.Run("pod annotation domains", podAnnotationDomains)
 }
 
 // namespaceUser binds user to kubectl-sched-edit and to editing Ingresses

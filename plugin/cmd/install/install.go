@@ -395,7 +395,7 @@ func (o *Options) addExternalSecretsPolicy() error {
 		// installed yet or not: the policy waits for it.
 		want = o.Settings["CLUSTER_SECRET_STORE"] != ""
 		if !want && o.DryRun != "client" {
-			served, err := externalSecretsServed(o.discovery)
+			served, err := manifests.ExternalSecretsServed(o.discovery)
 			if err != nil {
 				return err
 			}
@@ -422,32 +422,6 @@ func (o *Options) addExternalSecretsPolicy() error {
 	manifests.SortForApply(o.objects)
 	return nil
 }
-
-// externalSecretsServed reports whether the cluster serves External
-// Secrets' ExternalSecrets, in any version.
-func externalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
-	groups, err := d.ServerGroups()
-	if err != nil {
-		return false, cmdutil.API(err, "list", "the API groups")
-	}
-	for _, g := range groups.Groups {
-		if g.Name != externalSecretsGroup {
-			continue
-		}
-		for _, v := range g.Versions {
-			resources, err := d.ServerResourcesForGroupVersion(v.GroupVersion)
-			if err != nil {
-				return false, cmdutil.API(err, "get", "the resources of "+v.GroupVersion)
-			}
-			if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "externalsecrets" }) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-const externalSecretsGroup = "external-secrets.io"
 
 func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()

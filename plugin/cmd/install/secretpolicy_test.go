@@ -2,7 +2,9 @@ package install_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,12 +138,19 @@ func TestExternalSecretsPolicy(t *testing.T) {
 		obj  client.Object
 		want []string
 	}{
-		"another namespace's key":          {alice, externalSecret("team-a", "es", reads("team-b/db")), []string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
-		"a namespace sharing the prefix":   {alice, externalSecret("team-a", "es", reads("team-ab/db")), []string{`"team-ab/db"`, mustStart}},
-		"climbing out with ..":             {alice, externalSecret("team-a", "es", reads("team-a/../team-b/db")), []string{`"team-a/../team-b/db"`, `no ".." segment`}},
-		"extracting another's key":         {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/db"}})), []string{`spec.dataFrom[].extract.key "team-b/db"`}},
-		"finding over the whole store":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"name": map[string]any{"regexp": ".*"}}})), []string{`spec.dataFrom[].find.path ""`, "a find needs a path under it"}},
-		"finding under another's path":     {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"path": "team-b/"}})), []string{`spec.dataFrom[].find.path "team-b/"`}},
+		"another namespace's key":        {alice, externalSecret("team-a", "es", reads("team-b/db")), []string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
+		"a namespace sharing the prefix": {alice, externalSecret("team-a", "es", reads("team-ab/db")), []string{`"team-ab/db"`, mustStart}},
+		"climbing out with ..":           {alice, externalSecret("team-a", "es", reads("team-a/../team-b/db")), []string{`"team-a/../team-b/db"`, `no ".." segment`}},
+		"extracting another's key":       {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/db"}})), []string{`spec.dataFrom[].extract.key "team-b/db"`}},
+		"finding over the whole store":   {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"name": map[string]any{"regexp": ".*"}}})), []string{`spec.dataFrom[].find.path ""`, "a find needs a path under it"}},
+		"finding under another's path":   {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"find": map[string]any{"path": "team-b/"}})), []string{`spec.dataFrom[].find.path "team-b/"`}},
+		"extract and find in one entry": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-a/app"}, "find": map[string]any{"path": "team-b/"}})),
+			[]string{"spec.dataFrom has an entry with extract and find", "each entry may hold only one of extract, find and sourceRef.generatorRef"}},
+		"a generator beside an extract": {alice, externalSecret("team-a", "es", readsFrom(map[string]any{"extract": map[string]any{"key": "team-b/app"},
+			"sourceRef": map[string]any{"generatorRef": map[string]any{"kind": "Password", "name": "pw"}}})), []string{"an entry with extract and sourceRef.generatorRef"}},
+		"a data entry with a generator, reading another's key": {alice, externalSecret("team-a", "es", map[string]any{"secretStoreRef": clusterStore, "data": []any{
+			map[string]any{"secretKey": "db", "remoteRef": map[string]any{"key": "team-b/db"}, "sourceRef": map[string]any{"generatorRef": map[string]any{"kind": "Password", "name": "pw"}}}}}),
+			[]string{`spec.data[db].remoteRef.key "team-b/db"`, mustStart}},
 		"an entry naming the shared store": {alice, externalSecret("team-a", "es", map[string]any{"secretStoreRef": map[string]any{"kind": "SecretStore", "name": "own"}, "data": []any{map[string]any{"secretKey": "db", "remoteRef": map[string]any{"key": "team-b/db"}, "sourceRef": map[string]any{"storeRef": clusterStore}}}}), []string{`spec.data[db].remoteRef.key "team-b/db"`}},
 		"pushing into another's key": {alice, pushSecret("team-a", "ps", map[string]any{"secretStoreRefs": []any{clusterStore}, "data": []any{
 			map[string]any{"match": map[string]any{"secretKey": "db", "remoteRef": map[string]any{"remoteKey": "team-b/db"}}}}}), []string{`spec.data[].match.remoteRef.remoteKey "team-b/db"`, mustStart}},
@@ -258,5 +267,64 @@ func TestExternalSecretsPolicyFlags(t *testing.T) {
 	}
 	if !strings.Contains(res.Stdout, "sched.kubectl-sched.dev/allow-any-secret-key") {
 		t.Errorf("the binding does not exempt labelled namespaces")
+	}
+}
+
+// TestExternalSecretsInstalledLater: External Secrets installed after
+// kubectl-sched finds no key policy (install saw no External Secrets);
+// doctor says so, naming the policy and why, and install run again adds
+// it.
+func TestExternalSecretsInstalledLater(t *testing.T) {
+	at := []string{"-n", "late-operator", "--scheduler-namespace", "late-schedulers"}
+	res := runAs(kubeconfig, append([]string{"install", "--without-operator", "-o", "name"}, at...)...)
+	if res.Code != 0 || strings.Contains(res.Stdout, esPolicy) {
+		t.Fatalf("exit %d, want no External Secrets policy before External Secrets:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	t.Cleanup(func() {
+		if res := runAs(kubeconfig, append([]string{"uninstall", "--yes"}, at...)...); res.Code != 0 {
+			t.Errorf("uninstall: exit %d:\n%s%s", res.Code, res.Stdout, res.Stderr)
+		}
+	})
+	// doctor's report read as a script reads it (its JSON is stable).
+	type check struct {
+		Name, Status, Fix string
+		Details           []string
+	}
+	policies := func() check {
+		t.Helper()
+		res := runAs(kubeconfig, "doctor", "-o", "json", "--operator-namespace", "late-operator")
+		var rep struct{ Checks []check }
+		if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
+			t.Fatalf("doctor: %v:\n%s%s", err, res.Stdout, res.Stderr)
+		}
+		for _, c := range rep.Checks {
+			if c.Name == "policies" {
+				return c
+			}
+		}
+		t.Fatalf("doctor reports no policies check:\n%s", res.Stdout)
+		return check{}
+	}
+	if c := policies(); c.Status != "OK" {
+		t.Errorf("before External Secrets: %+v, want OK", c)
+	}
+
+	crds := envtest.CRDInstallOptions{Paths: []string{"testdata/external-secrets-crds.yaml"}, ErrorIfPathMissing: true}
+	if _, err := envtest.InstallCRDs(bare.Config, crds); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = envtest.UninstallCRDs(bare.Config, crds) })
+	c := policies()
+	want := "policy " + esPolicy + " missing: External Secrets is served, and without it any namespace's ExternalSecrets read any key of a ClusterSecretStore; install adds it"
+	if c.Status != "FAIL" || c.Fix != "kubectl sched install" || !slices.Contains(c.Details, want) {
+		t.Errorf("External Secrets installed later: %+v, want FAIL with %q", c, want)
+	}
+
+	res = runAs(kubeconfig, append([]string{"install", "--without-operator", "-o", "name"}, at...)...)
+	if res.Code != 0 || !strings.Contains(res.Stdout, "validatingadmissionpolicy.admissionregistration.k8s.io/"+esPolicy+"\n") {
+		t.Fatalf("install again: exit %d, want the External Secrets policy added:\n%s%s", res.Code, res.Stdout, res.Stderr)
+	}
+	if c := policies(); c.Status != "OK" {
+		t.Errorf("after install: %+v, want OK", c)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -158,6 +159,16 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 			}
 		case "ValidatingAdmissionPolicy":
 			manifests.RenameInExpressions(o, manifests.ManifestSchedulerNamespace, schedNS)
+			if o.GetName() == manifests.OperatorManagedPolicy {
+				selector := settings["NAMESPACE_SELECTOR"]
+				served, err := manifests.SelectorCEL(selector)
+				if err != nil {
+					return nil, err
+				}
+				if err := manifests.SetVariables(o, map[string]string{"selector": strconv.Quote(selector), "served": served}); err != nil {
+					return nil, fmt.Errorf("the embedded manifests are broken: %w", err)
+				}
+			}
 		case "PriorityClass":
 			if !mapped[o.GetName()] {
 				continue

@@ -189,6 +189,16 @@ func placement(w *printing.DescribeWriter, q *corev1.ResourceQuota) {
 	w.Field(1, "Max Priority", printing.OrNone(a[schedv1.AnnotationTierMaxPriority]))
 	w.Field(1, "Node Pools", strings.ReplaceAll(a[schedv1.AnnotationTierNodePools], ",", ", "))
 	w.Field(1, "Tolerations", strings.ReplaceAll(a[schedv1.AnnotationTierTolerations], ",", ", "))
+	if s := a[schedv1.AnnotationTierMaxTolerationSeconds]; s != "" {
+		w.Field(1, "Node Conditions", "node.kubernetes.io/not-ready and unreachable for at most "+s+"s (NoExecute)")
+	}
+	if c := a[schedv1.AnnotationTierDefaultPriorityClass]; c != "" {
+		w.Field(1, "Default Class", c+" (for pods that name none: the cluster's default class is above the tier)")
+	}
+	if n := a[schedv1.AnnotationTierMaxRevisions]; n != "" {
+		w.Line(0, "Apps:")
+		w.Field(1, "Max Revisions", n+" (the most kept of an app, whatever its spec.revisionHistoryLimit)")
+	}
 }
 
 // ttl writes the tier's ttlAfterFinished default and maximum.

@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -233,6 +234,47 @@ func TestMembersMayNotGoAroundThePolicies(t *testing.T) {
 	plain := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "plain", Namespace: "members-c"}}
 	if err := mallory.Create(ctx, plain); err != nil {
 		t.Errorf("a member may not create a Secret, which deploy --secret needs: %v", err)
+	}
+	opaque := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "opaque", Namespace: "members-c"}, Type: corev1.SecretTypeOpaque, StringData: map[string]string{"k": "v"}}
+	if err := mallory.Create(ctx, opaque); err != nil {
+		t.Errorf("a member may not create an Opaque Secret, the type the plugin makes: %v", err)
+	}
+	// A token Secret: a token of the account that never expires and
+	// outlives the membership.
+	token := func(name, account string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "members-c",
+			Annotations: map[string]string{corev1.ServiceAccountNameKey: account}}, Type: corev1.SecretTypeServiceAccountToken}
+	}
+	if err := mallory.Create(ctx, token("minted", "default")); !apierrors.IsForbidden(err) ||
+		!strings.Contains(err.Error(), "may not request that account's tokens (create serviceaccounts/token)") {
+		t.Errorf("a member created a service account token Secret: err = %v, want forbidden", err)
+	}
+	for _, typ := range []corev1.SecretType{corev1.SecretTypeDockerConfigJson, corev1.SecretTypeTLS, corev1.SecretTypeBasicAuth, "example.com/own"} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "typed", Namespace: "members-c"}, Type: typ}
+		switch typ {
+		case corev1.SecretTypeDockerConfigJson:
+			s.StringData = map[string]string{corev1.DockerConfigJsonKey: `{"auths":{}}`}
+		case corev1.SecretTypeTLS:
+			s.StringData = map[string]string{corev1.TLSCertKey: "", corev1.TLSPrivateKeyKey: ""}
+		case corev1.SecretTypeBasicAuth:
+			s.StringData = map[string]string{corev1.BasicAuthUsernameKey: "u"}
+		}
+		if err := mallory.Create(ctx, s, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "may create only Opaque Secrets here") {
+			t.Errorf("a member created a Secret of type %s: err = %v, want forbidden", typ, err)
+		}
+	}
+	// An admin's token Secret, which a member may patch, pointed at
+	// another account.
+	if err := env.Client.Create(ctx, token("ci-token", "ci")); err != nil {
+		t.Fatalf("an admin's token Secret: %v", err)
+	}
+	repoint := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"kubernetes.io/service-account.name":"deployer"}}}`))
+	if err := mallory.Patch(ctx, token("ci-token", "ci"), repoint); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "service account deployer") {
+		t.Errorf("a member pointed a token Secret at another account: err = %v, want forbidden", err)
+	}
+	annotate := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"note":"x"}}}`))
+	if err := mallory.Patch(ctx, token("ci-token", "ci"), annotate); err != nil {
+		t.Errorf("a member annotating a Secret, account unchanged: %v", err)
 	}
 	ns := &corev1.Namespace{}
 	if err := mallory.Get(ctx, client.ObjectKey{Name: "members-c"}, ns); err != nil {

@@ -67,6 +67,8 @@ func count(t *testing.T, q *corev1.ResourceQuota, used corev1.ResourceList) {
 var core = []string{
 	"requests.cpu", "150m", "requests.memory", "192Mi", "limits.cpu", "750m", "limits.memory", "768Mi",
 	"pods", "3", "persistentvolumeclaims", "0", "requests.storage", "0", "count/configmaps", "2",
+	"requests.ephemeral-storage", "768Mi", "limits.ephemeral-storage", "3Gi",
+	"count/secrets", "0", "count/controllerrevisions.apps", "0", "count/replicasets.apps", "0",
 }
 
 func TestCreateWaitsUntilUsable(t *testing.T) {

@@ -11,19 +11,25 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/config"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
 // The names the manifests in config/ use, which install substitutes.
@@ -214,24 +220,98 @@ func ExternalSecretsPolicy(template string, reserved []string) ([]*unstructured.
 		if o.GetKind() != "ValidatingAdmissionPolicy" {
 			continue
 		}
-		vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
-		set := 0
-		for _, v := range vars {
-			if m, ok := v.(map[string]any); ok {
-				if e, ok := values[fmt.Sprint(m["name"])]; ok {
-					m["expression"] = e
-					set++
-				}
-			}
-		}
-		if set != len(values) {
-			return nil, fmt.Errorf("config/%s: the policy lacks the variables keyTemplate and reservedPaths", externalSecretsPolicyFile)
-		}
-		if err := unstructured.SetNestedSlice(o.Object, vars, "spec", "variables"); err != nil {
-			return nil, err
+		if err := SetVariables(o, values); err != nil {
+			return nil, fmt.Errorf("config/%s: %w", externalSecretsPolicyFile, err)
 		}
 	}
 	return objs, nil
+}
+
+// OperatorManagedPolicy holds the operator's account to what it manages in
+// the namespaces it serves; install writes NAMESPACE_SELECTOR into its
+// variables selector and served.
+const OperatorManagedPolicy = "kubectl-sched-operator-managed"
+
+// servedVariable is the policy's map of the request namespace's labels,
+// which SelectorCEL's expression reads.
+const servedVariable = "variables.nsLabels"
+
+// SelectorCEL is a label selector, as the operator reads it (labels.Parse),
+// as a CEL expression over the map variables.nsLabels that matches the
+// same label sets: "true" for the empty selector, which selects every
+// namespace. Each requirement is held as labels.Requirement.Matches holds
+// it: notin and != match a namespace without the key; > and < only a
+// value of at most 18 digits, which CEL's int() takes without overflow
+// (a namespace whose label has more is not served).
+func SelectorCEL(selector string) (string, error) {
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return "", fmt.Errorf("--namespace-selector %q is not a label selector: %w", selector, err)
+	}
+	reqs, _ := sel.Requirements()
+	if len(reqs) == 0 {
+		return "true", nil
+	}
+	m := servedVariable
+	parts := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		key := strconv.Quote(r.Key())
+		values := r.ValuesUnsorted()
+		slices.Sort(values)
+		quoted := make([]string, 0, len(values))
+		for _, v := range values {
+			quoted = append(quoted, strconv.Quote(v))
+		}
+		list := "[" + strings.Join(quoted, ", ") + "]"
+		var e string
+		switch r.Operator() {
+		case selection.Exists:
+			e = fmt.Sprintf("%s in %s", key, m)
+		case selection.DoesNotExist:
+			e = fmt.Sprintf("!(%s in %s)", key, m)
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			e = fmt.Sprintf("%s in %s && %s[%s] in %s", key, m, m, key, list)
+		case selection.NotEquals, selection.NotIn:
+			e = fmt.Sprintf("!(%s in %s) || !(%s[%s] in %s)", key, m, m, key, list)
+		case selection.GreaterThan, selection.LessThan:
+			if len(values) != 1 {
+				return "", fmt.Errorf("--namespace-selector %q: %s needs one value", selector, r.Operator())
+			}
+			n, err := strconv.ParseInt(values[0], 10, 64)
+			if err != nil {
+				return "", fmt.Errorf("--namespace-selector %q: %s needs a whole number: %w", selector, r.Operator(), err)
+			}
+			op := ">"
+			if r.Operator() == selection.LessThan {
+				op = "<"
+			}
+			e = fmt.Sprintf("%s in %s && %s[%s].matches('^[0-9]{1,18}$') && int(%s[%s]) %s %d", key, m, m, key, m, key, op, n)
+		default:
+			return "", fmt.Errorf("--namespace-selector %q: operator %s is not supported", selector, r.Operator())
+		}
+		parts = append(parts, "("+e+")")
+	}
+	return strings.Join(parts, " && "), nil
+}
+
+// SetVariables writes CEL expressions into the variables of the same names
+// of the policy o; every name must be there.
+func SetVariables(o *unstructured.Unstructured, values map[string]string) error {
+	vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
+	set := 0
+	for _, v := range vars {
+		if m, ok := v.(map[string]any); ok {
+			if e, ok := values[fmt.Sprint(m["name"])]; ok {
+				m["expression"] = e
+				set++
+			}
+		}
+	}
+	if set != len(values) {
+		names := slices.Sorted(maps.Keys(values))
+		return fmt.Errorf("policy %s lacks one of the variables %s", o.GetName(), strings.Join(names, ", "))
+	}
+	return unstructured.SetNestedSlice(o.Object, vars, "spec", "variables")
 }
 
 // RenameInExpressions points an admission policy's CEL at namespace where it
@@ -312,3 +392,29 @@ func VersionOf(image, pluginVersion string) string {
 	}
 	return v
 }
+
+// ExternalSecretsServed reports whether the cluster serves External
+// Secrets' ExternalSecrets, in any version.
+func ExternalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return false, cmdutil.API(err, "list", "the API groups")
+	}
+	for _, g := range groups.Groups {
+		if g.Name != externalSecretsGroup {
+			continue
+		}
+		for _, v := range g.Versions {
+			resources, err := d.ServerResourcesForGroupVersion(v.GroupVersion)
+			if err != nil {
+				return false, cmdutil.API(err, "get", "the resources of "+v.GroupVersion)
+			}
+			if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "externalsecrets" }) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+const externalSecretsGroup = "external-secrets.io"

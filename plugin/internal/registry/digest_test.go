@@ -1,4 +1,4 @@
-package registry
+package registry_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/registry"
 )
 
 // guarded is go-containerregistry's in-memory registry behind the
@@ -88,6 +89,10 @@ func (w noDigestWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+func basic(user, pass string) string {
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))
+}
+
 func TestDigest(t *testing.T) {
 	cases := map[string]struct {
 		mode     string
@@ -134,7 +139,7 @@ func TestDigest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Digest(context.Background(), ref)
+			got, err := registry.Digest(context.Background(), ref)
 			if tc.wantErr != "" {
 				if wantErr := strings.ReplaceAll(tc.wantErr, "HOST", host); err == nil || !strings.Contains(err.Error(), wantErr) {
 					t.Errorf("error %v, want one holding %q", err, wantErr)
@@ -152,30 +157,7 @@ func TestDigest(t *testing.T) {
 func TestDigestUnreachable(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir())
 	ref, _ := name.NewTag("127.0.0.1:1/team/op:v1")
-	if _, err := Digest(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "connection refused") {
+	if _, err := registry.Digest(context.Background(), ref); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("got %v, want connection refused", err)
-	}
-}
-
-func TestParseChallenge(t *testing.T) {
-	cases := map[string]struct {
-		scheme string
-		params map[string]string
-	}{
-		`Bearer realm="https://auth.docker.io/token",service="registry.docker.io",scope="repository:library/busybox:pull"`: {
-			"Bearer", map[string]string{"realm": "https://auth.docker.io/token", "service": "registry.docker.io", "scope": "repository:library/busybox:pull"}},
-		`Bearer realm="https://r.example.com/t", scope="repository:a:pull,push"`: {
-			"Bearer", map[string]string{"realm": "https://r.example.com/t", "scope": "repository:a:pull,push"}},
-		`Basic realm="Registry Realm"`:         {"Basic", map[string]string{"realm": "Registry Realm"}},
-		`Bearer Realm=https://x/t,Service=reg`: {"Bearer", map[string]string{"realm": "https://x/t", "service": "reg"}},
-		`Bearer realm="a \"quoted\" realm"`:    {"Bearer", map[string]string{"realm": `a "quoted" realm`}},
-		`Bearer realm="unterminated`:           {"Bearer", map[string]string{"realm": "unterminated"}},
-		``:                                     {"", map[string]string{}},
-	}
-	for h, want := range cases {
-		scheme, params := parseChallenge(h)
-		if scheme != want.scheme || !cmp.Equal(params, want.params) {
-			t.Errorf("parseChallenge(%q) = %q, %v; want %q, %v", h, scheme, params, want.scheme, want.params)
-		}
 	}
 }
