@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -119,15 +120,51 @@ func (e *Env) Environ() []string {
 
 // KubectlRun runs kubectl ARGS and returns what it printed and its exit code.
 func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
+	out, code, err := e.kubectl(ctx, args...)
+	return out.Stdout, out.Stderr, code, err
+}
+
+// Output is what a command printed: each stream, and both as they came.
+type Output struct {
+	Stdout, Stderr string
+	// Combined is stdout and stderr in the order the command wrote them,
+	// for a person to read: a follow's progress lines (stderr) between
+	// its logs (stdout).
+	Combined string
+}
+
+func (e *Env) kubectl(ctx context.Context, args ...string) (Output, int, error) {
 	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
 	cmd.Env, cmd.Dir = e.Environ(), e.Root
 	var o, se strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &se
-	err = cmd.Run()
+	both := &lockedBuilder{}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(&o, both), io.MultiWriter(&se, both)
+	err := cmd.Run()
+	out := Output{Stdout: o.String(), Stderr: se.String(), Combined: both.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
-		return o.String(), se.String(), ee.ExitCode(), nil
+		return out, ee.ExitCode(), nil
 	}
-	return o.String(), se.String(), 0, err
+	return out, 0, err
+}
+
+// lockedBuilder is written by os/exec's two copying goroutines, one per
+// stream. Each copies what the command wrote as soon as it comes, so lines
+// written a moment apart (a follow's) land in their order.
+type lockedBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuilder) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuilder) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // StartOperator runs bin/operator as its own process, authenticated as the
