@@ -72,7 +72,7 @@ test: control-plane lint ## Run every test against a real API server and the sim
 
 .PHONY: test-faults
 test-faults: control-plane ## Run the long fault runs make test skips: API server and etcd restarts, leader failover, a kill after a cron run (CI runs them).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
 
 .PHONY: test-release
 test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked (minutes from a cold cache; CI runs it, make test does not).
@@ -82,7 +82,7 @@ test-release: ## Vet, lint and test hack/tools: the release's operator image for
 
 .PHONY: chaos
 chaos: control-plane ## Run the fault tests in full (figures in docs/contributors/reliability.md).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/chaos -count=1 -v -timeout 40m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/test/chaos -count=1 -v -timeout 40m
 
 .PHONY: bench
 bench: control-plane ## Run the benchmarks and print their figures.
@@ -90,7 +90,7 @@ bench: control-plane ## Run the benchmarks and print their figures.
 
 .PHONY: bench-scale
 bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see docs/contributors/benchmarks.md "Scale").
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./operator/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
 
 ##@ Build
 

@@ -1,5 +1,5 @@
 // Package tour is the guided tour of kubectl-sched on the simulated cluster:
-// `make demo` narrates it for a person, and hack/e2e runs the same steps and
+// `make demo` narrates it for a person, and hack/test/e2e runs the same steps and
 // asserts what they print. Everything goes through the real binaries: the
 // plugin found by the real kubectl on PATH, and the operator as its own
 // process with only its generated RBAC (a service-account token).
@@ -52,7 +52,7 @@ type Env struct {
 	OperatorArgs []string
 	// OperatorEnv is added to the operator's environment (KEY=VALUE).
 	OperatorEnv []string
-	// OperatorTags are build tags for the operator: hack/chaos builds it
+	// OperatorTags are build tags for the operator: hack/test/chaos builds it
 	// with operator/crashpoint's tag, which no release binary has.
 	OperatorTags []string
 

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 )
 
 // TestKrewInstall builds krew from the Go module proxy and installs the
@@ -84,11 +86,11 @@ func lastLine(s string) string {
 
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := cluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return filepath.Dir(filepath.Dir(dir)) // hack/e2e -> repo root
+	return root
 }
 
 // needKubectl finds kubectl; the end-to-end tests drive the real binary.
