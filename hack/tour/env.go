@@ -91,13 +91,15 @@ func (e *Env) Build(ctx context.Context) error {
 	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 	for name, pkg := range map[string]string{"kubectl-sched": "./plugin", "operator": "./operator"} {
 		fmt.Fprintf(e.Log, "building %s\n", name)
-		args := []string{"build", "-o", filepath.Join(e.BinDir, name),
+		// The release's flags (see the Makefile's CGO_ENABLED and
+		// GOFLAGS), so this build and make test's share compiled packages.
+		args := []string{"build", "-trimpath", "-o", filepath.Join(e.BinDir, name),
 			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo.Version=v0.1.0-tour -X main.version=v0.1.0-tour"}
 		if name == "operator" && len(e.OperatorTags) > 0 {
 			args = append(args, "-tags", strings.Join(e.OperatorTags, ","))
 		}
 		cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
-		cmd.Dir = e.Root
+		cmd.Dir, cmd.Env = e.Root, append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = e.Log, e.Log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("build %s: %w", name, err)
