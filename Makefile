@@ -85,10 +85,11 @@ test-faults: control-plane ## Run the long fault runs make test skips: API serve
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
 
 .PHONY: test-release
-test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked (minutes from a cold cache; CI runs it, make test does not).
+test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked, and krew installing the Windows archive (minutes from a cold cache; CI runs it, make test does not).
 	go -C hack/tools vet ./...
 	cd hack/tools && $(GOLANGCI_LINT) run ./...
 	go -C hack/tools test ./... -count=1 -timeout $(TEST_TIMEOUT)
+	go test ./hack/test/e2e -run TestKrewInstall -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: chaos
 chaos: control-plane ## Run the fault tests in full (figures in docs/contributors/reliability.md).
