@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -122,51 +121,32 @@ func (e *Env) Environ() []string {
 
 // KubectlRun runs kubectl ARGS and returns what it printed and its exit code.
 func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
-	out, code, err := e.kubectl(ctx, args...)
-	return out.Stdout, out.Stderr, code, err
+	var o, se strings.Builder
+	code, err = e.kubectl(ctx, &o, &se, args...)
+	return o.String(), se.String(), code, err
 }
 
-// Output is what a command printed: each stream, and both as they came.
-type Output struct {
-	Stdout, Stderr string
-	// Combined is stdout and stderr in the order the command wrote them,
-	// for a person to read: a follow's progress lines (stderr) between
-	// its logs (stdout).
-	Combined string
+// KubectlCombined runs kubectl ARGS with stdout and stderr on one pipe, as
+// a terminal shows them: in the order the command wrote them (a follow's
+// progress lines, on stderr, between its log lines, on stdout). Two pipes
+// read by two goroutines would not keep that order.
+func (e *Env) KubectlCombined(ctx context.Context, args ...string) (output string, code int, err error) {
+	var both strings.Builder
+	code, err = e.kubectl(ctx, &both, &both, args...)
+	return both.String(), code, err
 }
 
-func (e *Env) kubectl(ctx context.Context, args ...string) (Output, int, error) {
+// kubectl runs kubectl ARGS; os/exec gives the command one pipe when
+// stdout and stderr are the same writer.
+func (e *Env) kubectl(ctx context.Context, stdout, stderr io.Writer, args ...string) (int, error) {
 	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
 	cmd.Env, cmd.Dir = e.Environ(), e.Root
-	var o, se strings.Builder
-	both := &lockedBuilder{}
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(&o, both), io.MultiWriter(&se, both)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	err := cmd.Run()
-	out := Output{Stdout: o.String(), Stderr: se.String(), Combined: both.String()}
 	if ee, ok := err.(*exec.ExitError); ok {
-		return out, ee.ExitCode(), nil
+		return ee.ExitCode(), nil
 	}
-	return out, 0, err
-}
-
-// lockedBuilder is written by os/exec's two copying goroutines, one per
-// stream. Each copies what the command wrote as soon as it comes, so lines
-// written a moment apart (a follow's) land in their order.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	return 0, err
 }
 
 // StartOperator runs bin/operator as its own process, authenticated as the

@@ -11,11 +11,9 @@ import (
 // Result is what one step printed.
 type Result struct {
 	Step Step
-	// Output is stdout and stderr as the command wrote them, in order;
-	// Stdout and Stderr are each stream alone.
-	Output         string
-	Stdout, Stderr string
-	Code           int
+	// Output is stdout and stderr as the command wrote them, in order.
+	Output string
+	Code   int
 }
 
 // Check reports how a step's result differs from what the tour expects.
@@ -56,11 +54,11 @@ func (e *Env) RunStep(ctx context.Context, s Step, w io.Writer) (Result, error) 
 	deadline := time.Now().Add(s.Retry)
 	var r Result
 	for {
-		out, code, err := e.kubectl(ctx, s.Args...)
+		out, code, err := e.KubectlCombined(ctx, s.Args...)
 		if err != nil {
 			return Result{}, err
 		}
-		r = Result{Step: s, Output: out.Combined, Stdout: out.Stdout, Stderr: out.Stderr, Code: code}
+		r = Result{Step: s, Output: out, Code: code}
 		if r.Check() == nil || !time.Now().Before(deadline) {
 			break
 		}

@@ -2,6 +2,7 @@ package tour
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,22 +58,31 @@ func TestCheck(t *testing.T) {
 }
 
 // TestKubectlKeepsTheOrder: what a command writes to stdout and stderr in
-// turn reads back in that order, each stream also on its own. A shell
-// stands in for kubectl; the pauses let each line arrive before the next
-// is written, as a follow's lines do.
+// turn reads back in that order, however fast it comes; KubectlRun keeps
+// the streams apart. A shell stands in for kubectl.
 func TestKubectlKeepsTheOrder(t *testing.T) {
 	e := &Env{Kubectl: "/bin/sh", Root: t.TempDir()}
-	out, code, err := e.kubectl(context.Background(), "-c",
-		"echo 'agenttask/t Running' >&2; sleep 0.3; echo log; sleep 0.3; echo 'agenttask/t Succeeded' >&2; sleep 0.3; echo k=v; exit 3")
+	script := []string{"-c", "for i in 1 2 3 4 5 6 7 8 9 10; do echo \"agenttask/t $i\" >&2; echo \"log $i\"; done; exit 3"}
+	var want, wantOut, wantErr strings.Builder
+	for i := 1; i <= 10; i++ {
+		fmt.Fprintf(&want, "agenttask/t %d\nlog %d\n", i, i)
+		fmt.Fprintf(&wantOut, "log %d\n", i)
+		fmt.Fprintf(&wantErr, "agenttask/t %d\n", i)
+	}
+	for range 20 {
+		got, code, err := e.KubectlCombined(context.Background(), script...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want.String(), got); diff != "" || code != 3 {
+			t.Fatalf("KubectlCombined: exit %d, want 3; output (-want +got):\n%s", code, diff)
+		}
+	}
+	stdout, stderr, code, err := e.KubectlRun(context.Background(), script...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Output{
-		Stdout:   "log\nk=v\n",
-		Stderr:   "agenttask/t Running\nagenttask/t Succeeded\n",
-		Combined: "agenttask/t Running\nlog\nagenttask/t Succeeded\nk=v\n",
-	}
-	if diff := cmp.Diff(want, out); diff != "" || code != 3 {
-		t.Errorf("exit %d, want 3; output (-want +got):\n%s", code, diff)
+	if stdout != wantOut.String() || stderr != wantErr.String() || code != 3 {
+		t.Errorf("KubectlRun: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
