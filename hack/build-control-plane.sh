@@ -47,6 +47,30 @@ estimate() {
   if ((s >= 90)); then echo "about $(((s + 30) / 60)) minutes"; else echo "about $s s"; fi
 }
 
+# progress NAME PARTS...: every minute, how long NAME has been building and
+# about how long is left of PARTS' estimate.
+progress() {
+  local name=$1 total=0 p elapsed=0
+  shift
+  for p in "$@"; do total=$((total + CPU_SECONDS[$p])); done
+  total=$((total / CORES))
+  # The sleep is killed with this loop: an orphan would hold the script's
+  # output open after it ends, and a reader waits for that to close.
+  local sl=
+  trap 'kill $sl 2>/dev/null; exit 0' TERM
+  while true; do
+    sleep 60 &
+    sl=$!
+    wait "$sl"
+    elapsed=$((elapsed + 60))
+    if ((elapsed < total)); then
+      log "$name: building for $((elapsed / 60)) min, about $(((total - elapsed + 30) / 60)) min left"
+    else
+      log "$name: building for $((elapsed / 60)) min, longer than on an idle machine (the estimate was $(((total + 30) / 60)) min)"
+    fi
+  done
+}
+
 # A wrapper module per component keeps the build out of our go.mod.
 build_etcd() {
   have etcd && { log "etcd $ETCD_VERSION: cached"; return; }
@@ -114,7 +138,16 @@ EOF
   rm -rf "$out"
   mkdir -p "$out"
   for b in "${missing[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-  (cd "$d" && go build -ldflags "$ldflags" -o "$out/" "${pkgs[@]}")
+  # A line a minute with what is left, as this is the long part.
+  local parts=(kubernetes)
+  [[ " ${missing[*]} " != *" kubelet "* ]] || parts+=(kubelet)
+  progress "kubernetes" "${parts[@]}" &
+  local ticker=$!
+  local rc=0
+  (cd "$d" && go build -ldflags "$ldflags" -o "$out/" "${pkgs[@]}") || rc=$?
+  kill "$ticker" 2>/dev/null || true
+  wait "$ticker" 2>/dev/null || true
+  ((rc == 0)) || return "$rc"
   for b in "${missing[@]}"; do mv "$out/$b" "$BIN/$b"; done
   rmdir "$out"
   log "kubernetes: done"
