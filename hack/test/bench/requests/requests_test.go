@@ -199,7 +199,7 @@ func poll(b *testing.B, what string, timeout time.Duration, cond func(context.Co
 // figure beside it is what listing and counting the cached tasks, as a
 // scrape did before, allocates. Neither sends a request to the API server.
 //
-//	go test ./operator/bench/requests -run '^$' -bench MetricsScrape -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench MetricsScrape -benchtime 1x -timeout 30m
 func BenchmarkMetricsScrape(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -284,7 +284,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 // over quota), then 50 about a stuck task's Job. Printed: reconciles and
 // API requests per event, and the heap each cached event costs.
 //
-//	go test ./operator/bench/requests -run '^$' -bench FailedCreateEvents -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench FailedCreateEvents -benchtime 1x -timeout 30m
 func BenchmarkFailedCreateEvents(b *testing.B) {
 	const others, ours = 2000, 50
 	ctx := context.Background()
@@ -345,7 +345,7 @@ func BenchmarkFailedCreateEvents(b *testing.B) {
 // reconciles and API requests per status update, and the heap each cached
 // autoscaler costs.
 //
-//	go test ./operator/bench/requests -run '^$' -bench HPAStatusUpdates -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench HPAStatusUpdates -benchtime 1x -timeout 30m
 func BenchmarkHPAStatusUpdates(b *testing.B) {
 	const apps, hpas, rounds = 20, 1000, 3
 	ctx := context.Background()
@@ -426,7 +426,7 @@ func kib(n uint64) string {
 // creates their Jobs, which copy the task's spec into their pod template.
 // Printed: the heap per task, its Job included. (No pods run here.)
 //
-//	go test ./operator/bench/requests -run '^$' -bench TaskCache -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench TaskCache -benchtime 1x -timeout 30m
 func BenchmarkTaskCache(b *testing.B) {
 	const tasks = 300
 	c := admin(b)
@@ -455,7 +455,7 @@ func BenchmarkTaskCache(b *testing.B) {
 // operator's heap grew by per padded object, and the reconciles and
 // requests it took (the annotations are not drift: nothing is rewritten).
 //
-//	go test ./operator/bench/requests -run '^$' -bench PaddedObjects -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench PaddedObjects -benchtime 1x -timeout 30m
 func BenchmarkPaddedObjects(b *testing.B) {
 	const apps = 100
 	ctx := context.Background()
@@ -514,7 +514,7 @@ func BenchmarkPaddedObjects(b *testing.B) {
 // per update of each sort. Only an update that gives room can let a
 // refused task through.
 //
-//	go test ./operator/bench/requests -run '^$' -bench QuotaUpdates -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench QuotaUpdates -benchtime 1x -timeout 30m
 func BenchmarkQuotaUpdates(b *testing.B) {
 	const tasks, waiting, updates = 1000, 20, 100
 	ctx := context.Background()
@@ -592,7 +592,7 @@ func BenchmarkQuotaUpdates(b *testing.B) {
 // requests they cost. The operator caches ConfigMaps and pods by its
 // managed-by label, so the API server never sends it these.
 //
-//	UNRELATED=100000 go test ./operator/bench/requests -run '^$' -bench UnrelatedObjects -benchtime 1x -timeout 60m
+//	UNRELATED=100000 go test ./hack/test/bench/requests -run '^$' -bench UnrelatedObjects -benchtime 1x -timeout 60m
 func BenchmarkUnrelatedObjects(b *testing.B) {
 	const tasks = 200
 	unrelated := 20000

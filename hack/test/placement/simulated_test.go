@@ -18,8 +18,11 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/placement"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
+
+// exitNoNode is explain's exit code when no node fits, as scripts see it
+// (docs/reference/exit-codes.md).
+const exitNoNode = 13
 
 var sim *testenv.Sim
 
@@ -111,7 +114,7 @@ func TestExplainAgreesWithTheScheduler(t *testing.T) {
 			before, res := explain(t, string(manifest), "-f", "-", "-n", ns)
 			wantCode := 0
 			if len(tc.wantFit) == 0 {
-				wantCode = cmdutil.ExitNoNode
+				wantCode = exitNoNode
 			}
 			if res.Code != wantCode || len(before.Pods) != 1 {
 				t.Fatalf("before: exit %d (want %d), %d pods\nstderr:\n%s", res.Code, wantCode, len(before.Pods), res.Stderr)

@@ -96,7 +96,7 @@ func TestMain(m *testing.M) {
 // each object is built just before it is created, and counts are read as
 // metadata only.
 //
-//	go test ./operator/bench/heap -run '^$' -bench . -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/heap -run '^$' -bench . -benchtime 1x -timeout 30m
 func BenchmarkOperatorHeap(b *testing.B) {
 	ctx := context.Background()
 	cfg := rest.CopyConfig(sim.Config)

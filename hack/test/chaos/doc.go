@@ -1,6 +1,6 @@
 // Package chaos holds the fault tests: the operator killed with SIGKILL at
 // random moments while workflows and tasks run on the simulated cluster,
-// then checked for duplicates and lost outputs. `go test ./hack/chaos`
+// then checked for duplicates and lost outputs. `go test ./hack/test/chaos`
 // runs the short form (2 workflows of 5 steps, 20 tasks, 6 kills);
 // CHAOS_KILLS, CHAOS_SCALE (workflows and tasks times N) and CHAOS_STEPS
 // run longer ones (make chaos; see docs/contributors/reliability.md). Under -short (make

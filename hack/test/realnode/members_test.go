@@ -18,7 +18,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
-// The bytes of real logs, read by a tenant's member: what plugin/members
+// The bytes of real logs, read by a tenant's member: what hack/test/members
 // cannot show on kwok nodes, whose pods have no logs. The member is made
 // as an admin makes one (kubectl sched tenant create --user) and runs the
 // real kubectl with --as.

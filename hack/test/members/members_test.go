@@ -33,7 +33,14 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+)
+
+// Exit codes as scripts see them (docs/reference/exit-codes.md): numbers,
+// so a renumbering fails here as it would break a script.
+const (
+	exitForbidden = 5
+	exitNoLogs    = 8
+	exitFailed    = 10
 )
 
 var (
@@ -297,7 +304,7 @@ func TestMembers(t *testing.T) {
 		// kubelet is what is missing. A member may not read nodes, so the
 		// message names both cases.
 		for _, words := range [][]string{{"task", "logs", "hello"}, {"logs", "agenttask/hello"}, {"logs", "shop"}, {"logs", "shop", "web"}} {
-			r := run(cmdutil.ExitNoLogs, words)
+			r := run(exitNoLogs, words)
 			if !strings.Contains(r.Stderr, "it is a simulated (kwok) node, whose pods have no logs, or its kubelet cannot be reached") {
 				t.Errorf("%v: not the kubelet's answer:\n%s", words, r.Stderr)
 			}
@@ -311,7 +318,7 @@ func TestMembers(t *testing.T) {
 		run(0, []string{"workflow", "run", "-f", td("release.yaml"), "--watch", "--logs"})
 		run(0, []string{"workflow", "watch", "release", "--logs"})
 		run(0, []string{"logs", "workflow/release", "-f"})
-		run(cmdutil.ExitFailed, []string{"workflow", "run", "-f", td("failing.yaml"), "--watch"})
+		run(exitFailed, []string{"workflow", "run", "-f", td("failing.yaml"), "--watch"})
 		r = run(0, []string{"workflow", "retry", "failing"})
 		if !strings.Contains(r.Stdout, "a retry of failing from step test") {
 			t.Errorf("workflow retry:\n%s", r.Stdout)
@@ -386,10 +393,10 @@ func TestMembers(t *testing.T) {
 		} {
 			r := as(bob, ns, words...)
 			first, _, _ := strings.Cut(r.Stderr, "\n")
-			if r.Code != cmdutil.ExitForbidden ||
+			if r.Code != exitForbidden ||
 				!regexp.MustCompile(`forbidden: user "bob" may not (get|list|watch|create|patch|delete) \S+.* in namespace "payments"`).MatchString(r.Stderr) ||
 				!strings.Contains(r.Stderr, "'kubectl auth can-i ") || !strings.Contains(r.Stderr, "-n payments' checks.") {
-				t.Errorf("%v: exit %d (want %d), stderr:\n%s", words, r.Code, cmdutil.ExitForbidden, r.Stderr)
+				t.Errorf("%v: exit %d (want %d), stderr:\n%s", words, r.Code, exitForbidden, r.Stderr)
 			} else {
 				t.Logf("%v: %s", words, first)
 			}

@@ -55,8 +55,11 @@ func startSim(t *testing.T) *simEnv {
 	if err != nil {
 		t.Fatalf("this test needs kubectl on PATH: %v", err)
 	}
-	wd, _ := os.Getwd()
-	s := &simEnv{root: filepath.Dir(filepath.Dir(wd)), kubectl: kubectl, dir: t.TempDir()}
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &simEnv{root: root, kubectl: kubectl, dir: t.TempDir()}
 	ctx := context.Background()
 	if s.cluster, err = cluster.Start(ctx, cluster.Options{Dir: filepath.Join(s.dir, "cluster"), Log: os.Stderr}); err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ var worstCounts = map[string]int{"AgentTasks": 30, "Workflows": 15, "CronWorkflo
 // Heap is as BenchmarkOperatorHeap measures it (live, after GC, the median
 // of five samples).
 //
-//	go test ./operator/bench/heap -run '^$' -bench WorstCase -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/heap -run '^$' -bench WorstCase -benchtime 1x -timeout 30m
 func BenchmarkWorstCaseObjects(b *testing.B) {
 	ctx := context.Background()
 	cfg := rest.CopyConfig(sim.Config)

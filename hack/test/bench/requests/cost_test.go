@@ -48,7 +48,7 @@ import (
 // $COST_PROFILES when set). $COST_ONLY runs only the kinds whose name
 // contains it ("app" for an app's).
 //
-//	go test ./operator/bench/requests -run '^$' -bench RequestCost -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench RequestCost -benchtime 1x -timeout 30m
 func BenchmarkRequestCost(b *testing.B) {
 	dir := os.Getenv("COST_PROFILES")
 	if dir == "" {

@@ -46,7 +46,7 @@ var (
 
 // TestMain starts the simulated cluster only when benchmarks run, so that
 // `go test ./...` pays nothing for this package. The cluster's own
-// controllers get the limits operator/bench gives them, so that they are
+// controllers get the limits hack/test/bench/operator gives them, so that they are
 // not what a task waits for; the quota controller counts new kinds within
 // seconds, as tenant create waits for it.
 func TestMain(m *testing.M) {
@@ -145,7 +145,7 @@ var modes = []mode{
 // where the time went: the operator's queues, requests and waits, and the
 // API server's writes, latency, etcd's latency and every component's CPU.
 //
-//	go test ./operator/bench/fairness -run '^$' -bench TenantChurn -benchtime 1x -timeout 90m
+//	go test ./hack/test/bench/fairness -run '^$' -bench TenantChurn -benchtime 1x -timeout 90m
 func BenchmarkTenantChurn(b *testing.B) {
 	for range b.N {
 		for _, m := range modes {
