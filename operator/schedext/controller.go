@@ -52,7 +52,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -62,6 +61,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // Pod Security Admission label that lets the privileged loaders run in the
@@ -395,30 +395,18 @@ func (r *Reconciler) allSchedExts(ctx context.Context, _ client.Object) []reconc
 		log.FromContext(ctx).Error(err, "Cannot list SchedExts to re-run arbitration")
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, s := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}})
-	}
-	return reqs
+	return watch.Requests(&list, nil)
 }
 
 // nodeChanged passes the node events arbitration depends on: a node added
 // or removed, or its labels or taints changed. Status heartbeats do not
 // pass, nor the CPU scheduler label, which the node labeler writes from
 // arbitration's outcome and no SchedExt may select by.
-var nodeChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
-		newNode, ok2 := e.ObjectNew.(*corev1.Node)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !equalBesidesCPUScheduler(oldNode.Labels, newNode.Labels) ||
-			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
-			oldNode.DeletionTimestamp.IsZero() != newNode.DeletionTimestamp.IsZero()
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var nodeChanged = watch.Changed(func(old, cur *corev1.Node) bool {
+	return !equalBesidesCPUScheduler(old.Labels, cur.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+})
 
 // equalBesidesCPUScheduler compares node labels, the CPU scheduler label
 // left out.
@@ -434,10 +422,6 @@ func equalBesidesCPUScheduler(a, b map[string]string) bool {
 
 // claimChanged passes the SchedExt events that can move nodes between
 // SchedExts: created, deleted, spec changed, or deletion started.
-var claimChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var claimChanged = watch.Changed(func(old, cur *schedv1.SchedExt) bool {
+	return old.Generation != cur.Generation || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+})

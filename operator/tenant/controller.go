@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -27,6 +26,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 const fieldOwner = "kubectl-sched-operator"
@@ -205,15 +205,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.tiers = tiers
 
 	tenant := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[schedv1.LabelTier] != "" })
-	ours := predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return isOurs(e.Object) },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return isOurs(e.Object) },
-		GenericFunc: func(e event.GenericEvent) bool { return isOurs(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return (isOurs(e.ObjectOld) || isOurs(e.ObjectNew)) &&
-				(specOrMetaChanged(e.ObjectOld, e.ObjectNew) || countingChanged(e.ObjectOld, e.ObjectNew))
+	ours := watch.Filter[client.Object]{
+		Create: isOurs,
+		Delete: isOurs,
+		Update: func(old, cur client.Object) bool {
+			return (isOurs(old) || isOurs(cur)) && (specOrMetaChanged(old, cur) || countingChanged(old, cur))
 		},
-	}
+	}.Predicate()
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
@@ -222,13 +220,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		if err := r.List(ctx, &list); err != nil {
 			return nil
 		}
-		var out []reconcile.Request
-		for i, ns := range list.Items {
-			if ns.Labels[schedv1.LabelTier] != "" && r.serves(&list.Items[i]) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
-			}
-		}
-		return out
+		return watch.Requests(&list, func(o client.Object) bool {
+			return o.GetLabels()[schedv1.LabelTier] != "" && r.serves(o.(*corev1.Namespace))
+		})
 	}
 	tiersChanged := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.ConfigMap) []reconcile.Request {
 		return everyTenant(ctx)
@@ -238,11 +232,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	})
 	// A class's value, or which class is the cluster's default, moves
 	// the classes above each tier and the class its pods get by default.
-	classValueChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*schedulingv1.PriorityClass)
-		n, ok2 := e.ObjectNew.(*schedulingv1.PriorityClass)
-		return !ok1 || !ok2 || o.Value != n.Value || o.GlobalDefault != n.GlobalDefault
-	}}
+	classValueChanged := watch.Changed(func(o, n *schedulingv1.PriorityClass) bool {
+		return o.Value != n.Value || o.GlobalDefault != n.GlobalDefault
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, builder.WithPredicates(tenant, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(ours)).
