@@ -30,6 +30,7 @@ import (
 // pods (whose states explain a service that does not become ready). The
 // optional APIs are followed while the operator runs (optional.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.writer.Client = r.Client
 	if err := r.setupOptionalAPIs(mgr); err != nil {
 		return err
 	}
