@@ -419,9 +419,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.SchedExt{}).
 		Owns(&appsv1.DaemonSet{}).
-		Watches(&corev1.Pod{}, byPodLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
-		}))).
+		Watches(&corev1.Pod{}, byPodLabel, builder.WithPredicates(loaderPods(r.Namespace))).
 		Watches(&corev1.Node{}, everySchedExt, builder.WithPredicates(nodeChanged)).
 		// Install creating the scheduler namespace unblocks every SchedExt.
 		Watches(&corev1.Namespace{}, everySchedExt, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {

@@ -163,9 +163,7 @@ func (r *NodeLabeler) SetupWithManager(mgr ctrl.Manager, opts controller.Options
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(nodeLabelInputs)).
-		Watches(&corev1.Pod{}, podNode, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
-		}), loaderChanged)).
+		Watches(&corev1.Pod{}, podNode, builder.WithPredicates(loaderPods(r.Namespace), loaderChanged)).
 		// Old and new spec are both mapped on an update, so nodes leaving
 		// a selection are reconciled as well as those joining it.
 		Watches(&schedv1.SchedExt{}, handler.EnqueueRequestsFromMapFunc(r.selectedNodes), builder.WithPredicates(claimChanged)).
@@ -201,6 +199,14 @@ var nodeLabelInputs = watch.Filter[*corev1.Node]{
 			!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints)
 	},
 }.Predicate()
+
+// loaderPods passes the events of the loader pods, in the scheduler
+// namespace ns and labelled with their SchedExt.
+func loaderPods(ns string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == ns && o.GetLabels()[schedv1.LabelSchedExt] != ""
+	})
+}
 
 // loaderChanged passes a loader pod created or deleted, and updates that
 // change whether it is Ready, being deleted, its node or its scheduler.
