@@ -130,12 +130,10 @@ func (s *scope) observed() observed {
 // revision rolled back to.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, error) {
 	ud := s.ud
-	ud.Status = computeStatus(ud, s.plan, s.observed())
-	to, rollbackIn := rollBackTo(ud, &ud.Status, s.rv, s.now)
-	s.rollbackIn = rollbackIn
-	var announce func()
-	if to > 0 {
-		announce = r.rollBack(ctx, ud, &ud.Status, s.rv.current.Revision, to, s.now)
+	var rollback *note
+	ud.Status, rollback, s.rollbackIn = foldRollback(ud, computeStatus(ud, s.plan, s.observed()), s.rv, s.now)
+	if rollback != nil {
+		log.FromContext(ctx).Info("Rolling back", "from", ud.Status.RolledBack.FromRevision, "to", ud.Status.RolledBack.ToRevision, "why", rollback.message)
 	}
 	out, err := r.writer.Write(ctx, ud, s.before, status.Now)
 	if err != nil {
@@ -153,8 +151,8 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, e
 			r.Recorder.Eventf(ud, nil, n.typ, n.reason, n.action, "%s", n.message)
 		}
 	}
-	if announce != nil {
-		announce()
+	if rollback != nil {
+		r.Recorder.Eventf(ud, nil, rollback.typ, rollback.reason, rollback.action, "%s", rollback.message)
 		// The status write wakes nothing up (SetupWithManager).
 		return phase.StopFor(time.Millisecond), nil
 	}
