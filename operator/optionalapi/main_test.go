@@ -1,13 +1,10 @@
 package optionalapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,25 +64,7 @@ func kubeconfig(t *testing.T) string {
 // reconciles reads the operator's count of finished userdeployment
 // reconciles from its metrics endpoint.
 func reconciles() (int, error) {
-	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
-			continue
-		}
-		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			return 0, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		total += int(n)
-	}
-	return total, sc.Err()
+	return op.Reconciles(context.Background(), "userdeployment")
 }
 
 // plugin runs `kubectl sched ARGS` in-process, as kubectl would.

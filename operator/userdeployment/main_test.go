@@ -1,12 +1,10 @@
 package userdeployment_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -294,26 +292,9 @@ func condition(ud *schedv1.UserDeployment, typ string) metav1.Condition {
 // reconciles from its metrics endpoint.
 func reconciles(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
+	n, err := op.Reconciles(context.Background(), "userdeployment")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
-			continue
-		}
-		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += int(n)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return total
+	return n
 }
