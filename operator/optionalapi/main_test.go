@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
@@ -45,14 +44,7 @@ func TestMain(m *testing.M) {
 // eventually polls cond until it returns nil.
 func eventually(t *testing.T, what string, cond func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, last)
-	}
+	testenv.Eventually(t, 200*time.Millisecond, pollTimeout, what, cond)
 }
 
 // kubeconfig writes an admin kubeconfig for the plugin.
