@@ -6,9 +6,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
-func TestWrittenPending(t *testing.T) {
+func TestPending(t *testing.T) {
 	quota := func(pods, rv string) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Name: "tier", Namespace: "ns", ResourceVersion: rv},
@@ -25,23 +27,23 @@ func TestWrittenPending(t *testing.T) {
 		"the cache holds the write":            {written: quota("100", "20"), desired: quota("100", ""), cached: quota("100", "20")},
 		"the cache holds a later edit":         {written: quota("100", "20"), desired: quota("100", ""), cached: quota("5", "100")},
 		"resourceVersions that do not compare": {written: quota("100", "b"), desired: quota("100", ""), cached: quota("5", "a")},
-		"another object of the namespace":      {written: &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}}, desired: quota("100", ""), cached: quota("5", "10"), kept: true},
+		"another object of the namespace":      {written: &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns", ResourceVersion: "20"}}, desired: quota("100", ""), cached: quota("5", "10"), kept: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var w written
+			var w status.Expectations
 			if tc.written != nil {
-				w.add(tc.written, tc.written.ResourceVersion)
+				w.Wrote(status.KeyOf(tc.written), "", tc.written.ResourceVersion, tc.written)
 			}
-			if got := w.pending(tc.desired, tc.cached); got != tc.want {
+			if got := pending(&w, tc.desired, tc.cached); got != tc.want {
 				t.Errorf("pending = %v, want %v", got, tc.want)
 			}
-			if kept := w.len() == 1; kept != tc.kept {
+			if kept := w.Len() == 1; kept != tc.kept {
 				t.Errorf("entry kept %v, want %v", kept, tc.kept)
 			}
-			w.forget("ns")
-			if w.len() != 0 {
-				t.Errorf("forget left %d entries", w.len())
+			w.ForgetNamespace("ns")
+			if w.Len() != 0 {
+				t.Errorf("forget left %d entries", w.Len())
 			}
 		})
 	}
