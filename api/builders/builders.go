@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -111,6 +112,12 @@ func (w *AgentTaskWrapper) SecurityContext(sc *schedv1.SecurityContext) *AgentTa
 }
 
 // Cancel sets spec.cancel.
+// Workspace mounts the claim at path.
+func (w *AgentTaskWrapper) Workspace(name, path, claim string) *AgentTaskWrapper {
+	w.AgentTask.Spec.Workspaces = append(w.AgentTask.Spec.Workspaces, schedv1.WorkspaceMount{Name: name, MountPath: path, ClaimName: claim})
+	return w
+}
+
 func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
 
 // UserDeploymentWrapper builds a UserDeployment.
@@ -293,6 +300,19 @@ func (w *WorkflowWrapper) last() *schedv1.WorkflowStep {
 }
 
 // DependsOn sets the dependsOn of the last step added.
+// Workspace declares a ReadWriteOnce workspace of size.
+func (w *WorkflowWrapper) Workspace(name, size string) *WorkflowWrapper {
+	w.Workflow.Spec.Workspaces = append(w.Workflow.Spec.Workspaces, schedv1.Workspace{Name: name, Size: resource.MustParse(size)})
+	return w
+}
+
+// Mount mounts workspace name at path in the last step's task.
+func (w *WorkflowWrapper) Mount(name, path string, readOnly bool) *WorkflowWrapper {
+	t := &w.last().Task
+	t.Workspaces = append(t.Workspaces, schedv1.WorkspaceMount{Name: name, MountPath: path, ReadOnly: readOnly})
+	return w
+}
+
 func (w *WorkflowWrapper) DependsOn(steps ...string) *WorkflowWrapper {
 	w.last().DependsOn = steps
 	return w
