@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -205,7 +206,7 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 	}
 	kept := p.creates[:0]
 	for _, c := range p.creates {
-		held, failed := "", ""
+		held, failed, reason := "", "", schedv1.ReasonRejected
 		for _, ws := range workspacesOf(wf, c.task) {
 			if ws.Mode() == schedv1.ReadWriteOnce && workspaceNode(&p.status, ws.Name) == "" && unplaced[ws.Name] {
 				held = fmt.Sprintf("waiting for the node of workspace %s (ReadWriteOnce): another step mounts it and is not placed yet", ws.Name)
@@ -216,7 +217,7 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 			switch class := refusal.Classify(err); {
 			case err == nil:
 			case asClaimTaken(err, &taken):
-				failed = taken.Error()
+				failed, reason = taken.Error(), schedv1.ReasonNameTaken
 			case class == refusal.Quota:
 				quotaErr = err
 				held = fmt.Sprintf("waiting for quota: the claim of workspace %s: %s", ws.Name, refusal.Message(err))
@@ -233,7 +234,7 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 		case failed != "" && c.loop:
 			itemFailed(wf, &p.status, c, failed, now)
 		case failed != "":
-			refused(wf, &p.status, c.step, failed, now)
+			cannotStart(wf, &p.status, c.step, reason, failed, now)
 		case held != "" && c.loop:
 			itemWaitingForWorkspace(wf, &p.status, c, held)
 			recheck = true
@@ -254,13 +255,7 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 	return quotaErr, recheck, nil
 }
 
-func asClaimTaken(err error, taken **claimTakenError) bool {
-	t, ok := err.(*claimTakenError)
-	if ok {
-		*taken = t
-	}
-	return ok
-}
+func asClaimTaken(err error, taken **claimTakenError) bool { return errors.As(err, taken) }
 
 // workspaceNode is the node st records for workspace name.
 func workspaceNode(st *schedv1.WorkflowStatus, name string) string {
