@@ -206,7 +206,7 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 	}
 	kept := p.creates[:0]
 	for _, c := range p.creates {
-		held, failed, reason := "", "", schedv1.ReasonRejected
+		held, failed, reason, quota := "", "", schedv1.ReasonRejected, false
 		for _, ws := range workspacesOf(wf, c.task) {
 			if ws.Mode() == schedv1.ReadWriteOnce && workspaceNode(&p.status, ws.Name) == "" && unplaced[ws.Name] {
 				held = fmt.Sprintf("waiting for the node of workspace %s (ReadWriteOnce): another step mounts it and is not placed yet", ws.Name)
@@ -219,8 +219,8 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 			case asClaimTaken(err, &taken):
 				failed, reason = taken.Error(), schedv1.ReasonNameTaken
 			case class == refusal.Quota:
-				quotaErr = err
-				held = fmt.Sprintf("waiting for quota: the claim of workspace %s: %s", ws.Name, refusal.Message(err))
+				quotaErr, quota = err, true
+				held = fmt.Sprintf("the claim of workspace %s: %s", ws.Name, refusal.Message(err))
 			case class == refusal.Final:
 				failed = fmt.Sprintf("the API server refused the claim of workspace %s: %s", ws.Name, refusal.Message(err))
 			default:
@@ -235,6 +235,10 @@ func (r *Reconciler) prepareWorkspaces(ctx context.Context, wf *schedv1.Workflow
 			itemFailed(wf, &p.status, c, failed, now)
 		case failed != "":
 			cannotStart(wf, &p.status, c.step, reason, failed, now)
+		case quota && c.loop:
+			itemWaitingForQuota(wf, &p.status, c, held)
+		case quota:
+			waitingForQuota(wf, &p.status, c.step, held)
 		case held != "" && c.loop:
 			itemWaitingForWorkspace(wf, &p.status, c, held)
 			recheck = true
