@@ -55,7 +55,7 @@ func TestWorkspaceMounts(t *testing.T) {
 					{Key: schedv1.NodeLabelPool, Operator: corev1.NodeSelectorOpIn, Values: []string{"general"}},
 					{Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"}},
 				},
-				MatchFields:      []corev1.NodeSelectorRequirement{onNode},
+				MatchFields: []corev1.NodeSelectorRequirement{onNode},
 			}}},
 		},
 	} {
