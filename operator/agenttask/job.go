@@ -184,22 +184,7 @@ func mountWorkspaces(pod *corev1.PodSpec, mounts []schedv1.WorkspaceMount) {
 	}
 	// The non-root default user can write the volumes.
 	pod.SecurityContext.FSGroup = ptr.To[int64](podsecurity.NonRootUID)
-	if node == "" {
-		return
-	}
-	onNode := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
-	if pod.Affinity == nil {
-		pod.Affinity = &corev1.Affinity{}
-	}
-	if pod.Affinity.NodeAffinity == nil {
-		pod.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := pod.Affinity.NodeAffinity
-	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
-		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
-	}
-	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-	for i := range terms {
-		terms[i].MatchFields = append(terms[i].MatchFields, onNode)
+	if node != "" {
+		placement.OnNode(pod, node)
 	}
 }
