@@ -111,13 +111,13 @@ func (w *AgentTaskWrapper) SecurityContext(sc *schedv1.SecurityContext) *AgentTa
 	return w
 }
 
-// Cancel sets spec.cancel.
 // Workspace mounts the claim at path.
 func (w *AgentTaskWrapper) Workspace(name, path, claim string) *AgentTaskWrapper {
 	w.AgentTask.Spec.Workspaces = append(w.AgentTask.Spec.Workspaces, schedv1.WorkspaceMount{Name: name, MountPath: path, ClaimName: claim})
 	return w
 }
 
+// Cancel sets spec.cancel.
 func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
 
 // UserDeploymentWrapper builds a UserDeployment.
@@ -299,7 +299,6 @@ func (w *WorkflowWrapper) last() *schedv1.WorkflowStep {
 	return &w.Workflow.Spec.Steps[len(w.Workflow.Spec.Steps)-1]
 }
 
-// DependsOn sets the dependsOn of the last step added.
 // Workspace declares a ReadWriteOnce workspace of size.
 func (w *WorkflowWrapper) Workspace(name, size string) *WorkflowWrapper {
 	w.Workflow.Spec.Workspaces = append(w.Workflow.Spec.Workspaces, schedv1.Workspace{Name: name, Size: resource.MustParse(size)})
@@ -313,6 +312,7 @@ func (w *WorkflowWrapper) Mount(name, path string, readOnly bool) *WorkflowWrapp
 	return w
 }
 
+// DependsOn sets the dependsOn of the last step added.
 func (w *WorkflowWrapper) DependsOn(steps ...string) *WorkflowWrapper {
 	w.last().DependsOn = steps
 	return w
