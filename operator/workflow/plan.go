@@ -353,6 +353,7 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 			}
 		}
 	}
+	rerunWriters(wf, rerun)
 	needed := false
 	for i := range st.Steps {
 		needed = needed || (!rerun[i] && st.Steps[i].Phase == schedv1.StepWaiting)

@@ -332,3 +332,44 @@ func (r *Reconciler) placeWorkspaces(ctx context.Context, wf *schedv1.Workflow, 
 	}
 	return nil
 }
+
+// rerunWriters marks to run again, in a retry, every step that writes a
+// workspace a step that runs again mounts, and the steps that depend on
+// it: a retry is a new run with new, empty claims, so a reused step's
+// files are not there. It goes on until nothing changes (at most one pass
+// per step).
+func rerunWriters(wf *schedv1.Workflow, rerun []bool) {
+	if len(wf.Spec.Workspaces) == 0 {
+		return
+	}
+	mounts := func(i int, write bool) []string {
+		var out []string
+		for _, m := range wf.Spec.Steps[i].Task.Workspaces {
+			if m.ClaimName == "" && workspace(wf, m.Name) != nil && (!write || !m.ReadOnly) {
+				out = append(out, m.Name)
+			}
+		}
+		return out
+	}
+	for changed := true; changed; {
+		changed = false
+		needed := map[string]bool{}
+		for i := range wf.Spec.Steps {
+			if rerun[i] {
+				for _, n := range mounts(i, false) {
+					needed[n] = true
+				}
+			}
+		}
+		for i := range wf.Spec.Steps {
+			if rerun[i] {
+				continue
+			}
+			deps := slices.ContainsFunc(wf.Spec.Dependencies(i), func(d int) bool { return rerun[d] })
+			writes := slices.ContainsFunc(mounts(i, true), func(n string) bool { return needed[n] })
+			if deps || writes {
+				rerun[i], changed = true, true
+			}
+		}
+	}
+}
