@@ -19,22 +19,64 @@ import (
 )
 
 // TestWorkspacesCountAgainstTheTier: a member's workflow asks the operator
-// for a claim; the claim is made in the member's namespace, so the tier's
-// quota (requests.storage, persistentvolumeclaims) counts it and refuses
-// what the member could not make directly: a workspace past the tier's
-// storage waits, saying which quota holds it, and no claim is made.
+// for claims; they are made in the member's namespace, so the tier's quota
+// (requests.storage, persistentvolumeclaims) counts them and refuses what
+// the member could not hold. What can never fit (a workspace past the
+// tier's storage, more workspaces than its claims, a kept claim the member
+// could not delete) is refused when the workflow is created, saying why;
+// a run that fits alone but not beside another waits for room, saying
+// which quota holds it, and no claim is made past it.
 func TestWorkspacesCountAgainstTheTier(t *testing.T) {
 	t.Parallel()
 	const ns = "workspaces-free"
 	member := testenv.Tenant(t, sim, ns, "free", "wendy", 2*time.Minute)
-	withClass := func(s *schedv1.WorkflowSpec) { s.Workspaces[0].StorageClass = cluster.HostPathStorageClass }
+	withClass := func(s *schedv1.WorkflowSpec) {
+		for i := range s.Workspaces {
+			s.Workspaces[i].StorageClass = cluster.HostPathStorageClass
+		}
+	}
+	run := func(name, size string) *schedv1.Workflow {
+		return MakeWorkflow(name, ns).Workspace("src", size).
+			StepTask("a", schedv1.AgentTaskSpec{Image: "registry.example/agent:1",
+				PodMetadata: &schedv1.PodMetadata{Annotations: map[string]string{cluster.AnnotationRunSeconds: "30"}}}).
+			Mount("src", "/src", false).Spec(withClass).Obj()
+	}
 
-	big := MakeWorkflow("big", ns).Workspace("src", "20Gi").
-		StepTask("a", schedv1.AgentTaskSpec{Image: "registry.example/agent:1"}).Mount("src", "/src", false).Spec(withClass).Obj()
-	createAs(t, member, big)
-	poll(t, pollTimeout, "the workflow past the tier's storage to wait for quota", func(ctx context.Context) error {
+	for name, tc := range map[string]struct {
+		wf   *schedv1.Workflow
+		want string
+	}{
+		"past the tier's storage": {run("big", "20Gi"), "spec.workspaces: a workspace asks more than the claims of tier free may hold in all (requests.storage 10Gi)"},
+		"more than its claims": {MakeWorkflow("many", ns).Workspace("a", "1Gi").Workspace("b", "1Gi").Workspace("c", "1Gi").
+			Step("x", "busybox").Spec(withClass).Obj(), "spec.workspaces: 3 workspaces, but tier free holds at most 2 claims"},
+		"kept": {run("kept", "1Gi").DeepCopy(), "keep is not for a namespace of tier free: its members cannot delete claims"},
+	} {
+		if name == "kept" {
+			tc.wf.Spec.Workspaces[0].Keep = true
+		}
+		err := member.Create(t.Context(), tc.wf)
+		if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) || err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want refused with %q", name, err, tc.want)
+		}
+	}
+
+	first, second := run("first", "6Gi"), run("second", "6Gi")
+	createAs(t, member, first)
+	poll(t, pollTimeout, "the first run's claim to be made and counted", func(ctx context.Context) error {
+		q := &corev1.ResourceQuota{}
+		if err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubectl-sched-tier"}, q); err != nil {
+			return err
+		}
+		claims, storage := q.Status.Used[corev1.ResourcePersistentVolumeClaims], q.Status.Used[corev1.ResourceRequestsStorage]
+		if claims.Value() != 1 || storage.String() != "6Gi" {
+			return fmt.Errorf("quota used: %d claims, %s of storage; want 1 and 6Gi", claims.Value(), storage.String())
+		}
+		return nil
+	})
+	createAs(t, member, second)
+	poll(t, pollTimeout, "the second run to wait for quota", func(ctx context.Context) error {
 		wf := &schedv1.Workflow{}
-		if err := member.Get(ctx, client.ObjectKeyFromObject(big), wf); err != nil {
+		if err := member.Get(ctx, client.ObjectKeyFromObject(second), wf); err != nil {
 			return err
 		}
 		if len(wf.Status.Steps) == 0 {
@@ -47,28 +89,21 @@ func TestWorkspacesCountAgainstTheTier(t *testing.T) {
 		}
 		return nil
 	})
-	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: names.WorkspaceClaim("big", "src")}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
+	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: names.WorkspaceClaim("second", "src")}, &corev1.PersistentVolumeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the claim past the quota: %v, want it not made", err)
 	}
-
-	fits := MakeWorkflow("fits", ns).Workspace("src", "1Gi").
-		StepTask("a", schedv1.AgentTaskSpec{Image: "registry.example/agent:1"}).Mount("src", "/src", false).Spec(withClass).Obj()
-	createAs(t, member, fits)
-	poll(t, pollTimeout, "the workflow within the tier to succeed, its claim counted", func(ctx context.Context) error {
+	// Once the first run is deleted, its claim goes with it and the
+	// second's is made: the quota's room is the run's to use.
+	if err := member.Delete(t.Context(), first); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 3*time.Minute, "the second run to get its claim and succeed", func(ctx context.Context) error {
 		wf := &schedv1.Workflow{}
-		if err := member.Get(ctx, client.ObjectKeyFromObject(fits), wf); err != nil {
+		if err := member.Get(ctx, client.ObjectKeyFromObject(second), wf); err != nil {
 			return err
 		}
 		if wf.Status.Phase != schedv1.WorkflowSucceeded {
 			return fmt.Errorf("workflow %s (%s): %s", wf.Status.Phase, wf.Status.Reason, wf.Status.Message)
-		}
-		q := &corev1.ResourceQuota{}
-		if err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "kubectl-sched-tier"}, q); err != nil {
-			return err
-		}
-		claims, storage := q.Status.Used[corev1.ResourcePersistentVolumeClaims], q.Status.Used[corev1.ResourceRequestsStorage]
-		if claims.Value() != 1 || storage.String() != "1Gi" {
-			return fmt.Errorf("quota used: %d claims, %s of storage; want 1 and 1Gi", claims.Value(), storage.String())
 		}
 		return nil
 	})
