@@ -181,3 +181,42 @@ func TestWorkspaceClaimNameTaken(t *testing.T) {
 		t.Fatalf("the user's claim: %v, owners %+v; want it untouched", err, pvc.OwnerReferences)
 	}
 }
+
+// TestParallelStepsShareAReadWriteOnceNode: two steps that start side by
+// side and mount one ReadWriteOnce workspace run on one node: the second
+// waits until the first is placed, then is pinned to its node.
+func TestParallelStepsShareAReadWriteOnceNode(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	wf := MakeWorkflow("side", ns).Workspace("src", "1Gi").
+		StepTask("root", step("busybox", 0, "", 0)).
+		StepTask("left", step("busybox", 0, "", 2)).DependsOn("root").Mount("src", "/src", false).
+		StepTask("right", step("busybox", 0, "", 2)).DependsOn("root").Mount("src", "/src", false).
+		Spec(hostPath).Obj()
+	if err := sim.Client.Create(t.Context(), wf); err != nil {
+		t.Fatal(err)
+	}
+	got := waitWorkflow(t, ns, "side", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("status %+v, want Succeeded", got.Status)
+	}
+	nodes, pinned := map[string]string{}, 0
+	for i, s := range []string{"left", "right"} {
+		task := getTask(t, ns, names.StepTask("side", i+1, s))
+		if task.Spec.Workspaces[0].Node != "" {
+			pinned++
+		}
+		pod := &corev1.Pod{}
+		if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: task.Status.PodName}, pod); err != nil {
+			t.Fatal(err)
+		}
+		nodes[s] = pod.Spec.NodeName
+	}
+	if nodes["left"] == "" || nodes["left"] != nodes["right"] || len(got.Status.Workspaces) != 1 || got.Status.Workspaces[0].Node != nodes["left"] {
+		t.Errorf("steps ran on %v, status.workspaces %+v: want both on the node the status records", nodes, got.Status.Workspaces)
+	}
+	// Not by chance: the second was made once the first was placed, pinned.
+	if pinned != 1 {
+		t.Errorf("%d of the two tasks pinned to the workspace's node; want the second", pinned)
+	}
+}
