@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -107,6 +108,12 @@ func (w *AgentTaskWrapper) PodAnnotation(k, v string) *AgentTaskWrapper {
 // SecurityContext sets the task container's security context.
 func (w *AgentTaskWrapper) SecurityContext(sc *schedv1.SecurityContext) *AgentTaskWrapper {
 	w.AgentTask.Spec.SecurityContext = sc
+	return w
+}
+
+// Workspace mounts the claim at path.
+func (w *AgentTaskWrapper) Workspace(name, path, claim string) *AgentTaskWrapper {
+	w.AgentTask.Spec.Workspaces = append(w.AgentTask.Spec.Workspaces, schedv1.WorkspaceMount{Name: name, MountPath: path, ClaimName: claim})
 	return w
 }
 
@@ -290,6 +297,19 @@ func (w *WorkflowWrapper) last() *schedv1.WorkflowStep {
 		return &w.Workflow.Spec.Finally[len(w.Workflow.Spec.Finally)-1]
 	}
 	return &w.Workflow.Spec.Steps[len(w.Workflow.Spec.Steps)-1]
+}
+
+// Workspace declares a ReadWriteOnce workspace of size.
+func (w *WorkflowWrapper) Workspace(name, size string) *WorkflowWrapper {
+	w.Workflow.Spec.Workspaces = append(w.Workflow.Spec.Workspaces, schedv1.Workspace{Name: name, Size: resource.MustParse(size)})
+	return w
+}
+
+// Mount mounts workspace name at path in the last step's task.
+func (w *WorkflowWrapper) Mount(name, path string, readOnly bool) *WorkflowWrapper {
+	t := &w.last().Task
+	t.Workspaces = append(t.Workspaces, schedv1.WorkspaceMount{Name: name, MountPath: path, ReadOnly: readOnly})
+	return w
 }
 
 // DependsOn sets the dependsOn of the last step added.

@@ -56,6 +56,11 @@ func LargestTaskSpec() schedv1.AgentTaskSpec {
 	for i := range 8 {
 		spec.Placement.NodePools = append(spec.Placement.NodePools, id("p", i, 63))
 	}
+	for i := range schedv1.MaxWorkspaceMounts {
+		spec.Workspaces = append(spec.Workspaces, schedv1.WorkspaceMount{
+			Name: id("w", i, 40), MountPath: "/" + id("m", i, 255), ClaimName: id("c", i, 253), Node: id("n", i, 253), ReadOnly: true,
+		})
+	}
 	spec.Retry = &schedv1.RetryPolicy{Limit: 10, Backoff: &metav1.Duration{Duration: 10 * time.Minute}}
 	for c := range int32(32) {
 		spec.Retry.OnExitCodes = append(spec.Retry.OnExitCodes, 224+c)

@@ -76,6 +76,10 @@ func ParseFinallyStep(label string) (int, bool) {
 	return i, true
 }
 
+// WorkspaceClaim is the PersistentVolumeClaim of workspace ws of a
+// workflow's run: <workflow>-ws-<workspace>.
+func WorkspaceClaim(workflow, ws string) string { return Join(workflow, "ws", ws) }
+
 // ServiceObject names the Deployment and Service of one service of an app.
 func ServiceObject(app, service string) string { return Join(app, service) }
 

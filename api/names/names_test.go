@@ -129,3 +129,20 @@ func TestItemTask(t *testing.T) {
 		seen[n] = true
 	}
 }
+
+func TestWorkspaceClaim(t *testing.T) {
+	if got := WorkspaceClaim("ci", "src"); got != "ci-ws-src" {
+		t.Errorf("WorkspaceClaim = %q", got)
+	}
+	// The longest workflow and workspace names: a DNS label within 63,
+	// and each of a run's four workspaces a claim of its own.
+	wf := strings.Repeat("w", 253)
+	seen := map[string]bool{}
+	for _, ws := range []string{strings.Repeat("a", 40), strings.Repeat("a", 39) + "b", "src", "cache"} {
+		n := WorkspaceClaim(wf, ws)
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 || seen[n] {
+			t.Errorf("%q: %v, or taken", n, errs)
+		}
+		seen[n] = true
+	}
+}

@@ -182,3 +182,24 @@ func RequireCPUScheduler(na *corev1.NodeAffinity, name string) {
 		terms[i].MatchExpressions = append(terms[i].MatchExpressions, req)
 	}
 }
+
+// OnNode keeps a pod on node, where a ReadWriteOnce volume it mounts is:
+// every required term of its node affinity gets the node, so the
+// requirements placement made still hold beside it.
+func OnNode(spec *corev1.PodSpec, node string) {
+	onNode := corev1.NodeSelectorRequirement{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	if spec.Affinity.NodeAffinity == nil {
+		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	na := spec.Affinity.NodeAffinity
+	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{}}}
+	}
+	terms := na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	for i := range terms {
+		terms[i].MatchFields = append(terms[i].MatchFields, onNode)
+	}
+}

@@ -114,6 +114,16 @@ type AgentTaskSpec struct {
 	// +optional
 	SecurityContext *SecurityContext `json:"securityContext,omitempty"`
 
+	// Workspaces are PersistentVolumeClaims of the task's namespace its
+	// container mounts: at most 4, each at its own path. In a workflow
+	// step each names a workspace of the workflow's spec.workspaces.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.mountPath == m.mountPath))",message="each workspace needs a mountPath of its own"
+	Workspaces []WorkspaceMount `json:"workspaces,omitempty"`
+
 	// Cancel stops the task without deleting it: its pod is stopped and the
 	// task ends in phase Cancelled, keeping its record. It cannot be undone.
 	// `kubectl sched task cancel` sets it.
@@ -346,6 +356,7 @@ type AgentTask struct {
 
 	// Spec is the task to run.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.workspaces) || self.workspaces.all(m, has(m.claimName))",message="a task's workspace names an existing claim of its namespace: set claimName (only a workflow's steps mount the workflow's workspaces by name)",fieldPath=".workspaces"
 	Spec AgentTaskSpec `json:"spec"`
 
 	// Status is the task's observed state.

@@ -86,6 +86,12 @@ const (
 // being created; pod and Job timestamps only have whole seconds.
 const AnnotationPreviousStepFinished = GroupName + "/previous-step-finished-at"
 
+// AnnotationWorkflowUID on a workspace's PersistentVolumeClaim is the UID
+// of the run it was made for: a kept claim has no owner, and this tells
+// the operator, after a restart, that the claim holding the name is that
+// run's own.
+const AnnotationWorkflowUID = GroupName + "/workflow-uid"
+
 // AnnotationSecretHash on a UserDeployment is a digest of the values of the
 // Secret `kubectl sched deploy` writes for it. The operator copies it to the
 // pod templates of the services that receive secrets, so a changed value

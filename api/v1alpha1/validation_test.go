@@ -473,6 +473,55 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			}).Obj(),
 			wantField: "spec.services[0].volumes[0].name", wantMsg: "taken by mounted secrets",
 		},
+		"wf: a step mounts an undeclared workspace": {
+			obj:       validWorkflow().Workspace("src", "1Gi").Mount("cache", "/cache", false).Obj(),
+			wantField: "spec.steps", wantMsg: "declare the workspace in spec.workspaces",
+		},
+		"wf: a finally step mounts an undeclared workspace": {
+			obj: validWorkflow().Finally("report", schedv1.AgentTaskSpec{Image: "busybox",
+				Workspaces: []schedv1.WorkspaceMount{{Name: "out", MountPath: "/out"}}}).Obj(),
+			wantField: "spec.finally", wantMsg: "declare the workspace in spec.workspaces",
+		},
+		"wf: a workspace over 1Ti": {
+			obj:       validWorkflow().Workspace("src", "2Ti").Obj(),
+			wantField: "spec.workspaces[0].size", wantMsg: "at most 1Ti",
+		},
+		"wf: an empty workspace": {
+			obj:       validWorkflow().Workspace("src", "0").Obj(),
+			wantField: "spec.workspaces[0].size", wantMsg: "more than 0",
+		},
+		"wf: five workspaces": {
+			obj:       validWorkflow().Workspace("a", "1Gi").Workspace("b", "1Gi").Workspace("c", "1Gi").Workspace("d", "1Gi").Workspace("e", "1Gi").Obj(),
+			wantField: "spec.workspaces", wantMsg: "must have at most 4 items",
+		},
+		"wf: a ReadOnlyMany workspace": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Workspaces = []schedv1.Workspace{{Name: "a", Size: resource.MustParse("1Gi"), AccessMode: "ReadOnlyMany"}}
+			}).Obj(),
+			wantField: "spec.workspaces[0].accessMode", wantMsg: "Unsupported value",
+		},
+		"at: a workspace without a claim": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Workspaces = []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src"}}
+			}).Obj(),
+			wantField: "spec.workspaces", wantMsg: "set claimName",
+		},
+		"at: two workspaces at one path": {
+			obj:       validTask().Workspace("a", "/w", "a").Workspace("b", "/w", "b").Obj(),
+			wantField: "spec.workspaces", wantMsg: "a mountPath of its own",
+		},
+		"at: a relative mount path": {
+			obj:       validTask().Workspace("a", "work", "a").Obj(),
+			wantField: "spec.workspaces[0].mountPath", wantMsg: "should match",
+		},
+		"at: a claim in another namespace's form": {
+			obj:       validTask().Workspace("a", "/w", "other/claim").Obj(),
+			wantField: "spec.workspaces[0].claimName", wantMsg: "should match",
+		},
+		"at: five workspaces": {
+			obj:       validTask().Workspace("a", "/a", "a").Workspace("b", "/b", "b").Workspace("c", "/c", "c").Workspace("d", "/d", "d").Workspace("e", "/e", "e").Obj(),
+			wantField: "spec.workspaces", wantMsg: "must have at most 4 items",
+		},
 		"scx: name too long for the DaemonSet": {
 			obj:       MakeSchedExt(strings.Repeat("s", 51)).Scheduler("scx_lavd").Obj(),
 			wantField: "<nil>", wantMsg: "at most 50 characters",
@@ -551,10 +600,19 @@ func TestValidObjectsAccepted(t *testing.T) {
 			Step("verify", "busybox", "${item}", "${steps.deploy.output.url}").ForEach(nil, "${steps.plan.output.regions}", 1).
 			Step("check", "busybox", "${item}").ForEach(nil, "${params.regions}", 0).
 			Finally("report", schedv1.AgentTaskSpec{Image: "busybox", Args: []string{"${item}", "${workflow.phase}"}}).ForEach(nil, "${steps.0.output.regions}", 2).Obj(),
-		"scx: well-known":                MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
-		"scx: own image":                 MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
-		"scx: well-known from own image": MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
-		"at: a CPU scheduler":            validTask().Placement(schedv1.Placement{CPUScheduler: "scx_lavd", NodePools: []string{"general"}}).Obj(),
+		"wf: workspaces mounted by steps, a finally step and a loop": MakeWorkflow("wf", ns).Workspace("src", "1Gi").Workspace("cache", "1Ti").
+			Spec(func(s *schedv1.WorkflowSpec) {
+				s.Workspaces[1].AccessMode, s.Workspaces[1].StorageClass, s.Workspaces[1].Keep = schedv1.ReadWriteMany, "nfs", true
+			}).
+			Step("fetch", "busybox").Mount("src", "/src", false).Mount("cache", "/cache", false).
+			Step("build", "busybox", "${item}").ForEach([]string{"a", "b"}, "", 0).Mount("src", "/src", true).
+			StepTask("own", schedv1.AgentTaskSpec{Image: "busybox", Workspaces: []schedv1.WorkspaceMount{{Name: "mine", MountPath: "/m", ClaimName: "existing"}}}).
+			Finally("report", schedv1.AgentTaskSpec{Image: "busybox", Workspaces: []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src", ReadOnly: true}}}).Obj(),
+		"at: workspaces of existing claims": validTask().Workspace("src", "/src", "checkout").Workspace("out", "/out", "results").Obj(),
+		"scx: well-known":                   MakeSchedExt("s").Scheduler("scx_lavd").NodeSelector(schedv1.NodeLabelPool, "general").Obj(),
+		"scx: own image":                    MakeSchedExt("s").Image("example.com/scx:1", "rusty").Obj(),
+		"scx: well-known from own image":    MakeSchedExt("s").Scheduler("scx_lavd").Image("example.com/scx:v1.0.13", "").Obj(),
+		"at: a CPU scheduler":               validTask().Placement(schedv1.Placement{CPUScheduler: "scx_lavd", NodePools: []string{"general"}}).Obj(),
 		"wf: a step's CPU scheduler": MakeWorkflow("wf", ns).StepTask("a", schedv1.AgentTaskSpec{Image: "busybox",
 			Placement: &schedv1.Placement{CPUScheduler: "scx_bpfland"}}).Obj(),
 		"ud: a CPU scheduler": validApp().Placement(schedv1.Placement{CPUScheduler: "scx_" + strings.Repeat("a", 59)}).Obj(),
@@ -587,6 +645,9 @@ func TestWorkflowSpecImmutable(t *testing.T) {
 		"a cancel": func(s *schedv1.WorkflowSpec) { s.Cancel = true; s.Steps[0].Name = "b" },
 		"failFast": func(s *schedv1.WorkflowSpec) { s.FailFast = true },
 		"retryOf":  func(s *schedv1.WorkflowSpec) { s.RetryOf = &schedv1.WorkflowRetry{Workflow: "earlier", FromStep: "a"} },
+		"workspaces": func(s *schedv1.WorkflowSpec) {
+			s.Workspaces = []schedv1.Workspace{{Name: "src", Size: resource.MustParse("1Gi")}}
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed := wf.DeepCopy()

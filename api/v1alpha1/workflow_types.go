@@ -17,6 +17,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !self.steps.exists(s, s.name == f.name))",message="a finally step cannot have the name of a step in spec.steps: step names must differ across steps and finally",fieldPath=".finally"
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !has(f.approval))",message="a finally step cannot be an approval: finally steps run tasks, whatever happened before them",fieldPath=".finally"
 // +kubebuilder:validation:XValidation:rule="!has(self.approvals) || self.approvals.all(a, self.steps.exists(s, s.name == a.step && has(s.approval)))",message="spec.approvals may only name steps that have an approval; 'kubectl sched workflow approve NAME STEP' records one",fieldPath=".approvals"
+// +kubebuilder:validation:XValidation:rule="self.steps.all(s, !has(s.task) || !has(s.task.workspaces) || s.task.workspaces.all(m, has(m.claimName) || (has(self.workspaces) && self.workspaces.exists(w, w.name == m.name))))",message="a step mounts a workspace of spec.workspaces by its name (or an existing claim, with claimName): declare the workspace in spec.workspaces",fieldPath=".steps"
+// +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(s, !has(s.task) || !has(s.task.workspaces) || s.task.workspaces.all(m, has(m.claimName) || (has(self.workspaces) && self.workspaces.exists(w, w.name == m.name))))",message="a finally step mounts a workspace of spec.workspaces by its name (or an existing claim, with claimName): declare the workspace in spec.workspaces",fieldPath=".finally"
 type WorkflowSpec struct {
 	// Params are named values steps can use as ${params.NAME}.
 	// +optional
@@ -126,6 +128,18 @@ type WorkflowSpec struct {
 	// +listMapKey=step
 	// +kubebuilder:validation:MaxItems=32
 	Approvals []StepDecision `json:"approvals,omitempty"`
+
+	// Workspaces are volumes the steps share, such as a checkout one step
+	// makes and the next builds: each is one PersistentVolumeClaim per
+	// run, <workflow>-ws-<name>, made before the first step that mounts
+	// it (task.workspaces names it) and deleted with the workflow unless
+	// it sets keep. At most 4; their claims count against the namespace's
+	// quota.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Workspaces []Workspace `json:"workspaces,omitempty"`
 
 	// RequestedBy is the user who asked for this run, as the API server
 	// authenticated them (request.userInfo.username): 'kubectl sched
@@ -572,6 +586,14 @@ type WorkflowStatus struct {
 	// will.
 	// +optional
 	Expiry *Expiry `json:"expiry,omitempty"`
+
+	// Workspaces reports the claims of spec.workspaces made so far, and
+	// the node a ReadWriteOnce one is on.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=4
+	Workspaces []WorkspaceStatus `json:"workspaces,omitempty"`
 
 	// Conditions: Ready and Succeeded, and Suspended once spec.suspend
 	// was set (True while it is).

@@ -351,6 +351,11 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 		"--service-account-private-key-file=" + filepath.Join(dir, "pki", "sa.key"),
 		"--root-ca-file=" + filepath.Join(dir, "pki", "apiserver.crt"),
 		"--cluster-name=kubectl-sched-sim",
+		// Claims of StorageClass HostPathStorageClass get a hostPath
+		// volume under /tmp/hostpath_pv on this machine (kube-controller-
+		// manager's own test provisioner): the real node's pods share
+		// files through it, and kwok's pods only need the claim bound.
+		"--enable-hostpath-provisioner",
 	}, o.ExtraControllerManagerArgs...)
 	if _, err := run("kube-controller-manager", kcmArgs); err != nil {
 		return nil, err
@@ -410,6 +415,9 @@ func (c *Cluster) setUp(ctx context.Context, lg logger, nodes []Node) error {
 		return err
 	}
 	if err := c.waitDefaultServiceAccount(ctx, cfg); err != nil {
+		return err
+	}
+	if err := createStorageClass(ctx, cfg); err != nil {
 		return err
 	}
 	// kube-scheduler has no health endpoint here (--secure-port=0); a bad

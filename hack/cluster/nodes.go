@@ -10,10 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 )
 
 const (
@@ -175,4 +177,29 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, cfg *rest.Confi
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// HostPathStorageClass provisions with kube-controller-manager's host-path
+// provisioner (--enable-hostpath-provisioner): a directory on the machine
+// the cluster runs on, fit for one real node. It is not the default class,
+// so a claim that names no class stays unbound, as on a cluster without
+// one.
+const HostPathStorageClass = "hostpath"
+
+// createStorageClass creates HostPathStorageClass unless it exists.
+func createStorageClass(ctx context.Context, cfg *rest.Config) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	sc := &storagev1.StorageClass{
+		ObjectMeta:        metav1.ObjectMeta{Name: HostPathStorageClass},
+		Provisioner:       "kubernetes.io/host-path",
+		ReclaimPolicy:     ptr.To(corev1.PersistentVolumeReclaimDelete),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate),
+	}
+	if _, err := cs.StorageV1().StorageClasses().Create(ctx, sc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create storage class %s: %w", HostPathStorageClass, err)
+	}
+	return nil
 }

@@ -280,7 +280,12 @@ func writeRealNodeFiles(nd string, n *realNode) error {
 		// Guaranteed container (-997): runc then fails with "can't get
 		// final child's PID from pipe". The wrapper clamps it to 0. It is a
 		// quirk of this sandbox, not of Kubernetes, so it lives in the test
-		// harness only.
+		// harness only. It also opens the directories of kube-controller-
+		// manager's host-path provisioner (HostPathStorageClass) that a
+		// container mounts: that test provisioner makes them root-owned
+		// and 0750, and the kubelet applies no fsGroup to a hostPath
+		// volume, so the restricted pods' non-root user could not write
+		// them, as it can a volume of a provisioner that honours fsGroup.
 		"bin/runc":                            fmt.Sprintf(runcWrapper, runc),
 		"cni/net.d/10-kubectl-sched.conflist": fmt.Sprintf(cniConfig, n.Bridge, n.Subnet, filepath.Join(nd, "cni", "ipam")),
 		"kubelet/config.yaml": fmt.Sprintf(kubeletConfig, n.CgroupRoot, n.Socket, freePort(), freePort(),
@@ -328,7 +333,8 @@ state = "%[1]s/containerd/state"
 `
 
 const runcWrapper = `#!/bin/sh
-# Clamps a negative process.oomScoreAdj to 0, then runs runc (see
+# Clamps a negative process.oomScoreAdj to 0, opens the host-path
+# provisioner's volumes to the pod's non-root user, then runs runc (see
 # hack/cluster/realnode.go: these machines refuse negative values).
 prev=""
 for a in "$@"; do
@@ -343,6 +349,9 @@ for a in "$@"; do
   esac
   if [ -n "$f" ] && [ -f "$f" ]; then
     sed -i 's/"oomScoreAdj":-[0-9]*/"oomScoreAdj":0/' "$f"
+    for d in $(grep -o '"source":"/tmp/hostpath_pv/[^"]*"' "$f" | cut -d'"' -f4); do
+      chmod 0777 "$d"
+    done
   fi
   prev="$a"
 done

@@ -77,6 +77,7 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 		Containers:         []corev1.Container{container},
 	}
 	placement.Apply(&pod, spec.Placement, labels, priorityClasses)
+	mountWorkspaces(&pod, spec.Workspaces)
 
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -153,4 +154,37 @@ func EnvVars(in []schedv1.EnvVar) []corev1.EnvVar {
 		out = append(out, corev1.EnvVar{Name: e.Name, Value: e.Value, ValueFrom: e.ValueFrom})
 	}
 	return out
+}
+
+// WorkspaceVolume is the pod volume of a task's workspace mount: the
+// prefix keeps it apart from the volumes Kubernetes adds (kube-api-access-).
+func WorkspaceVolume(mount string) string { return "ws-" + mount }
+
+// mountWorkspaces mounts each workspace's claim into the task's container
+// and, for a claim whose volume is on a known node, keeps the pod there:
+// every required term gets the node, so placement's own requirements
+// still hold beside it.
+func mountWorkspaces(pod *corev1.PodSpec, mounts []schedv1.WorkspaceMount) {
+	if len(mounts) == 0 {
+		return
+	}
+	c := &pod.Containers[0]
+	node := ""
+	for _, m := range mounts {
+		pod.Volumes = append(pod.Volumes, corev1.Volume{
+			Name: WorkspaceVolume(m.Name),
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: m.ClaimName, ReadOnly: m.ReadOnly,
+			}},
+		})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: WorkspaceVolume(m.Name), MountPath: m.MountPath, ReadOnly: m.ReadOnly})
+		if node == "" {
+			node = m.Node
+		}
+	}
+	// The non-root default user can write the volumes.
+	pod.SecurityContext.FSGroup = ptr.To[int64](podsecurity.NonRootUID)
+	if node != "" {
+		placement.OnNode(pod, node)
+	}
 }

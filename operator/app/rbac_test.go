@@ -70,6 +70,14 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		// Nor does it ever write an app's spec: a rollback changes what it derives.
 		{"patch", schedv1.GroupVersion.Group, "userdeployments", false},
 		{"update", schedv1.GroupVersion.Group, "userdeployments", false},
+		// A workflow's workspaces: claims made, read back by name, never
+		// listed, changed or deleted (the garbage collector deletes them).
+		{"create", "", "persistentvolumeclaims", true},
+		{"get", "", "persistentvolumeclaims", true},
+		{"list", "", "persistentvolumeclaims", false},
+		{"update", "", "persistentvolumeclaims", false},
+		{"patch", "", "persistentvolumeclaims", false},
+		{"delete", "", "persistentvolumeclaims", false},
 		// What a deputy must not be able to do for anyone.
 		{"get", "", "secrets", false},
 		{"list", "", "secrets", false},

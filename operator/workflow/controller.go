@@ -114,7 +114,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", t.Name, err)
 		}
 	}
-	var quotaErr error
+	if err := r.placeWorkspaces(ctx, wf, tasks, items, &p); err != nil {
+		return ctrl.Result{}, err
+	}
+	quotaErr, heldForWorkspace, err := r.prepareWorkspaces(ctx, wf, tasks, items, &p, now)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	errs, err := r.createStepTasks(ctx, wf, p.creates)
 	if len(p.creates) > 0 {
 		crashpoint.Hit(crashpoint.StepTasksCreated)
@@ -185,6 +191,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if wf.Status.Phase.Finished() {
 		return r.applyTTL(ctx, wf, now)
+	}
+	if heldForWorkspace && (p.requeueAt.IsZero() || p.requeueAt.Sub(now.Time) > workspaceRecheck) {
+		return ctrl.Result{RequeueAfter: workspaceRecheck}, nil
 	}
 	if !p.requeueAt.IsZero() {
 		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil

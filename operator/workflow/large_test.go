@@ -43,7 +43,8 @@ func TestLargeWorkflowRunsWhole(t *testing.T) {
 	for k, v := range sim.PodMetadata.Annotations {
 		big.PodMetadata.Annotations[k] = v
 	}
-	big.Image, big.ServiceAccountName = "x", ""
+	// Its workspaces' claims do not exist here: the pod would wait for them.
+	big.Image, big.ServiceAccountName, big.Workspaces = "x", "", nil
 	wf := MakeWorkflow("large", ns).StepTask("a", big).
 		StepTask("b", step("x", 0, "", 0, "${steps.a.output.k}")).When("steps.a.outputs.k == 'v'").Obj()
 	if err := mallory.Create(ctx, wf); err != nil {

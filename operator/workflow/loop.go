@@ -508,6 +508,7 @@ func newItemTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus, k int,
 		return nil, err
 	}
 	t.Labels[schedv1.LabelWorkflowItem] = strconv.Itoa(k)
+	bindWorkspaces(wf, st, t)
 	return t, nil
 }
 

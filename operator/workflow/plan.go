@@ -353,6 +353,7 @@ func reuseSteps(wf *schedv1.Workflow, prev *schedv1.Workflow, st *schedv1.Workfl
 			}
 		}
 	}
+	rerunWriters(wf, rerun)
 	needed := false
 	for i := range st.Steps {
 		needed = needed || (!rerun[i] && st.Steps[i].Phase == schedv1.StepWaiting)
@@ -629,7 +630,12 @@ func newStepTask(wf *schedv1.Workflow, i int, st *schedv1.WorkflowStatus) (*sche
 	if n := len(wf.Spec.Steps); i >= n {
 		name = names.FinallyTask(wf.Name, i-n, wf.Spec.Finally[i-n].Name)
 	}
-	return buildTask(wf, i, stepValues(wf, i, st), name)
+	t, err := buildTask(wf, i, stepValues(wf, i, st), name)
+	if err != nil {
+		return nil, err
+	}
+	bindWorkspaces(wf, st, t)
+	return t, nil
 }
 
 // stepValues are what the references of step i resolve to: the params,

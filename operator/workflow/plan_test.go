@@ -524,6 +524,31 @@ func TestDecideRetry(t *testing.T) {
 		t.Errorf("retry from root creates %q, want dag-0-root", got)
 	}
 
+	// A step that wrote a workspace a retried step mounts runs again: the
+	// retry's claims are new and empty. A branch that does not touch it
+	// keeps its outputs.
+	ws := func() *WorkflowWrapper {
+		return MakeWorkflow("ws", "default").Workspace("src", "1Gi").
+			Step("root", "x").Step("checkout", "x").DependsOn("root").Mount("src", "/src", false).
+			Step("other", "x").DependsOn("root").
+			Step("test", "x").DependsOn("checkout").Mount("src", "/src", true)
+	}
+	prevWS := ws().Obj()
+	prevWS.Name = "ws-old"
+	prevWS.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Steps: []schedv1.StepStatus{
+		{Name: "root", Phase: schedv1.StepSucceeded, StartTime: &t0, CompletionTime: &t0},
+		{Name: "checkout", Phase: schedv1.StepSucceeded, StartTime: &t0, CompletionTime: &t0},
+		{Name: "other", Phase: schedv1.StepSucceeded, StartTime: &t0, CompletionTime: &t0},
+		{Name: "test", Phase: schedv1.StepFailed, Message: "exit 1"},
+	}}
+	retryWS := ws().Obj()
+	retryWS.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "ws-old", FromStep: "test"}
+	p = decide(retryWS, nil, nil, prevWS, approvalRules{}, now)
+	if diff := cmp.Diff(summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "2/4",
+		Steps: []string{"root=Succeeded", "checkout=Pending", "other=Succeeded", "test=Waiting"}, Create: "ws-1-checkout"}, summarize(p)); diff != "" {
+		t.Errorf("workspace retry plan (-want +got):\n%s", diff)
+	}
+
 	// The earlier attempt is gone: nothing can be reused.
 	p = decide(retry("build"), nil, nil, nil, approvalRules{}, now)
 	if p.status.Phase != schedv1.WorkflowFailed || !strings.Contains(p.status.Message, "workflow rel-old, which this one retries, is gone") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -248,4 +249,41 @@ func preflightPassed(t *testing.T, e *env, name string) bool {
 		}
 	}
 	return false
+}
+
+// A workspace carries a file from one step's container to the next's: the
+// claim kube-controller-manager's host-path provisioner binds, mounted
+// read-write by the first step and read-only by the second, whose output
+// reports what it read.
+func TestWorkspaceCarriesAFileBetweenSteps(t *testing.T) {
+	e := need(t)
+	e.operator(t)
+	step := func(name, script string, readOnly bool) schedv1.WorkflowStep {
+		s := schedv1.WorkflowStep{Name: name, Task: shTask("", script).Spec}
+		s.Task.Workspaces = []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src", ReadOnly: readOnly}}
+		return s
+	}
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "handoff", Namespace: ns},
+		Spec: schedv1.WorkflowSpec{
+			Workspaces: []schedv1.Workspace{{Name: "src", Size: resource.MustParse("64Mi"), StorageClass: cluster.HostPathStorageClass}},
+			Steps: []schedv1.WorkflowStep{
+				step("write", `echo "hello from $(hostname)" > /src/greeting && echo "wrote=$(wc -c < /src/greeting)" > /dev/termination-log`, false),
+				step("read", `echo "read=$(cat /src/greeting)" > /dev/termination-log; touch /src/nope 2>/dev/null && echo "writable=yes" >> /dev/termination-log; true`, true),
+			},
+		},
+	}
+	e.create(t, wf)
+	wf = eventually(t, e, wf, 3*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	if wf.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("workflow %s (%s): %s\n%s", wf.Status.Phase, wf.Status.Reason, wf.Status.Message, dump(wf))
+	}
+	writer := wf.Status.Steps[0].TaskName
+	want := map[string]string{"read": "hello from " + taskPod(t, e, writer)}
+	if diff := cmp.Diff(want, wf.Status.Steps[1].Outputs); diff != "" {
+		t.Errorf("the reading step's outputs (-want +got), its mount read-only:\n%s", diff)
+	}
+	if diff := cmp.Diff([]schedv1.WorkspaceStatus{{Name: "src", ClaimName: "handoff-ws-src", Node: cluster.RealNodeName}}, wf.Status.Workspaces); diff != "" {
+		t.Errorf("status.workspaces (-want +got):\n%s", diff)
+	}
 }

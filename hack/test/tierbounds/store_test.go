@@ -65,7 +65,10 @@ type kindBound struct {
 // store, by resource (group resource; "deployments.apps+statefulsets.apps"
 // for an app's workloads): README, Security model, "What a tenant can make
 // the cluster store". Events are not in it: they expire after the API
-// server's --event-ttl.
+// server's --event-ttl. Claims (the members', apps' and workflows'
+// workspaces') count as objects here; their volumes' bytes are the
+// storage's, not etcd's, and requests.storage bounds them
+// (TestWorkspacesCountAgainstTheTier).
 func boundOf(tier tenant.Tier) map[string]kindBound {
 	q := func(name string) int64 {
 		v := tier.Quota[corev1.ResourceName(name)]

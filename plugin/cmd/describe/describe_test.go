@@ -440,3 +440,43 @@ func TestDescribeLoop(t *testing.T) {
 	}
 	plugintest.Golden(t, "workflow-loop", normalise(res.Stdout))
 }
+
+// TestDescribeWorkspaces: each workspace with what it asks, its claim's
+// phase once made, the node a ReadWriteOnce one keeps its pods on, and
+// whether it goes with the run.
+func TestDescribeWorkspaces(t *testing.T) {
+	const wns = "describe-workspaces"
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: wns}}); err != nil {
+		t.Fatal(err)
+	}
+	wf := builders.MakeWorkflow("ci", wns).Workspace("src", "1Gi").Workspace("cache", "5Gi").
+		Spec(func(s *schedv1.WorkflowSpec) {
+			s.Workspaces[1].AccessMode, s.Workspaces[1].StorageClass, s.Workspaces[1].Keep = schedv1.ReadWriteMany, "nfs", true
+		}).
+		Step("checkout", "git").Mount("src", "/src", false).
+		Step("build", "builder").Mount("src", "/src", true).Mount("cache", "/cache", false).Obj()
+	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Progress: "1/2", StartTime: at(0),
+		Steps: []schedv1.StepStatus{
+			{Name: "checkout", TaskName: "ci-0-checkout", Phase: schedv1.StepSucceeded, StartTime: at(0), CompletionTime: at(10 * time.Second)},
+			{Name: "build", Phase: schedv1.StepWaiting},
+		},
+		Workspaces: []schedv1.WorkspaceStatus{{Name: "src", ClaimName: "ci-ws-src", Node: "node-a"}},
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "ci-ws-src", Namespace: wns},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound},
+	}
+	env.CreateWithStatus(t, wf, claim)
+	res := env.Run("describe", "wf", "ci", "-n", wns)
+	if res.Code != 0 {
+		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
+	}
+	want := regexp.MustCompile(`(?m)^Workspaces:\n\s+Name\s+Size\s+Access\s+Storage Class\s+Claim\s+Phase\s+Node\s+Deleted\n[ -]+\n` +
+		`\s+src\s+1Gi\s+ReadWriteOnce\s+<none>\s+ci-ws-src\s+Bound\s+node-a\s+with the run\n` +
+		`\s+cache\s+5Gi\s+ReadWriteMany\s+nfs\s+-\s+-\s+-\s+kept\n`)
+	if !want.MatchString(res.Stdout) {
+		t.Errorf("output does not match %s:\n%s", want, res.Stdout)
+	}
+}

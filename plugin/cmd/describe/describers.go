@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -237,6 +238,7 @@ func (d *describer) workflow(w *printing.DescribeWriter, wf *schedv1.Workflow) {
 		w.Table(0, "Finally", headers, rows)
 	}
 	itemTables(w, wf)
+	d.workspaces(w, wf)
 	if rows := approvalRows(wf); len(rows) > 0 {
 		w.Table(0, "Approvals", []string{"Step", "Approvers", "Decision", "By", "Reason"}, rows)
 	}
@@ -272,6 +274,41 @@ func (d *describer) workflow(w *printing.DescribeWriter, wf *schedv1.Workflow) {
 		headers = slices.Insert(headers, 2, "Item")
 	}
 	w.Table(0, "Step Tasks", headers, rows)
+}
+
+// workspaces tables the workflow's workspaces: what each asks, its claim
+// once made (read for its phase) and, for a ReadWriteOnce one, the node
+// the run's pods that mount it are kept on.
+func (d *describer) workspaces(w *printing.DescribeWriter, wf *schedv1.Workflow) {
+	if len(wf.Spec.Workspaces) == 0 {
+		return
+	}
+	made := map[string]schedv1.WorkspaceStatus{}
+	for _, s := range wf.Status.Workspaces {
+		made[s.Name] = s
+	}
+	rows := [][]string{}
+	for _, ws := range wf.Spec.Workspaces {
+		st := made[ws.Name]
+		phase := "-"
+		if st.ClaimName != "" {
+			switch c, err := d.clients.Kube.CoreV1().PersistentVolumeClaims(wf.Namespace).Get(d.ctx, st.ClaimName, metav1.GetOptions{}); {
+			case apierrors.IsNotFound(err):
+				phase = "Deleted"
+			case err != nil:
+				phase = "unknown (" + printing.OneLine(err.Error()) + ")"
+			default:
+				phase = string(c.Status.Phase)
+			}
+		}
+		keep := "with the run"
+		if ws.Keep {
+			keep = "kept"
+		}
+		rows = append(rows, []string{ws.Name, ws.Size.String(), string(ws.Mode()), printing.OrNone(ws.StorageClass),
+			printing.OrDash(st.ClaimName), phase, printing.OrDash(st.Node), keep})
+	}
+	w.Table(0, "Workspaces", []string{"Name", "Size", "Access", "Storage Class", "Claim", "Phase", "Node", "Deleted"}, rows)
 }
 
 // approvalRows are the workflow's approval steps, in order, each with who

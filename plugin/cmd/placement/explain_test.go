@@ -568,3 +568,29 @@ func TestExplainShowsClusterTextEscaped(t *testing.T) {
 		}
 	}
 }
+
+// A step that mounts a ReadWriteOnce workspace is explained on the node
+// the workflow recorded for it, and says so; before a pod has mounted it,
+// the first one's node is to decide.
+func TestExplainWorkspaceNode(t *testing.T) {
+	createNodes(t)
+	ns := namespace(t, "explain-workspaces")
+	wf := builders.MakeWorkflow("ci", ns).Workspace("src", "1Gi").Workspace("out", "1Gi").
+		StepTask("checkout", schedv1.AgentTaskSpec{Image: "git", Placement: &schedv1.Placement{NodePools: []string{"general"}}}).Mount("src", "/src", false).
+		StepTask("test", schedv1.AgentTaskSpec{Image: "go", Placement: &schedv1.Placement{NodePools: []string{"general"}}}).Mount("src", "/src", true).
+		StepTask("report", schedv1.AgentTaskSpec{Image: "busybox"}).Mount("out", "/out", false).Obj()
+	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning,
+		Steps:      []schedv1.StepStatus{{Name: "checkout", Phase: schedv1.StepSucceeded}, {Name: "test", Phase: schedv1.StepWaiting}, {Name: "report", Phase: schedv1.StepWaiting}},
+		Workspaces: []schedv1.WorkspaceStatus{{Name: "src", ClaimName: "ci-ws-src", Node: "general-b"}},
+	}
+	env.CreateWithStatus(t, wf)
+	res := env.Run("placement", "explain", "wf", "ci", "test", "-n", ns, "--no-headers")
+	if got := strings.Join(strings.Fields(res.Stdout), " "); res.Code != 0 ||
+		!strings.HasPrefix(got, "wf/ci/test 1 of 8 fits general-b") || !strings.Contains(got, "kept on general-b, where workspace src is (ReadWriteOnce)") {
+		t.Errorf("step test: exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+	res = env.Run("placement", "explain", "wf", "ci", "report", "-n", ns, "--no-headers")
+	if got := strings.Join(strings.Fields(res.Stdout), " "); res.Code != 0 || !strings.Contains(got, "will run on the node of the first pod that mounts workspace out (ReadWriteOnce)") {
+		t.Errorf("step report: exit %d\nstdout:\n%s\nstderr:\n%s", res.Code, res.Stdout, res.Stderr)
+	}
+}

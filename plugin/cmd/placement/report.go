@@ -134,6 +134,9 @@ func summary(u Unit, p *PodReport) string {
 	if u.State != "" {
 		parts = append(parts, u.State)
 	}
+	if u.Pinned != "" {
+		parts = append(parts, u.Pinned)
+	}
 	var running, ran, pending []string
 	unschedulable := ""
 	for _, pl := range p.Pods {

@@ -46,6 +46,8 @@ type Unit struct {
 	Pods []corev1.Pod
 	// State says why it wants no pods, or that it is not created yet.
 	State string
+	// Pinned says which node a ReadWriteOnce workspace keeps its pods on.
+	Pinned string
 }
 
 var (
@@ -76,7 +78,51 @@ func taskPod(ns string, spec *schedv1.AgentTaskSpec) *corev1.Pod {
 		Containers:    []corev1.Container{{Name: "task", Resources: spec.Resources.Core()}},
 	}}
 	podplacement.Apply(&pod.Spec, spec.Placement, nil, nil)
+	for _, m := range spec.Workspaces {
+		if m.Node != "" {
+			podplacement.OnNode(&pod.Spec, m.Node)
+			break
+		}
+	}
 	return pod
+}
+
+// pinned says which node the mounts of spec keep its pod on, or, for a
+// workflow's ReadWriteOnce workspace no pod has mounted yet, that the
+// first to do so decides; "" when none does.
+func pinned(spec *schedv1.AgentTaskSpec, wf *schedv1.Workflow) string {
+	for _, m := range spec.Workspaces {
+		if m.Node != "" {
+			return fmt.Sprintf("kept on %s, where workspace %s is (ReadWriteOnce)", m.Node, m.Name)
+		}
+	}
+	if wf == nil {
+		return ""
+	}
+	for _, m := range spec.Workspaces {
+		for _, ws := range wf.Spec.Workspaces {
+			if ws.Name == m.Name && m.ClaimName == "" && ws.Mode() == schedv1.ReadWriteOnce {
+				return fmt.Sprintf("will run on the node of the first pod that mounts workspace %s (ReadWriteOnce)", ws.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// boundStep is step s's task spec with the node the workflow's status
+// records for each ReadWriteOnce workspace it mounts, as the operator
+// makes the step's task.
+func boundStep(wf *schedv1.Workflow, s *schedv1.WorkflowStep) *schedv1.AgentTaskSpec {
+	spec := s.Task.DeepCopy()
+	for i := range spec.Workspaces {
+		m := &spec.Workspaces[i]
+		for _, ws := range wf.Status.Workspaces {
+			if ws.Name == m.Name && m.ClaimName == "" && ws.Node != "" {
+				m.Node = ws.Node
+			}
+		}
+	}
+	return spec
 }
 
 func replicas(svc *schedv1.ServiceSpec) int { return int(ptr.Deref(svc.Replicas, 1)) }
@@ -245,7 +291,7 @@ func (o *ExplainOptions) appUnits(ctx context.Context, ud *schedv1.UserDeploymen
 // taskUnit is a task's pod, from its Job's template when the Job exists.
 func (o *ExplainOptions) taskUnit(ctx context.Context, t *schedv1.AgentTask, unitName, object, step string) Unit {
 	u := Unit{Name: unitName, Object: object, Namespace: t.Namespace, Step: step,
-		Pod: taskPod(t.Namespace, &t.Spec), From: fromSpec, Created: true, Wanted: 1}
+		Pod: taskPod(t.Namespace, &t.Spec), From: fromSpec, Created: true, Wanted: 1, Pinned: pinned(&t.Spec, nil)}
 	if t.Status.Phase.Finished() {
 		u.Wanted, u.State = 0, "finished ("+string(t.Status.Phase)+")"
 	}
@@ -285,8 +331,9 @@ func (o *ExplainOptions) workflowUnits(ctx context.Context, wf *schedv1.Workflow
 		if err != nil && !isGone(err) {
 			return nil, cmdutil.API(err, "get", taskKind.What(wf.Namespace, taskName))
 		}
+		spec := boundStep(wf, s)
 		u := Unit{Name: unitName, Object: object, Namespace: wf.Namespace, Step: s.Name,
-			Pod: taskPod(wf.Namespace, &s.Task), From: fromSpec, Wanted: 1, State: "step not started yet"}
+			Pod: taskPod(wf.Namespace, spec), From: fromSpec, Wanted: 1, State: "step not started yet", Pinned: pinned(spec, wf)}
 		var loop *schedv1.ForEachStatus
 		if i < len(wf.Status.Steps) {
 			loop = wf.Status.Steps[i].ForEach

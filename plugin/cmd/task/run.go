@@ -37,6 +37,11 @@ const runExamples = `  # Run a command in busybox and wait: exit 0 and its outpu
   # Pass every word to the image's own entrypoint, as kubectl run does
   kubectl sched task run lint --image linter --command=false -- --strict ./...
 
+  # Work in a checkout another task left in the claim "src", and write
+  # results into the claim "out"
+  kubectl sched task run test --image golang:1.26 --workspace src:/src:ro \
+    --workspace out:/out --wait -- sh -c 'cd /src && go test ./... > /out/report'
+
   # Print the AgentTask instead of creating it
   kubectl sched task run hello --image busybox --dry-run=client -o yaml -- echo hi`
 
@@ -56,6 +61,7 @@ type RunOptions struct {
 	Labels       []string
 	Annotations  []string
 	NodePools    []string
+	Workspaces   []string
 	Command      bool
 	Words        []string
 	Follow       bool
@@ -110,6 +116,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.StringArrayVarP(&o.Labels, "label", "l", nil, "A label key=value for the AgentTask; repeat for more.")
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
 	f.StringArrayVar(&o.NodePools, "node-pool", nil, "Run only on nodes of this pool (placement.nodePools), tolerating the pool's taint; repeat for more, in order of preference.")
+	f.StringArrayVar(&o.Workspaces, "workspace", nil, "Mount an existing PersistentVolumeClaim of the namespace: CLAIM:/PATH, or CLAIM:/PATH:ro read-only; repeat for more (at most 4).")
 	f.BoolVar(&o.Command, "command", true, "Use the first word after -- as the command; with --command=false all words are arguments to the image's entrypoint.")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
@@ -251,7 +258,40 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 	if len(o.NodePools) > 0 {
 		t.Spec.Placement = &schedv1.Placement{NodePools: o.NodePools}
 	}
+	for i, w := range o.Workspaces {
+		m, err := workspaceFlag(i, w)
+		if err != nil {
+			return nil, err
+		}
+		t.Spec.Workspaces = append(t.Spec.Workspaces, m)
+	}
 	return t, nil
+}
+
+// workspaceFlag reads --workspace CLAIM:/PATH[:ro] (flag i, from 0). The
+// mount is named after the claim, or ws<i> when the claim's name is no
+// DNS label of at most 40 characters; the API server checks the rest
+// (at most 4 mounts, each at its own path).
+func workspaceFlag(i int, s string) (schedv1.WorkspaceMount, error) {
+	const hint = "Write --workspace CLAIM:/PATH, or CLAIM:/PATH:ro to mount it read-only, with CLAIM a PersistentVolumeClaim of the namespace."
+	claim, path, ok := strings.Cut(s, ":")
+	if !ok || claim == "" || !strings.HasPrefix(path, "/") {
+		return schedv1.WorkspaceMount{}, cmdutil.Usage(hint, "--workspace %q: want CLAIM:/PATH", s)
+	}
+	if errs := validation.IsDNS1123Subdomain(claim); len(errs) > 0 {
+		return schedv1.WorkspaceMount{}, cmdutil.Usage(hint, "--workspace %q: invalid claim name: %s", s, strings.Join(errs, "; "))
+	}
+	m := schedv1.WorkspaceMount{Name: claim, ClaimName: claim, MountPath: path}
+	if p, ro := strings.CutSuffix(path, ":ro"); ro {
+		m.MountPath, m.ReadOnly = p, true
+	}
+	if strings.Contains(m.MountPath, ":") {
+		return schedv1.WorkspaceMount{}, cmdutil.Usage(hint, "--workspace %q: the path holds a ':'; only :ro may follow it", s)
+	}
+	if len(validation.IsDNS1123Label(claim)) > 0 || len(claim) > 40 {
+		m.Name = fmt.Sprintf("ws%d", i)
+	}
+	return m, nil
 }
 
 // Run creates the task, prints it, and with --wait or -f follows it.

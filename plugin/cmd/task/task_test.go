@@ -31,6 +31,8 @@ func TestRunDryRunClientPrintsTheAgentTask(t *testing.T) {
 			"--dry-run=client", "-o", "yaml", "--", "python", "train.py", "--fast"},
 		"run-args-only":  {"task", "run", "lint", "--image", "linter", "--command=false", "--dry-run=client", "-o", "yaml", "--", "--strict", "./..."},
 		"run-image-only": {"task", "run", "plain", "--image", "busybox", "-n", "other", "--dry-run=client", "-o", "yaml"},
+		"run-workspaces": {"task", "run", "test", "--image", "golang:1.26", "--workspace", "src:/src:ro", "--workspace", "results.v2:/out",
+			"--dry-run=client", "-o", "yaml"},
 		"run-retry": {"task", "run", "fetch", "--image", "fetcher:2", "--retries", "2", "--retry-backoff", "30s", "--retry-on-exit-codes", "75,2",
 			"--retry-on-exit-codes", "9", "--dry-run=client", "-o", "yaml"},
 	}
@@ -84,6 +86,10 @@ func TestRunCreatesTheAgentTask(t *testing.T) {
 	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "backoff must be at least 10s: the Job controller already waits 10s") {
 		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 	}
+	res = run("task", "run", "shared-path", "--image", "busybox", "--workspace", "a:/w", "--workspace", "b:/w", "--dry-run=server")
+	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "each workspace needs a mountPath of its own") {
+		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
 	res = run("task", "run", "server-dry", "--image", "busybox", "--dry-run=server")
 	if res.Code != 0 || res.Stdout != "agenttask.sched.kubectl-sched.dev/server-dry created (server dry run)\n" {
 		t.Errorf("exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
@@ -129,6 +135,18 @@ func TestRunUsageErrors(t *testing.T) {
 		},
 		"exit codes without retries": {
 			args: []string{"--retry-on-exit-codes", "75"}, wantErr: "--retry-on-exit-codes needs --retries",
+		},
+		"a workspace without a path": {
+			args: []string{"--workspace", "src"}, wantErr: `--workspace "src": want CLAIM:/PATH`,
+		},
+		"a workspace with a relative path": {
+			args: []string{"--workspace", "src:work"}, wantErr: `--workspace "src:work": want CLAIM:/PATH`,
+		},
+		"a workspace with another option": {
+			args: []string{"--workspace", "src:/src:rw"}, wantErr: "only :ro may follow it",
+		},
+		"a workspace of another namespace's form": {
+			args: []string{"--workspace", "other/src:/src"}, wantErr: "invalid claim name",
 		},
 		"exit codes that are no numbers": {
 			args: []string{"--retries", "1", "--retry-on-exit-codes", "tempfail"}, wantErr: `invalid argument "tempfail"`,

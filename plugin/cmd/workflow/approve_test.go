@@ -236,3 +236,16 @@ func TestOnlyApproversMayDecide(t *testing.T) {
 		t.Errorf("the retry's requestedBy %q, want carol", next.Spec.RequestedBy)
 	}
 }
+
+// TestRunRefusesUndeclaredWorkspacesBeforeSubmitting: each mount of a
+// workspace the workflow does not declare, named with its step.
+func TestRunRefusesUndeclaredWorkspacesBeforeSubmitting(t *testing.T) {
+	res := env.Run("workflow", "run", "-f", "testdata/bad-workspaces.yaml")
+	if res.Code != cmdutil.ExitInvalid || res.Stdout != "" {
+		t.Errorf("exit %d, stdout %q; want exit 7 and nothing printed", res.Code, res.Stdout)
+	}
+	plugintest.Golden(t, "run-bad-workspaces.stderr", res.Stderr)
+	if !apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "bad-workspaces"}, &schedv1.Workflow{})) {
+		t.Error("the workflow was submitted")
+	}
+}

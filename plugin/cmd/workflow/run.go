@@ -242,6 +242,11 @@ func problems(wf *schedv1.Workflow) []string {
 		default:
 			seen[s.Name] = path
 		}
+		for j, m := range s.Task.Workspaces {
+			if m.ClaimName == "" && !slices.ContainsFunc(wf.Spec.Workspaces, func(w schedv1.Workspace) bool { return w.Name == m.Name }) {
+				out = append(out, fmt.Sprintf("%s.task.workspaces[%d]: workspace %q is not in spec.workspaces; declare it there (name and size), or name an existing claim with claimName", path, j, m.Name))
+			}
+		}
 		switch {
 		case s.Approval != nil && s.Task.Image != "":
 			out = append(out, path+": a step runs a task or waits for an approval; remove one of task and approval")

@@ -27,7 +27,9 @@ import (
 )
 
 const watchLong = `Follow a Workflow until it ends: a header (phase, elapsed time, steps done
-out of all, whether it is suspended) and a row per step (phase, duration,
+out of all, whether it is suspended), its workspaces (each one's claim once
+made, and the node a ReadWriteOnce one keeps the run's pods on) and a row
+per step (phase, duration,
 outputs as they appear, why it failed or was skipped, the command that
 approves a step waiting for approval), then its finally steps in a section
 of their own.

@@ -35,6 +35,25 @@ type State struct {
 	Finally []Step
 	// Suspended: spec.suspend holds the start of new steps.
 	Suspended bool
+	// Workspaces are the workflow's, in spec order.
+	Workspaces []Workspace
+}
+
+// Workspace is one workspace of the run: its claim once made, and the
+// node a ReadWriteOnce one keeps the run's pods on once known.
+type Workspace struct {
+	Name, Claim, Node string
+}
+
+// String reads "src (claim ci-ws-src on node-a)".
+func (w Workspace) String() string {
+	switch {
+	case w.Claim == "":
+		return w.Name + " (no claim yet)"
+	case w.Node == "":
+		return w.Name + " (claim " + w.Claim + ")"
+	}
+	return w.Name + " (claim " + w.Claim + " on " + w.Node + ")"
 }
 
 // Step is one row of the view.
@@ -124,6 +143,15 @@ func StateOf(wf *schedv1.Workflow) State {
 	s.Steps = steps(wf.Spec.Steps, st.Steps, func(i, k int) string { return names.ItemTask(wf.Name, i, wf.Spec.Steps[i].Name, k) })
 	s.Finally = steps(wf.Spec.Finally, st.Finally, func(j, k int) string { return names.FinallyItemTask(wf.Name, j, wf.Spec.Finally[j].Name, k) })
 	s.Suspended = wf.Spec.Suspend && !st.Phase.Finished()
+	for _, ws := range wf.Spec.Workspaces {
+		w := Workspace{Name: printing.Line(ws.Name)}
+		for _, got := range st.Workspaces {
+			if got.Name == ws.Name {
+				w.Claim, w.Node = printing.Line(got.ClaimName), printing.Line(got.Node)
+			}
+		}
+		s.Workspaces = append(s.Workspaces, w)
+	}
 	return s
 }
 
@@ -391,8 +419,25 @@ func (v *View) appendChanges(s State) {
 			fmt.Fprintf(v.out, "%s workflow %s resumed\n", stamp, s.Name)
 		}
 	}
+	v.appendWorkspaces(stamp, prev.Workspaces, s.Workspaces)
 	v.appendSteps(stamp, "step", prev.Steps, s.Steps)
 	v.appendSteps(stamp, "finally", prev.Finally, s.Finally)
+}
+
+// appendWorkspaces writes a line for each workspace whose claim was made,
+// or whose node became known, since prev.
+func (v *View) appendWorkspaces(stamp string, prev, now []Workspace) {
+	for i, w := range now {
+		var old Workspace
+		if i < len(prev) && prev[i].Name == w.Name {
+			old = prev[i]
+		}
+		if w.Claim != old.Claim || w.Node != old.Node {
+			if w.Claim != "" {
+				fmt.Fprintf(v.out, "%s workspace %s\n", stamp, w)
+			}
+		}
+	}
 }
 
 // appendSteps writes the changes of one list of steps; what names it.
@@ -472,6 +517,17 @@ func (v *View) render(s State) string {
 		b.WriteString(cut(header, v.width-1) + "\n")
 	} else {
 		b.WriteString(strings.Replace(header, "  "+string(s.Phase)+"  ", "  "+paint(string(s.Phase), string(s.Phase))+"  ", 1) + "\n")
+	}
+	if len(s.Workspaces) > 0 {
+		parts := make([]string, len(s.Workspaces))
+		for i, w := range s.Workspaces {
+			parts[i] = w.String()
+		}
+		line := "Workspaces: " + strings.Join(parts, ", ")
+		if v.width > 0 && printing.Width(line) >= v.width {
+			line = cut(line, v.width-1)
+		}
+		b.WriteString(line + "\n")
 	}
 	v.table(&b, s.Steps, now)
 	if len(s.Finally) > 0 {

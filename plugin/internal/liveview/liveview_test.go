@@ -589,3 +589,41 @@ func TestViewShowsABackingOffStep(t *testing.T) {
 		t.Errorf("backing off is not painted as waiting: %q", out.String())
 	}
 }
+
+// TestViewShowsWorkspaces: the run's workspaces as their claims are made
+// and a ReadWriteOnce one's node is known, a line each when not on a
+// terminal, and a line under the header on one.
+func TestViewShowsWorkspaces(t *testing.T) {
+	wf := &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: "ci", CreationTimestamp: metav1.NewTime(t0)},
+		Spec: schedv1.WorkflowSpec{
+			Workspaces: []schedv1.Workspace{{Name: "src"}, {Name: "cache"}},
+			Steps:      []schedv1.WorkflowStep{{Name: "checkout"}},
+		}}
+	s0 := StateOf(wf)
+	wf.Status.Workspaces = []schedv1.WorkspaceStatus{{Name: "src", ClaimName: "ci-ws-src"}}
+	s1 := StateOf(wf)
+	wf.Status.Workspaces[0].Node = "node-a"
+	s2 := StateOf(wf)
+	if diff := cmp.Diff([]Workspace{{Name: "src", Claim: "ci-ws-src", Node: "node-a"}, {Name: "cache"}}, s2.Workspaces); diff != "" {
+		t.Errorf("workspaces (-want +got):\n%s", diff)
+	}
+
+	var out bytes.Buffer
+	v := New(&out, false, 0, func() time.Time { return t0 })
+	for _, s := range []State{s0, s1, s2, s2} {
+		v.Update(s)
+	}
+	want := "12:00:00 workflow ci Pending 0/1 steps\n" +
+		"12:00:00 workspace src (claim ci-ws-src)\n" +
+		"12:00:00 workspace src (claim ci-ws-src on node-a)\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v = New(&out, true, 80, func() time.Time { return t0 })
+	v.Update(s2)
+	if !strings.Contains(out.String(), "Workspaces: src (claim ci-ws-src on node-a), cache (no claim yet)\n") {
+		t.Errorf("terminal view has no workspaces line:\n%q", out.String())
+	}
+}
