@@ -165,4 +165,7 @@ var keptMeta = map[string]bool{
 	schedv1.LabelWorkflowItem:              true,
 	schedv1.AnnotationPreviousStepFinished: true,
 	schedv1.AnnotationScheduledTime:        true,
+	// A step's cache key, hashed and whole (api/v1alpha1/stepcache_types.go):
+	// the whole key at most MaxCacheKeyLength bytes.
+	schedv1.LabelCacheKey: true,
 }
