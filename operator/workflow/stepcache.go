@@ -95,8 +95,10 @@ func cacheHit(found []*schedv1.AgentTask, key string, maxAge *metav1.Duration, n
 }
 
 // fromCache gives step i (counted as stepStatus counts) the outputs of a
-// task found under its cache key, when it has one and spec.noCache is
-// not set: it then Succeeded with reason CacheHit and hit is true. key
+// task found under its cache key, when it has one, spec.noCache is not
+// set and it is not the step a retry asked to run again
+// (spec.retryOf.fromStep, which would otherwise take its own earlier
+// result): it then Succeeded with reason CacheHit and hit is true. key
 // is the resolved key ("" when the step has no cache), which the step's
 // own task records on a miss. An error fails the step with the reason
 // returned.
@@ -105,7 +107,7 @@ func fromCache(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, lookup c
 	if err != nil {
 		return "", false, taskErrorReason(err), err
 	}
-	if key == "" || wf.Spec.NoCache || lookup == nil {
+	if key == "" || wf.Spec.NoCache || lookup == nil || retriedStep(wf, i) {
 		return key, false, "", nil
 	}
 	t := cacheHit(lookup(schedv1.CacheKeyHash(key)), key, specStep(wf, i).Cache.MaxAge, now.Time)
@@ -124,6 +126,13 @@ func fromCache(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, lookup c
 	s.CachedFrom = from
 	s.Message = cacheHitMessage(from, now.Time)
 	return key, true, "", nil
+}
+
+// retriedStep says whether step i is the one spec.retryOf asks to run
+// again.
+func retriedStep(wf *schedv1.Workflow, i int) bool {
+	r := wf.Spec.RetryOf
+	return r != nil && i < len(wf.Spec.Steps) && wf.Spec.Steps[i].Name == r.FromStep
 }
 
 // cacheHitMessage says where a hit's outputs came from.

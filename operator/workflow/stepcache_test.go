@@ -192,6 +192,16 @@ func TestDecideCache(t *testing.T) {
 				}
 			},
 		},
+		"a retry's fromStep runs again, taking no cached result": {
+			wf: func() *schedv1.Workflow {
+				wf := cachedBuild()
+				wf.Spec.RetryOf = &schedv1.WorkflowRetry{Workflow: "old", FromStep: "build"}
+				return wf
+			}(),
+			found: []*schedv1.AgentTask{hit},
+			want: summary{Phase: schedv1.WorkflowRunning, Reason: schedv1.ReasonRunning, Progress: "0/2",
+				Steps: []string{"build=Pending", "report=Waiting"}, Create: "rel-0-build"},
+		},
 		"a step without a cache looks nothing up": {
 			wf:    threeSteps().Obj(),
 			found: []*schedv1.AgentTask{hit},
