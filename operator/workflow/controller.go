@@ -106,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	p := decideCached(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, r.cacheLookupIn(ctx, wf.Namespace), now)
+	if newCacheHits(wf.Status, p.status) {
+		crashpoint.Hit(crashpoint.StepCacheHit)
+	}
 
 	for _, t := range p.cancels {
 		patch := client.MergeFrom(t.DeepCopy())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,20 @@ func fromCache(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, lookup c
 	s.CachedFrom = from
 	s.Message = cacheHitMessage(from, now.Time)
 	return key, true, "", nil
+}
+
+// newCacheHits says whether after records a cache hit that before did not.
+func newCacheHits(before, after schedv1.WorkflowStatus) bool {
+	had := map[string]bool{}
+	for _, s := range slices.Concat(before.Steps, before.Finally) {
+		had[s.Name] = s.Reason == schedv1.ReasonCacheHit
+	}
+	for _, s := range slices.Concat(after.Steps, after.Finally) {
+		if s.Reason == schedv1.ReasonCacheHit && !had[s.Name] {
+			return true
+		}
+	}
+	return false
 }
 
 // retriedStep says whether step i is the one spec.retryOf asks to run
