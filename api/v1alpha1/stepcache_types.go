@@ -60,8 +60,9 @@ const LabelCacheKey = GroupName + "/cache-key"
 // two keys whose hashes collide are never taken for each other.
 const AnnotationCacheKey = GroupName + "/cache-key"
 
-// ReasonCacheHit: a step with a cache key took the outputs of a step task
-// that Succeeded with the same key, and ran nothing.
+// ReasonCacheHit is the reason of a step with a cache key that took the
+// outputs of a step task that Succeeded with the same key, and ran
+// nothing.
 const ReasonCacheHit = "CacheHit"
 
 // CacheKeyHash is LabelCacheKey's value for a resolved key: the first 40
