@@ -34,8 +34,10 @@ ${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
 one using it, each ${params.NAME} a param in spec.params, only finally
 steps may use ${workflow.phase} and only a forEach step's task ${item}; a
 forEach needs one of items and from, and its from one reference to an
-output or param the step may use. Each step's when is compiled and
-type-checked as CEL, and may only read the steps it depends on. Every problem
+output or param the step may use; a cache.key holds the references the
+step's task may, at most 1,024 characters with its params. Each step's when
+is compiled and type-checked as CEL, and may only read the steps it depends
+on. Every problem
 found is listed at once and nothing is submitted (exit 7, the code for an
 invalid object, as when the API server refuses one).
 
@@ -45,7 +47,8 @@ to the name (<name>-x7k2q), so the same file runs again under a new name; a
 template run without --name always gets one, after the template, and so does
 a file that sets metadata.generateName instead of a name. With --watch the
 command goes on as 'kubectl sched workflow watch' and exits with the
-workflow's outcome.`
+workflow's outcome. --no-cache runs every step, steps with a cache key
+included (spec.noCache).`
 
 const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 11 or 12)
   kubectl sched workflow run -f pipeline.yaml --watch
