@@ -14,8 +14,10 @@ import (
 // their syntax, that each step reference names a step whose outputs the
 // step may use, that each param is declared and that only finally steps
 // use ${workflow.phase} and only forEach steps ${item}; each dependsOn;
-// and each forEach: one of items and from within their bounds, not on an
-// approval, from one reference to an output or param the step may use. Errors are on paths like
+// each forEach: one of items and from within their bounds, not on an
+// approval, from one reference to an output or param the step may use;
+// and each cache: not on a forEach or approval step, its key's references
+// as the task's, its length with params alone. Errors are on paths like
 // spec.steps[2].task.args[0]. It also refuses a step that renders past
 // MaxRenderedStepBytes with its params alone (outputs, not known yet,
 // count as empty; ResolveTask checks them when the step starts).
@@ -54,6 +56,7 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 		self := ownerStep{index: i, name: spec.Steps[i].Name, loop: spec.Steps[i].ForEach != nil}
 		v.checkForEach(self, steps.Index(i), &spec.Steps[i])
 		v.checkTask(self, steps.Index(i).Child("task"), &spec.Steps[i].Task, withItem(values, spec.Steps[i].ForEach), i)
+		v.checkCache(self, steps.Index(i), &spec.Steps[i], values, i)
 	}
 	fin := field.NewPath("spec", "finally")
 	// The longest phase ${workflow.phase} may be, for the size check.
@@ -73,6 +76,7 @@ func ValidateWorkflow(spec *v1alpha1.WorkflowSpec) field.ErrorList {
 		}
 		v.checkForEach(self, fin.Index(j), &spec.Finally[j])
 		v.checkTask(self, fin.Index(j).Child("task"), &spec.Finally[j].Task, withItem(values, spec.Finally[j].ForEach), values.FinallyIndex(j))
+		v.checkCache(self, fin.Index(j), &spec.Finally[j], values, values.FinallyIndex(j))
 	}
 	return v.errs
 }

@@ -151,6 +151,11 @@ func TestTenantCannotSetTheOperatorsLabels(t *testing.T) {
 			obj:       MakeAgentTask("t", tns).Image("busybox").Obj(),
 			wantField: "metadata.labels[sched.kubectl-sched.dev/workflow]",
 		},
+		// A cached step result other steps with its key would take.
+		"an AgentTask posing as a cached step result": {
+			obj:       MakeAgentTask("t", tns).Image("busybox").Obj(),
+			wantField: "metadata.labels[sched.kubectl-sched.dev/cache-key]",
+		},
 	}
 	cases["a CronWorkflow marked as the operator's"] = struct {
 		obj       client.Object
@@ -158,6 +163,7 @@ func TestTenantCannotSetTheOperatorsLabels(t *testing.T) {
 	}{MakeCronWorkflow("c", tns, "@daily").Step("a", "busybox").Obj(), "metadata.labels[app.kubernetes.io/managed-by]"}
 	cases["a CronWorkflow marked as the operator's"].obj.SetLabels(managed)
 	cases["an AgentTask posing as a workflow's step"].obj.SetLabels(map[string]string{schedv1.LabelWorkflow: "victim", schedv1.LabelWorkflowStep: "0"})
+	cases["an AgentTask posing as a cached step result"].obj.SetLabels(map[string]string{schedv1.LabelCacheKey: schedv1.CacheKeyHash("build:abc123")})
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := kim.Create(context.Background(), tc.obj, client.DryRunAll)

@@ -24,8 +24,8 @@ const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-refe
 
 // TestWorkflowReferencesPolicyAgreesWithSubstitution puts each string of
 // substitutiontest.Corpus into a step of a Workflow, again into a finally
-// step, into a forEach step (whose task may use ${item}) and as the
-// forEach.from of a step or finally step, and requires the API
+// step, into a forEach step (whose task may use ${item}), as the
+// forEach.from of a step or finally step and as the cache.key of one, and requires the API
 // server (CRD rules and the policy) and substitution.ValidateWorkflow,
 // which the plugin and the operator run, to give the same verdict: a
 // Workflow the server admits must be one the operator runs, and one the
@@ -35,8 +35,8 @@ const referencesPolicy = "ValidatingAdmissionPolicy 'kubectl-sched-workflow-refe
 // refusal naming spec.workflowSpec.
 func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 	corpus := substitutiontest.Corpus()
-	// Each string four times: in a step of spec.steps, in a finally step,
-	// in a forEach step, as a forEach.from.
+	// Each string five times: in a step of spec.steps, in a finally step,
+	// in a forEach step, as a forEach.from, as a cache.key.
 	cases := int(placements) * len(corpus)
 	type verdict struct {
 		in       string
@@ -100,7 +100,8 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 		// As a forEach.from, the CRD's bounds on it (at least 1 and at most
 		// 256 characters) refuse some strings before the policy sees them,
 		// none of which is one reference.
-		byCRD := strings.HasSuffix(v.field, "forEach.from") && (v.in == "" || utf8.RuneCountInString(v.in) > 256)
+		byCRD := strings.HasSuffix(v.field, "forEach.from") && (v.in == "" || utf8.RuneCountInString(v.in) > 256) ||
+			strings.HasSuffix(v.field, "cache.key") && (v.in == "" || utf8.RuneCountInString(v.in) > schedv1.MaxCacheKeyLength)
 		switch {
 		case !v.admitted && !strings.Contains(v.refusal, referencesPolicy) && !byCRD:
 			t.Errorf("%q in %s: refused by something other than the policy, so the case does not test it: %s", v.in, v.field, v.refusal)
@@ -121,8 +122,8 @@ func TestWorkflowReferencesPolicyAgreesWithSubstitution(t *testing.T) {
 			t.Errorf("%q in %s: the CronWorkflow's refusal does not name the field under spec.workflowSpec: %s", v.in, v.field, v.cronRefusal)
 		}
 	}
-	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution (%d in a step, %d in a finally step, %d in a forEach step, %d as a forEach.from), %d disagreements",
-		len(verdicts), admitted, valid, validIn[inStep], validIn[inFinally], validIn[inForEach], validIn[asFrom], disagree)
+	t.Logf("%d cases: %d admitted by the API server, %d valid for api/substitution (%d in a step, %d in a finally step, %d in a forEach step, %d as a forEach.from, %d as a cache.key), %d disagreements",
+		len(verdicts), admitted, valid, validIn[inStep], validIn[inFinally], validIn[inForEach], validIn[asFrom], validIn[asCacheKey], disagree)
 	// The corpus must test both verdicts in numbers.
 	if valid < 100 || len(verdicts)-valid < 100 {
 		t.Errorf("%d of %d cases are valid; the corpus should hold at least 100 of each verdict", valid, len(verdicts))
@@ -147,35 +148,40 @@ const (
 	inFinally
 	inForEach
 	asFrom
+	asCacheKey
 	placements
 )
 
 func (p placement) String() string {
-	return [...]string{"in a step", "in a finally step", "in a forEach step", "as a forEach.from"}[p]
+	return [...]string{"in a step", "in a finally step", "in a forEach step", "as a forEach.from", "as a cache.key"}[p]
 }
 
 // referencesWorkflow is a Workflow with params p, a, b and tag that holds
 // s in step "use": in its args, command, an env value or its image, taking
 // turns by i so each field the policy scans is tested, or (asFrom) as its
-// forEach.from. In spec.steps its steps are fetch, build, use and later;
-// in a finally step (inFinally, and asFrom for odd i), spec.steps is fetch
+// forEach.from, or (asCacheKey) as its cache.key. In spec.steps its steps
+// are fetch, build, use and later; in a finally step (inFinally, and
+// asFrom and asCacheKey for odd i), spec.steps is fetch
 // and spec.finally build, use (depending on build, so that the steps
 // before it are those it may use, as in a sequence) and later. inForEach
 // and asFrom make "use" a forEach step. It returns the field's path.
 func referencesWorkflow(i int, s string, where placement) (*schedv1.Workflow, string) {
 	task := schedv1.AgentTaskSpec{Image: "busybox"}
 	var field string
-	finally := where == inFinally || where == asFrom && i%2 == 1
+	finally := where == inFinally || (where == asFrom || where == asCacheKey) && i%2 == 1
 	forEach := &schedv1.ForEach{Items: []string{"eu", "us"}}
+	var cache *schedv1.StepCache
 	switch where {
 	case inStep, inFinally:
 		forEach = nil
+	case asCacheKey:
+		forEach, field, cache = nil, "cache.key", &schedv1.StepCache{Key: s}
 	case asFrom:
 		forEach = &schedv1.ForEach{From: s}
 		task.Args, field = []string{"${item}"}, "forEach.from"
 	}
 	switch {
-	case where == asFrom:
+	case where == asFrom, where == asCacheKey:
 	case i%4 == 0:
 		task.Args, field = []string{"--in", s}, "task.args[1]"
 	case i%4 == 1:
@@ -193,12 +199,12 @@ func referencesWorkflow(i int, s string, where placement) (*schedv1.Workflow, st
 	if finally {
 		wf.Finally("build", schedv1.AgentTaskSpec{Image: "busybox"}).
 			Finally("use", task).DependsOn("build")
-		wf.Spec(func(s *schedv1.WorkflowSpec) { s.Finally[1].ForEach = forEach })
+		wf.Spec(func(ws *schedv1.WorkflowSpec) { ws.Finally[1].ForEach, ws.Finally[1].Cache = forEach, cache })
 		wf.Finally("later", schedv1.AgentTaskSpec{Image: "busybox"})
 		return wf.Obj(), "spec.finally[1]." + field
 	}
 	wf.Step("build", "busybox").StepTask("use", task)
-	wf.Spec(func(s *schedv1.WorkflowSpec) { s.Steps[2].ForEach = forEach })
+	wf.Spec(func(ws *schedv1.WorkflowSpec) { ws.Steps[2].ForEach, ws.Steps[2].Cache = forEach, cache })
 	wf.Step("later", "busybox")
 	return wf.Obj(), "spec.steps[2]." + field
 }

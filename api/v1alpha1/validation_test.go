@@ -396,6 +396,24 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validWorkflow().Approval("gate", "ship?").ForEach([]string{"eu"}, "", 0).Obj(),
 			wantField: "spec.steps[2].forEach", wantMsg: "a forEach step runs its task once per item; it cannot be an approval",
 		},
+		"wf: a cache on a forEach step": {
+			obj: validWorkflow().ForEach([]string{"eu"}, "", 0).Spec(func(s *schedv1.WorkflowSpec) {
+				s.Steps[1].Cache = &schedv1.StepCache{Key: "k"}
+			}).Obj(),
+			wantField: "spec.steps[1].cache", wantMsg: "cache is for a step that runs one task",
+		},
+		"wf: a cache key over 1024 characters": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Steps[1].Cache = &schedv1.StepCache{Key: strings.Repeat("k", schedv1.MaxCacheKeyLength+1)}
+			}).Obj(),
+			wantField: "spec.steps[1].cache.key", wantMsg: "Too long",
+		},
+		"wf: a cache maxAge under 1s": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Steps[1].Cache = &schedv1.StepCache{Key: "k", MaxAge: &metav1.Duration{Duration: time.Millisecond}}
+			}).Obj(),
+			wantField: "spec.steps[1].cache.maxAge", wantMsg: "cache.maxAge must be between 1s and 8760h",
+		},
 		"wf: ${item} in a step without forEach": {
 			obj:       validWorkflow().Step("c", "busybox", "--region=${item}").Obj(),
 			wantField: "spec.steps", wantMsg: `step "c" uses ${item}, which only the task of a forEach step may use (the item it runs for)`,

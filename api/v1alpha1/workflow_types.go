@@ -155,6 +155,12 @@ type WorkflowSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
 	RequestedBy string `json:"requestedBy,omitempty"`
+
+	// NoCache runs every step, none taking a cached result: steps with a
+	// cache key look nothing up (their tasks still record their key for
+	// later runs). 'kubectl sched workflow run --no-cache' sets it.
+	// +optional
+	NoCache bool `json:"noCache,omitempty"`
 }
 
 // StepDecision is a person's decision on a step that waits for approval.
@@ -259,6 +265,7 @@ type WorkflowParam struct {
 // approval it waits for.
 // +kubebuilder:validation:XValidation:rule="has(self.task) != has(self.approval)",message="a step runs a task or waits for an approval: set exactly one of task and approval"
 // +kubebuilder:validation:XValidation:rule="!has(self.forEach) || !has(self.approval)",message="a forEach step runs its task once per item; it cannot be an approval: put the approval in a step of its own before it",fieldPath=".forEach"
+// +kubebuilder:validation:XValidation:rule="!has(self.cache) || (!has(self.forEach) && !has(self.approval))",message="cache is for a step that runs one task: a forEach step or an approval step cannot have one",fieldPath=".cache"
 type WorkflowStep struct {
 	// Name of the step, a DNS label, used as ${steps.NAME.output.KEY}.
 	// +kubebuilder:validation:MinLength=1
@@ -313,6 +320,12 @@ type WorkflowStep struct {
 	// any item starts.
 	// +optional
 	ForEach *ForEach `json:"forEach,omitempty"`
+
+	// Cache reuses the outputs of a step task in the namespace that
+	// Succeeded with the same key, within cache.maxAge, instead of running
+	// the task (reason CacheHit). Not for forEach or approval steps.
+	// +optional
+	Cache *StepCache `json:"cache,omitempty"`
 }
 
 // RunsTask reports whether the step runs a task (it is not an approval).
@@ -442,7 +455,8 @@ type StepStatus struct {
 	Message string `json:"message,omitempty"`
 	// Reason is a CamelCase word for why the step is in its phase, when
 	// the phase alone does not say: WhenFalse, WhenError,
-	// WaitingForApproval, Approved, Denied, InvalidItems, TooLarge, or
+	// WaitingForApproval, Approved, Denied, InvalidItems, TooLarge,
+	// CacheHit (Succeeded with the outputs of cachedFrom), or
 	// BackingOff (Running: its task's attempt failed and the next waits for
 	// spec.retry.backoff).
 	// +optional
@@ -451,6 +465,10 @@ type StepStatus struct {
 	// ForEach reports the items of a forEach step, once it has started.
 	// +optional
 	ForEach *ForEachStatus `json:"forEach,omitempty"`
+	// CachedFrom is the step task whose outputs the step took (reason
+	// CacheHit) instead of running a task of its own.
+	// +optional
+	CachedFrom *CachedFrom `json:"cachedFrom,omitempty"`
 }
 
 // ForEachStatus is the progress of a forEach step's items.

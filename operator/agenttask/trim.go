@@ -151,6 +151,12 @@ func TrimMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields = nil
 	maps.DeleteFunc(m.Labels, func(k, _ string) bool { return !keptMeta[k] })
 	maps.DeleteFunc(m.Annotations, func(k, _ string) bool { return !keptMeta[k] })
+	// Annotations are not reserved: a tenant may write this one on any
+	// task. The operator's own is at most MaxCacheKeyLength; a longer one
+	// is not a cache key, and is not kept.
+	if len(m.Annotations[schedv1.AnnotationCacheKey]) > schedv1.MaxCacheKeyLength {
+		delete(m.Annotations, schedv1.AnnotationCacheKey)
+	}
 }
 
 // keptMeta are the labels and annotations the controllers read of a task,
@@ -165,4 +171,7 @@ var keptMeta = map[string]bool{
 	schedv1.LabelWorkflowItem:              true,
 	schedv1.AnnotationPreviousStepFinished: true,
 	schedv1.AnnotationScheduledTime:        true,
+	// A step's cache key, hashed and whole (api/v1alpha1/stepcache_types.go):
+	// the whole key at most MaxCacheKeyLength bytes.
+	schedv1.LabelCacheKey: true,
 }

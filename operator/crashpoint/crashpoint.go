@@ -3,7 +3,9 @@
 // Job is created and before the task's status says so, after a step's
 // AgentTask is created and before its Job is, after a step's AgentTask is
 // created and before the Workflow's status says so, after a
-// CronWorkflow's run is created and before its status says so, after an
+// CronWorkflow's run is created and before its status says so, after a
+// step's cache hit is decided and before the Workflow's status says so,
+// after an
 // app's revision is recorded and before the app's status says so, and
 // after a task's Job is held for a backoff, or resumed, and before the
 // task's status says so.
@@ -36,6 +38,9 @@ const (
 	// StepTaskCreated: Workflow controller, a step's task created, its
 	// Job not yet (agenttask.Starter.CreateWithJob).
 	StepTaskCreated = "workflow-step-task-created"
+	// StepCacheHit: Workflow controller, a step's cache hit decided (it
+	// takes a cached result's outputs), the status not written.
+	StepCacheHit = "workflow-step-cache-hit"
 	// CronRunCreated: CronWorkflow controller, a run created, the status
 	// not written.
 	CronRunCreated = "cronworkflow-run-created"

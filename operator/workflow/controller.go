@@ -105,7 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, now)
+	p := decideCached(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, r.cacheLookupIn(ctx, wf.Namespace), now)
+	if newCacheHits(wf.Status, p.status) {
+		crashpoint.Hit(crashpoint.StepCacheHit)
+	}
 
 	for _, t := range p.cancels {
 		patch := client.MergeFrom(t.DeepCopy())
@@ -547,7 +550,7 @@ func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after
 			typ = corev1.EventTypeWarning
 		}
 		note := fmt.Sprintf("%s %d (%s) %s", what, i, s.Name, s.Phase)
-		if s.Message != "" && (s.Phase != schedv1.StepSucceeded || s.Reason == schedv1.ReasonApproved) {
+		if s.Message != "" && (s.Phase != schedv1.StepSucceeded || s.Reason == schedv1.ReasonApproved || s.Reason == schedv1.ReasonCacheHit) {
 			// The phase says it was skipped.
 			note += ": " + strings.TrimPrefix(s.Message, "skipped: ")
 		}
@@ -558,6 +561,8 @@ func (r *Reconciler) stepEvents(wf *schedv1.Workflow, what string, before, after
 		var related runtime.Object
 		if s.TaskName != "" {
 			related = &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: s.TaskName, Namespace: wf.Namespace}}
+		} else if s.CachedFrom != nil {
+			related = &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: s.CachedFrom.Task, Namespace: wf.Namespace}}
 		}
 		r.Recorder.Eventf(wf, related, typ, reason, "Step", "%s", note)
 	}
@@ -604,6 +609,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	// A workflow's step tasks by a lookup, not a scan of every task in its
 	// namespace on each reconcile.
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, stepTaskIndex, controllingWorkflow); err != nil {
+		return err
+	}
+	// Cached step results by key hash (stepcache.go), looked up in the
+	// namespace of the workflow asking.
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, cacheKeyIndex, cacheKeyOf); err != nil {
 		return err
 	}
 	workflows := func() client.ObjectList { return &schedv1.WorkflowList{} }

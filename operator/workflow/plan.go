@@ -34,6 +34,9 @@ type plan struct {
 	requeueAt time.Time
 	// approvals are the cluster's rules on approvals it applies.
 	approvals approvalRules
+	// cache finds the step tasks of the namespace by cache key
+	// (stepcache.go); nil looks up nothing.
+	cache cacheLookup
 }
 
 // stepCreate is a step's AgentTask to create, or one item's of a loop.
@@ -61,7 +64,14 @@ type stepCreate struct {
 // prev is the workflow that spec.retryOf names, nil when there is none or
 // it is gone; rules are the cluster's rules on approvals.
 func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, rules approvalRules, now metav1.Time) plan {
-	p := plan{status: *wf.Status.DeepCopy(), approvals: rules}
+	return decideCached(wf, tasks, items, prev, rules, nil, now)
+}
+
+// decideCached is decide with the lookup of cached step results
+// (stepcache.go): a step with a cache key that finds one takes its
+// outputs instead of starting a task.
+func decideCached(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, rules approvalRules, cache cacheLookup, now metav1.Time) plan {
+	p := plan{status: *wf.Status.DeepCopy(), approvals: rules, cache: cache}
 	st := &p.status
 	st.ObservedGeneration = wf.Generation
 	if st.Phase.Finished() {
@@ -229,8 +239,9 @@ func advance(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, n
 // start starts step i, counted as stepStatus counts (spec.steps, then
 // spec.finally), whose dependencies all Succeeded: unless its when skips it
 // (no error) or fails it, a loop starts its items, an approval step starts
-// waiting (a finally step cannot be one) and any other gets its task, added
-// to p.creates. An error fails the step with the reason returned.
+// waiting (a finally step cannot be one), a step with a cache key that
+// finds a result Succeeds with it (fromCache) and any other gets its task,
+// added to p.creates. An error fails the step with the reason returned.
 func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (string, error) {
 	s, step := stepStatus(wf, st, i), specStep(wf, i)
 	main := i < len(wf.Spec.Steps)
@@ -257,6 +268,13 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 		}
 		return "", nil
 	}
+	key, hit, reason, err := fromCache(wf, st, i, p.cache, now)
+	if err != nil {
+		return reason, err
+	}
+	if hit {
+		return "", nil
+	}
 	task, err := newStepTask(wf, i, st)
 	if err != nil {
 		return taskErrorReason(err), err
@@ -264,6 +282,7 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 	if main && len(wf.Spec.Dependencies(i)) > 0 {
 		task.Annotations = map[string]string{schedv1.AnnotationPreviousStepFinished: now.Format(time.RFC3339Nano)}
 	}
+	markCacheKey(task, key)
 	p.creates = append(p.creates, stepCreate{step: i, task: task})
 	s.TaskName, s.Phase, s.StartTime = task.Name, schedv1.StepPending, &now
 	return "", nil
@@ -274,11 +293,12 @@ func taskErrorReason(err error) string {
 	var (
 		missing  *substitution.MissingOutputError
 		tooLarge *substitution.TooLargeError
+		longKey  *substitution.CacheKeyTooLongError
 	)
 	switch {
 	case errors.As(err, &missing):
 		return schedv1.ReasonMissingOutput
-	case errors.As(err, &tooLarge):
+	case errors.As(err, &tooLarge), errors.As(err, &longKey):
 		return schedv1.ReasonTooLarge
 	case isItemsError(err):
 		return schedv1.ReasonInvalidItems

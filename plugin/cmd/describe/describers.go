@@ -387,6 +387,10 @@ func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]strin
 			phase = schedv1.StepWaiting
 		}
 		task := printing.OrDash(ss.TaskName)
+		if c := ss.CachedFrom; c != nil && ss.TaskName == "" {
+			// A cache hit runs no task: the one its outputs came from.
+			task = c.Task + " (cached)"
+		}
 		if l := liveview.LoopOf(ss.ForEach); l != nil && s.ForEach != nil {
 			// A loop has a task per item: its progress instead.
 			task = l.Progress()

@@ -34,8 +34,10 @@ ${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
 one using it, each ${params.NAME} a param in spec.params, only finally
 steps may use ${workflow.phase} and only a forEach step's task ${item}; a
 forEach needs one of items and from, and its from one reference to an
-output or param the step may use. Each step's when is compiled and
-type-checked as CEL, and may only read the steps it depends on. Every problem
+output or param the step may use; a cache.key holds the references the
+step's task may, at most 1,024 characters with its params. Each step's when
+is compiled and type-checked as CEL, and may only read the steps it depends
+on. Every problem
 found is listed at once and nothing is submitted (exit 7, the code for an
 invalid object, as when the API server refuses one).
 
@@ -45,7 +47,8 @@ to the name (<name>-x7k2q), so the same file runs again under a new name; a
 template run without --name always gets one, after the template, and so does
 a file that sets metadata.generateName instead of a name. With --watch the
 command goes on as 'kubectl sched workflow watch' and exits with the
-workflow's outcome.`
+workflow's outcome. --no-cache runs every step, steps with a cache key
+included (spec.noCache).`
 
 const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 11 or 12)
   kubectl sched workflow run -f pipeline.yaml --watch
@@ -55,6 +58,9 @@ const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 
 
   # Run the same file again, as pipeline-<random suffix>
   kubectl sched workflow run -f pipeline.yaml --generate-name
+
+  # Run every step, even those whose cache key has a result
+  kubectl sched workflow run -f pipeline.yaml --generate-name --no-cache
 
   # Render the three-step template and only print it
   kubectl sched workflow run --template pipeline --set image=alpine --dry-run=client -o yaml
@@ -74,6 +80,9 @@ type RunOptions struct {
 	ParamFiles   []string
 	Name         string
 	GenerateName bool
+	// NoCache sets spec.noCache: every step runs, none taking a cached
+	// result.
+	NoCache bool
 	watchFlags
 	DryRun string
 
@@ -100,6 +109,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
 	f.BoolVar(&o.GenerateName, "generate-name", false, "Add a random suffix to the name, so the same file can run again (always done for --template without --name).")
+	f.BoolVar(&o.NoCache, "no-cache", false, "Run every step: steps with a cache key take no cached result (spec.noCache); their tasks still record their key for later runs.")
 	o.addFlags(f, "After submitting, watch the workflow until it ends and exit with its outcome.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the Workflow without sending it; "server" has the API server check it without persisting it.`)
 	// Only -o: the other printing flags include --template, which here
@@ -148,6 +158,9 @@ func (o *RunOptions) load(ctx context.Context) error {
 	}
 	if err := o.setParams(); err != nil {
 		return err
+	}
+	if o.NoCache {
+		o.wf.Spec.NoCache = true
 	}
 	switch ns := o.wf.Namespace; {
 	case ns == "":

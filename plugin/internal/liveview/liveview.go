@@ -73,6 +73,9 @@ type Step struct {
 	After []string
 	// Loop is the progress of a forEach step, nil for any other.
 	Loop *Loop
+	// CachedFrom is the task whose outputs a cache hit took (reason
+	// CacheHit), "" for any other step.
+	CachedFrom string
 }
 
 // Loop is what the view shows of a forEach step: its counts, and the
@@ -113,13 +116,16 @@ func (l *Loop) Progress() string {
 // PhaseText is how a step's phase reads, with its reason:
 // WaitingForApproval as "Waiting for approval", Running with reason
 // BackingOff (its task waits to retry a failed attempt) as "Backing off",
-// the others as they are.
+// Succeeded with reason CacheHit (it took a cached result) as "Succeeded
+// (cached)", the others as they are.
 func PhaseText(p schedv1.StepPhase, reason string) string {
 	switch {
 	case p == schedv1.StepWaitingForApproval:
 		return "Waiting for approval"
 	case p == schedv1.StepRunning && reason == schedv1.ReasonBackingOff:
 		return "Backing off"
+	case p == schedv1.StepSucceeded && reason == schedv1.ReasonCacheHit:
+		return "Succeeded (cached)"
 	}
 	return string(p)
 }
@@ -175,6 +181,9 @@ func steps(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, itemTask fu
 		if ok {
 			step.TaskName, step.Phase, step.Message = printing.Line(ss.TaskName), schedv1.StepPhase(printing.Line(string(ss.Phase))), oneLine(ss.Message)
 			step.Reason = printing.Line(ss.Reason)
+			if ss.CachedFrom != nil {
+				step.CachedFrom = printing.Line(ss.CachedFrom.Task)
+			}
 			if len(ss.Outputs) > 0 {
 				step.Outputs = make(map[string]string, len(ss.Outputs))
 				for k, v := range ss.Outputs {
@@ -454,7 +463,7 @@ func (v *View) appendSteps(stamp, what string, prev, steps []Step) {
 				name += " (after " + strings.Join(st.After, ", ") + ")"
 			}
 			line := fmt.Sprintf("%s %s %d %s %s", stamp, what, i, name, PhaseText(st.Phase, st.Reason))
-			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && !st.Start.IsZero() && !st.End.IsZero() {
+			if st.Phase.Finished() && st.Phase != schedv1.StepSkipped && st.CachedFrom == "" && !st.Start.IsZero() && !st.End.IsZero() {
 				line += " in " + printing.FormatDuration(st.End.Sub(st.Start))
 			}
 			if st.Message != "" {
@@ -604,6 +613,9 @@ func detail(st Step) string {
 		return st.Message
 	}
 	var parts []string
+	if st.CachedFrom != "" {
+		parts = append(parts, "from "+st.CachedFrom+":")
+	}
 	for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
 		parts = append(parts, k+"="+cut(st.Outputs[k], ValueWidth))
 	}
@@ -614,7 +626,7 @@ func detail(st Step) string {
 func paint(phase, text string) string {
 	code := ""
 	switch phase {
-	case string(schedv1.StepSucceeded):
+	case string(schedv1.StepSucceeded), PhaseText(schedv1.StepSucceeded, schedv1.ReasonCacheHit):
 		code = "32"
 	case string(schedv1.StepFailed), string(schedv1.StepTimeout):
 		code = "31"

@@ -627,3 +627,42 @@ func TestViewShowsWorkspaces(t *testing.T) {
 		t.Errorf("terminal view has no workspaces line:\n%q", out.String())
 	}
 }
+
+func TestViewShowsACacheHit(t *testing.T) {
+	msg := "cache hit: took the outputs of AgentTask rel-0-build of workflow rel, which succeeded 5m0s ago with the same cache key; ran nothing ('workflow run --no-cache' runs every step)"
+	done := metav1.NewTime(t0)
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "rel-2", CreationTimestamp: metav1.NewTime(t0)},
+		Spec:       schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{{Name: "build", Task: schedv1.AgentTaskSpec{Image: "x"}}}},
+		Status: schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Steps: []schedv1.StepStatus{{
+			Name: "build", Phase: schedv1.StepSucceeded, Reason: schedv1.ReasonCacheHit, Message: msg,
+			StartTime: &done, CompletionTime: &done, Outputs: map[string]string{"image": "reg/app:1"},
+			CachedFrom: &schedv1.CachedFrom{Task: "rel-0-build", Workflow: "rel"},
+		}}},
+	}
+	s := StateOf(wf)
+	if got := s.Steps[0].CachedFrom; got != "rel-0-build" {
+		t.Fatalf("StateOf: cachedFrom %q", got)
+	}
+	var out bytes.Buffer
+	c := &clock{now: t0}
+	v := New(&out, false, 0, c.Now)
+	v.Update(s)
+	want := `12:00:00 workflow rel-2 Running 1/1 steps
+12:00:00 step 0 build Succeeded (cached): ` + msg + `
+12:00:00 step 0 build output image=reg/app:1
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("appended lines (-want +got):\n%s", diff)
+	}
+
+	out.Reset()
+	v = New(&out, true, 0, c.Now)
+	v.Update(s)
+	if got := plain(out.String()); !strings.Contains(got, "  0  build  Succeeded (cached)  ") || !strings.Contains(got, "from rel-0-build: image=reg/app:1") {
+		t.Errorf("terminal view lacks the cache hit and where it came from:\n%s", got)
+	}
+	if !strings.Contains(out.String(), "\x1b[32mSucceeded (cached)") {
+		t.Errorf("a cache hit is not painted as succeeded: %q", out.String())
+	}
+}
