@@ -1,7 +1,10 @@
 package verify
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -74,6 +77,32 @@ func TestLayoutRule(t *testing.T) {
 	} {
 		if got := layoutRule(tc.pkg, tc.goFiles, tc.hasTests) == ""; got != tc.ok {
 			t.Errorf("%s %v (tests %v): allowed %v, want %v", tc.pkg, tc.goFiles, tc.hasTests, got, tc.ok)
+		}
+	}
+}
+
+// TestBenchPackagesHoldNoTests: make test leaves hack/test/bench out (its
+// packages hold only benchmarks, for make bench), so a test there would
+// never run in make test.
+func TestBenchPackagesHoldNoTests(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "hack", "test", "bench", "*", "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no benchmark files under hack/test/bench (%v)", err)
+	}
+	test := regexp.MustCompile(`(?m)^func (Test[A-Z0-9_]\w*)\(`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range test.FindAllStringSubmatch(string(b), -1) {
+			if m[1] != "TestMain" {
+				t.Errorf("%s: %s would never run in make test, which leaves hack/test/bench out: move it to a package of tests", f, m[1])
+			}
 		}
 	}
 }
