@@ -20,7 +20,8 @@ import (
 // as long as it lives. The operator keeps two pods of a task: its latest
 // failed attempt's, whose log says why it failed last, and its latest pod
 // (the attempt that runs, or the one that ended the task). The others go
-// once they have finished and the task's status counts them: the pruning
+// once they have finished, the task's status keeps the end of their logs
+// (logs.go) and counts them: the pruning
 // is decided in the status (status.pruned names them, with what they
 // counted), written before the pods are deleted, so a restart between
 // the two deletes the same pods and counts them once. Each failed attempt
@@ -57,10 +58,10 @@ func unpruned(pods []corev1.Pod, p *schedv1.PrunedPods) []corev1.Pod {
 }
 
 // prune adds to pruned the pods of sorted (the task's pods not pruned
-// yet, oldest first) that may go now: finished, and neither the latest
-// failed attempt nor the latest pod. It returns pruned itself when none
-// may.
-func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod) *schedv1.PrunedPods {
+// yet, oldest first) that may go now: finished, their logs kept (in logs,
+// the task's status.logs), and neither the latest failed attempt nor the
+// latest pod. It returns pruned itself when none may.
+func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod, logs []schedv1.KeptLog) *schedv1.PrunedPods {
 	var keep *corev1.Pod
 	for i := len(sorted) - 1; i >= 0; i-- {
 		if failedAttempt(&sorted[i]) {
@@ -71,7 +72,7 @@ func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod) *schedv1.PrunedPods 
 	out := pruned
 	for i := 0; i < len(sorted)-1; i++ {
 		p := &sorted[i]
-		if p == keep || !podFinished(p) {
+		if p == keep || !podFinished(p) || !logKept(logs, p) {
 			continue
 		}
 		if out == pruned {
