@@ -6,7 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 IMG ?= ghcr.io/kubectl-sched/operator:$(VERSION)
 BIN ?= bin
-LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=$(VERSION) -X main.version=$(VERSION)
+LDFLAGS := -s -w -X github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo.Version=$(VERSION) -X main.version=$(VERSION)
 # controller-gen is a tool of hack/tools' module, so its dependencies stay
 # out of go.mod; -modfile runs it here, where it reads the product's packages.
 CONTROLLER_GEN := go tool -modfile=hack/tools/go.mod controller-gen

@@ -273,9 +273,9 @@ type AgentTaskStatus struct {
 	Outputs map[string]string `json:"outputs,omitempty"`
 
 	// Pruned is what the operator deleted of the pods of the task's
-	// earlier attempts: every pod but the latest failed attempt's (whose
-	// log explains the last failure) and the latest one (the attempt that
-	// runs, or ended the task), once this status counts it. Attempts and
+	// earlier attempts: every pod but the latest one (the attempt that
+	// runs, or ended the task) and the latest failed attempt before it
+	// (whose log explains the failure before), once this status counts it. Attempts and
 	// Disruptions go on counting them.
 	// +optional
 	Pruned *PrunedPods `json:"pruned,omitempty"`

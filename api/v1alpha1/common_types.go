@@ -302,6 +302,10 @@ const (
 	// TenantNetworkPolicyName is the NetworkPolicy that keeps other
 	// tenants' traffic out of a tenant namespace (operator/netpol).
 	TenantNetworkPolicyName = "kubectl-sched-tenant-isolation"
+	// TenantMemberRole is the ClusterRole a tenant's members are bound to
+	// in its namespace, by a RoleBinding of the same name: what every
+	// command of the plugin needs there (config/rbac/user_roles.yaml).
+	TenantMemberRole = "kubectl-sched-tenant"
 
 	// The tier's placement limits, as annotations on its ResourceQuota
 	// TierObjectName, where the admission policy

@@ -77,7 +77,7 @@ func run(version, out string, platforms []string, update bool) error {
 		fmt.Fprintf(os.Stderr, "dist: building %s/%s\n", goos, goarch)
 		binPath := filepath.Join(out, "build", goos+"-"+goarch, bin)
 		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath,
-			"-ldflags", "-s -w -buildid= -X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version="+version, "./plugin")
+			"-ldflags", "-s -w -buildid= -X github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo.Version="+version, "./plugin")
 		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {

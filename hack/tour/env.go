@@ -91,7 +91,7 @@ func (e *Env) Build(ctx context.Context) error {
 	for name, pkg := range map[string]string{"kubectl-sched": "./plugin", "operator": "./operator"} {
 		fmt.Fprintf(e.Log, "building %s\n", name)
 		args := []string{"build", "-o", filepath.Join(e.BinDir, name),
-			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=v0.1.0-tour -X main.version=v0.1.0-tour"}
+			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo.Version=v0.1.0-tour -X main.version=v0.1.0-tour"}
 		if name == "operator" && len(e.OperatorTags) > 0 {
 			args = append(args, "-tags", strings.Join(e.OperatorTags, ","))
 		}

@@ -110,8 +110,10 @@ func TestGoModTidy(t *testing.T) {
 // TestToolsOutOfGoMod fails when a release or code-generation tool's
 // module is back in the product's go.mod: they belong to hack/tools, and
 // the product's go.mod lists what the plugin, the operator and their tests
-// import. (github.com/docker/cli stays: go-containerregistry's authn reads
-// Docker's credentials with it when install pins the operator image.)
+// import. The docker modules stay out too: install reads the docker CLI's
+// credentials and asks the registry for a digest itself
+// (plugin/internal/registry), and go-containerregistry's authn and remote
+// packages, which import the docker CLI's, are for hack/tools.
 func TestToolsOutOfGoMod(t *testing.T) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
@@ -137,7 +139,8 @@ func TestToolsOutOfGoMod(t *testing.T) {
 	for _, r := range mod.Tool {
 		paths = append(paths, r.Path)
 	}
-	tools := []string{"github.com/google/ko", "sigs.k8s.io/controller-tools", "sigs.k8s.io/kind", "github.com/sigstore", "github.com/moby/moby"}
+	tools := []string{"github.com/google/ko", "sigs.k8s.io/controller-tools", "sigs.k8s.io/kind", "github.com/sigstore", "github.com/moby/moby",
+		"github.com/docker/cli", "github.com/docker/docker", "github.com/docker/docker-credential-helpers"}
 	var found []string
 	for _, p := range paths {
 		for _, tool := range tools {
@@ -147,6 +150,7 @@ func TestToolsOutOfGoMod(t *testing.T) {
 		}
 	}
 	if len(found) > 0 {
-		t.Errorf("go.mod has %v: tools go in hack/tools/go.mod (go -C hack/tools get ...), then go mod tidy here drops them", found)
+		t.Errorf("go.mod has %v: tools go in hack/tools/go.mod (go -C hack/tools get ...), then go mod tidy here drops them; "+
+			"the docker modules come with go-containerregistry's authn or remote packages, which the product does not import (plugin/internal/registry asks registries)", found)
 	}
 }

@@ -18,8 +18,9 @@ import (
 // only pods that run, so without it a task retried ten times (each
 // attempt a pod as large as the task) keeps eleven copies of itself for
 // as long as it lives. The operator keeps two pods of a task: its latest
-// failed attempt's, whose log says why it failed last, and its latest pod
-// (the attempt that runs, or the one that ended the task). The others go
+// pod (the attempt that runs, or the one that ended the task) and the
+// latest failed attempt before it, so that the logs of the last two
+// attempts stay readable live when the task ends failed. The others go
 // once they have finished, the task's status keeps the end of their logs
 // (logs.go) and counts them: the pruning
 // is decided in the status (status.pruned names them, with what they
@@ -59,11 +60,11 @@ func unpruned(pods []corev1.Pod, p *schedv1.PrunedPods) []corev1.Pod {
 
 // prune adds to pruned the pods of sorted (the task's pods not pruned
 // yet, oldest first) that may go now: finished, their logs kept (in logs,
-// the task's status.logs), and neither the latest failed attempt nor the
-// latest pod. It returns pruned itself when none may.
+// the task's status.logs), and neither the latest pod nor the latest
+// failed attempt before it. It returns pruned itself when none may.
 func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod, logs []schedv1.KeptLog) *schedv1.PrunedPods {
 	var keep *corev1.Pod
-	for i := len(sorted) - 1; i >= 0; i-- {
+	for i := len(sorted) - 2; i >= 0; i-- {
 		if failedAttempt(&sorted[i]) {
 			keep = &sorted[i]
 			break

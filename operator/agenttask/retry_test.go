@@ -37,8 +37,8 @@ func TestRetryBacksOffThenSucceeds(t *testing.T) {
 	ends := []struct{ code, msg string }{{"3", "try again"}, {"3", "try again"}, {"0", "k=v"}}
 	var waits []*metav1.Time
 	// Each attempt's pod as it ended: the first goes once the second
-	// has failed (the task keeps its latest failed attempt and its latest
-	// pod).
+	// has failed (the task keeps its latest pod and the latest failed
+	// attempt before it).
 	var pods []corev1.Pod
 	for i, end := range ends {
 		pod := nthPod(t, ns, "flaky", i+1)

@@ -478,7 +478,7 @@ func TestComputeStatusRetry(t *testing.T) {
 }
 
 // TestComputeStatusPrunes: the status names the pods that may go (all but
-// the latest failed attempt's and the latest), with what they counted, and
+// the latest and the latest failed attempt before it), with what they counted, and
 // counts them on once they are gone: attempts, the retry limit, the
 // backoff's doubling and disruptions go on as if the pods were there.
 // Computed again, with the pruned pods still there or gone, it is the
@@ -516,19 +516,19 @@ func TestComputeStatusPrunes(t *testing.T) {
 			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a"}, Attempts: 1, Failed: 1},
 			attempts: 3, reason: schedv1.ReasonRunning,
 		},
-		"backing off after the third: the doubling counts the pruned": {
+		"backing off after the third: the first goes, the doubling counts it": {
 			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
 			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), failed("t-c", 60)},
 			now:      at(62),
-			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a", "t-b"}, Attempts: 2, Failed: 2},
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a"}, Attempts: 1, Failed: 1},
 			attempts: 3, reason: schedv1.ReasonBackingOff,
 			message: "attempt 3 of 4 failed (exit code 2); the next starts at 10:01:41 UTC (backoff 10s doubled to 40s)",
 		},
-		"the limit used up, with pruned attempts, fails it": {
+		"the limit used up, with a pruned attempt, fails it": {
 			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(2, 10*time.Second).Obj(),
 			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), failed("t-c", 60)},
 			now:      at(62),
-			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a", "t-b"}, Attempts: 2, Failed: 2},
+			pruned:   &schedv1.PrunedPods{Pods: []string{"t-a"}, Attempts: 1, Failed: 1},
 			attempts: 3, reason: schedv1.ReasonNonZeroExit,
 		},
 		"disrupted pods go too, and count": {

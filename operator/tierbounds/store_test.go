@@ -48,8 +48,8 @@ const (
 	// secretsPerApp is the API's bound on an app's secret references
 	// (each external one an ExternalSecret).
 	secretsPerApp = 32
-	// podsPerTask: the operator keeps a task's latest failed attempt's
-	// pod and its latest.
+	// podsPerTask: the operator keeps a task's latest pod and the latest
+	// failed attempt before it.
 	podsPerTask = 2
 )
 

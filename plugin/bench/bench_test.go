@@ -20,7 +20,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 )
 
 var (

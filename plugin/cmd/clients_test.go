@@ -10,9 +10,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 // Every command, completion and version included, builds its clients with

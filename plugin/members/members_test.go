@@ -31,10 +31,9 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/tenant"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var (
@@ -493,7 +492,7 @@ func roleIsWhatMembersUse(t *testing.T, user string) {
 	}
 
 	role := &rbacv1.ClusterRole{}
-	if err := sim.Client.Get(context.Background(), client.ObjectKey{Name: tenant.MemberRole}, role); err != nil {
+	if err := sim.Client.Get(context.Background(), client.ObjectKey{Name: schedv1.TenantMemberRole}, role); err != nil {
 		t.Fatal(err)
 	}
 	granted := map[access]bool{}
@@ -508,7 +507,7 @@ func roleIsWhatMembersUse(t *testing.T, user string) {
 	}
 	for a := range used {
 		if !granted[a] {
-			t.Errorf("the member's commands used %s, which %s does not grant", a, tenant.MemberRole)
+			t.Errorf("the member's commands used %s, which %s does not grant", a, schedv1.TenantMemberRole)
 		}
 	}
 	for a := range granted {
@@ -517,7 +516,7 @@ func roleIsWhatMembersUse(t *testing.T, user string) {
 		case slices.Contains(readVerbs, a.verb) && readsUsed[a.group+"/"+a.resource]:
 		case grantedUnused[a] != "":
 		default:
-			t.Errorf("%s grants %s, which no command of the member used", tenant.MemberRole, a)
+			t.Errorf("%s grants %s, which no command of the member used", schedv1.TenantMemberRole, a)
 		}
 	}
 	var names []string

@@ -70,8 +70,7 @@ deleted with them by the garbage collector.`,
 	f.BoolVar(&o.All, "all", false, "Delete every object of the kind in the namespace.")
 	f.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "With --all or -l, delete in every namespace.")
 	f.StringVarP(&o.Selector, "selector", "l", "", "Delete the objects with these labels, e.g. -l key=value.")
-	f.BoolVar(&o.Wait, "wait", false, "Wait until the objects are gone.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "With --wait, give up after this long (exit code 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Wait until the objects are gone.", &o.Timeout, "")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be deleted; "server" also has the API server check it.`)
 	f.StringVar(&o.Cascade, "cascade", o.Cascade, `"background", "foreground" (wait for dependents first) or "orphan" (keep them).`)
 	f.BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "Succeed when a named object does not exist.")
@@ -93,10 +92,8 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks that the objects are named one way only.
 func (o *Options) Validate() error {
-	if o.DryRun != "none" {
-		if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
-			return err
-		}
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	switch o.Cascade {
 	case "background", "foreground", "orphan":
@@ -157,11 +154,11 @@ func (o *Options) Run(ctx context.Context) error {
 				return errors.Join(append(errs, err)...)
 			}
 			v.uid = uid
-			fmt.Fprintf(o.Out, "%s %q deleted%s\n", v.kind.Qualified(), v.name, o.suffix())
+			fmt.Fprintf(o.Out, "%s %q deleted%s\n", v.kind.Qualified(), v.name, cmdutil.DryRunSuffix(o.DryRun))
 			deleted = append(deleted, v)
 		}
 	}
-	if o.Wait && o.dryRun() == "" {
+	if o.Wait && o.DryRun == "" {
 		for _, v := range deleted {
 			if err := o.waitGone(ctx, v); err != nil {
 				return err
@@ -169,23 +166,6 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func (o *Options) dryRun() string {
-	if o.DryRun == "none" {
-		return ""
-	}
-	return o.DryRun
-}
-
-func (o *Options) suffix() string {
-	switch o.dryRun() {
-	case "client":
-		return " (dry run)"
-	case "server":
-		return " (server dry run)"
-	}
-	return ""
 }
 
 // victims are the named objects, or the kind's objects that --all or -l select.
@@ -219,7 +199,7 @@ func (o *Options) victims(ctx context.Context, t kinds.Target) ([]victim, error)
 // returns the UID of what was deleted, for --wait.
 func (o *Options) delete(ctx context.Context, v victim) (types.UID, error) {
 	res := o.meta.Resource(v.kind.GVR()).Namespace(v.namespace)
-	if o.dryRun() == "client" {
+	if o.DryRun == "client" {
 		m, err := res.Get(ctx, v.name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
@@ -236,7 +216,7 @@ func (o *Options) delete(ctx context.Context, v victim) (types.UID, error) {
 		// Selected by a list: delete that object, not a newer one of the same name.
 		opts.Preconditions = &metav1.Preconditions{UID: &v.uid}
 	}
-	if o.dryRun() == "server" {
+	if o.DryRun == "server" {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
 	if err := res.Delete(ctx, v.name, opts); err != nil {

@@ -32,6 +32,7 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
@@ -53,16 +54,15 @@ const examples = `  # One image as a public app, without a template; prints its 
   # See what would be applied
   kubectl sched deploy shop --template ./my-app.yaml --dry-run=client -o yaml`
 
-// resource names the kind in messages, as kubectl does.
-const resource = "userdeployment.sched.kubectl-sched.dev"
+// udKind is the kind deploy applies.
+var udKind = kinds.UserDeployment
 
 // Options for `kubectl sched deploy`.
 type Options struct {
 	kube.ClientOptions
-	Name            string
-	Template        string
-	TemplateDirs    []string
-	Values          templates.ValueFlags
+	Name string
+	// The template and its values; deploy takes no -f.
+	templates.SourceFlags
 	CreateNamespace bool
 	DryRun          string
 	Output          string
@@ -80,7 +80,7 @@ type Options struct {
 
 // NewCommand returns `kubectl sched deploy`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, DryRun: "none"}
+	o := &Options{ClientOptions: c, Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "deploy NAME (--template TEMPLATE [--set NAME=VALUE]... [-f values.yaml] | --image IMAGE [--port 8080] [--env NAME=VALUE]... [--replicas N] [--public|--internal]) [--secret NAME=VALUE]...",
 		Short: "Deploy an app: render a template into a UserDeployment, or run one image, and apply it",
@@ -107,23 +107,17 @@ containers being created) is printed as it waits, and is Degraded only once
 a service makes no progress for the app's spec.progressDeadline (10m by
 default).`,
 		Example: examples,
-		Args:    cobra.ExactArgs(1),
+		Args:    cmdutil.NameArg(udKind.Singular),
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Template, "template", "", "Template to render: a name, or a path to a file or folder (see 'kubectl sched template list').")
-	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
-	o.Values.AddFlags(f, "f")
+	o.AddFlags(cmd, udKind.Kind, "")
 	f.BoolVar(&o.CreateNamespace, "create-namespace", false, "Create the namespace if it does not exist.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be applied and sends nothing; "server" has the API server validate it without persisting.`)
-	// As kubectl's: a bare --dry-run is an error asking for a value.
-	f.Lookup("dry-run").NoOptDefVal = "unchanged"
 	f.StringVarP(&o.Output, "output", "o", "", "Print the applied UserDeployment: json, yaml or name. Other messages then go to stderr.")
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
-	f.BoolVar(&o.Wait, "wait", false, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Wait until the UserDeployment is Running (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	o.Image.AddFlags(f)
-	_ = cmd.RegisterFlagCompletionFunc("template", completeTemplates)
 	return cmd
 }
 
@@ -159,27 +153,15 @@ func (o *Options) Validate() error {
 	if errs := validation.IsDNS1123Label(o.Name); len(errs) > 0 {
 		return cmdutil.Usage("Names are lower-case letters, digits and '-', starting with a letter or digit.", "invalid name %q: %s", o.Name, strings.Join(errs, ", "))
 	}
-	switch o.DryRun {
-	case "none":
-		o.DryRun = ""
-	case "client", "server":
-	case "unchanged":
-		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run needs a value: client, server or none")
-	default:
-		return cmdutil.Usage("Write --dry-run=client or --dry-run=server.", "--dry-run must be client, server or none, got %q", o.DryRun)
+	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
+		return err
 	}
 	if o.Output != "" {
 		if _, err := o.print.ToPrinter(); err != nil {
 			return cmdutil.Usage("Use -o json, -o yaml or -o name.", "%v", err)
 		}
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop --wait, or --dry-run.", "--wait cannot follow a dry run: nothing is created")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a duration such as --timeout 5m.", "--timeout must be positive, got %v", o.Timeout)
-	}
-	return nil
+	return cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun)
 }
 
 // msgOut is where progress messages go: stdout, unless stdout carries the
@@ -242,7 +224,7 @@ func (o *Options) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "note: namespace %s does not exist yet, so the API server cannot dry-run the UserDeployment in it.\n", ns)
 			return nil
 		}
-		return o.applyErr(ctx, err, "userdeployments.sched.kubectl-sched.dev", o.Name)
+		return o.applyErr(ctx, err, udKind.Resource(), o.Name)
 	}
 	// A new Secret is owned by its UserDeployment once that has a UID, so
 	// deleting the app deletes the Secret too.
@@ -270,14 +252,12 @@ func (o *Options) Run(ctx context.Context) error {
 
 // fromTemplate renders the template.
 func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *corev1.Secret, error) {
-	c, ns := o.Clients, o.Clients.Namespace
-	src := &templates.Source{Dirs: o.TemplateDirs, Client: c.Client, Namespace: ns,
-		Warn: func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) }}
-	t, err := src.Get(ctx, o.Template)
+	ns := o.Clients.Namespace
+	t, err := o.Get(ctx, o.Clients.Client, ns, false, o.ErrOut)
 	if err != nil {
-		return nil, nil, templates.CommandError(err)
+		return nil, nil, err
 	}
-	if kind := t.ObjectKind(); kind != "UserDeployment" {
+	if kind := t.ObjectKind(); kind != udKind.Kind {
 		return nil, nil, cmdutil.Usage(otherKindHint(kind, o.Template), "template %s makes a %s; deploy applies UserDeployment templates", t.Name(), kind)
 	}
 	if t.HasSecrets() {
@@ -300,7 +280,7 @@ func (o *Options) fromTemplate(ctx context.Context) (*schedv1.UserDeployment, *c
 // is none, or it may not be read (the apply then says what is refused).
 func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(schedv1.GroupVersion.WithKind("UserDeployment"))
+	u.SetGroupVersionKind(udKind.GVK())
 	err := o.Clients.Client.Get(ctx, client.ObjectKey{Namespace: o.Clients.Namespace, Name: o.Name}, u)
 	switch {
 	case cmdutil.NotInstalled(err):
@@ -308,32 +288,19 @@ func (o *Options) current(ctx context.Context) (*unstructured.Unstructured, erro
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		return nil, nil
 	case err != nil:
-		return nil, cmdutil.API(err, "get", fmt.Sprintf("userdeployments.sched.kubectl-sched.dev %q", o.Name))
+		return nil, cmdutil.API(err, "get", udKind.What("", o.Name))
 	}
 	return u, nil
-}
-
-// completeTemplates offers the catalog's UserDeployment templates, and
-// files, without asking the cluster: completion must be instant.
-func completeTemplates(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	ts, _ := templates.Catalog()
-	var out []cobra.Completion
-	for _, t := range ts {
-		if t.ObjectKind() == "UserDeployment" {
-			out = append(out, cobra.CompletionWithDesc(t.Name(), t.Description))
-		}
-	}
-	return out, cobra.ShellCompDirectiveDefault
 }
 
 // otherKindHint says which command handles a template deploy refuses.
 func otherKindHint(kind, ref string) string {
 	switch kind {
-	case "Workflow":
+	case kinds.Workflow.Kind:
 		return fmt.Sprintf("Run it with 'kubectl sched workflow run --template %s'.", ref)
-	case "AgentTask":
+	case kinds.AgentTask.Kind:
 		return fmt.Sprintf("Run a task with 'kubectl sched task run', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
-	case "SchedExt":
+	case kinds.SchedExt.Kind:
 		return fmt.Sprintf("Load a scheduler with 'kubectl sched schedext set', or apply this one with 'kubectl sched template render %s NAME | kubectl apply --server-side -f -'.", ref)
 	}
 	return "See 'kubectl sched template list' for the kind each template makes."
@@ -383,7 +350,7 @@ func secretHash(secret *corev1.Secret) string {
 func setOwner(secret *corev1.Secret, name string, uid types.UID) {
 	// Not a controller reference: the operator does not manage this Secret.
 	secret.OwnerReferences = []metav1.OwnerReference{{
-		APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment", Name: name, UID: uid,
+		APIVersion: schedv1.GroupVersion.String(), Kind: udKind.Kind, Name: name, UID: uid,
 	}}
 }
 
@@ -423,7 +390,7 @@ func (o *Options) applyErr(ctx context.Context, err error, plural, name string) 
 }
 
 func notInstalled() error {
-	return cmdutil.API(&apimeta.NoResourceMatchError{PartialResource: schedv1.GroupVersion.WithResource("userdeployments")}, "patch", "userdeployments")
+	return cmdutil.API(&apimeta.NoResourceMatchError{PartialResource: udKind.GVR()}, "patch", udKind.Plural)
 }
 
 func isNamespaceNotFound(err error) bool {
@@ -443,7 +410,7 @@ func (o *Options) printResult(ud *schedv1.UserDeployment, secret *corev1.Secret)
 		if secret != nil {
 			fmt.Fprintf(o.Out, "secret/%s applied%s\n", secret.Name, cmdutil.DryRunSuffix(o.DryRun))
 		}
-		fmt.Fprintf(o.Out, "%s/%s applied%s\n", resource, ud.Name, cmdutil.DryRunSuffix(o.DryRun))
+		fmt.Fprintf(o.Out, "%s/%s applied%s\n", udKind.Qualified(), ud.Name, cmdutil.DryRunSuffix(o.DryRun))
 		return nil
 	}
 	p, err := o.print.ToPrinter()

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -30,30 +30,8 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
 
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-func mustRun(t *testing.T, args ...string) plugintest.Result {
-	t.Helper()
-	return env.MustRun(t, args...)
-}
-
-func getUD(t *testing.T, ns, name string) *schedv1.UserDeployment {
-	t.Helper()
-	ud := &schedv1.UserDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ud); err != nil {
-		t.Fatal(err)
-	}
-	return ud
-}
-
 func TestDeploy(t *testing.T) {
-	r := mustRun(t, "deploy", "shop", "-n", "deploy-basic", "--create-namespace",
+	r := env.MustRun(t, "deploy", "shop", "-n", "deploy-basic", "--create-namespace",
 		"--template", "web-app", "--set", "apiImage=ghcr.io/example/api:1.4.0")
 	want := "namespace/deploy-basic created\n" +
 		"userdeployment.sched.kubectl-sched.dev/shop applied\n" +
@@ -62,7 +40,7 @@ func TestDeploy(t *testing.T) {
 		t.Errorf("stdout:\n%s\nwant:\n%s", r.Stdout, want)
 	}
 
-	ud := getUD(t, "deploy-basic", "shop")
+	ud := env.App(t, "deploy-basic", "shop")
 	s := ud.Spec.Services
 	if len(s) != 2 || s[0].Image != "nginx:1.27" || s[1].Image != "ghcr.io/example/api:1.4.0" || *s[0].Replicas != 2 ||
 		s[0].Exposure != schedv1.ExposurePublic || s[0].Env[0].Value != "http://shop-api:8080" {
@@ -80,15 +58,15 @@ func TestDeploy(t *testing.T) {
 	}
 
 	// Deploying again updates the same object in place.
-	mustRun(t, "deploy", "shop", "-n", "deploy-basic", "--template", "web-app", "--set", "apiImage=ghcr.io/example/api:1.5.0", "--set", "replicas=3")
-	ud = getUD(t, "deploy-basic", "shop")
+	env.MustRun(t, "deploy", "shop", "-n", "deploy-basic", "--template", "web-app", "--set", "apiImage=ghcr.io/example/api:1.5.0", "--set", "replicas=3")
+	ud = env.App(t, "deploy-basic", "shop")
 	if ud.Spec.Services[1].Image != "ghcr.io/example/api:1.5.0" || *ud.Spec.Services[0].Replicas != 3 || ud.Generation != 2 {
 		t.Errorf("after redeploy: generation %d, services %+v", ud.Generation, ud.Spec.Services)
 	}
 }
 
 func TestDeployFromValuesFileAndSources(t *testing.T) {
-	createNamespace(t, "deploy-sources")
+	env.Namespace(t, "deploy-sources")
 	dir := t.TempDir()
 	values := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(values, []byte("image: ghcr.io/example/mailer:3\nreplicas: 4\n"), 0o600); err != nil {
@@ -96,16 +74,16 @@ func TestDeployFromValuesFileAndSources(t *testing.T) {
 	}
 
 	t.Run("values file, and --set wins", func(t *testing.T) {
-		mustRun(t, "deploy", "mailer", "-n", "deploy-sources", "--template", "worker", "-f", values, "--set", "replicas=5")
-		s := getUD(t, "deploy-sources", "mailer").Spec.Services[0]
+		env.MustRun(t, "deploy", "mailer", "-n", "deploy-sources", "--template", "worker", "-f", values, "--set", "replicas=5")
+		s := env.App(t, "deploy-sources", "mailer").Spec.Services[0]
 		if s.Image != "ghcr.io/example/mailer:3" || *s.Replicas != 5 {
 			t.Errorf("service = %+v", s)
 		}
 	})
 
 	t.Run("local file", func(t *testing.T) {
-		mustRun(t, "deploy", "cache", "-n", "deploy-sources", "--template", "testdata/cache.yaml")
-		if got := getUD(t, "deploy-sources", "cache").Spec.Services[0].Image; got != "redis:7" {
+		env.MustRun(t, "deploy", "cache", "-n", "deploy-sources", "--template", "testdata/cache.yaml")
+		if got := env.App(t, "deploy-sources", "cache").Spec.Services[0].Image; got != "redis:7" {
 			t.Errorf("image = %q", got)
 		}
 	})
@@ -123,8 +101,8 @@ func TestDeployFromValuesFileAndSources(t *testing.T) {
 		if err := env.Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
-		mustRun(t, "deploy", "cache2", "-n", "deploy-sources", "--template", "cache")
-		if got := getUD(t, "deploy-sources", "cache2").Spec.Services[0].Image; got != "registry.internal/redis:7" {
+		env.MustRun(t, "deploy", "cache2", "-n", "deploy-sources", "--template", "cache")
+		if got := env.App(t, "deploy-sources", "cache2").Spec.Services[0].Image; got != "registry.internal/redis:7" {
 			t.Errorf("image = %q", got)
 		}
 	})
@@ -132,10 +110,10 @@ func TestDeployFromValuesFileAndSources(t *testing.T) {
 
 func TestDeploySecret(t *testing.T) {
 	const ns, password = "deploy-secret", "correct-horse-battery-staple"
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	args := []string{"deploy", "orders", "-n", ns, "--template", "api-postgres", "--set", "image=ghcr.io/example/orders:2"}
 
-	r := mustRun(t, append(args, "--secret", "POSTGRES_PASSWORD="+password)...)
+	r := env.MustRun(t, append(args, "--secret", "POSTGRES_PASSWORD="+password)...)
 	if strings.Contains(r.Stdout+r.Stderr, password) {
 		t.Fatalf("the password was printed:\n%s\n%s", r.Stdout, r.Stderr)
 	}
@@ -143,7 +121,7 @@ func TestDeploySecret(t *testing.T) {
 		t.Errorf("stdout:\n%s", r.Stdout)
 	}
 
-	ud := getUD(t, ns, "orders")
+	ud := env.App(t, ns, "orders")
 	raw, _ := json.Marshal(ud)
 	if strings.Contains(string(raw), password) {
 		t.Errorf("the password is in the UserDeployment: %s", raw)
@@ -174,8 +152,8 @@ func TestDeploySecret(t *testing.T) {
 	}
 
 	// A redeploy without the secret keeps it, and keeps the owner.
-	r = mustRun(t, append(args, "--set", "port=9090")...)
-	if h := getUD(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h != firstHash {
+	r = env.MustRun(t, append(args, "--set", "port=9090")...)
+	if h := env.App(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h != firstHash {
 		t.Errorf("secret hash %q after a redeploy with the same values, was %q", h, firstHash)
 	}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-secrets"}, secret); err != nil {
@@ -193,7 +171,7 @@ func TestDeploySecret(t *testing.T) {
 	if err := os.WriteFile(file, []byte("from-a-file-77"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r = mustRun(t, append(args, "--secret-file", "POSTGRES_PASSWORD="+file, "-o", "yaml")...)
+	r = env.MustRun(t, append(args, "--secret-file", "POSTGRES_PASSWORD="+file, "-o", "yaml")...)
 	if strings.Contains(r.Stdout+r.Stderr, "from-a-file-77") || strings.Contains(r.Stdout, "kind: Secret") {
 		t.Errorf("the secret was printed:\n%s\n%s", r.Stdout, r.Stderr)
 	}
@@ -209,19 +187,19 @@ func TestDeploySecret(t *testing.T) {
 	if string(secret.Data["POSTGRES_PASSWORD"]) != "from-a-file-77" {
 		t.Errorf("--secret-file did not replace the value")
 	}
-	if h := getUD(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h == firstHash || h == "" {
+	if h := env.App(t, ns, "orders").Annotations[schedv1.AnnotationSecretHash]; h == firstHash || h == "" {
 		t.Errorf("secret hash %q did not change with the value", h)
 	}
 
 	// -o name lists both objects.
-	r = mustRun(t, append(args, "-o", "name")...)
+	r = env.MustRun(t, append(args, "-o", "name")...)
 	if r.Stdout != "secret/orders-secrets\nuserdeployment.sched.kubectl-sched.dev/orders\n" {
 		t.Errorf("-o name:\n%s", r.Stdout)
 	}
 }
 
 func TestDryRunClient(t *testing.T) {
-	r := mustRun(t, "deploy", "preview", "-n", "deploy-dry-client", "--template", "api-postgres", "--set", "image=api:1",
+	r := env.MustRun(t, "deploy", "preview", "-n", "deploy-dry-client", "--template", "api-postgres", "--set", "image=api:1",
 		"--secret", "POSTGRES_PASSWORD=never-shown-1", "--dry-run=client", "-o", "yaml")
 	for _, want := range []string{"kind: UserDeployment", "name: preview", "namespace: deploy-dry-client", "secretName: preview-secrets", "image: api:1"} {
 		if !strings.Contains(r.Stdout, want) {
@@ -237,18 +215,27 @@ func TestDryRunClient(t *testing.T) {
 		t.Errorf("namespace: %v, want NotFound", err)
 	}
 
-	r = mustRun(t, "deploy", "preview", "--template", "worker", "--set", "image=w:1", "--dry-run=client")
-	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/preview applied (dry run)\n" {
-		t.Errorf("stdout:\n%s", r.Stdout)
+	// A bare --dry-run is client's, as in every command (and kubectl's
+	// deprecated bare form); none sends.
+	for _, dryRun := range []string{"--dry-run=client", "--dry-run"} {
+		r = env.MustRun(t, "deploy", "preview", "--template", "worker", "--set", "image=w:1", dryRun)
+		if r.Stdout != "userdeployment.sched.kubectl-sched.dev/preview applied (dry run)\n" {
+			t.Errorf("%s: stdout:\n%s", dryRun, r.Stdout)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "preview"}, &schedv1.UserDeployment{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: get: %v, want NotFound", dryRun, err)
+		}
 	}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "preview"}, &schedv1.UserDeployment{}); !apierrors.IsNotFound(err) {
-		t.Errorf("get: %v, want NotFound", err)
+	r = env.MustRun(t, "deploy", "preview", "-n", "deploy-dry-none", "--create-namespace", "--template", "worker", "--set", "image=w:1", "--dry-run=none")
+	if want := "namespace/deploy-dry-none created\nuserdeployment.sched.kubectl-sched.dev/preview applied\n"; !strings.HasPrefix(r.Stdout, want) {
+		t.Errorf("--dry-run=none: stdout:\n%s\nwant it to start:\n%s", r.Stdout, want)
 	}
+	env.App(t, "deploy-dry-none", "preview")
 }
 
 func TestDryRunServer(t *testing.T) {
-	createNamespace(t, "deploy-dry-server")
-	r := mustRun(t, "deploy", "checked", "-n", "deploy-dry-server", "--template", "worker", "--set", "image=w:1", "--dry-run=server")
+	env.Namespace(t, "deploy-dry-server")
+	r := env.MustRun(t, "deploy", "checked", "-n", "deploy-dry-server", "--template", "worker", "--set", "image=w:1", "--dry-run=server")
 	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/checked applied (server dry run)\n" {
 		t.Errorf("stdout:\n%s", r.Stdout)
 	}
@@ -267,28 +254,6 @@ func TestDryRunServer(t *testing.T) {
 	}
 }
 
-// setStatus writes the status the operator would, once the object exists.
-func setStatus(t *testing.T, ns, name string, status schedv1.UserDeploymentStatus) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ud := &schedv1.UserDeployment{}
-		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ud)
-		if err == nil {
-			ud.Status = status
-			ud.Status.ObservedGeneration = ud.Generation
-			if err = env.Client.Status().Update(ctx, ud); err == nil {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("set status of %s/%s: %v", ns, name, err)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func condition(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
 }
@@ -297,13 +262,13 @@ func condition(typ string, status metav1.ConditionStatus, reason, msg string) me
 // once statuses have been written.
 func deployAndWait(t *testing.T, ns, name string, statuses ...schedv1.UserDeploymentStatus) plugintest.Result {
 	t.Helper()
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	done := make(chan plugintest.Result, 1)
 	go func() {
 		done <- env.Run("deploy", name, "-n", ns, "--template", "web-app", "--set", "apiImage=api:1", "--wait", "--timeout", "60s")
 	}()
 	for _, st := range statuses {
-		setStatus(t, ns, name, st)
+		env.SetAppStatus(t, ns, name, st)
 		time.Sleep(200 * time.Millisecond)
 	}
 	select {
@@ -385,9 +350,9 @@ func TestWaitShowsWhatItWaitsFor(t *testing.T) {
 // only at a status whose observedGeneration has caught up.
 func TestWaitIgnoresStaleStatus(t *testing.T) {
 	const ns = "deploy-wait-stale"
-	createNamespace(t, ns)
-	mustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
-	setStatus(t, ns, "shop", schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning, Ready: "2/2"})
+	env.Namespace(t, ns)
+	env.MustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
+	env.SetAppStatus(t, ns, "shop", schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning, Ready: "2/2"})
 	r := env.Run("deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:2", "--wait", "--timeout", "2s")
 	if r.Code != cmdutil.ExitWatchTimeout {
 		t.Errorf("exit %d, want %d: the Running status describes the previous spec\n%s%s", r.Code, cmdutil.ExitWatchTimeout, r.Stdout, r.Stderr)
@@ -395,7 +360,7 @@ func TestWaitIgnoresStaleStatus(t *testing.T) {
 }
 
 func TestWaitTimeout(t *testing.T) {
-	createNamespace(t, "deploy-wait-timeout")
+	env.Namespace(t, "deploy-wait-timeout")
 	start := time.Now()
 	r := env.Run("deploy", "shop", "-n", "deploy-wait-timeout", "--template", "web-app", "--set", "apiImage=api:1", "--wait", "--timeout", "1s")
 	if r.Code != cmdutil.ExitWatchTimeout {
@@ -463,7 +428,7 @@ func TestErrors(t *testing.T) {
 			Args: append(base, "--dry-run=maybe"), Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client, server or none, got "maybe"`},
 		},
 		"--wait with --dry-run": {
-			Args: append(base, "--dry-run=server", "--wait"), Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a dry run"},
+			Args: append(base, "--dry-run=server", "--wait"), Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a --dry-run: nothing changes"},
 		},
 		"bad output": {
 			Args: append(base, "-o", "table"), Code: cmdutil.ExitUsage, Stderr: []string{`unable to match a printer suitable for the output format "table"`},

@@ -130,7 +130,7 @@ func (o *Options) fromImage(ctx context.Context) (*schedv1.UserDeployment, *core
 		svc.Replicas = &f.Replicas
 	}
 	ud := &schedv1.UserDeployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: "UserDeployment"},
+		TypeMeta:   metav1.TypeMeta{APIVersion: schedv1.GroupVersion.String(), Kind: udKind.Kind},
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name, Namespace: ns},
 		Spec:       schedv1.UserDeploymentSpec{Services: []schedv1.ServiceSpec{svc}},
 	}

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/deploy"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -26,15 +26,15 @@ import (
 // of the latest deploy exists.
 func reportURL(t *testing.T, ns, name, url string) {
 	t.Helper()
-	setStatus(t, ns, name, schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentProgressing, Ready: "0/1", URLs: []string{url}})
+	env.SetAppStatus(t, ns, name, schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentProgressing, Ready: "0/1", URLs: []string{url}})
 }
 
 func TestDeployImage(t *testing.T) {
 	const ns, token = "deploy-image", "s3cr3t-token-1"
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	done := make(chan struct{})
 	go func() { defer close(done); reportURL(t, ns, "hello", "http://hello.deploy-image.apps.example.com/") }()
-	r := mustRun(t, "deploy", "hello", "-n", ns, "--image", "ghcr.io/example/hello:1", "--env", "GREETING=hi", "--env", "LOG=debug", "--env", "GREETING=hello",
+	r := env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "ghcr.io/example/hello:1", "--env", "GREETING=hi", "--env", "LOG=debug", "--env", "GREETING=hello",
 		"--secret", "TOKEN="+token)
 	<-done
 	want := "secret/hello-secrets applied\n" +
@@ -48,7 +48,7 @@ func TestDeployImage(t *testing.T) {
 		t.Fatalf("the secret was printed")
 	}
 
-	ud := getUD(t, ns, "hello")
+	ud := env.App(t, ns, "hello")
 	wantSpec := schedv1.UserDeploymentSpec{
 		Services: []schedv1.ServiceSpec{{
 			Name: "web", Image: "ghcr.io/example/hello:1", Replicas: ptr.To[int32](1), Exposure: schedv1.ExposurePublic,
@@ -77,8 +77,8 @@ func TestDeployImage(t *testing.T) {
 	// Deploying again is the whole app again: the command line's env, but
 	// the secret's value is kept.
 	defer deploy.SetURLWait(100 * time.Millisecond)()
-	mustRun(t, "deploy", "hello", "-n", ns, "--image", "ghcr.io/example/hello:2", "--env", "LOG=info")
-	ud = getUD(t, ns, "hello")
+	env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "ghcr.io/example/hello:2", "--env", "LOG=info")
+	ud = env.App(t, ns, "hello")
 	if s := ud.Spec.Services[0]; s.Image != "ghcr.io/example/hello:2" || len(s.Env) != 1 || s.Env[0].Value != "info" || len(ud.Spec.Secrets) != 1 {
 		t.Errorf("after a redeploy: %+v, secrets %+v", s, ud.Spec.Secrets)
 	}
@@ -87,11 +87,11 @@ func TestDeployImage(t *testing.T) {
 	}
 
 	// Internal, on another port, with replicas: no URL to print.
-	r = mustRun(t, "deploy", "worker", "-n", ns, "--image", "ghcr.io/example/worker:1", "--internal", "--port", "9000", "--replicas", "3")
+	r = env.MustRun(t, "deploy", "worker", "-n", ns, "--image", "ghcr.io/example/worker:1", "--internal", "--port", "9000", "--replicas", "3")
 	if strings.Contains(r.Stdout, "URL") {
 		t.Errorf("an internal app has no URL:\n%s", r.Stdout)
 	}
-	s := getUD(t, ns, "worker").Spec.Services[0]
+	s := env.App(t, ns, "worker").Spec.Services[0]
 	if s.Exposure != schedv1.ExposureInternal || s.Ports[0].Port != 9000 || s.ReadinessProbe.TCPSocket.Port.IntVal != 9000 || *s.Replicas != 3 {
 		t.Errorf("service %+v", s)
 	}
@@ -99,16 +99,16 @@ func TestDeployImage(t *testing.T) {
 
 func TestDeployImageWithoutOperator(t *testing.T) {
 	defer deploy.SetURLWait(time.Second)()
-	createNamespace(t, "deploy-image-alone")
-	r := mustRun(t, "deploy", "hello", "-n", "deploy-image-alone", "--image", "nginx:1.27")
+	env.Namespace(t, "deploy-image-alone")
+	r := env.MustRun(t, "deploy", "hello", "-n", "deploy-image-alone", "--image", "nginx:1.27")
 	if want := "URL: not reported yet (is the operator running?); 'kubectl sched get ud hello -n deploy-image-alone' shows it once it is\n"; !strings.Contains(r.Stdout, want) {
 		t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
 	}
 }
 
 func TestDeployImageDryRun(t *testing.T) {
-	createNamespace(t, "deploy-image-dry")
-	r := mustRun(t, "deploy", "preview", "-n", "deploy-image-dry", "--image", "nginx:1.27", "--port", "80", "--secret", "K=never-shown-2", "--dry-run=client", "-o", "yaml")
+	env.Namespace(t, "deploy-image-dry")
+	r := env.MustRun(t, "deploy", "preview", "-n", "deploy-image-dry", "--image", "nginx:1.27", "--port", "80", "--secret", "K=never-shown-2", "--dry-run=client", "-o", "yaml")
 	for _, want := range []string{"kind: UserDeployment", "name: preview", "image: nginx:1.27", "port: 80", "exposure: Public", "secretName: preview-secrets"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
@@ -117,7 +117,7 @@ func TestDeployImageDryRun(t *testing.T) {
 	if strings.Contains(r.Stdout+r.Stderr, "never-shown-2") || strings.Contains(r.Stdout, "URL") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", r.Stdout, r.Stderr)
 	}
-	r = mustRun(t, "deploy", "preview", "-n", "deploy-image-dry", "--image", "nginx:1.27", "--dry-run=server")
+	r = env.MustRun(t, "deploy", "preview", "-n", "deploy-image-dry", "--image", "nginx:1.27", "--dry-run=server")
 	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/preview applied (server dry run)\n" {
 		t.Errorf("stdout:\n%s", r.Stdout)
 	}
@@ -151,10 +151,10 @@ func TestDeployImageErrors(t *testing.T) {
 // --replicas) sets them for that service.
 func TestRedeployKeepsTheScale(t *testing.T) {
 	const ns = "deploy-keep-scale"
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	replicas := func(app, svc string) int32 {
 		t.Helper()
-		for _, s := range getUD(t, ns, app).Spec.Services {
+		for _, s := range env.App(t, ns, app).Spec.Services {
 			if s.Name == svc {
 				return ptr.Deref(s.Replicas, -1)
 			}
@@ -164,9 +164,9 @@ func TestRedeployKeepsTheScale(t *testing.T) {
 	}
 
 	t.Run("a template without replicas", func(t *testing.T) {
-		mustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml")
-		mustRun(t, "scale", "cache", "--replicas", "3", "-n", ns)
-		r := mustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml", "--set", "memory=512Mi")
+		env.MustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml")
+		env.MustRun(t, "scale", "cache", "--replicas", "3", "-n", ns)
+		r := env.MustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml", "--set", "memory=512Mi")
 		if got := replicas("cache", "redis"); got != 3 {
 			t.Errorf("replicas %d after a redeploy, want the scale's 3", got)
 		}
@@ -174,16 +174,16 @@ func TestRedeployKeepsTheScale(t *testing.T) {
 			t.Errorf("stderr:\n%s", r.Stderr)
 		}
 		// The same with a server dry run, which shows what would be applied.
-		r = mustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml", "--dry-run=server", "-o", "json")
+		r = env.MustRun(t, "deploy", "cache", "-n", ns, "--template", "testdata/cache.yaml", "--dry-run=server", "-o", "json")
 		if !strings.Contains(r.Stdout, `"replicas": 3`) {
 			t.Errorf("server dry run:\n%s", r.Stdout)
 		}
 	})
 
 	t.Run("a template that sets them", func(t *testing.T) {
-		mustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
-		mustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
-		r := mustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:2")
+		env.MustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
+		env.MustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
+		r := env.MustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:2")
 		if got := replicas("shop", "web"); got != 2 {
 			t.Errorf("replicas %d, want the template's 2", got)
 		}
@@ -194,20 +194,20 @@ func TestRedeployKeepsTheScale(t *testing.T) {
 
 	t.Run("--image, and --replicas", func(t *testing.T) {
 		defer deploy.SetURLWait(10 * time.Millisecond)()
-		mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27")
-		mustRun(t, "scale", "hello", "--replicas", "4", "-n", ns)
-		mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.28")
+		env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27")
+		env.MustRun(t, "scale", "hello", "--replicas", "4", "-n", ns)
+		env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.28")
 		if got := replicas("hello", "web"); got != 4 {
 			t.Errorf("replicas %d after a redeploy, want the scale's 4", got)
 		}
-		mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.28", "--replicas", "2")
+		env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.28", "--replicas", "2")
 		if got := replicas("hello", "web"); got != 2 {
 			t.Errorf("replicas %d, want --replicas' 2", got)
 		}
 	})
 
 	t.Run("replicas another manager set are not taken", func(t *testing.T) {
-		mustRun(t, "deploy", "cache2", "-n", ns, "--template", "testdata/cache.yaml")
+		env.MustRun(t, "deploy", "cache2", "-n", ns, "--template", "testdata/cache.yaml")
 		other := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": schedv1.GroupVersion.String(), "kind": "UserDeployment",
 			"metadata": map[string]any{"name": "cache2", "namespace": ns},
@@ -216,7 +216,7 @@ func TestRedeployKeepsTheScale(t *testing.T) {
 		if err := env.Client.Patch(ctx, other, client.Apply, client.FieldOwner("autoscaler")); err != nil {
 			t.Fatal(err)
 		}
-		mustRun(t, "deploy", "cache2", "-n", ns, "--template", "testdata/cache.yaml")
+		env.MustRun(t, "deploy", "cache2", "-n", ns, "--template", "testdata/cache.yaml")
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(schedv1.GroupVersion.WithKind("UserDeployment"))
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cache2"}, u); err != nil {

@@ -162,7 +162,7 @@ func (o *Options) describe(ctx context.Context, k kinds.Kind, key client.ObjectK
 		return cmdutil.API(err, "get", k.What(key.Namespace, key.Name))
 	}
 	d := &describer{ctx: ctx, clients: o.Clients, kind: k, schedulerNamespace: o.SchedulerNamespace}
-	w := newWriter(buf)
+	w := printing.NewDescribeWriter(buf)
 	switch obj := obj.(type) {
 	case *schedv1.UserDeployment:
 		d.userDeployment(w, obj)

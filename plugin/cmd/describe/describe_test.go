@@ -21,8 +21,8 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -55,36 +55,6 @@ func at(d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(past.Add(d)
 
 func cond(typ string, status metav1.ConditionStatus, reason, msg string) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(past)}
-}
-
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		status := o.DeepCopyObject().(client.Object)
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("create %T %s: %v", o, o.GetName(), err)
-		}
-		var hasStatus bool
-		switch d := o.(type) {
-		case *schedv1.AgentTask:
-			d.Status, hasStatus = status.(*schedv1.AgentTask).Status, true
-		case *schedv1.Workflow:
-			d.Status, hasStatus = status.(*schedv1.Workflow).Status, true
-		case *schedv1.CronWorkflow:
-			d.Status, hasStatus = status.(*schedv1.CronWorkflow).Status, true
-		case *schedv1.UserDeployment:
-			d.Status, hasStatus = status.(*schedv1.UserDeployment).Status, true
-		case *schedv1.SchedExt:
-			d.Status, hasStatus = status.(*schedv1.SchedExt).Status, true
-		case *corev1.Pod:
-			d.Status, hasStatus = status.(*corev1.Pod).Status, true
-		}
-		if hasStatus {
-			if err := env.Client.Status().Update(context.Background(), o); err != nil {
-				t.Fatalf("status of %T %s: %v", o, o.GetName(), err)
-			}
-		}
-	}
 }
 
 // event records an event about obj as a controller would.
@@ -156,7 +126,7 @@ func TestDescribe(t *testing.T) {
 			Spec:       corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "busybox:1.37"}}},
 		}},
 	}
-	create(t, task, job, pod("hello-x7k2p", ns, "node-1", jobLabels, false, corev1.PodSucceeded),
+	env.CreateWithStatus(t, task, job, pod("hello-x7k2p", ns, "node-1", jobLabels, false, corev1.PodSucceeded),
 		// Another task's pod must not show.
 		pod("other-abcde", ns, "node-1", labels(schedv1.LabelAgentTask, "other"), false, corev1.PodSucceeded))
 	event(t, task, "AgentTask", corev1.EventTypeNormal, "Created", "Created Job hello", 0, 1)
@@ -168,7 +138,7 @@ func TestDescribe(t *testing.T) {
 	flaky.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskRunning, JobName: "flaky", PodName: "flaky-a1b2c", Attempts: 1, ExitCode: ptr.To[int32](75),
 		Reason: schedv1.ReasonBackingOff, Message: "attempt 1 of 3 failed (exit code 75); the next starts at 04:05:48 UTC (backoff 30s); it said: mirror busy",
 		StartTime: at(0), NextAttemptTime: at(42 * time.Second)}
-	create(t, flaky)
+	env.CreateWithStatus(t, flaky)
 	event(t, flaky, "AgentTask", corev1.EventTypeWarning, schedv1.ReasonBackingOff, "attempt 1 of 3 failed (exit code 75); the next starts at 04:05:48 UTC (backoff 30s); it said: mirror busy", 12*time.Second, 1)
 
 	// Workflow with step statuses and its step tasks.
@@ -190,7 +160,7 @@ func TestDescribe(t *testing.T) {
 		st.Status = schedv1.AgentTaskStatus{Phase: phase, ExitCode: ptr.To(exit), Attempts: 1, JobName: name}
 		return st
 	}
-	create(t, wf, stepTask("nightly-1-build", "1", schedv1.TaskFailed, 2), stepTask("nightly-0-fetch", "0", schedv1.TaskSucceeded, 0))
+	env.CreateWithStatus(t, wf, stepTask("nightly-1-build", "1", schedv1.TaskFailed, 2), stepTask("nightly-0-fetch", "0", schedv1.TaskSucceeded, 0))
 	event(t, wf, "Workflow", corev1.EventTypeWarning, "StepFailed", "Step 1 (build) failed: exit code 2", 95*time.Second, 1)
 
 	// UserDeployment with secrets by reference, and what the operator made.
@@ -230,7 +200,7 @@ func TestDescribe(t *testing.T) {
 				Path: "/", PathType: &pathType, Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "shop-web", Port: networkingv1.ServiceBackendPort{Number: 80}}},
 			}}}}}}},
 	}
-	create(t, ud, secret, deployment("web"), deployment("api"), svc, ing)
+	env.CreateWithStatus(t, ud, secret, deployment("web"), deployment("api"), svc, ing)
 
 	// SchedExt with its DaemonSet's pods in the scheduler namespace.
 	scx := builders.MakeSchedExt("lavd").Scheduler("scx_lavd").NodeSelector("node.kubectl-sched.dev/pool", "batch").Args("--performance").Obj()
@@ -241,7 +211,7 @@ func TestDescribe(t *testing.T) {
 			cond(schedv1.ConditionDegraded, metav1.ConditionTrue, schedv1.ReasonSchedulerConflict, "node-3 runs SchedExt rusty"),
 		}}
 	scxLabels := labels(schedv1.LabelSchedExt, "lavd")
-	create(t, scx,
+	env.CreateWithStatus(t, scx,
 		pod("scx-lavd-aaaaa", "kubectl-sched-schedulers", "node-1", scxLabels, true, corev1.PodRunning),
 		pod("scx-lavd-bbbbb", "kubectl-sched-schedulers", "node-4", scxLabels, false, corev1.PodRunning))
 	event(t, scx, "SchedExt", corev1.EventTypeWarning, schedv1.ReasonSchedulerConflict, "node-3 already runs SchedExt rusty", 0, 1)
@@ -258,7 +228,7 @@ func TestDescribe(t *testing.T) {
 		Active:     []schedv1.CronWorkflowRun{{Name: "nightly-cron-manual-981173406"}},
 		Conditions: []metav1.Condition{cond(schedv1.ConditionReady, metav1.ConditionTrue, schedv1.ReasonScheduled, "runs start on schedule; the next at 2001-02-04 05:05:06 CET")},
 	}
-	create(t, cw)
+	env.CreateWithStatus(t, cw)
 	scheduled := builders.MakeWorkflow("nightly-cron-981173106", ns).Step("fetch", "alpine/git:2").Obj()
 	scheduled.Annotations = map[string]string{schedv1.AnnotationScheduledTime: past.Format(time.RFC3339)}
 	scheduled.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, Progress: "0/1", StartTime: at(time.Second), CompletionTime: at(46 * time.Second)}
@@ -269,7 +239,7 @@ func TestDescribe(t *testing.T) {
 	for _, r := range []*schedv1.Workflow{scheduled, manual} {
 		r.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(cw, schedv1.GroupVersion.WithKind("CronWorkflow"))}
 	}
-	create(t, scheduled, manual, other)
+	env.CreateWithStatus(t, scheduled, manual, other)
 	event(t, cw, "CronWorkflow", corev1.EventTypeNormal, schedv1.ReasonCreated, "created run nightly-cron-981173106 for 2001-02-03 05:05:06 CET", 0, 1)
 
 	cases := map[string]struct {
@@ -310,30 +280,13 @@ func TestDescribeErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]struct {
-		args     []string
-		as       string // a kubeconfig other than admin's
-		wantCode int
-		wantErr  string
-	}{
-		"no kind":      {args: []string{"describe"}, wantCode: cmdutil.ExitUsage, wantErr: "name a kind"},
-		"unknown kind": {args: []string{"describe", "deployment", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "agenttask (at)"},
-		"not found":    {args: []string{"describe", "wf", "missing", "-n", ns}, wantCode: cmdutil.ExitNotFound, wantErr: `workflows.sched.kubectl-sched.dev "missing" not found`},
-		"forbidden":    {args: []string{"describe", "ud", "shop", "-n", ns}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `user "nobody" may not get userdeployments.sched.kubectl-sched.dev "shop" in namespace "describe-test"`},
+	cases := map[string]plugintest.ErrorCase{
+		"no kind":      {Args: []string{"describe"}, Code: cmdutil.ExitUsage, Stderr: []string{"name a kind"}},
+		"unknown kind": {Args: []string{"describe", "deployment", "x"}, Code: cmdutil.ExitUsage, Stderr: []string{"agenttask (at)"}},
+		"not found":    {Args: []string{"describe", "wf", "missing", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`workflows.sched.kubectl-sched.dev "missing" not found`}},
+		"forbidden":    {Args: []string{"describe", "ud", "shop", "-n", ns}, As: nobody, Code: cmdutil.ExitForbidden, Stderr: []string{`user "nobody" may not get userdeployments.sched.kubectl-sched.dev "shop" in namespace "describe-test"`}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var res plugintest.Result
-			if tc.as != "" {
-				res = plugintest.RunWithInput("", append(tc.args, "--kubeconfig", tc.as)...)
-			} else {
-				res = env.Run(tc.args...)
-			}
-			if res.Code != tc.wantCode || !strings.Contains(res.Stderr, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 }
 
 // TestDescribeVolumes: an app with volumes shows its StatefulSets and the
@@ -360,7 +313,7 @@ func TestDescribeVolumes(t *testing.T) {
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, StorageClassName: ptr.To("fast"),
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")}}},
 	}
-	create(t, ud, sts, claim)
+	env.CreateWithStatus(t, ud, sts, claim)
 	res := env.Run("describe", "ud", "db", "-n", vns)
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
@@ -385,7 +338,7 @@ func TestDescribeBranches(t *testing.T) {
 	wf := builders.MakeWorkflow("dia", bns).Step("fetch", "busybox").
 		Step("lint", "busybox").DependsOn("fetch").Step("test", "busybox").DependsOn("fetch").
 		Step("ship", "busybox").DependsOn("lint", "test").Obj()
-	create(t, wf)
+	env.CreateWithStatus(t, wf)
 	res := env.Run("describe", "wf", "dia", "-n", bns)
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
@@ -430,7 +383,7 @@ func TestDescribeGatesAndFinally(t *testing.T) {
 		Finally:    []schedv1.StepStatus{{Name: "notify", Phase: schedv1.StepWaiting}},
 		Conditions: []metav1.Condition{cond(schedv1.ConditionSuspended, metav1.ConditionTrue, schedv1.ReasonSuspended, "no new step starts until it is resumed: kubectl sched workflow resume gated")},
 	}
-	create(t, wf)
+	env.CreateWithStatus(t, wf)
 	res := env.Run("describe", "wf", "gated", "-n", gns)
 	if res.Code != 0 {
 		t.Fatalf("exit %d: %s", res.Code, res.Stderr)
@@ -469,7 +422,7 @@ func TestDescribeLoop(t *testing.T) {
 	}
 	fe.Items = append(fe.Items, done(9, schedv1.StepFailed, "exited with code 3 after 1 attempt(s): no quota in r9"),
 		schedv1.ItemStatus{Index: 10, Phase: schedv1.StepRunning, StartTime: at(15 * time.Second)})
-	create(t, wf)
+	env.CreateWithStatus(t, wf)
 	task := func(name, step, item string, phase schedv1.AgentTaskPhase) *schedv1.AgentTask {
 		st := builders.MakeAgentTask(name, lns).Image("busybox").Obj()
 		st.Labels = map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue, schedv1.LabelWorkflow: "rollout", schedv1.LabelWorkflowStep: step}
@@ -479,7 +432,7 @@ func TestDescribeLoop(t *testing.T) {
 		st.Status = schedv1.AgentTaskStatus{Phase: phase, Attempts: 1, JobName: name}
 		return st
 	}
-	create(t, task("rollout-1-deploy-10", "1", "10", schedv1.TaskRunning), task("rollout-1-deploy-9", "1", "9", schedv1.TaskFailed),
+	env.CreateWithStatus(t, task("rollout-1-deploy-10", "1", "10", schedv1.TaskRunning), task("rollout-1-deploy-9", "1", "9", schedv1.TaskFailed),
 		task("rollout-1-deploy-2", "1", "2", schedv1.TaskSucceeded), task("rollout-0-plan", "0", "", schedv1.TaskSucceeded))
 	res := env.Run("describe", "wf", "rollout", "-n", lns)
 	if res.Code != 0 {

@@ -50,83 +50,83 @@ func listError(err error, resource string) string {
 	return "<" + msg + ">"
 }
 
-func (d *describer) agentTask(w *writer, t *schedv1.AgentTask) {
-	w.header(t, "AgentTask")
+func (d *describer) agentTask(w *printing.DescribeWriter, t *schedv1.AgentTask) {
+	w.Header(t, "AgentTask")
 	st := t.Status
-	w.field(0, "Phase", string(st.Phase))
-	w.optional(0, "Reason", st.Reason)
-	w.optional(0, "Message", printing.OneLine(st.Message))
-	w.line(0, "Task:")
+	w.Field(0, "Phase", string(st.Phase))
+	w.Optional(0, "Reason", st.Reason)
+	w.Optional(0, "Message", printing.OneLine(st.Message))
+	w.Line(0, "Task:")
 	taskSpec(w, 1, t.Spec)
-	w.field(0, "Job", st.JobName)
-	w.field(0, "Pod", st.PodName)
+	w.Field(0, "Job", st.JobName)
+	w.Field(0, "Pod", st.PodName)
 	attempts := strconv.Itoa(int(st.Attempts))
 	if limit := t.Spec.RetryLimit(); limit > 0 {
 		attempts += fmt.Sprintf(" of %d", limit+1)
 	}
-	w.field(0, "Attempts", attempts)
+	w.Field(0, "Attempts", attempts)
 	if st.ExitCode != nil {
-		w.field(0, "Exit Code", strconv.Itoa(int(*st.ExitCode)))
+		w.Field(0, "Exit Code", strconv.Itoa(int(*st.ExitCode)))
 	}
 	// While it backs off: the message says why, this says when.
-	w.optional(0, "Next Attempt", timePtr(st.NextAttemptTime))
-	w.optional(0, "Start Time", timePtr(st.StartTime))
-	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
-	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	w.Optional(0, "Next Attempt", timePtr(st.NextAttemptTime))
+	w.Optional(0, "Start Time", timePtr(st.StartTime))
+	w.Optional(0, "Completion Time", timePtr(st.CompletionTime))
+	w.Optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
 	if ref := metav1.GetControllerOf(t); ref != nil && ref.Kind == "Workflow" && ref.APIVersion == schedv1.GroupVersion.String() {
-		w.field(0, "Expires", "with workflow "+ref.Name)
+		w.Field(0, "Expires", "with workflow "+ref.Name)
 	} else {
-		w.optional(0, "Expires", Expires(st.Expiry, time.Now()))
+		w.Optional(0, "Expires", Expires(st.Expiry, time.Now()))
 	}
-	w.mapField(0, "Outputs", st.Outputs, ":\t")
-	w.conditions(st.Conditions)
+	w.MapField(0, "Outputs", st.Outputs, ":\t")
+	w.Conditions(st.Conditions)
 
 	sel := owned(schedv1.LabelAgentTask, names.Job(t.Name))
 	jobs, err := d.clients.Kube.BatchV1().Jobs(t.Namespace).List(d.ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
-		w.line(0, "Jobs:\t%s", listError(err, "jobs.batch"))
+		w.Line(0, "Jobs:\t%s", listError(err, "jobs.batch"))
 	} else {
 		rows := [][]string{}
 		for _, j := range jobs.Items {
 			rows = append(rows, []string{j.Name, strconv.Itoa(int(j.Status.Active)), strconv.Itoa(int(j.Status.Succeeded)), strconv.Itoa(int(j.Status.Failed))})
 		}
-		w.table(0, "Jobs", []string{"Name", "Active", "Succeeded", "Failed"}, rows)
+		w.Table(0, "Jobs", []string{"Name", "Active", "Succeeded", "Failed"}, rows)
 	}
 	d.pods(w, "Pods", t.Namespace, sel)
 }
 
 // taskSpec writes what a task runs; env values from Secrets stay references.
-func taskSpec(w *writer, level int, s schedv1.AgentTaskSpec) {
-	w.field(level, "Image", s.Image)
+func taskSpec(w *printing.DescribeWriter, level int, s schedv1.AgentTaskSpec) {
+	w.Field(level, "Image", s.Image)
 	if len(s.Command) > 0 {
-		w.field(level, "Command", quoteArgs(s.Command))
+		w.Field(level, "Command", quoteArgs(s.Command))
 	}
 	if len(s.Args) > 0 {
-		w.field(level, "Args", quoteArgs(s.Args))
+		w.Field(level, "Args", quoteArgs(s.Args))
 	}
 	if len(s.Env) > 0 {
-		w.line(level, "Environment:")
+		w.Line(level, "Environment:")
 		for _, e := range s.Env {
-			w.line(level+1, "%s:\t%s", e.Name, envValue(e))
+			w.Line(level+1, "%s:\t%s", e.Name, envValue(e))
 		}
 	}
 	if s.Timeout != nil {
-		w.field(level, "Timeout", s.Timeout.Duration.String())
+		w.Field(level, "Timeout", s.Timeout.Duration.String())
 	}
-	w.optional(level, "Retry", taskfollow.RetryPolicy(s))
+	w.Optional(level, "Retry", taskfollow.RetryPolicy(s))
 	if s.TTLAfterFinished != nil {
 		cleanup := s.Cleanup
 		if cleanup == "" {
 			cleanup = schedv1.CleanupJob
 		}
-		w.field(level, "TTL After Finished", fmt.Sprintf("%s (then delete the %s)", s.TTLAfterFinished.Duration, cleanup))
+		w.Field(level, "TTL After Finished", fmt.Sprintf("%s (then delete the %s)", s.TTLAfterFinished.Duration, cleanup))
 	}
-	w.optional(level, "Service Account", s.ServiceAccountName)
+	w.Optional(level, "Service Account", s.ServiceAccountName)
 	if s.Placement != nil {
-		w.field(level, "Placement", placement(*s.Placement))
+		w.Field(level, "Placement", placement(*s.Placement))
 	}
 	if s.Cancel {
-		w.field(level, "Cancel", "true")
+		w.Field(level, "Cancel", "true")
 	}
 }
 
@@ -169,10 +169,10 @@ func placement(p schedv1.Placement) string {
 	return printing.OrNone(strings.Join(parts, " "))
 }
 
-func (d *describer) pods(w *writer, title, ns, selector string) {
+func (d *describer) pods(w *printing.DescribeWriter, title, ns, selector string) {
 	pods, err := d.clients.Kube.CoreV1().Pods(ns).List(d.ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
-		w.line(0, "%s:\t%s", title, listError(err, "pods"))
+		w.Line(0, "%s:\t%s", title, listError(err, "pods"))
 		return
 	}
 	slices.SortFunc(pods.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
@@ -187,65 +187,65 @@ func (d *describer) pods(w *writer, title, ns, selector string) {
 		}
 		rows = append(rows, []string{p.Name, string(p.Status.Phase), fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers)), strconv.Itoa(int(restarts)), printing.OrNone(p.Spec.NodeName)})
 	}
-	w.table(0, title, []string{"Name", "Phase", "Ready", "Restarts", "Node"}, rows)
+	w.Table(0, title, []string{"Name", "Phase", "Ready", "Restarts", "Node"}, rows)
 }
 
-func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
-	w.header(wf, "Workflow")
+func (d *describer) workflow(w *printing.DescribeWriter, wf *schedv1.Workflow) {
+	w.Header(wf, "Workflow")
 	st := wf.Status
-	w.field(0, "Phase", string(st.Phase))
-	w.field(0, "Progress", st.Progress)
+	w.Field(0, "Phase", string(st.Phase))
+	w.Field(0, "Progress", st.Progress)
 	if st.Phase != "" && int(st.CurrentStep) < len(wf.Spec.Steps) {
-		w.field(0, "Current Step", fmt.Sprintf("%d (%s)", st.CurrentStep, wf.Spec.Steps[st.CurrentStep].Name))
+		w.Field(0, "Current Step", fmt.Sprintf("%d (%s)", st.CurrentStep, wf.Spec.Steps[st.CurrentStep].Name))
 	}
-	w.optional(0, "Reason", st.Reason)
-	w.optional(0, "Message", printing.OneLine(st.Message))
+	w.Optional(0, "Reason", st.Reason)
+	w.Optional(0, "Message", printing.OneLine(st.Message))
 	if wf.Spec.Timeout != nil {
-		w.field(0, "Timeout", wf.Spec.Timeout.Duration.String())
+		w.Field(0, "Timeout", wf.Spec.Timeout.Duration.String())
 	}
 	if wf.Spec.TTLAfterFinished != nil {
-		w.field(0, "TTL After Finished", wf.Spec.TTLAfterFinished.Duration.String())
+		w.Field(0, "TTL After Finished", wf.Spec.TTLAfterFinished.Duration.String())
 	}
 	if wf.Spec.Suspend && !st.Phase.Finished() {
-		w.field(0, "Suspended", "true (no new step starts: kubectl sched workflow resume "+wf.Name+")")
+		w.Field(0, "Suspended", "true (no new step starts: kubectl sched workflow resume "+wf.Name+")")
 	}
 	if m := st.Main; m != nil {
-		w.field(0, "Steps Ended", fmt.Sprintf("%s at %s: %s", m.Phase, timePtr(&m.Time), printing.OneLine(m.Message)))
+		w.Field(0, "Steps Ended", fmt.Sprintf("%s at %s: %s", m.Phase, timePtr(&m.Time), printing.OneLine(m.Message)))
 	}
-	w.optional(0, "Start Time", timePtr(st.StartTime))
-	w.optional(0, "Completion Time", timePtr(st.CompletionTime))
-	w.optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
-	w.optional(0, "Expires", Expires(st.Expiry, time.Now()))
+	w.Optional(0, "Start Time", timePtr(st.StartTime))
+	w.Optional(0, "Completion Time", timePtr(st.CompletionTime))
+	w.Optional(0, "Duration", elapsed(st.StartTime, st.CompletionTime))
+	w.Optional(0, "Expires", Expires(st.Expiry, time.Now()))
 	params := map[string]string{}
 	for _, p := range wf.Spec.Params {
 		params[p.Name] = p.Value
 	}
-	w.mapField(0, "Params", params, "=")
+	w.MapField(0, "Params", params, "=")
 	if r := wf.Spec.RetryOf; r != nil {
-		w.field(0, "Retry Of", fmt.Sprintf("%s (from step %s)", r.Workflow, r.FromStep))
+		w.Field(0, "Retry Of", fmt.Sprintf("%s (from step %s)", r.Workflow, r.FromStep))
 	}
 	if by := wf.Annotations[schedv1.GroupName+"/retried-by"]; by != "" {
-		w.field(0, "Retried By", by)
+		w.Field(0, "Retried By", by)
 	}
-	w.optional(0, "Requested By", wf.Spec.RequestedBy)
+	w.Optional(0, "Requested By", wf.Spec.RequestedBy)
 
 	headers, rows := stepRows(wf.Spec.Steps, st.Steps)
-	w.table(0, "Steps", headers, rows)
+	w.Table(0, "Steps", headers, rows)
 	if len(wf.Spec.Finally) > 0 {
 		// Run once the steps above have ended, whatever happened.
 		headers, rows := stepRows(wf.Spec.Finally, st.Finally)
-		w.table(0, "Finally", headers, rows)
+		w.Table(0, "Finally", headers, rows)
 	}
 	itemTables(w, wf)
 	if rows := approvalRows(wf); len(rows) > 0 {
-		w.table(0, "Approvals", []string{"Step", "Approvers", "Decision", "By", "Reason"}, rows)
+		w.Table(0, "Approvals", []string{"Step", "Approvers", "Decision", "By", "Reason"}, rows)
 	}
-	w.conditions(st.Conditions)
+	w.Conditions(st.Conditions)
 
 	var tasks schedv1.AgentTaskList
 	sel, _ := labels.Parse(owned(schedv1.LabelWorkflow, names.Join(wf.Name)))
 	if err := d.clients.Client.List(d.ctx, &tasks, client.InNamespace(wf.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		w.line(0, "Step Tasks:\t%s", listError(err, "agenttasks."+schedv1.GroupName))
+		w.Line(0, "Step Tasks:\t%s", listError(err, "agenttasks."+schedv1.GroupName))
 		return
 	}
 	slices.SortStableFunc(tasks.Items, func(a, b schedv1.AgentTask) int {
@@ -271,7 +271,7 @@ func (d *describer) workflow(w *writer, wf *schedv1.Workflow) {
 	if loops {
 		headers = slices.Insert(headers, 2, "Item")
 	}
-	w.table(0, "Step Tasks", headers, rows)
+	w.Table(0, "Step Tasks", headers, rows)
 }
 
 // approvalRows are the workflow's approval steps, in order, each with who
@@ -302,7 +302,7 @@ func approvalRows(wf *schedv1.Workflow) [][]string {
 
 // itemTables writes, for each forEach step that started, its items that
 // have not succeeded: running, or why they did not (nothing when all did).
-func itemTables(w *writer, wf *schedv1.Workflow) {
+func itemTables(w *printing.DescribeWriter, wf *schedv1.Workflow) {
 	tables := func(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, what string, task func(i, k int) string) {
 		statusOf := map[string]schedv1.StepStatus{}
 		for _, s := range status {
@@ -325,7 +325,7 @@ func itemTables(w *writer, wf *schedv1.Workflow) {
 				continue // every item succeeded: the step's row says so
 			}
 			title := fmt.Sprintf("Items of %s %s (%d/%d succeeded)", what, step.Name, fe.Succeeded, fe.Total)
-			w.table(0, title, []string{"Item", "Phase", "Task", "Duration", "Message"}, rows)
+			w.Table(0, title, []string{"Item", "Phase", "Task", "Duration", "Message"}, rows)
 		}
 	}
 	tables(wf.Spec.Steps, wf.Status.Steps, "step", func(i, k int) string { return names.ItemTask(wf.Name, i, wf.Spec.Steps[i].Name, k) })
@@ -369,21 +369,21 @@ func stepRows(spec []schedv1.WorkflowStep, status []schedv1.StepStatus) ([]strin
 	return headers, rows
 }
 
-func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
-	w.header(ud, "UserDeployment")
+func (d *describer) userDeployment(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
+	w.Header(ud, "UserDeployment")
 	st := ud.Status
 	spec := ud.Spec
-	w.field(0, "Phase", string(st.Phase))
-	w.field(0, "Ready", st.Ready)
-	w.field(0, "State", string(spec.State))
+	w.Field(0, "Phase", string(st.Phase))
+	w.Field(0, "Ready", st.Ready)
+	w.Field(0, "State", string(spec.State))
 	if len(st.URLs) == 0 {
-		w.field(0, "URLs", "")
+		w.Field(0, "URLs", "")
 	}
 	for i, u := range st.URLs {
 		if i == 0 {
-			w.field(0, "URLs", u)
+			w.Field(0, "URLs", u)
 		} else {
-			w.line(0, "\t%s", u)
+			w.Line(0, "\t%s", u)
 		}
 	}
 	if n := st.CurrentRevision; n > 0 {
@@ -391,19 +391,26 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 		if rb := st.RolledBack; rb != nil && rb.FromRevision == n {
 			rev += fmt.Sprintf(", rolled back: the services run revision %d (spec.rollback: OnDegraded); kubectl sched history %s lists them", rb.ToRevision, ud.Name)
 		}
-		w.field(0, "Revision", rev)
+		w.Field(0, "Revision", rev)
 	}
-	w.field(0, "Network Isolation", string(spec.NetworkIsolation))
+	w.Field(0, "Network Isolation", string(spec.NetworkIsolation))
 	if spec.Placement != nil {
-		w.field(0, "Placement", placement(*spec.Placement))
+		w.Field(0, "Placement", placement(*spec.Placement))
 	}
+	appServices(w, ud)
+	appConfig(w, ud)
+	w.Conditions(st.Conditions)
+	d.appObjects(w, ud)
+}
 
+// appServices writes the services of an app with their status.
+func appServices(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
 	statusOf := map[string]schedv1.ServiceStatus{}
-	for _, s := range st.Services {
+	for _, s := range ud.Status.Services {
 		statusOf[s.Name] = s
 	}
 	rows := [][]string{}
-	for _, s := range spec.Services {
+	for _, s := range ud.Spec.Services {
 		ss, ok := statusOf[s.Name]
 		ready := "-"
 		if ok {
@@ -419,8 +426,13 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 		}
 		rows = append(rows, []string{s.Name, s.Image, ready, printing.OrDash(string(s.Exposure)), printing.OrDash(strings.Join(ports, ",")), printing.OrDash(printing.OneLine(ss.Message))})
 	}
-	w.table(0, "Services", []string{"Name", "Image", "Ready", "Exposure", "Ports", "Message"}, rows)
+	w.Table(0, "Services", []string{"Name", "Image", "Ready", "Exposure", "Ports", "Message"}, rows)
+}
 
+// appConfig writes what an app's services are given: config, secrets and
+// the ingress.
+func appConfig(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
+	spec := ud.Spec
 	// Config keys only: values are in the ConfigMap, and a value set by
 	// mistake where a secret belonged should not be printed here.
 	if len(spec.Config) > 0 {
@@ -429,11 +441,11 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		w.field(0, "Config", fmt.Sprintf("%s (ConfigMap %s)", strings.Join(keys, ", "), names.ConfigMap(ud.Name)))
+		w.Field(0, "Config", fmt.Sprintf("%s (ConfigMap %s)", strings.Join(keys, ", "), names.ConfigMap(ud.Name)))
 	} else {
-		w.field(0, "Config", "")
+		w.Field(0, "Config", "")
 	}
-	rows = [][]string{}
+	rows := [][]string{}
 	for _, s := range spec.Secrets {
 		services := strings.Join(s.Services, ",")
 		if services == "" {
@@ -441,36 +453,39 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 		}
 		rows = append(rows, []string{s.Name, secretSource(ud.Name, s), secretInto(s), services})
 	}
-	w.table(0, "Secrets", []string{"Name", "Source", "Into", "Services"}, rows)
+	w.Table(0, "Secrets", []string{"Name", "Source", "Into", "Services"}, rows)
 	if ing := spec.Ingress; ing != nil {
-		w.line(0, "Ingress:")
-		w.field(1, "Host", ing.Host)
-		w.field(1, "Path", ing.Path)
-		w.optional(1, "Class", ing.ClassName)
+		w.Line(0, "Ingress:")
+		w.Field(1, "Host", ing.Host)
+		w.Field(1, "Path", ing.Path)
+		w.Optional(1, "Class", ing.ClassName)
 		if ing.TLS != nil {
-			w.field(1, "TLS Secret", ing.TLS.SecretName)
+			w.Field(1, "TLS Secret", ing.TLS.SecretName)
 		}
 	}
-	w.conditions(st.Conditions)
+}
 
+// appObjects writes the Deployments, volumes, Services and Ingresses the
+// operator made for an app, as the cluster has them.
+func (d *describer) appObjects(w *printing.DescribeWriter, ud *schedv1.UserDeployment) {
 	sel := owned(schedv1.LabelUserDeployment, ud.Name)
 	opts := metav1.ListOptions{LabelSelector: sel}
 	if deps, err := d.clients.Kube.AppsV1().Deployments(ud.Namespace).List(d.ctx, opts); err != nil {
-		w.line(0, "Deployments:\t%s", listError(err, "deployments.apps"))
+		w.Line(0, "Deployments:\t%s", listError(err, "deployments.apps"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, dep := range deps.Items {
 			rows = append(rows, []string{dep.Name, fmt.Sprintf("%d/%d", dep.Status.ReadyReplicas, desired(dep)), strconv.Itoa(int(dep.Status.UpdatedReplicas)), strconv.Itoa(int(dep.Status.AvailableReplicas))})
 		}
-		w.table(0, "Deployments", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
+		w.Table(0, "Deployments", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
 	}
-	if hasVolumes(spec) {
+	if hasVolumes(ud.Spec) {
 		d.describeVolumes(w, ud.Namespace, opts)
 	}
 	if svcs, err := d.clients.Kube.CoreV1().Services(ud.Namespace).List(d.ctx, opts); err != nil {
-		w.line(0, "Kubernetes Services:\t%s", listError(err, "services"))
+		w.Line(0, "Kubernetes Services:\t%s", listError(err, "services"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, s := range svcs.Items {
 			var ports []string
 			for _, p := range s.Spec.Ports {
@@ -478,12 +493,12 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			}
 			rows = append(rows, []string{s.Name, string(s.Spec.Type), printing.OrNone(s.Spec.ClusterIP), printing.OrNone(strings.Join(ports, ","))})
 		}
-		w.table(0, "Kubernetes Services", []string{"Name", "Type", "Cluster-IP", "Ports"}, rows)
+		w.Table(0, "Kubernetes Services", []string{"Name", "Type", "Cluster-IP", "Ports"}, rows)
 	}
 	if ings, err := d.clients.Kube.NetworkingV1().Ingresses(ud.Namespace).List(d.ctx, opts); err != nil {
-		w.line(0, "Ingresses:\t%s", listError(err, "ingresses.networking.k8s.io"))
+		w.Line(0, "Ingresses:\t%s", listError(err, "ingresses.networking.k8s.io"))
 	} else {
-		rows = [][]string{}
+		rows := [][]string{}
 		for _, ing := range ings.Items {
 			var hosts []string
 			for _, r := range ing.Spec.Rules {
@@ -499,7 +514,7 @@ func (d *describer) userDeployment(w *writer, ud *schedv1.UserDeployment) {
 			}
 			rows = append(rows, []string{ing.Name, printing.OrNone(class), printing.OrNone(strings.Join(hosts, ",")), printing.OrNone(strings.Join(addrs, ","))})
 		}
-		w.table(0, "Ingresses", []string{"Name", "Class", "Hosts", "Address"}, rows)
+		w.Table(0, "Ingresses", []string{"Name", "Class", "Hosts", "Address"}, rows)
 	}
 }
 
@@ -509,9 +524,9 @@ func hasVolumes(spec schedv1.UserDeploymentSpec) bool {
 
 // describeVolumes shows the StatefulSets of services with volumes and their
 // claims, which outlive stops and the app itself.
-func (d *describer) describeVolumes(w *writer, ns string, opts metav1.ListOptions) {
+func (d *describer) describeVolumes(w *printing.DescribeWriter, ns string, opts metav1.ListOptions) {
 	if sets, err := d.clients.Kube.AppsV1().StatefulSets(ns).List(d.ctx, opts); err != nil {
-		w.line(0, "StatefulSets:\t%s", listError(err, "statefulsets.apps"))
+		w.Line(0, "StatefulSets:\t%s", listError(err, "statefulsets.apps"))
 	} else {
 		rows := [][]string{}
 		for _, s := range sets.Items {
@@ -521,10 +536,10 @@ func (d *describer) describeVolumes(w *writer, ns string, opts metav1.ListOption
 			}
 			rows = append(rows, []string{s.Name, fmt.Sprintf("%d/%d", s.Status.ReadyReplicas, want), strconv.Itoa(int(s.Status.UpdatedReplicas)), strconv.Itoa(int(s.Status.AvailableReplicas))})
 		}
-		w.table(0, "StatefulSets", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
+		w.Table(0, "StatefulSets", []string{"Name", "Ready", "Up-to-date", "Available"}, rows)
 	}
 	if claims, err := d.clients.Kube.CoreV1().PersistentVolumeClaims(ns).List(d.ctx, opts); err != nil {
-		w.line(0, "Volume Claims:\t%s", listError(err, "persistentvolumeclaims"))
+		w.Line(0, "Volume Claims:\t%s", listError(err, "persistentvolumeclaims"))
 	} else {
 		rows := [][]string{}
 		for _, c := range claims.Items {
@@ -534,7 +549,7 @@ func (d *describer) describeVolumes(w *writer, ns string, opts metav1.ListOption
 			}
 			rows = append(rows, []string{c.Name, string(c.Status.Phase), size.String(), printing.OrNone(ptr.Deref(c.Spec.StorageClassName, "")), printing.OrNone(c.Spec.VolumeName)})
 		}
-		w.table(0, "Volume Claims", []string{"Name", "Status", "Capacity", "Storage Class", "Volume"}, rows)
+		w.Table(0, "Volume Claims", []string{"Name", "Status", "Capacity", "Storage Class", "Volume"}, rows)
 	}
 }
 
@@ -567,23 +582,23 @@ func secretInto(s schedv1.SecretReference) string {
 	return "env"
 }
 
-func (d *describer) schedExt(w *writer, scx *schedv1.SchedExt) {
-	w.header(scx, "SchedExt")
+func (d *describer) schedExt(w *printing.DescribeWriter, scx *schedv1.SchedExt) {
+	w.Header(scx, "SchedExt")
 	spec, st := scx.Spec, scx.Status
 	if spec.Scheduler.Name != "" {
-		w.field(0, "Scheduler", spec.Scheduler.Name)
+		w.Field(0, "Scheduler", spec.Scheduler.Name)
 	} else {
-		w.field(0, "Scheduler Image", spec.Scheduler.Image)
-		w.optional(0, "Ops Name", spec.Scheduler.OpsName)
+		w.Field(0, "Scheduler Image", spec.Scheduler.Image)
+		w.Optional(0, "Ops Name", spec.Scheduler.OpsName)
 	}
-	w.field(0, "Resolved Image", st.ResolvedImage)
+	w.Field(0, "Resolved Image", st.ResolvedImage)
 	if len(spec.Args) > 0 {
-		w.field(0, "Args", quoteArgs(spec.Args))
+		w.Field(0, "Args", quoteArgs(spec.Args))
 	}
 	if len(spec.NodeSelector) == 0 {
-		w.field(0, "Node Selector", "<all nodes>")
+		w.Field(0, "Node Selector", "<all nodes>")
 	} else {
-		w.field(0, "Node Selector", sortedPairs(spec.NodeSelector))
+		w.Field(0, "Node Selector", sortedPairs(spec.NodeSelector))
 	}
 	if len(spec.Tolerations) > 0 {
 		var tols []string
@@ -600,24 +615,24 @@ func (d *describer) schedExt(w *writer, scx *schedv1.SchedExt) {
 			}
 			tols = append(tols, tol)
 		}
-		w.field(0, "Tolerations", strings.Join(tols, ", "))
+		w.Field(0, "Tolerations", strings.Join(tols, ", "))
 	}
 	ds := st.DaemonSetName
 	if ds != "" {
 		ds = d.schedulerNamespace + "/" + ds
 	}
-	w.field(0, "DaemonSet", ds)
-	w.field(0, "Nodes", fmt.Sprintf("%d desired, %d ready (attached), %d available, %d unavailable",
+	w.Field(0, "DaemonSet", ds)
+	w.Field(0, "Nodes", fmt.Sprintf("%d desired, %d ready (attached), %d available, %d unavailable",
 		st.DesiredNodes, st.ReadyNodes, st.AvailableNodes, st.UnavailableNodes))
-	w.field(0, "Conflicting Nodes", strings.Join(st.ConflictingNodes, ", "))
-	w.field(0, "Unsupported Nodes", strings.Join(st.UnsupportedNodes, ", "))
-	w.conditions(st.Conditions)
+	w.Field(0, "Conflicting Nodes", strings.Join(st.ConflictingNodes, ", "))
+	w.Field(0, "Unsupported Nodes", strings.Join(st.UnsupportedNodes, ", "))
+	w.Conditions(st.Conditions)
 	d.pods(w, "Scheduler Pods", d.schedulerNamespace, owned(schedv1.LabelSchedExt, scx.Name))
 }
 
 // events lists core/v1 events about obj (events.k8s.io events included:
 // they are the same objects), as kubectl describe does.
-func (d *describer) events(w *writer, obj client.Object) {
+func (d *describer) events(w *printing.DescribeWriter, obj client.Object) {
 	sel := fields.Set{
 		"involvedObject.name": obj.GetName(),
 		"involvedObject.kind": d.kind.Kind,
@@ -630,10 +645,10 @@ func (d *describer) events(w *writer, obj client.Object) {
 	// everywhere, as kubectl does.
 	events, err := d.clients.Kube.CoreV1().Events(obj.GetNamespace()).List(d.ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
 	if err != nil {
-		w.line(0, "Events:\t%s", listError(err, "events"))
+		w.Line(0, "Events:\t%s", listError(err, "events"))
 		return
 	}
-	w.eventRows(events.Items)
+	w.Events(events.Items)
 }
 
 // Expires says when the operator deletes a finished task or workflow
@@ -651,5 +666,5 @@ func Expires(e *schedv1.Expiry, now time.Time) string {
 	if d := e.DeleteTime.Sub(now); d > 0 {
 		when = "in " + duration.HumanDuration(d)
 	}
-	return fmt.Sprintf("%s (%s: %s after it finished, by %s)", timestamp(*e.DeleteTime), when, ttl, tiers.Why(e))
+	return fmt.Sprintf("%s (%s: %s after it finished, by %s)", printing.Timestamp(*e.DeleteTime), when, ttl, tiers.Why(e))
 }

@@ -20,12 +20,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
+	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 // The checks' names, as the report prints them.
@@ -43,9 +44,6 @@ const (
 // LeaderElectionID is the operator's leader Lease (operator/app's default
 // --leader-election-id; the plugin does not import the operator).
 const LeaderElectionID = "kubectl-sched-operator.sched.kubectl-sched.dev"
-
-// versionLabel is where install writes the version of what it applies.
-const versionLabel = "app.kubernetes.io/version"
 
 const fixInstall = "kubectl sched install"
 
@@ -101,7 +99,7 @@ func (d *doctor) crds(ctx context.Context) Check {
 		}
 	}
 	embedded := map[string]*unstructured.Unstructured{}
-	objs, err := install.Objects(install.ManifestImage, schedv1.DefaultOperatorNamespace, "")
+	objs, err := manifests.Objects(manifests.ManifestImage, schedv1.DefaultOperatorNamespace, "")
 	if err != nil {
 		return Check{Name: checkCRDs, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
 	}
@@ -123,7 +121,7 @@ func (d *doctor) crds(ctx context.Context) Check {
 			readErr = skipped(checkCRDs, err, "get", "customresourcedefinitions.apiextensions.k8s.io "+name).Message
 			break
 		}
-		versions[r] = crd.GetLabels()[versionLabel]
+		versions[r] = crd.GetLabels()[manifests.VersionLabel]
 		if !sameVersions(embedded[name], crd) {
 			differ = append(differ, r)
 		}
@@ -191,12 +189,12 @@ func crdStatus(served map[string]bool, versions map[string]string, differ []stri
 
 // release is a version's major.minor, "" for a development build: patch
 // releases share their CRDs.
-func release(v string) string { return version.MajorMinor(v) }
+func release(v string) string { return buildinfo.MajorMinor(v) }
 
 // operatorDeployment finds the operator's Deployment in any namespace; a
 // check is returned instead when it cannot be listed.
 func (d *doctor) operatorDeployment(ctx context.Context) (*appsv1.Deployment, *Check) {
-	list, err := d.c.Kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: version.OperatorLabel})
+	list, err := d.c.Kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: manifests.OperatorLabel})
 	if err != nil {
 		c := skipped(checkOperator, err, "list", "deployments.apps")
 		return nil, &c
@@ -214,12 +212,12 @@ func operatorStatus(dep *appsv1.Deployment, plugin string, leaderHeld bool) Chec
 	c := Check{Name: checkOperator}
 	if dep == nil {
 		if leaderHeld {
-			c.Status, c.Message = Warn, "no Deployment labelled "+version.OperatorLabel+", but an operator holds the leader Lease (run outside the cluster?)"
+			c.Status, c.Message = Warn, "no Deployment labelled "+manifests.OperatorLabel+", but an operator holds the leader Lease (run outside the cluster?)"
 			c.Fix = fixInstall + " to run it in the cluster"
 			return c
 		}
 		c.Status, c.Fix = Fail, fixInstall
-		c.Message = "no Deployment labelled " + version.OperatorLabel + " in any namespace"
+		c.Message = "no Deployment labelled " + manifests.OperatorLabel + " in any namespace"
 		return c
 	}
 	want := int32(1)
@@ -227,7 +225,7 @@ func operatorStatus(dep *appsv1.Deployment, plugin string, leaderHeld bool) Chec
 		want = *dep.Spec.Replicas
 	}
 	where := fmt.Sprintf("Deployment %s/%s", dep.Namespace, dep.Name)
-	v := dep.Labels[versionLabel]
+	v := dep.Labels[manifests.VersionLabel]
 	if v == "" {
 		v = "unknown version"
 	}
@@ -238,7 +236,7 @@ func operatorStatus(dep *appsv1.Deployment, plugin string, leaderHeld bool) Chec
 		return c
 	}
 	c.Status, c.Message = OK, fmt.Sprintf("%s (%s): %d of %d replicas ready", where, v, ready, want)
-	if w := version.SkewWarning(plugin, dep.Labels[versionLabel]); w != "" {
+	if w := buildinfo.SkewWarning(plugin, dep.Labels[manifests.VersionLabel]); w != "" {
 		skew, _, _ := strings.Cut(strings.TrimPrefix(w, "Warning: "), ": upgrade it with")
 		c.Status, c.Message, c.Fix = Warn, c.Message+"; "+skew, "kubectl krew upgrade sched"
 		if strings.Contains(w, "'"+fixInstall+"'") {
@@ -314,13 +312,13 @@ func formatAge(d time.Duration) string {
 // policies checks the admission policies and bindings install applies,
 // read from the embedded config so the list is kept once.
 func (d *doctor) policies(ctx context.Context, ns string) Check {
-	objs, err := install.Objects(install.ManifestImage, ns, "")
+	objs, err := manifests.Objects(manifests.ManifestImage, ns, "")
 	if err != nil {
 		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
 	}
 	// The External Secrets policy is optional (install adds it when the
 	// cluster serves External Secrets): checked when any part of it is there.
-	optional, err := install.ExternalSecretsPolicy("{{namespace}}/", nil)
+	optional, err := manifests.ExternalSecretsPolicy("{{namespace}}/", nil)
 	if err != nil {
 		return Check{Name: checkPolicies, Status: Fail, Message: "the embedded manifests are broken: " + err.Error()}
 	}
@@ -343,7 +341,7 @@ func (d *doctor) policies(ctx context.Context, ns string) Check {
 	}
 	// The operator's settings, when they can be read.
 	var settings map[string]string
-	if cm, err := d.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, install.ConfigMapName, metav1.GetOptions{}); err == nil {
+	if cm, err := d.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, manifests.ConfigMapName, metav1.GetOptions{}); err == nil {
 		settings = cm.Data
 	}
 	// Wanted once External Secrets is served, as install would add it
@@ -374,7 +372,7 @@ func (d *doctor) policies(ctx context.Context, ns string) Check {
 // a template); "" when it need not be. Settings that cannot be read leave
 // the template at its default, which confines.
 func (d *doctor) externalSecretsWithoutPolicy(settings map[string]string) string {
-	served, err := install.ExternalSecretsServed(d.c.Kube.Discovery())
+	served, err := manifests.ExternalSecretsServed(d.c.Kube.Discovery())
 	if err != nil || !served {
 		return ""
 	}
@@ -394,12 +392,12 @@ func servedDrift(policies []admissionregistrationv1.ValidatingAdmissionPolicy, s
 	if !ok {
 		return ""
 	}
-	want, err := install.SelectorCEL(selector)
+	want, err := manifests.SelectorCEL(selector)
 	if err != nil {
 		return ""
 	}
 	for _, p := range policies {
-		if p.Name != install.OperatorManagedPolicy {
+		if p.Name != manifests.OperatorManagedPolicy {
 			continue
 		}
 		for _, v := range p.Spec.Variables {
@@ -550,12 +548,12 @@ func optionalAPIsStatus(l *coordinationv1.Lease, ns string) Check {
 
 // settings lists the operator's settings in effect.
 func (d *doctor) settings(ctx context.Context, ns string) Check {
-	cm, err := d.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, install.ConfigMapName, metav1.GetOptions{})
+	cm, err := d.c.Kube.CoreV1().ConfigMaps(ns).Get(ctx, manifests.ConfigMapName, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		cm = nil
 	case err != nil:
-		return skipped(checkSettings, err, "get", fmt.Sprintf("configmaps %q", install.ConfigMapName))
+		return skipped(checkSettings, err, "get", fmt.Sprintf("configmaps %q", manifests.ConfigMapName))
 	}
 	return settingsStatus(cm, ns)
 }
@@ -564,13 +562,13 @@ func (d *doctor) settings(ctx context.Context, ns string) Check {
 // Without the ConfigMap the operator runs on its defaults: a warning.
 func settingsStatus(cm *corev1.ConfigMap, ns string) Check {
 	c := Check{Name: checkSettings}
-	where := fmt.Sprintf("ConfigMap %s/%s", ns, install.ConfigMapName)
+	where := fmt.Sprintf("ConfigMap %s/%s", ns, manifests.ConfigMapName)
 	if cm == nil {
 		c.Status, c.Message, c.Fix = Warn, "no "+where+": the operator runs on its defaults", fixInstall
 		return c
 	}
 	known := map[string]bool{}
-	for _, s := range install.Settings {
+	for _, s := range settings.All {
 		known[s.Env] = true
 		if v, ok := cm.Data[s.Env]; ok {
 			c.Details = append(c.Details, s.Env+"="+v)

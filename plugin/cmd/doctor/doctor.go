@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
@@ -129,7 +129,7 @@ func (o *Options) Run(ctx context.Context) error {
 }
 
 func (o *Options) report(ctx context.Context) Report {
-	d := &doctor{c: o.Clients, now: o.Now(), plugin: version.ClientVersion()}
+	d := &doctor{c: o.Clients, now: o.Now(), plugin: buildinfo.ClientVersion()}
 	rep := Report{PluginVersion: d.plugin, Namespace: o.Clients.Namespace, User: d.whoami(ctx)}
 
 	crds := d.crds(ctx)

@@ -12,7 +12,6 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,11 +19,11 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/doctor"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 // env has the CRDs, the admission policies and the users' roles, and no
@@ -107,9 +106,7 @@ func TestTenantMember(t *testing.T) {
 func TestRunningOperator(t *testing.T) {
 	ctx := context.Background()
 	const ns = schedv1.DefaultOperatorNamespace
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	env.Namespace(t, ns)
 	labels := map[string]string{"app.kubernetes.io/name": "kubectl-sched-operator", "app.kubernetes.io/version": "v1.3.0"}
 	dep := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-operator", Namespace: ns, Labels: labels},
@@ -128,7 +125,7 @@ func TestRunningOperator(t *testing.T) {
 	status := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: operatorstatus.LeaseName, Namespace: ns,
 		Annotations: map[string]string{operatorstatus.AnnotationOptionalAPIs: operatorstatus.Encode([]operatorstatus.OptionalAPI{
 			{Name: "cert-manager", API: "cert-manager.io/v1 Certificate", State: operatorstatus.NotInstalled}})}}}
-	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: install.ConfigMapName, Namespace: ns},
+	settings := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: manifests.ConfigMapName, Namespace: ns},
 		Data: map[string]string{"INGRESS_DOMAIN": "apps.example.org"}}
 	// Nodes of two pools, one simulated, and a SchedExt on one pool that
 	// found a node without sched_ext.
@@ -190,9 +187,9 @@ func TestRunningOperator(t *testing.T) {
 		t.Errorf("settings details %q, want %q", got["settings"].Details, want)
 	}
 
-	old := version.Version
-	version.Version = "v1.2.4"
-	t.Cleanup(func() { version.Version = old })
+	old := buildinfo.Version
+	buildinfo.Version = "v1.2.4"
+	t.Cleanup(func() { buildinfo.Version = old })
 	got, code = statuses()
 	if c := got["operator"]; c.Status != doctor.Warn || c.Fix != "kubectl krew upgrade sched" || code != 0 {
 		t.Errorf("a plugin behind the operator: exit %d, %+v", code, c)
@@ -201,7 +198,7 @@ func TestRunningOperator(t *testing.T) {
 	if want := "Warning: the plugin (v1.2.4) is older than the operator (v1.3.0): upgrade it with 'kubectl krew upgrade sched'.\n"; r.Stderr != want || r.Code != 0 {
 		t.Errorf("version: exit %d, stderr %q, want %q", r.Code, r.Stderr, want)
 	}
-	version.Version = "v1.3.9"
+	buildinfo.Version = "v1.3.9"
 	if r := env.Run("version"); r.Stderr != "" {
 		t.Errorf("a patch apart: stderr %q, want none", r.Stderr)
 	}
@@ -224,7 +221,7 @@ func TestErrors(t *testing.T) {
 // there: a policy without its binding checks nothing.
 func TestOptionalPolicyUnbound(t *testing.T) {
 	ctx := context.Background()
-	objs, err := install.ExternalSecretsPolicy("{{namespace}}/", nil)
+	objs, err := manifests.ExternalSecretsPolicy("{{namespace}}/", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 func allServed() map[string]bool {
@@ -355,7 +355,7 @@ func TestExitError(t *testing.T) {
 }
 
 func TestSameVersions(t *testing.T) {
-	objs, err := install.Objects(install.ManifestImage, "ops", "")
+	objs, err := manifests.Objects(manifests.ManifestImage, "ops", "")
 	if err != nil {
 		t.Fatal(err)
 	}

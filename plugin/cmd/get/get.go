@@ -114,10 +114,8 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 
 // Validate checks the flags against each other.
 func (o *Options) Validate() error {
-	if !o.Print.IsTable() {
-		if _, err := o.Print.Printer(); err != nil {
-			return cmdutil.Usage("Use -o wide, json, yaml, name, jsonpath=..., go-template=....", "%v", err)
-		}
+	if err := o.Print.Validate("Use -o wide, json, yaml, name, jsonpath=..., go-template=...."); err != nil {
+		return err
 	}
 	if o.Selector != "" {
 		if _, err := labels.Parse(o.Selector); err != nil {

@@ -1,7 +1,6 @@
 package get_test
 
 import (
-	"bytes"
 	"context"
 	"regexp"
 	"strings"
@@ -14,16 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -35,37 +33,6 @@ var ageRE = regexp.MustCompile(`(?m) \d+[smhdy](\d+[smhd])?$`)
 
 // normalise replaces ages, the only cells that depend on the clock.
 func normalise(s string) string { return ageRE.ReplaceAllString(s, " <age>") }
-
-func mustCreate(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	for _, o := range objs {
-		status := o.DeepCopyObject().(client.Object)
-		if err := env.Client.Create(ctx, o); err != nil {
-			t.Fatalf("create %s: %v", o.GetName(), err)
-		}
-		// Create drops the status; write it as the operator would.
-		setStatusFrom(o, status)
-		if err := env.Client.Status().Update(ctx, o); err != nil {
-			t.Fatalf("status of %s: %v", o.GetName(), err)
-		}
-	}
-}
-
-func setStatusFrom(dst, src client.Object) {
-	switch d := dst.(type) {
-	case *schedv1.AgentTask:
-		d.Status = src.(*schedv1.AgentTask).Status
-	case *schedv1.Workflow:
-		d.Status = src.(*schedv1.Workflow).Status
-	case *schedv1.UserDeployment:
-		d.Status = src.(*schedv1.UserDeployment).Status
-	case *schedv1.SchedExt:
-		d.Status = src.(*schedv1.SchedExt).Status
-	case *schedv1.CronWorkflow:
-		d.Status = src.(*schedv1.CronWorkflow).Status
-	}
-}
 
 func namespace(t *testing.T, name string) {
 	t.Helper()
@@ -108,7 +75,7 @@ func seedObjects(t *testing.T) {
 	cw.Status = schedv1.CronWorkflowStatus{ActiveCount: 1, LastScheduleTime: &metav1.Time{Time: time.Now().Add(-3 * time.Hour)},
 		NextScheduleTime: &metav1.Time{Time: time.Date(2031, 11, 27, 1, 0, 0, 0, time.UTC)},
 		Conditions:       []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonScheduled, Message: "runs start on schedule", LastTransitionTime: metav1.Now()}}}
-	mustCreate(t,
+	env.CreateWithStatus(t,
 		ud, wf, cw, scx,
 		task("hello", "get-test", schedv1.TaskSucceeded, 0, map[string]string{"team": "a"}),
 		task("fail", "get-test", schedv1.TaskFailed, 3, map[string]string{"team": "b"}),
@@ -276,62 +243,14 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	}
 }
 
-// syncBuffer is an output the test reads while the command writes it, and
-// that signals each write.
-type syncBuffer struct {
-	mu    sync.Mutex
-	buf   bytes.Buffer
-	wrote chan struct{}
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	select {
-	case b.wrote <- struct{}{}:
-	default:
-	}
-	return n, err
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// waitFor blocks until the output satisfies ok, or fails the test after a minute.
-func (b *syncBuffer) waitFor(t *testing.T, what string, ok func(string) bool) {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for !ok(b.String()) {
-		select {
-		case <-b.wrote:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s; output so far:\n%s", what, b.String())
-		}
-	}
-}
-
 func TestGetWatch(t *testing.T) {
 	namespace(t, "get-watch")
 	at := task("w1", "get-watch", schedv1.TaskPending, 0, nil)
-	mustCreate(t, at)
+	env.CreateWithStatus(t, at)
 
-	out := &syncBuffer{wrote: make(chan struct{}, 1)}
-	var errOut bytes.Buffer
-	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: &errOut}
-	root := cmd.NewRootCommand(streams)
 	// --request-timeout bounds the watch should the test go wrong.
-	root.SetArgs([]string{"get", "at", "-n", "get-watch", "-w", "--output-watch-events", "--request-timeout", "2m", "--kubeconfig", env.Kubeconfig})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	root.SetContext(ctx)
-	done := make(chan int)
-	go func() { done <- cmd.Execute(root, streams) }()
-
-	out.waitFor(t, "the initial row", func(s string) bool { return strings.Contains(s, "Pending") })
+	r := watchtest.Start(env.Kubeconfig, "get", "at", "-n", "get-watch", "-w", "--output-watch-events", "--request-timeout", "2m")
+	watchtest.Eventually(t, "the initial row", func() bool { return strings.Contains(r.Stdout(), "Pending") })
 	// The watch starts from the list's resourceVersion, so this change is
 	// seen even if the watch request is not open yet.
 	at.Status.Phase = schedv1.TaskRunning
@@ -339,12 +258,11 @@ func TestGetWatch(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), at); err != nil {
 		t.Fatal(err)
 	}
-	out.waitFor(t, "a row for the change", func(s string) bool { return strings.Contains(s, "Running") })
-	cancel()
-	if code := <-done; code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
+	watchtest.Eventually(t, "a row for the change", func() bool { return strings.Contains(r.Stdout(), "Running") })
+	if code := r.Stop(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, r.Stderr())
 	}
-	plugintest.Golden(t, "watch", normalise(out.String()))
+	plugintest.Golden(t, "watch", normalise(r.Stdout()))
 }
 
 func TestCompletion(t *testing.T) {

@@ -23,9 +23,10 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
@@ -120,15 +121,14 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 		RunE: cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+DefaultImage(version.ClientVersion())+").")
+	f.StringVar(&o.Image, "image", "", "Operator image, REPO:TAG or REPO@sha256:DIGEST; a tag is pinned to its digest (default "+manifests.DefaultImage(buildinfo.ClientVersion())+").")
 	f.BoolVar(&o.PinImage, "pin-image", true, "Look up the digest the image's registry serves for its tag and install REPO:TAG@DIGEST; false keeps the tag (a registry this machine cannot reach, images loaded onto the nodes).")
 	f.StringVar(&o.NodePool, "node-pool", "", "Run the operator on the nodes of this pool (label "+schedv1.NodeLabelPool+"), tolerating the pool's taint, as placement.nodePools does for workloads.")
 	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; docs/admins/sizing.md). Give it on every install.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
-	f.BoolVar(&o.Wait, "wait", false, "Also wait until the operator Deployment is available.")
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
 	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Also wait until the operator Deployment is available.", &o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
 	o.settingFlags = addSettingFlags(f)
 	o.Print.AddFlags(cmd, false)
 	return cmd
@@ -140,7 +140,7 @@ func operatorNamespace(flags *genericclioptions.ConfigFlags) string {
 	if flags.Namespace != nil && *flags.Namespace != "" {
 		return *flags.Namespace
 	}
-	return ManifestNamespace
+	return manifests.ManifestNamespace
 }
 
 // Complete reads the manifests and, unless nothing is sent, builds the client.
@@ -148,13 +148,13 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	image := o.Image
 	if image == "" {
-		image = DefaultImage(version.ClientVersion())
+		image = manifests.DefaultImage(buildinfo.ClientVersion())
 	} else if err := checkImageRef(image); err != nil {
 		return err
 	}
 	o.image = image
 	var err error
-	if o.objects, err = Objects(image, o.namespace, VersionOf(image, version.ClientVersion())); err != nil {
+	if o.objects, err = manifests.Objects(image, o.namespace, manifests.VersionOf(image, buildinfo.ClientVersion())); err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
 	if o.NodePool != "" {
@@ -170,7 +170,7 @@ func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	if o.WithoutOperator {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool {
 			// The tiers stay: the operator run elsewhere reads them.
-			return u.GetKind() == "Deployment" || u.GetKind() == "Service" || (u.GetKind() == "ConfigMap" && u.GetName() == ConfigMapName)
+			return u.GetKind() == "Deployment" || u.GetKind() == "Service" || (u.GetKind() == "ConfigMap" && u.GetName() == manifests.ConfigMapName)
 		})
 	}
 	if o.DryRun == "client" {
@@ -256,14 +256,10 @@ func (o *Options) Validate() error {
 			return cmdutil.Usage("Give at least 128Mi: 128Mi per 10,000 objects the operator caches, plus 128Mi.", "--operator-memory %q is less than the operator needs caching nothing", o.OperatorMemory)
 		}
 	}
-	if !o.Print.IsTable() {
-		if _, err := o.Print.Printer(); err != nil {
-			return cmdutil.Usage("Use -o yaml, json or name.", "%v", err)
-		}
-	} else if *o.Print.OutputFormat == "wide" {
+	if o.Print.IsWide() {
 		return cmdutil.Usage("Use -o yaml, json or name.", "install prints no table; -o wide does not apply")
 	}
-	return nil
+	return o.Print.Validate("Use -o yaml, json or name.")
 }
 
 // Run applies the objects in order, then waits for the CRDs.
@@ -280,7 +276,7 @@ func (o *Options) Run(ctx context.Context) error {
 			return o.printObjects(o.objects)
 		}
 		for _, obj := range o.objects {
-			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", Qualified(obj), suffix)
+			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", manifests.Qualified(obj), suffix)
 		}
 		return nil
 	}
@@ -298,7 +294,7 @@ func (o *Options) Run(ctx context.Context) error {
 	var changes upgrade
 	for _, obj := range o.objects {
 		if nsMissing && obj.GetNamespace() != "" {
-			fmt.Fprintf(o.Out, "%s skipped%s: namespace %q does not exist yet\n", Qualified(obj), suffix, o.namespace)
+			fmt.Fprintf(o.Out, "%s skipped%s: namespace %q does not exist yet\n", manifests.Qualified(obj), suffix, o.namespace)
 			continue
 		}
 		prev, err := o.current(ctx, obj)
@@ -314,10 +310,10 @@ func (o *Options) Run(ctx context.Context) error {
 			continue
 		}
 		if o.DryRun == "server" {
-			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", Qualified(obj), suffix)
+			fmt.Fprintf(o.Out, "%s serverside-applied%s\n", manifests.Qualified(obj), suffix)
 			continue
 		}
-		fmt.Fprintf(o.Out, "%s %s\n", Qualified(obj), changes.add(prev, out))
+		fmt.Fprintf(o.Out, "%s %s\n", manifests.Qualified(obj), changes.add(prev, out))
 		if before, after := operatorImage(prev), operatorImage(out); prev != nil && before != after {
 			fmt.Fprintf(o.Out, "  operator image: %s -> %s\n", before, after)
 		}
@@ -354,7 +350,7 @@ func (o *Options) Run(ctx context.Context) error {
 // configure resolves the settings and writes them into the objects. What
 // the cluster has is kept, so a later install need not repeat the flags.
 func (o *Options) configure(ctx context.Context) error {
-	objs, err := Objects(ManifestImage, o.namespace, "")
+	objs, err := manifests.Objects(manifests.ManifestImage, o.namespace, "")
 	if err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
@@ -363,13 +359,13 @@ func (o *Options) configure(ctx context.Context) error {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
 	if o.DryRun != "client" {
-		cm, err := o.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(o.namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
+		cm, err := o.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(o.namespace).Get(ctx, manifests.ConfigMapName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case apierrors.IsForbidden(err):
 			// Applying the CRDs, first, fails too and says so better.
 		case err != nil:
-			return cmdutil.API(err, "get", fmt.Sprintf("configmaps %q", ConfigMapName))
+			return cmdutil.API(err, "get", fmt.Sprintf("configmaps %q", manifests.ConfigMapName))
 		default:
 			installed, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 			for k := range base {
@@ -399,7 +395,7 @@ func (o *Options) addExternalSecretsPolicy() error {
 		// installed yet or not: the policy waits for it.
 		want = o.Settings["CLUSTER_SECRET_STORE"] != ""
 		if !want && o.DryRun != "client" {
-			served, err := ExternalSecretsServed(o.discovery)
+			served, err := manifests.ExternalSecretsServed(o.discovery)
 			if err != nil {
 				return err
 			}
@@ -418,44 +414,18 @@ func (o *Options) addExternalSecretsPolicy() error {
 		fmt.Fprintln(o.ErrOut, "Warning: External Secrets is served but --external-secret-key-template is empty: every namespace may read any key of a ClusterSecretStore. Set it (for example {{namespace}}/) to confine them.")
 		return nil
 	}
-	objs, err := ExternalSecretsPolicy(template, secretstore.ParsePaths(o.Settings["EXTERNAL_SECRET_RESERVED_PATHS"]))
+	objs, err := manifests.ExternalSecretsPolicy(template, secretstore.ParsePaths(o.Settings["EXTERNAL_SECRET_RESERVED_PATHS"]))
 	if err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
 	o.objects = append(o.objects, objs...)
-	slices.SortStableFunc(o.objects, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	manifests.SortForApply(o.objects)
 	return nil
 }
 
-// ExternalSecretsServed reports whether the cluster serves External
-// Secrets' ExternalSecrets, in any version.
-func ExternalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
-	groups, err := d.ServerGroups()
-	if err != nil {
-		return false, cmdutil.API(err, "list", "the API groups")
-	}
-	for _, g := range groups.Groups {
-		if g.Name != externalSecretsGroup {
-			continue
-		}
-		for _, v := range g.Versions {
-			resources, err := d.ServerResourcesForGroupVersion(v.GroupVersion)
-			if err != nil {
-				return false, cmdutil.API(err, "get", "the resources of "+v.GroupVersion)
-			}
-			if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "externalsecrets" }) {
-				return true, nil
-			}
-		}
-	}
-	return false, nil
-}
-
-const externalSecretsGroup = "external-secrets.io"
-
 func (o *Options) apply(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := obj.GroupVersionKind()
-	res := o.dynamic.Resource(Resource(gvk)).Namespace(obj.GetNamespace())
+	res := o.dynamic.Resource(manifests.Resource(gvk)).Namespace(obj.GetNamespace())
 	opts := metav1.ApplyOptions{FieldManager: kube.FieldManager, Force: true}
 	if o.DryRun == "server" {
 		opts.DryRun = []string{metav1.DryRunAll}
@@ -473,7 +443,7 @@ func (o *Options) current(ctx context.Context, obj *unstructured.Unstructured) (
 	if o.DryRun == "server" {
 		return nil, nil
 	}
-	res := o.dynamic.Resource(Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
+	res := o.dynamic.Resource(manifests.Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
 	prev, err := res.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	switch {
 	case err == nil:
@@ -486,7 +456,7 @@ func (o *Options) current(ctx context.Context, obj *unstructured.Unstructured) (
 
 // what names an object as kubectl RBAC errors do: resource.group "name".
 func what(obj *unstructured.Unstructured) string {
-	gvr := Resource(obj.GroupVersionKind())
+	gvr := manifests.Resource(obj.GroupVersionKind())
 	r := gvr.Resource
 	if gvr.Group != "" {
 		r += "." + gvr.Group
@@ -559,7 +529,7 @@ func (o *Options) waitAvailable(ctx context.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	gvr := Resource(dep.GroupVersionKind())
+	gvr := manifests.Resource(dep.GroupVersionKind())
 	err := waitfor.Resource(wctx, o.dynamic.Resource(gvr).Namespace(dep.GetNamespace()), dep.GetName(), func(got *unstructured.Unstructured) (bool, error) {
 		if got == nil {
 			return false, apierrors.NewNotFound(gvr.GroupResource(), dep.GetName())
@@ -606,8 +576,8 @@ func (u *upgrade) add(prev, out *unstructured.Unstructured) string {
 		u.unchanged++
 		return "unchanged"
 	}
-	if prev.GetKind() == "Deployment" && prev.GetLabels()[versionLabel] != out.GetLabels()[versionLabel] {
-		u.from = prev.GetLabels()[versionLabel]
+	if prev.GetKind() == "Deployment" && prev.GetLabels()[manifests.VersionLabel] != out.GetLabels()[manifests.VersionLabel] {
+		u.from = prev.GetLabels()[manifests.VersionLabel]
 	}
 	u.configured++
 	return "configured"

@@ -28,10 +28,11 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/config"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 // A bare API server: no CRDs, as a fresh cluster before install.
@@ -254,7 +255,7 @@ func TestInstallDryRunClient(t *testing.T) {
 	plugintest.Golden(t, "install-dry-run", res.Stdout)
 
 	res = plugintest.RunWithInput("", "install", "--pin-image=false", "--dry-run=client", "-o", "json")
-	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "`+install.DefaultImage("devel")+`"`) {
+	if res.Code != 0 || !strings.Contains(res.Stdout, `"kind": "List"`) || !strings.Contains(res.Stdout, `"image": "`+manifests.DefaultImage("devel")+`"`) {
 		t.Errorf("exit %d, want a List with the default image:\n%.2000s", res.Code, res.Stdout)
 	}
 }
@@ -552,12 +553,12 @@ func TestInstallUnreachable(t *testing.T) {
 }
 
 func TestObjectsAreWellFormed(t *testing.T) {
-	objs, err := install.Objects("img", "ns", "v1")
+	objs, err := manifests.Objects("img", "ns", "v1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
-		if install.Namespaced(o.GroupVersionKind()) != (o.GetNamespace() != "") {
+		if manifests.Namespaced(o.GroupVersionKind()) != (o.GetNamespace() != "") {
 			t.Errorf("%s %s: namespace %q does not fit its scope", o.GetKind(), o.GetName(), o.GetNamespace())
 		}
 	}
@@ -570,19 +571,19 @@ func TestObjectsAreWellFormed(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := install.VersionOf(tc.image, tc.plugin); got != tc.want {
+			if got := manifests.VersionOf(tc.image, tc.plugin); got != tc.want {
 				t.Errorf("VersionOf(%q, %q) = %q, want %q", tc.image, tc.plugin, got, tc.want)
 			}
 		})
 	}
-	if got := install.DefaultImage("v0.3.0"); got != "ghcr.io/kubectl-sched/operator:v0.3.0" {
+	if got := manifests.DefaultImage("v0.3.0"); got != "ghcr.io/kubectl-sched/operator:v0.3.0" {
 		t.Errorf("DefaultImage = %q", got)
 	}
 	pinned, err := config.OperatorImage()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := install.DefaultImage("devel"); got != pinned || strings.HasSuffix(got, ":latest") {
+	if got := manifests.DefaultImage("devel"); got != pinned || strings.HasSuffix(got, ":latest") {
 		t.Errorf("DefaultImage(devel) = %q, want the release config/manager pins, %q", got, pinned)
 	}
 }

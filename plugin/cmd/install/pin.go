@@ -6,12 +6,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/registry"
 )
 
 // pinTimeout bounds the registry lookup: an air-gapped cluster's admin
@@ -44,11 +43,11 @@ func PinImage(ctx context.Context, image string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pinTimeout)
 	defer cancel()
-	desc, err := remote.Head(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain))
+	digest, err := registry.Digest(ctx, ref.(name.Tag))
 	if err != nil {
 		return "", err
 	}
-	return image + "@" + desc.Digest.String(), nil
+	return image + "@" + digest, nil
 }
 
 // pinOperator writes the pinned image into the operator Deployment; when

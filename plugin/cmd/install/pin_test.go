@@ -4,14 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 // operatorImage is the image of the Deployment in install's output, and its
@@ -42,15 +39,7 @@ func TestInstallRefusesImageWithoutTagOrDigest(t *testing.T) {
 // unreachable registry leaves the tag with one warning line.
 func TestInstallPinsImageByDigest(t *testing.T) {
 	tagged := testenv.Registry(t) + "/kubectl-sched/operator:v9.9.9"
-	img, err := random.Image(512, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := name.NewTag(tagged)
-	if err := remote.Write(ref, img); err != nil {
-		t.Fatal(err)
-	}
-	digest, _ := img.Digest()
+	digest := testenv.PushImage(t, tagged)
 
 	t.Run("tag", func(t *testing.T) {
 		res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--image", tagged)
@@ -58,7 +47,7 @@ func TestInstallPinsImageByDigest(t *testing.T) {
 			t.Fatalf("exit %d: %s", res.Code, res.Stderr)
 		}
 		got, version := operatorImage(t, res.Stdout)
-		if want := tagged + "@" + digest.String(); got != want || version != "v9.9.9" {
+		if want := tagged + "@" + digest; got != want || version != "v9.9.9" {
 			t.Errorf("image %s, version %q; want %s, v9.9.9", got, version, want)
 		}
 		if res.Stderr != "" {
@@ -66,7 +55,7 @@ func TestInstallPinsImageByDigest(t *testing.T) {
 		}
 	})
 	t.Run("digest", func(t *testing.T) {
-		pinned := strings.TrimSuffix(tagged, ":v9.9.9") + "@" + digest.String()
+		pinned := strings.TrimSuffix(tagged, ":v9.9.9") + "@" + digest
 		res := plugintest.RunWithInput("", "install", "--dry-run=client", "-o", "yaml", "--image", pinned)
 		if got, _ := operatorImage(t, res.Stdout); res.Code != 0 || got != pinned || res.Stderr != "" {
 			t.Errorf("exit %d, image %s, want %s as given; stderr %q", res.Code, got, pinned, res.Stderr)

@@ -20,9 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/doctor"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 const esPolicy = "kubectl-sched-external-secret-keys"
@@ -286,10 +285,15 @@ func TestExternalSecretsInstalledLater(t *testing.T) {
 			t.Errorf("uninstall: exit %d:\n%s%s", res.Code, res.Stdout, res.Stderr)
 		}
 	})
-	policies := func() doctor.Check {
+	// doctor's report read as a script reads it (its JSON is stable).
+	type check struct {
+		Name, Status, Fix string
+		Details           []string
+	}
+	policies := func() check {
 		t.Helper()
 		res := runAs(kubeconfig, "doctor", "-o", "json", "--operator-namespace", "late-operator")
-		var rep doctor.Report
+		var rep struct{ Checks []check }
 		if err := json.Unmarshal([]byte(res.Stdout), &rep); err != nil {
 			t.Fatalf("doctor: %v:\n%s%s", err, res.Stdout, res.Stderr)
 		}
@@ -299,9 +303,9 @@ func TestExternalSecretsInstalledLater(t *testing.T) {
 			}
 		}
 		t.Fatalf("doctor reports no policies check:\n%s", res.Stdout)
-		return doctor.Check{}
+		return check{}
 	}
-	if c := policies(); c.Status != doctor.OK {
+	if c := policies(); c.Status != "OK" {
 		t.Errorf("before External Secrets: %+v, want OK", c)
 	}
 
@@ -312,7 +316,7 @@ func TestExternalSecretsInstalledLater(t *testing.T) {
 	t.Cleanup(func() { _ = envtest.UninstallCRDs(bare.Config, crds) })
 	c := policies()
 	want := "policy " + esPolicy + " missing: External Secrets is served, and without it any namespace's ExternalSecrets read any key of a ClusterSecretStore; install adds it"
-	if c.Status != doctor.Fail || c.Fix != "kubectl sched install" || !slices.Contains(c.Details, want) {
+	if c.Status != "FAIL" || c.Fix != "kubectl sched install" || !slices.Contains(c.Details, want) {
 		t.Errorf("External Secrets installed later: %+v, want FAIL with %q", c, want)
 	}
 
@@ -320,7 +324,7 @@ func TestExternalSecretsInstalledLater(t *testing.T) {
 	if res.Code != 0 || !strings.Contains(res.Stdout, "validatingadmissionpolicy.admissionregistration.k8s.io/"+esPolicy+"\n") {
 		t.Fatalf("install again: exit %d, want the External Secrets policy added:\n%s%s", res.Code, res.Stdout, res.Stderr)
 	}
-	if c := policies(); c.Status != doctor.OK {
+	if c := policies(); c.Status != "OK" {
 		t.Errorf("after install: %+v, want OK", c)
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 // TestSelectorCEL holds the CEL install writes into the operator's
@@ -63,7 +63,7 @@ func TestSelectorCEL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		expr, err := install.SelectorCEL(s)
+		expr, err := manifests.SelectorCEL(s)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
@@ -86,7 +86,7 @@ func TestSelectorCEL(t *testing.T) {
 			}
 		}
 	}
-	if _, err := install.SelectorCEL("team in (a"); err == nil {
+	if _, err := manifests.SelectorCEL("team in (a"); err == nil {
 		t.Error("a broken selector: no error")
 	}
 }

@@ -15,11 +15,8 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
-
-// ConfigMapName holds the operator's cluster settings, which its container
-// reads as environment variables.
-const ConfigMapName = "kubectl-sched-operator-config"
 
 // annotationConfigHash on the operator's pod template changes with its
 // settings, so new settings restart it (it reads them at start).
@@ -27,7 +24,7 @@ const annotationConfigHash = schedv1.GroupName + "/config-hash"
 
 // Settings lists every operator setting install writes: each a flag of
 // install and of the operator, and the operator's environment variable, a
-// key of ConfigMapName.
+// key of manifests.ConfigMapName.
 var Settings = settings.All
 
 // settingFlags holds the values of the setting flags given.
@@ -152,23 +149,23 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 	out := objs[:0:0]
 	schedNS := settings["SCHEDULER_NAMESPACE"]
 	for _, o := range objs {
-		if o.GetNamespace() == ManifestSchedulerNamespace {
+		if o.GetNamespace() == manifests.ManifestSchedulerNamespace {
 			o.SetNamespace(schedNS)
 		}
 		switch o.GetKind() {
 		case "Namespace":
-			if o.GetName() == ManifestSchedulerNamespace {
+			if o.GetName() == manifests.ManifestSchedulerNamespace {
 				o.SetName(schedNS)
 			}
 		case "ValidatingAdmissionPolicy":
-			renameInExpressions(o, ManifestSchedulerNamespace, schedNS)
-			if o.GetName() == OperatorManagedPolicy {
+			manifests.RenameInExpressions(o, manifests.ManifestSchedulerNamespace, schedNS)
+			if o.GetName() == manifests.OperatorManagedPolicy {
 				selector := settings["NAMESPACE_SELECTOR"]
-				served, err := SelectorCEL(selector)
+				served, err := manifests.SelectorCEL(selector)
 				if err != nil {
 					return nil, err
 				}
-				if err := setVariables(o, map[string]string{"selector": strconv.Quote(selector), "served": served}); err != nil {
+				if err := manifests.SetVariables(o, map[string]string{"selector": strconv.Quote(selector), "served": served}); err != nil {
 					return nil, fmt.Errorf("the embedded manifests are broken: %w", err)
 				}
 			}
@@ -177,7 +174,7 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 				continue
 			}
 		case "ConfigMap":
-			if o.GetName() == ConfigMapName {
+			if o.GetName() == manifests.ConfigMapName {
 				data := map[string]any{}
 				for k, v := range settings {
 					data[k] = v
@@ -199,20 +196,20 @@ func configure(objs []*unstructured.Unstructured, settings map[string]string) ([
 // manifestSettings are the defaults config/manager's ConfigMap holds.
 func manifestSettings(objs []*unstructured.Unstructured) (map[string]string, error) {
 	for _, o := range objs {
-		if o.GetKind() == "ConfigMap" && o.GetName() == ConfigMapName {
+		if o.GetKind() == "ConfigMap" && o.GetName() == manifests.ConfigMapName {
 			data, _, err := unstructured.NestedStringMap(o.Object, "data")
 			if err != nil {
-				return nil, fmt.Errorf("ConfigMap %s: %w", ConfigMapName, err)
+				return nil, fmt.Errorf("ConfigMap %s: %w", manifests.ConfigMapName, err)
 			}
 			for _, st := range Settings {
 				if _, ok := data[st.Env]; !ok {
-					return nil, fmt.Errorf("ConfigMap %s has no %s", ConfigMapName, st.Env)
+					return nil, fmt.Errorf("ConfigMap %s has no %s", manifests.ConfigMapName, st.Env)
 				}
 			}
 			return data, nil
 		}
 	}
-	return nil, fmt.Errorf("no ConfigMap %s", ConfigMapName)
+	return nil, fmt.Errorf("no ConfigMap %s", manifests.ConfigMapName)
 }
 
 func settingsHash(settings map[string]string) string {

@@ -17,10 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/api/settings"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/install"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 )
 
 // TestSettingsAreOperatorSettings: every setting install writes is read by
@@ -41,7 +42,7 @@ func TestSettingsAreOperatorSettings(t *testing.T) {
 	// A per-pod value, not a cluster setting.
 	delete(operator, "POD_NAMESPACE")
 	installed := map[string]string{}
-	for _, s := range install.Settings {
+	for _, s := range settings.All {
 		installed[s.Env] = s.Flag
 	}
 	if diff := cmp.Diff(operator, installed); diff != "" {
@@ -57,7 +58,7 @@ func settingsOf(t *testing.T, objs []*unstructured.Unstructured) (map[string]str
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "ConfigMap":
-			if o.GetName() == install.ConfigMapName {
+			if o.GetName() == manifests.ConfigMapName {
 				data, _, _ = unstructured.NestedStringMap(o.Object, "data")
 			}
 		case "Deployment":
@@ -66,7 +67,7 @@ func settingsOf(t *testing.T, objs []*unstructured.Unstructured) (map[string]str
 				t.Fatal(err)
 			}
 			hash = dep.Spec.Template.Annotations["sched.kubectl-sched.dev/config-hash"]
-			if envFrom := dep.Spec.Template.Spec.Containers[0].EnvFrom; len(envFrom) != 1 || envFrom[0].ConfigMapRef == nil || envFrom[0].ConfigMapRef.Name != install.ConfigMapName {
+			if envFrom := dep.Spec.Template.Spec.Containers[0].EnvFrom; len(envFrom) != 1 || envFrom[0].ConfigMapRef == nil || envFrom[0].ConfigMapRef.Name != manifests.ConfigMapName {
 				t.Errorf("the operator does not read its settings from the ConfigMap: envFrom %+v", envFrom)
 			}
 			for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
@@ -217,7 +218,7 @@ func installedSettings(t *testing.T) (map[string]string, string) {
 	t.Helper()
 	ctx := context.Background()
 	var cm corev1.ConfigMap
-	if err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: install.ConfigMapName}, &cm); err != nil {
+	if err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: manifests.ConfigMapName}, &cm); err != nil {
 		t.Fatal(err)
 	}
 	var dep appsv1.Deployment

@@ -17,10 +17,11 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/version"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/waitfor"
 )
 
@@ -68,7 +69,7 @@ reconciled).`,
 	f.BoolVar(&o.KeepCRDs, "keep-crds", false, "Keep the CRDs and so every kubectl-sched object.")
 	f.BoolVar(&o.Yes, "yes", false, "Confirm that the CRDs and every kubectl-sched object are to be deleted.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" lists what exists and would be deleted; "server" has the API server check each deletion.`)
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
+	cmdutil.AddWaitFlags(cmd, nil, "", &o.Timeout, "How long to wait for the CRDs to be gone; exit code 12 after.")
 	f.StringVar(&o.SchedulerNamespace, "scheduler-namespace", o.SchedulerNamespace, "Namespace the operator created for SchedExt DaemonSets; deleted with the CRDs.")
 	return cmd
 }
@@ -77,11 +78,11 @@ reconciled).`,
 func (o *UninstallOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.namespace = operatorNamespace(o.Flags)
 	var err error
-	if o.objects, err = Objects(ManifestImage, o.namespace, version.ClientVersion()); err != nil {
+	if o.objects, err = manifests.Objects(manifests.ManifestImage, o.namespace, buildinfo.ClientVersion()); err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
 	// The External Secrets key policy, when install added it.
-	optional, err := ExternalSecretsPolicy(secretstore.Placeholder+"/", nil)
+	optional, err := manifests.ExternalSecretsPolicy(secretstore.Placeholder+"/", nil)
 	if err != nil {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
@@ -122,7 +123,7 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		case cb && !ca:
 			return 1
 		}
-		return rank(b) - rank(a)
+		return manifests.Rank(b) - manifests.Rank(a)
 	})
 	if !o.KeepCRDs {
 		// The operator made this namespace for scheduler DaemonSets; it goes
@@ -163,7 +164,7 @@ func (o *UninstallOptions) schedulerNamespace(ctx context.Context) []*unstructur
 // delete deletes obj and prints a line; what does not exist is skipped,
 // so uninstall can be run again after a partial one.
 func (o *UninstallOptions) delete(ctx context.Context, obj *unstructured.Unstructured, suffix string) error {
-	res := o.dynamic.Resource(Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
+	res := o.dynamic.Resource(manifests.Resource(obj.GroupVersionKind())).Namespace(obj.GetNamespace())
 	var err error
 	switch o.DryRun {
 	case "client":

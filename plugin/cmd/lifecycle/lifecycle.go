@@ -1,9 +1,7 @@
 // Package lifecycle implements the commands that change one field of an
-// object's spec with a merge patch: `kubectl sched stop`, `start` and
-// `restart` for UserDeployments (spec.state, or spec.restartedAt for the
-// services to roll), which with --wait follow the app as `deploy --wait`
-// does, and the cancel (spec.cancel) behind `task cancel` and `workflow
-// stop` (cancel.go).
+// app's spec with a merge patch: `kubectl sched stop`, `start` and
+// `restart` (spec.state, or spec.restartedAt for the services to roll),
+// which with --wait follow the app as `deploy --wait` does.
 package lifecycle
 
 import (
@@ -16,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/appwait"
@@ -25,7 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-var udKind = kinds.Kinds[0]
+var udKind = kinds.UserDeployment
 
 // verb is what differs between the three commands.
 type verb struct {
@@ -97,24 +94,22 @@ type Options struct {
 }
 
 func newCommand(v verb, c kube.ClientOptions) *cobra.Command {
-	o := &Options{ClientOptions: c, verb: v, Now: time.Now}
-	use := v.name + " NAME"
+	o := &Options{ClientOptions: c, verb: v, Now: time.Now, Timeout: 5 * time.Minute}
+	use, args := v.name+" NAME", cmdutil.NameArg(udKind.Singular)
 	if v.maxArgs == 2 {
-		use += " [SERVICE]"
+		use, args = use+" [SERVICE]", cmdutil.ArgsTaking(1, 2, "NAME [SERVICE]")
 	}
 	cmd := &cobra.Command{
 		Use:               use,
 		Short:             v.short,
 		Long:              v.long,
 		Example:           v.example,
-		Args:              cmdutil.ArgsTaking(1, v.maxArgs, strings.TrimPrefix(use, v.name+" ")),
+		Args:              args,
 		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
-	f := cmd.Flags()
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app.`)
-	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Follow the app until it is "+target(v)+" (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	return cmd
 }
 
@@ -139,13 +134,7 @@ func (o *Options) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop one of them.", "--wait cannot follow a --dry-run")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a positive duration, such as --timeout=2m.", "--timeout must be positive, got %v", o.Timeout)
-	}
-	return nil
+	return cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun)
 }
 
 // Run patches the app and, with --wait, follows it.
@@ -163,7 +152,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if patch == nil {
 		fmt.Fprintf(o.Out, "%s is already %s: nothing to do\n", ref, strings.ToLower(target(o.verb)))
 	} else {
-		if err := mergePatch(ctx, c, ud, patch, o.DryRun); err != nil {
+		if err := o.Clients.MergePatch(ctx, ud, patch, o.DryRun); err != nil {
 			return cmdutil.API(err, "patch", udKind.What(ns, o.Name))
 		}
 		what := ref
@@ -176,19 +165,6 @@ func (o *Options) Run(ctx context.Context) error {
 		return nil
 	}
 	return appwait.Wait(ctx, c, ud, o.Timeout, o.Out, o.nsFlag())
-}
-
-// mergePatch sends patch to obj as kubectl-sched, as dryRun says: "client"
-// sends nothing, "server" has the API server check it without making it.
-func mergePatch(ctx context.Context, c client.Client, obj client.Object, patch []byte, dryRun string) error {
-	if dryRun == "client" {
-		return nil
-	}
-	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-	if dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	return c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), opts...)
 }
 
 // patch is the merge patch for the verb, nil when the app already is as asked.

@@ -1,97 +1,66 @@
 package lifecycle_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
 
 func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
-var ctx = context.Background()
-
-// app creates a two-service app in its own namespace.
-func app(t *testing.T, ns string) {
-	t.Helper()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	ud := MakeUserDeployment("shop", ns).Service("web", "web:1", 80, schedv1.ExposureInternal).Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
-	if err := env.Client.Create(ctx, ud); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func getUD(t *testing.T, ns string) *schedv1.UserDeployment {
-	t.Helper()
-	ud := &schedv1.UserDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, ud); err != nil {
-		t.Fatal(err)
-	}
-	return ud
-}
-
-// setStatus reports phase for the app's current generation, as the
+// setStatus reports phase for app shop's current generation, as the
 // operator would.
 func setStatus(t *testing.T, ns string, phase schedv1.UserDeploymentPhase, ready string) {
 	t.Helper()
-	ud := getUD(t, ns)
-	ud.Status = schedv1.UserDeploymentStatus{ObservedGeneration: ud.Generation, Phase: phase, Ready: ready}
+	st := schedv1.UserDeploymentStatus{Phase: phase, Ready: ready}
 	if phase == schedv1.UserDeploymentDegraded {
-		ud.Status.Conditions = []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping", LastTransitionTime: metav1.Now()}}
+		st.Conditions = []metav1.Condition{{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "service api: crash-looping", LastTransitionTime: metav1.Now()}}
 	}
-	if err := env.Client.Status().Update(ctx, ud); err != nil {
-		t.Fatal(err)
-	}
+	env.SetAppStatus(t, ns, "shop", st)
 }
 
 func TestStopAndStart(t *testing.T) {
 	const ns = "lifecycle-stop"
-	app(t, ns)
+	env.Shop(t, ns)
 
 	res := env.Run("stop", "shop", "-n", ns, "--dry-run=server")
-	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop stopped (server dry run)\n" || getUD(t, ns).Spec.State != schedv1.StateRunning {
-		t.Fatalf("dry run: exit %d, stdout %q, stderr %q, state %s", res.Code, res.Stdout, res.Stderr, getUD(t, ns).Spec.State)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop stopped (server dry run)\n" || env.App(t, ns, "shop").Spec.State != schedv1.StateRunning {
+		t.Fatalf("dry run: exit %d, stdout %q, stderr %q, state %s", res.Code, res.Stdout, res.Stderr, env.App(t, ns, "shop").Spec.State)
 	}
 	res = env.Run("stop", "shop", "-n", ns)
 	plugintest.Golden(t, "stop", res.Stdout)
-	if res.Code != 0 || getUD(t, ns).Spec.State != schedv1.StateStopped {
-		t.Fatalf("stop: exit %d, stderr %q, state %s", res.Code, res.Stderr, getUD(t, ns).Spec.State)
+	if res.Code != 0 || env.App(t, ns, "shop").Spec.State != schedv1.StateStopped {
+		t.Fatalf("stop: exit %d, stderr %q, state %s", res.Code, res.Stderr, env.App(t, ns, "shop").Spec.State)
 	}
 	res = env.Run("stop", "shop", "-n", ns)
 	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop is already stopped: nothing to do\n" {
 		t.Errorf("stop again: exit %d, stdout %q", res.Code, res.Stdout)
 	}
 	res = env.Run("start", "shop", "-n", ns)
-	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop started\n" || getUD(t, ns).Spec.State != schedv1.StateRunning {
-		t.Errorf("start: exit %d, stdout %q, state %s", res.Code, res.Stdout, getUD(t, ns).Spec.State)
+	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop started\n" || env.App(t, ns, "shop").Spec.State != schedv1.StateRunning {
+		t.Errorf("start: exit %d, stdout %q, state %s", res.Code, res.Stdout, env.App(t, ns, "shop").Spec.State)
 	}
 }
 
 func TestRestart(t *testing.T) {
 	const ns = "lifecycle-restart"
-	app(t, ns)
+	env.Shop(t, ns)
 	before := time.Now().UTC().Truncate(time.Second)
 
 	res := env.Run("restart", "shop", "api", "-n", ns)
 	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop service api restarted\n" {
 		t.Fatalf("restart api: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
-	got := getUD(t, ns).Spec.RestartedAt
+	got := env.App(t, ns, "shop").Spec.RestartedAt
 	at, err := time.Parse(time.RFC3339, got["api"])
 	if len(got) != 1 || err != nil || at.Before(before) {
 		t.Fatalf("restartedAt %v (%v), want only api at a time from now on", got, err)
@@ -102,7 +71,7 @@ func TestRestart(t *testing.T) {
 	if res.Code != 0 || res.Stdout != "userdeployment.sched.kubectl-sched.dev/shop restarted\n" {
 		t.Fatalf("restart: exit %d, stdout %q, stderr %q", res.Code, res.Stdout, res.Stderr)
 	}
-	all := getUD(t, ns).Spec.RestartedAt
+	all := env.App(t, ns, "shop").Spec.RestartedAt
 	if len(all) != 2 || all["web"] != all["api"] || all["api"] == got["api"] {
 		t.Errorf("restartedAt %v, want both services at one new time (api was %s)", all, got["api"])
 	}
@@ -115,7 +84,7 @@ func TestRestart(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	const ns = "lifecycle-wait"
-	app(t, ns)
+	env.Shop(t, ns)
 	setStatus(t, ns, schedv1.UserDeploymentRunning, "2/2")
 	res := env.Run("start", "shop", "-n", ns, "--wait", "--timeout", "10s")
 	want := `userdeployment.sched.kubectl-sched.dev/shop is already running: nothing to do
@@ -145,22 +114,22 @@ Next: kubectl sched describe ud shop -n lifecycle-wait
 
 func TestErrors(t *testing.T) {
 	const ns = "lifecycle-errors"
-	app(t, ns)
+	env.Shop(t, ns)
 	nobody, err := env.UserKubeconfig("nobody")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]plugintest.ErrorCase{
-		"no name":           {Args: []string{"stop"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME, got 0 arguments"}},
+		"no name":           {Args: []string{"stop"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes one userdeployment name, got 0 arguments"}},
 		"too many":          {Args: []string{"restart", "shop", "api", "web"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME [SERVICE], got 3 arguments"}},
 		"not found":         {Args: []string{"stop", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployments.sched.kubectl-sched.dev "nope" not found`}},
-		"bad dry run":       {Args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client or server, got "maybe"`}},
+		"bad dry run":       {Args: []string{"stop", "shop", "-n", ns, "--dry-run=maybe"}, Code: cmdutil.ExitUsage, Stderr: []string{`--dry-run must be client, server or none, got "maybe"`}},
 		"wait with dry run": {Args: []string{"start", "shop", "-n", ns, "--dry-run", "--wait"}, Code: cmdutil.ExitUsage, Stderr: []string{"--wait cannot follow a --dry-run"}},
 		"forbidden":         {Args: []string{"stop", "shop", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden, Stderr: []string{"forbidden"}},
 		"no cluster":        {Args: []string{"stop", "shop", "--server", "https://127.0.0.1:1", "--insecure-skip-tls-verify"}, NoKubeconfig: true, Code: cmdutil.ExitUnreachable, Stderr: []string{"cannot reach the cluster"}},
 	}
 	env.RunErrorCases(t, cases, nil)
-	if getUD(t, ns).Spec.State != schedv1.StateRunning {
+	if env.App(t, ns, "shop").Spec.State != schedv1.StateRunning {
 		t.Errorf("a failed command changed the app")
 	}
 }

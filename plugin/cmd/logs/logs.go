@@ -61,7 +61,7 @@ type Options struct {
 }
 
 // logKinds are the kinds with pods of their own in the user's namespace.
-var logKinds = []kinds.Kind{kinds.Kinds[0], kinds.Kinds[1], kinds.Kinds[2]}
+var logKinds = []kinds.Kind{kinds.UserDeployment, kinds.AgentTask, kinds.Workflow}
 
 // NewCommand returns `kubectl sched logs`.
 func NewCommand(c kube.ClientOptions) *cobra.Command {
@@ -112,7 +112,7 @@ such task, step or forEach item. It exits 8 when no pod had logs to show.`,
   # Item 3 of its forEach step deploy
   kubectl sched logs workflow/release deploy --item 3`,
 		Args:              cobra.RangeArgs(1, 2),
-		ValidArgsFunction: o.CompleteNames(kinds.Kinds[0], 1),
+		ValidArgsFunction: o.CompleteNames(kinds.UserDeployment, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
@@ -156,10 +156,10 @@ func (o *Options) Validate() error {
 	if o.Since < 0 {
 		return cmdutil.Usage("Use a positive duration such as 5m.", "--since must not be negative, got %s", o.Since)
 	}
-	if o.Service != "" && o.kind != nil && o.kind.Kind != "UserDeployment" && o.kind.Kind != "Workflow" {
+	if o.Service != "" && o.kind != nil && o.kind.Kind != kinds.UserDeployment.Kind && o.kind.Kind != kinds.Workflow.Kind {
 		return cmdutil.Usage("SERVICE applies to an app, STEP to a workflow (workflow/NAME STEP).", "%s/%s has no services or steps", o.kind.Singular, o.name)
 	}
-	if o.Item != -1 && (o.Service == "" || o.kind == nil || o.kind.Kind != "Workflow") {
+	if o.Item != -1 && (o.Service == "" || o.kind == nil || o.kind.Kind != kinds.Workflow.Kind) {
 		return cmdutil.Usage("kubectl sched logs workflow/NAME STEP --item N", "--item needs a workflow and its forEach STEP")
 	}
 	if o.Item < -1 {
@@ -168,7 +168,7 @@ func (o *Options) Validate() error {
 	if o.Previous && o.Follow {
 		return cmdutil.Usage("Drop -f: a previous container has ended, so its log is printed whole.", "--previous and --follow cannot be combined")
 	}
-	if o.Previous && o.kind != nil && o.kind.Kind != "UserDeployment" {
+	if o.Previous && o.kind != nil && o.kind.Kind != kinds.UserDeployment.Kind {
 		return previousNotForTasks(*o.kind, o.name)
 	}
 	return nil
@@ -187,7 +187,7 @@ func (o *Options) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.Previous && src.kind.Kind != "UserDeployment" {
+	if o.Previous && src.kind.Kind != kinds.UserDeployment.Kind {
 		return previousNotForTasks(src.kind, src.name)
 	}
 	if o.Follow {
@@ -267,109 +267,135 @@ func (o *Options) resolve(ctx context.Context) (*source, error) {
 
 func (o *Options) sourceFor(k kinds.Kind, obj client.Object) (*source, error) {
 	src := &source{kind: k, name: obj.GetName()}
-	podName := func(p *corev1.Pod) string { return p.Name }
-	taskContainer := func(p *corev1.Pod) []string { return []string{o.containerOr(podlogs.TaskContainer)} }
+	var err error
 	switch t := obj.(type) {
 	case *schedv1.UserDeployment:
-		set := labels.Set{schedv1.LabelUserDeployment: t.Name}
-		if o.Service != "" {
-			if !slices.ContainsFunc(t.Spec.Services, func(s schedv1.ServiceSpec) bool { return s.Name == o.Service }) {
-				var known []string
-				for _, s := range t.Spec.Services {
-					known = append(known, s.Name)
-				}
-				return nil, cmdutil.Errorf(cmdutil.ExitNotFound, "Its services: "+strings.Join(known, ", ")+".",
-					"userdeployment %s has no service %q", t.Name, o.Service)
-			}
-			set[schedv1.LabelService] = o.Service
-		}
-		src.selector = labels.SelectorFromSet(set)
-		src.containers = func(p *corev1.Pod) []string {
-			if o.Container != "" {
-				return []string{o.Container}
-			}
-			var cs []string
-			for _, c := range p.Spec.Containers {
-				cs = append(cs, c.Name)
-			}
-			return cs
-		}
-		src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
-		src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+		err = o.appSource(src, t)
 	case *schedv1.AgentTask:
-		// The label holds the Job's name, which may be shorter than the task's.
-		src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
-		src.containers, src.prefix = taskContainer, podName
-		src.order = func(*corev1.Pod) string { return "" }
-		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
-		src.deleted = func(context.Context) ([]deletedPods, error) {
-			if c := podDeleted(t); c != nil {
-				return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
-			}
-			return nil, nil
-		}
+		o.taskSource(src, t)
 	case *schedv1.Workflow:
-		set, err := o.workflowPods(t)
-		if err != nil {
-			return nil, err
-		}
-		src.selector = labels.SelectorFromSet(set)
-		stepOf := func(labels map[string]string) string {
-			label := labels[schedv1.LabelWorkflowStep]
-			if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
-				return t.Spec.Finally[j].Name
-			} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
-				return t.Spec.Steps[i].Name
-			}
-			return "step-" + label
-		}
-		stepName := func(p *corev1.Pod) string {
-			name := stepOf(p.Labels)
-			if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
-				name += "[" + item + "]"
-			}
-			return name
-		}
-		src.containers = taskContainer
-		src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
-		src.order = func(p *corev1.Pod) string {
-			// The finally steps after every step.
-			label := p.Labels[schedv1.LabelWorkflowStep]
-			if j, ok := names.ParseFinallyStep(label); ok {
-				return fmt.Sprintf("f%06d", j)
-			}
-			i, _ := strconv.Atoi(label)
-			item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
-			return fmt.Sprintf("%06d-%03d", i, item)
-		}
-		src.finished = o.finishedWhen(k, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
-		src.deleted = func(ctx context.Context) ([]deletedPods, error) {
-			// The tasks of the pods asked for: a step's and its items' carry
-			// the labels their pods do.
-			var tasks schedv1.AgentTaskList
-			if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
-				return nil, err
-			}
-			var out []deletedPods
-			for i := range tasks.Items {
-				task := &tasks.Items[i]
-				c := podDeleted(task)
-				if c == nil || !metav1.IsControlledBy(task, t) {
-					continue
-				}
-				of := "step " + stepOf(task.Labels)
-				if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
-					of = "item " + item + " of " + of
-				}
-				out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
-			}
-			slices.SortFunc(out, func(a, b deletedPods) int {
-				return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
-			})
-			return out, nil
-		}
+		err = o.workflowSource(src, t)
+	}
+	if err != nil {
+		return nil, err
 	}
 	return src, nil
+}
+
+// taskContainer is the container of a task's pod, or -c's.
+func (o *Options) taskContainer(*corev1.Pod) []string {
+	return []string{o.containerOr(podlogs.TaskContainer)}
+}
+
+// appSource: an app's pods, or its service's, each container's lines
+// behind [SERVICE POD].
+func (o *Options) appSource(src *source, t *schedv1.UserDeployment) error {
+	set := labels.Set{schedv1.LabelUserDeployment: t.Name}
+	if o.Service != "" {
+		if !slices.ContainsFunc(t.Spec.Services, func(s schedv1.ServiceSpec) bool { return s.Name == o.Service }) {
+			var known []string
+			for _, s := range t.Spec.Services {
+				known = append(known, s.Name)
+			}
+			return cmdutil.Errorf(cmdutil.ExitNotFound, "Its services: "+strings.Join(known, ", ")+".",
+				"userdeployment %s has no service %q", t.Name, o.Service)
+		}
+		set[schedv1.LabelService] = o.Service
+	}
+	src.selector = labels.SelectorFromSet(set)
+	src.containers = func(p *corev1.Pod) []string {
+		if o.Container != "" {
+			return []string{o.Container}
+		}
+		var cs []string
+		for _, c := range p.Spec.Containers {
+			cs = append(cs, c.Name)
+		}
+		return cs
+	}
+	src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
+	src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+	return nil
+}
+
+// taskSource: a task's pods, one per attempt, behind [POD].
+func (o *Options) taskSource(src *source, t *schedv1.AgentTask) {
+	// The label holds the Job's name, which may be shorter than the task's.
+	src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
+	src.containers, src.prefix = o.taskContainer, func(p *corev1.Pod) string { return p.Name }
+	src.order = func(*corev1.Pod) string { return "" }
+	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
+	src.deleted = func(context.Context) ([]deletedPods, error) {
+		if c := podDeleted(t); c != nil {
+			return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
+		}
+		return nil, nil
+	}
+}
+
+// workflowSource: the pods of a workflow's steps, or of one step or item,
+// in step order, behind [STEP POD] or [STEP[N] POD].
+func (o *Options) workflowSource(src *source, t *schedv1.Workflow) error {
+	set, err := o.workflowPods(t)
+	if err != nil {
+		return err
+	}
+	src.selector = labels.SelectorFromSet(set)
+	stepOf := func(labels map[string]string) string {
+		label := labels[schedv1.LabelWorkflowStep]
+		if j, ok := names.ParseFinallyStep(label); ok && j < len(t.Spec.Finally) {
+			return t.Spec.Finally[j].Name
+		} else if i, err := strconv.Atoi(label); err == nil && i >= 0 && i < len(t.Spec.Steps) {
+			return t.Spec.Steps[i].Name
+		}
+		return "step-" + label
+	}
+	stepName := func(p *corev1.Pod) string {
+		name := stepOf(p.Labels)
+		if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
+			name += "[" + item + "]"
+		}
+		return name
+	}
+	src.containers = o.taskContainer
+	src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
+	src.order = func(p *corev1.Pod) string {
+		// The finally steps after every step.
+		label := p.Labels[schedv1.LabelWorkflowStep]
+		if j, ok := names.ParseFinallyStep(label); ok {
+			return fmt.Sprintf("f%06d", j)
+		}
+		i, _ := strconv.Atoi(label)
+		item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
+		return fmt.Sprintf("%06d-%03d", i, item)
+	}
+	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
+	src.deleted = func(ctx context.Context) ([]deletedPods, error) {
+		// The tasks of the pods asked for: a step's and its items' carry
+		// the labels their pods do.
+		var tasks schedv1.AgentTaskList
+		if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
+			return nil, err
+		}
+		var out []deletedPods
+		for i := range tasks.Items {
+			task := &tasks.Items[i]
+			c := podDeleted(task)
+			if c == nil || !metav1.IsControlledBy(task, t) {
+				continue
+			}
+			of := "step " + stepOf(task.Labels)
+			if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
+				of = "item " + item + " of " + of
+			}
+			out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
+		}
+		slices.SortFunc(out, func(a, b deletedPods) int {
+			return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
+		})
+		return out, nil
+	}
+	return nil
 }
 
 // podDeleted is a task's PodDeleted condition when it is True.
@@ -471,7 +497,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 	if src.deleted != nil {
 		if deleted, err = src.deleted(ctx); err != nil {
 			// Only the explanation is lost: the logs that exist still show.
-			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", "agenttasks").Error()))
+			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", kinds.AgentTask.Plural).Error()))
 		}
 	}
 	if len(pods) == 0 && len(deleted) > 0 {
@@ -542,7 +568,7 @@ func (d deletedPods) String() string {
 func (o *Options) podsDeletedError(src *source, deleted []deletedPods) error {
 	hint := fmt.Sprintf("'kubectl sched describe %s %s' shows the outputs. Succeeded tasks' pods are kept for the cluster's --succeeded-pod-retention; an admin keeps them longer with 'kubectl sched install --succeeded-pod-retention 1h' (0: as long as the task).", src.kind.Singular, src.name)
 	// A task, or the one step or item asked for.
-	if src.kind.Kind == "AgentTask" || len(deleted) == 1 && o.Service != "" {
+	if src.kind.Kind == kinds.AgentTask.Kind || len(deleted) == 1 && o.Service != "" {
 		return cmdutil.Errorf(cmdutil.ExitNoLogs, hint, "%s", deleted[0].String())
 	}
 	for _, d := range deleted {

@@ -114,11 +114,13 @@ func (o *ExplainOptions) Complete(cmd *cobra.Command, args []string) error {
 
 // explainable are the kinds that make pods.
 func explainable(k kinds.Kind) bool {
-	return k.Kind == "UserDeployment" || k.Kind == "AgentTask" || hasSteps(k)
+	return k.Kind == kinds.UserDeployment.Kind || k.Kind == kinds.AgentTask.Kind || hasSteps(k)
 }
 
 // hasSteps are the kinds whose pods are steps' tasks: explain takes a STEP.
-func hasSteps(k kinds.Kind) bool { return k.Kind == "Workflow" || k.Kind == "CronWorkflow" }
+func hasSteps(k kinds.Kind) bool {
+	return k.Kind == kinds.Workflow.Kind || k.Kind == kinds.CronWorkflow.Kind
+}
 
 // Validate checks that one object is named, and the output format.
 func (o *ExplainOptions) Validate() error {

@@ -17,14 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/placement"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/fit"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -82,7 +81,7 @@ func createNodes(t *testing.T) {
 	}
 	for _, n := range nodes {
 		taints := n.Spec.Taints
-		createWithStatus(t, n)
+		env.CreateWithStatus(t, n)
 		// The API server taints a new node not-ready; the node lifecycle
 		// controller, which envtest lacks, lifts that once it is Ready.
 		if n.Name != down.Name {
@@ -91,35 +90,6 @@ func createNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-	}
-}
-
-// createWithStatus creates obj and then writes the status it was given.
-func createWithStatus(t *testing.T, obj client.Object) {
-	t.Helper()
-	ctx := context.Background()
-	want := obj.DeepCopyObject().(client.Object)
-	if err := env.Client.Create(ctx, obj); err != nil {
-		t.Fatalf("create %s: %v", obj.GetName(), err)
-	}
-	switch o := obj.(type) {
-	case *corev1.Node:
-		o.Status = want.(*corev1.Node).Status
-	case *corev1.Pod:
-		o.Status = want.(*corev1.Pod).Status
-	case *corev1.ResourceQuota:
-		o.Status = want.(*corev1.ResourceQuota).Status
-	case *schedv1.AgentTask:
-		o.Status = want.(*schedv1.AgentTask).Status
-	case *schedv1.Workflow:
-		o.Status = want.(*schedv1.Workflow).Status
-	case *schedv1.CronWorkflow:
-		o.Status = want.(*schedv1.CronWorkflow).Status
-	default:
-		return
-	}
-	if err := env.Client.Status().Update(ctx, obj); err != nil {
-		t.Fatalf("status of %s: %v", obj.GetName(), err)
 	}
 }
 
@@ -281,7 +251,7 @@ func TestExplainApp(t *testing.T) {
 		Service("web", "web:1", 8080, schedv1.ExposurePublic).Replicas("web", 3).
 		Service("api", "api:1", 9090, schedv1.ExposureInternal).
 		Placement(schedv1.Placement{NodePools: []string{"general", "highmem"}}).Obj()
-	createWithStatus(t, ud)
+	env.CreateWithStatus(t, ud)
 
 	// The operator made web's Deployment before highmem left the
 	// placement, and with the scx_lavd requirement its translation adds:
@@ -311,7 +281,7 @@ func TestExplainApp(t *testing.T) {
 		pod(ns, "shop-web-2", web, "general-b", corev1.PodRunning, ""),
 		pod(ns, "shop-web-3", web, "", corev1.PodPending, "0/8 nodes are available: 7 node(s) didn't match Pod's node affinity/selector."),
 	} {
-		createWithStatus(t, p)
+		env.CreateWithStatus(t, p)
 	}
 
 	res := env.Run("placement", "explain", "ud", "shop", "-n", ns)
@@ -340,7 +310,7 @@ func TestExplainApp(t *testing.T) {
 
 	// A stateful service's StatefulSet is judged as a Deployment is.
 	db := builders.MakeUserDeployment("db", ns).Service("pg", "postgres:17", 5432, schedv1.ExposureInternal).Obj()
-	createWithStatus(t, db)
+	env.CreateWithStatus(t, db)
 	dbLabels := map[string]string{schedv1.LabelUserDeployment: "db", schedv1.LabelService: "pg"}
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-pg", Namespace: ns},
@@ -371,7 +341,7 @@ func TestExplainTaskAndWorkflow(t *testing.T) {
 	// A task that ran on highmem-a, and whose Job still exists.
 	task := builders.MakeAgentTask("report", ns).Image("busybox:1.36").Placement(schedv1.Placement{NodePools: []string{"highmem"}}).Obj()
 	task.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, JobName: "report"}
-	createWithStatus(t, task)
+	env.CreateWithStatus(t, task)
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "report", Namespace: ns,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(task, schedv1.GroupVersion.WithKind("AgentTask"))}},
@@ -387,7 +357,7 @@ func TestExplainTaskAndWorkflow(t *testing.T) {
 	if err := env.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	createWithStatus(t, pod(ns, "report-x1", map[string]string{schedv1.LabelAgentTask: "report"}, "highmem-a", corev1.PodSucceeded, ""))
+	env.CreateWithStatus(t, pod(ns, "report-x1", map[string]string{schedv1.LabelAgentTask: "report"}, "highmem-a", corev1.PodSucceeded, ""))
 
 	res := env.Run("placement", "explain", "at", "report", "-n", ns)
 	if res.Code != 0 || res.Stderr != "" {
@@ -402,12 +372,12 @@ func TestExplainTaskAndWorkflow(t *testing.T) {
 		StepTask("train", schedv1.AgentTaskSpec{Image: "busybox:1.36", Placement: &schedv1.Placement{WorkloadType: schedv1.WorkloadGPU}}).Obj()
 	wf.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Steps: []schedv1.StepStatus{
 		{Name: "build", TaskName: "nightly-0-build", Phase: schedv1.StepRunning}, {Name: "train", Phase: schedv1.StepPending}}}
-	createWithStatus(t, wf)
+	env.CreateWithStatus(t, wf)
 	step := builders.MakeAgentTask("nightly-0-build", ns).Spec(func(s *schedv1.AgentTaskSpec) { *s = wf.Spec.Steps[0].Task }).Obj()
 	step.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(wf, schedv1.GroupVersion.WithKind("Workflow"))}
 	step.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskRunning}
-	createWithStatus(t, step)
-	createWithStatus(t, pod(ns, "nightly-0-build-a1", map[string]string{schedv1.LabelAgentTask: "nightly-0-build"}, "general-a", corev1.PodRunning, ""))
+	env.CreateWithStatus(t, step)
+	env.CreateWithStatus(t, pod(ns, "nightly-0-build-a1", map[string]string{schedv1.LabelAgentTask: "nightly-0-build"}, "general-a", corev1.PodRunning, ""))
 
 	res = env.Run("placement", "explain", "wf", "nightly", "-n", ns)
 	if res.Code != 0 || res.Stderr != "" {
@@ -459,7 +429,7 @@ func TestExplainCronWorkflow(t *testing.T) {
 		StepTask("train", schedv1.AgentTaskSpec{Image: "busybox:1.36", Placement: &schedv1.Placement{WorkloadType: schedv1.WorkloadGPU, NodePools: []string{"general"}}}).Obj()
 	next := metav1.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC)
 	cw.Status = schedv1.CronWorkflowStatus{NextScheduleTime: &next, ActiveCount: 1, Active: []schedv1.CronWorkflowRun{{Name: "nightly-29400000"}}}
-	createWithStatus(t, cw)
+	env.CreateWithStatus(t, cw)
 
 	res := env.Run("placement", "explain", "cwf", "nightly", "-n", ns)
 	if res.Code != cmdutil.ExitNoNode {
@@ -534,7 +504,7 @@ func TestExplainQuota(t *testing.T) {
 			Used: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("700m"), corev1.ResourcePods: resource.MustParse("3")},
 		},
 	}
-	createWithStatus(t, q)
+	env.CreateWithStatus(t, q)
 	lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: schedv1.TierObjectName, Namespace: ns}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 		Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
 	}}}}
@@ -566,38 +536,21 @@ func TestExplainErrors(t *testing.T) {
 	bad := writeFile(t, "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n")
 	unknown := writeFile(t, "apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: AgentTask\nmetadata:\n  name: t\nspec:\n  image: x\n  placment: {}\n")
 	other := writeFile(t, "apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: AgentTask\nmetadata:\n  name: t\n  namespace: a\nspec:\n  image: x\n")
-	cases := map[string]struct {
-		args     []string
-		as       string
-		wantCode int
-		wantErr  string
-	}{
-		"nothing named":       {args: []string{"placement", "explain"}, wantCode: cmdutil.ExitUsage, wantErr: "placement explain needs an object (ud, at, wf or cwf and a NAME) or -f FILE"},
-		"a kind without pods": {args: []string{"placement", "explain", "scx", "lavd"}, wantCode: cmdutil.ExitUsage, wantErr: `takes a UserDeployment (ud), AgentTask (at), Workflow (wf) or CronWorkflow (cwf), got "scx"`},
-		"no name":             {args: []string{"placement", "explain", "ud"}, wantCode: cmdutil.ExitUsage, wantErr: "placement explain ud needs the name of the UserDeployment"},
-		"a step of a task":    {args: []string{"placement", "explain", "at", "t", "s"}, wantCode: cmdutil.ExitUsage, wantErr: "Only a workflow or a cronworkflow takes a STEP."},
-		"both":                {args: []string{"placement", "explain", "at", "t", "-f", bad}, wantCode: cmdutil.ExitUsage, wantErr: "not both"},
-		"bad output":          {args: []string{"placement", "explain", "at", "t", "-o", "name"}, wantCode: cmdutil.ExitUsage, wantErr: `--output must be wide, json or yaml, got "name"`},
-		"not found":           {args: []string{"placement", "explain", "at", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `agenttasks.sched.kubectl-sched.dev "missing" not found`},
-		"no file":             {args: []string{"placement", "explain", "-f", "/nonexistent.yaml"}, wantCode: cmdutil.ExitUsage, wantErr: "cannot read /nonexistent.yaml: no such file or directory"},
-		"another kind":        {args: []string{"placement", "explain", "-f", bad}, wantCode: cmdutil.ExitInvalid, wantErr: `object 1 is a "Pod" "v1", which placement explain does not take`},
-		"an unknown field":    {args: []string{"placement", "explain", "-f", unknown}, wantCode: cmdutil.ExitInvalid, wantErr: `unknown field "spec.placment"`},
-		"another namespace":   {args: []string{"placement", "explain", "-f", other, "-n", "b"}, wantCode: cmdutil.ExitUsage, wantErr: `the namespace of AgentTask "t" in ` + other + ` (a) does not match -n b`},
-		"nodes forbidden":     {args: []string{"placement", "explain", "-f", other}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: user "nobody" may not list nodes at the cluster scope`},
+	cases := map[string]plugintest.ErrorCase{
+		"nothing named":       {Args: []string{"placement", "explain"}, Code: cmdutil.ExitUsage, Stderr: []string{"placement explain needs an object (ud, at, wf or cwf and a NAME) or -f FILE"}},
+		"a kind without pods": {Args: []string{"placement", "explain", "scx", "lavd"}, Code: cmdutil.ExitUsage, Stderr: []string{`takes a UserDeployment (ud), AgentTask (at), Workflow (wf) or CronWorkflow (cwf), got "scx"`}},
+		"no name":             {Args: []string{"placement", "explain", "ud"}, Code: cmdutil.ExitUsage, Stderr: []string{"placement explain ud needs the name of the UserDeployment"}},
+		"a step of a task":    {Args: []string{"placement", "explain", "at", "t", "s"}, Code: cmdutil.ExitUsage, Stderr: []string{"Only a workflow or a cronworkflow takes a STEP."}},
+		"both":                {Args: []string{"placement", "explain", "at", "t", "-f", bad}, Code: cmdutil.ExitUsage, Stderr: []string{"not both"}},
+		"bad output":          {Args: []string{"placement", "explain", "at", "t", "-o", "name"}, Code: cmdutil.ExitUsage, Stderr: []string{`--output must be wide, json or yaml, got "name"`}},
+		"not found":           {Args: []string{"placement", "explain", "at", "missing"}, Code: cmdutil.ExitNotFound, Stderr: []string{`agenttasks.sched.kubectl-sched.dev "missing" not found`}},
+		"no file":             {Args: []string{"placement", "explain", "-f", "/nonexistent.yaml"}, Code: cmdutil.ExitUsage, Stderr: []string{"cannot read /nonexistent.yaml: no such file or directory"}},
+		"another kind":        {Args: []string{"placement", "explain", "-f", bad}, Code: cmdutil.ExitInvalid, Stderr: []string{`object 1 is a "Pod" "v1", which placement explain does not take`}},
+		"an unknown field":    {Args: []string{"placement", "explain", "-f", unknown}, Code: cmdutil.ExitInvalid, Stderr: []string{`unknown field "spec.placment"`}},
+		"another namespace":   {Args: []string{"placement", "explain", "-f", other, "-n", "b"}, Code: cmdutil.ExitUsage, Stderr: []string{`the namespace of AgentTask "t" in ` + other + ` (a) does not match -n b`}},
+		"nodes forbidden":     {Args: []string{"placement", "explain", "-f", other}, As: nobody, Code: cmdutil.ExitForbidden, Stderr: []string{`forbidden: user "nobody" may not list nodes at the cluster scope`}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var res plugintest.Result
-			if tc.as != "" {
-				res = plugintest.RunWithInput("", append(tc.args, "--kubeconfig", tc.as)...)
-			} else {
-				res = env.Run(tc.args...)
-			}
-			if res.Code != tc.wantCode || !strings.Contains(res.Stderr, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 }
 
 // What the cluster wrote (here the scheduler's message on a pod) reaches
@@ -606,8 +559,8 @@ func TestExplainShowsClusterTextEscaped(t *testing.T) {
 	createNodes(t)
 	ns := namespace(t, "explain-escaped")
 	task := builders.MakeAgentTask("odd", ns).Image("busybox:1.36").Obj()
-	createWithStatus(t, task)
-	createWithStatus(t, pod(ns, "odd-1", map[string]string{schedv1.LabelAgentTask: "odd"}, "", corev1.PodPending, "0/8 nodes\x1b[2J\rFAKE\u009b31m"))
+	env.CreateWithStatus(t, task)
+	env.CreateWithStatus(t, pod(ns, "odd-1", map[string]string{schedv1.LabelAgentTask: "odd"}, "", corev1.PodPending, "0/8 nodes\x1b[2J\rFAKE\u009b31m"))
 	for _, output := range []string{"", "wide", "json"} {
 		res := env.Run("placement", "explain", "at", "odd", "-n", ns, "-o", output)
 		if res.Code != 0 || strings.ContainsAny(res.Stdout+res.Stderr, "\x1b\r\u009b") || !strings.Contains(res.Stdout, "0/8 nodes^[[2J") && output != "json" {

@@ -1,13 +1,9 @@
 package placement
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -16,10 +12,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	k8sjson "sigs.k8s.io/json"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
@@ -55,9 +49,9 @@ type Unit struct {
 }
 
 var (
-	taskKind, _     = kinds.Lookup("agenttask")
-	workflowKind, _ = kinds.Lookup("workflow")
-	cronKind, _     = kinds.Lookup("cronworkflow")
+	taskKind     = kinds.AgentTask
+	workflowKind = kinds.Workflow
+	cronKind     = kinds.CronWorkflow
 )
 
 // fromSpec is Unit.From for a pod computed from the object's spec.
@@ -339,55 +333,27 @@ func (o *ExplainOptions) pods(ctx context.Context, ns string, sel client.Matchin
 // object without a namespace takes -n's (or the context's); one with
 // another namespace than -n is refused, as kubectl apply refuses it.
 func (o *ExplainOptions) readFile() ([]client.Object, error) {
-	var data []byte
-	var err error
-	source := o.File
-	if o.File == "-" {
-		source = "stdin"
-		data, err = io.ReadAll(o.In)
-	} else {
-		data, err = os.ReadFile(o.File)
-	}
+	data, source, err := cmdutil.ReadFile(o.File, o.In)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return nil, cmdutil.Usage("Check the path given to -f.", "cannot read %s: %v", source, err)
+		return nil, err
 	}
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	docs, err := kinds.Documents(data, source)
+	if err != nil {
+		return nil, err
+	}
 	var out []client.Object
-	for i := 1; ; i++ {
-		var raw json.RawMessage
-		err := d.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s is not valid YAML or JSON: %v", source, err)
-		}
-		if t := bytes.TrimSpace(raw); len(t) == 0 || bytes.Equal(t, []byte("null")) {
-			continue
-		}
+	for i, raw := range docs {
 		var tm metav1.TypeMeta
 		if err := json.Unmarshal(raw, &tm); err != nil {
-			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s, object %d: %v", source, i, err)
+			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s, object %d: %v", source, i+1, err)
 		}
 		k, ok := kinds.ByKind(tm.Kind)
 		if !ok || !explainable(k) || tm.APIVersion != schedv1.GroupVersion.String() {
 			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Each object needs apiVersion: %s and kind UserDeployment, AgentTask, Workflow or CronWorkflow.", schedv1.GroupVersion),
-				"%s, object %d is a %q %q, which placement explain does not take", source, i, tm.Kind, tm.APIVersion)
+				"%s, object %d is a %q %q, which placement explain does not take", source, i+1, tm.Kind, tm.APIVersion)
 		}
 		obj := k.New()
-		strict, err := k8sjson.UnmarshalStrict(raw, obj)
-		if err == nil && len(strict) > 0 {
-			msgs := make([]string, len(strict))
-			for j, e := range strict {
-				msgs[j] = e.Error()
-			}
-			err = errors.New(strings.Join(msgs, "; "))
-		}
-		if err != nil {
+		if err := kinds.DecodeStrict(raw, obj); err != nil {
 			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("'kubectl explain %s.spec' lists the fields (with the CRDs installed).", k.Plural),
 				"%s, %s %q: %v", source, k.Kind, obj.GetName(), err)
 		}

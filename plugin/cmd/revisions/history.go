@@ -50,9 +50,8 @@ type Revision struct {
 
 // HistoryOptions for `kubectl sched history`.
 type HistoryOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name      string
 	Revision  int64
 	Output    string
 	NoHeaders bool
@@ -61,7 +60,7 @@ type HistoryOptions struct {
 
 // NewHistoryCommand returns `kubectl sched history`.
 func NewHistoryCommand(c kube.ClientOptions) *cobra.Command {
-	o := &HistoryOptions{ClientOptions: c, Now: time.Now}
+	o := &HistoryOptions{NameOptions: kube.Named(c), Now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "history NAME",
 		Short: "List the revisions of an app: what its pods ran, who changed it, when",
@@ -89,7 +88,7 @@ yaml prints them with their templates; -o name the ControllerRevisions.
 
   # For a script: the revision numbers and their changes
   kubectl sched history shop -o json`,
-		Args:              cmdutil.ArgsTaking(1, 1, "NAME"),
+		Args:              cmdutil.NameArg(udKind.Singular),
 		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
@@ -98,12 +97,6 @@ yaml prints them with their templates; -o name the ControllerRevisions.
 	f.StringVarP(&o.Output, "output", "o", "", "Output format: wide, json, yaml or name.")
 	f.BoolVar(&o.NoHeaders, "no-headers", false, "Print the table without its header and last line.")
 	return cmd
-}
-
-// Complete reads the argument and builds the clients.
-func (o *HistoryOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

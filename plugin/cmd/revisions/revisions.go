@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 )
 
-var udKind = kinds.Kinds[0]
+var udKind = kinds.UserDeployment
 
 // entry is one revision the plugin trusts.
 type entry struct {

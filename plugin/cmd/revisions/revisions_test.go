@@ -11,8 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,9 +21,9 @@ import (
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	"github.com/kubectl-sched/kubectl-sched/api/revision"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/revisions"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -39,9 +37,7 @@ var ctx = context.Background()
 // included.
 func deployed(t *testing.T, ns string) *schedv1.UserDeployment {
 	t.Helper()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	env.Namespace(t, ns)
 	ud := MakeUserDeployment("shop", ns).
 		Service("web", "nginx:1.25", 80, schedv1.ExposurePublic).
 		EditService("web", func(s *schedv1.ServiceSpec) { s.Env = []schedv1.EnvVar{{Name: "LOG", Value: "info"}} }).
@@ -63,23 +59,14 @@ func deployed(t *testing.T, ns string) *schedv1.UserDeployment {
 	if err := env.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl-sched"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
-	return get(t, ns)
-}
-
-func get(t *testing.T, ns string) *schedv1.UserDeployment {
-	t.Helper()
-	ud := &schedv1.UserDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, ud); err != nil {
-		t.Fatal(err)
-	}
-	return ud
+	return env.App(t, ns, "shop")
 }
 
 // record makes revision n of the app as it is, as the operator does, and
 // reports it in the status with every service on it.
 func record(t *testing.T, ns string, n int64, by string) {
 	t.Helper()
-	ud := get(t, ns)
+	ud := env.App(t, ns, "shop")
 	if err := env.Client.Create(ctx, revision.New(ud, n, revision.Of(ud), by)); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +85,7 @@ func record(t *testing.T, ns string, n int64, by string) {
 // manager.
 func edited(t *testing.T, ns string) {
 	t.Helper()
-	ud := get(t, ns)
+	ud := env.App(t, ns, "shop")
 	ud.Spec.Services[0].Image = "nginx:1.27"
 	ud.Spec.Services[0].Env = append(ud.Spec.Services[0].Env, schedv1.EnvVar{Name: "DEBUG", Value: "1"})
 	if err := env.Client.Update(ctx, ud, client.FieldOwner("kubectl-edit")); err != nil {
@@ -166,7 +153,7 @@ func TestHistory(t *testing.T) {
 
 	// A ControllerRevision labelled as the app's that another app's UID
 	// controls: ignored, and said so.
-	other := get(t, ns)
+	other := env.App(t, ns, "shop")
 	other.UID = "not-shop"
 	forged := revision.New(other, 7, revision.Of(other), "mallory")
 	forged.Namespace = ns
@@ -194,14 +181,14 @@ func TestRollback(t *testing.T) {
 	record(t, ns, 1, "kubectl-sched")
 	edited(t, ns)
 	record(t, ns, 2, "kubectl-edit")
-	before := get(t, ns)
+	before := env.App(t, ns, "shop")
 
 	for _, dry := range []string{"client", "server"} {
 		res := env.Run("rollback", "shop", "-n", ns, "--dry-run="+dry)
 		if res.Code != 0 || !strings.Contains(res.Stdout, "rolled back to revision 1 (") {
 			t.Errorf("--dry-run=%s: exit %d\n%s%s", dry, res.Code, res.Stdout, res.Stderr)
 		}
-		if got := get(t, ns); got.ResourceVersion != before.ResourceVersion {
+		if got := env.App(t, ns, "shop"); got.ResourceVersion != before.ResourceVersion {
 			t.Errorf("--dry-run=%s changed the app", dry)
 		}
 	}
@@ -215,10 +202,10 @@ func TestRollback(t *testing.T) {
 		t.Errorf("stderr %q", res.Stderr)
 	}
 	// One change, so one revision: the generation moved once.
-	if after := get(t, ns); after.Generation != before.Generation+1 {
+	if after := env.App(t, ns, "shop"); after.Generation != before.Generation+1 {
 		t.Errorf("generation %d after the rollback, was %d: the spec changed more than once", after.Generation, before.Generation)
 	}
-	after := get(t, ns)
+	after := env.App(t, ns, "shop")
 	want := before.DeepCopy()
 	want.Spec.Services[0].Image = "nginx:1.25"
 	want.Spec.Services[0].Env = want.Spec.Services[0].Env[:1]
@@ -291,7 +278,7 @@ func TestRollbackNotes(t *testing.T) {
 	const ns = "rollback-notes"
 	deployed(t, ns)
 	record(t, ns, 1, "kubectl-sched")
-	ud := get(t, ns)
+	ud := env.App(t, ns, "shop")
 	ud.Spec.Services = []schedv1.ServiceSpec{ud.Spec.Services[0], {Name: "worker", Image: "worker:1", Exposure: schedv1.ExposureNone}}
 	ud.Spec.Services[0].Image = "nginx:1.27"
 	ud.Annotations[schedv1.AnnotationSecretHash] = "h2"
@@ -308,7 +295,7 @@ func TestRollbackNotes(t *testing.T) {
 	if res.Code != 0 || res.Stdout != want {
 		t.Errorf("exit %d, stderr %q, stdout (-want +got):\n%s", res.Code, res.Stderr, cmp.Diff(want, res.Stdout))
 	}
-	got := get(t, ns)
+	got := env.App(t, ns, "shop")
 	if len(got.Spec.Services) != 2 || got.Spec.Services[1].Name != "worker" || got.Spec.Services[0].Image != "nginx:1.25" || got.Annotations[schedv1.AnnotationSecretHash] != "h2" {
 		t.Errorf("spec %+v, annotations %v", got.Spec.Services, got.Annotations)
 	}
@@ -322,14 +309,14 @@ func TestRollbackWait(t *testing.T) {
 	record(t, ns, 1, "kubectl-sched")
 	edited(t, ns)
 	record(t, ns, 2, "kubectl-edit")
-	g := get(t, ns).Generation
+	g := env.App(t, ns, "shop").Generation
 
 	// The operator's part: once the spec changes, report revision 3.
 	report := func(st func(*schedv1.UserDeployment)) chan error {
 		done := make(chan error, 1)
 		go func() {
 			done <- wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				ud := get(t, ns)
+				ud := env.App(t, ns, "shop")
 				if ud.Generation == g {
 					return false, nil
 				}
@@ -376,7 +363,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := map[string]plugintest.ErrorCase{
-		"no name":          {Args: []string{"history"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes NAME, got 0 arguments"}},
+		"no name":          {Args: []string{"history"}, Code: cmdutil.ExitUsage, Stderr: []string{"takes one userdeployment name, got 0 arguments"}},
 		"not found":        {Args: []string{"history", "nope", "-n", ns}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployments.sched.kubectl-sched.dev "nope" not found`}},
 		"bad output":       {Args: []string{"history", "shop", "-n", ns, "-o", "table"}, Code: cmdutil.ExitUsage, Stderr: []string{"--output must be wide, json, yaml or name"}},
 		"no such revision": {Args: []string{"history", "shop", "-n", ns, "--revision", "3"}, Code: cmdutil.ExitNotFound, Stderr: []string{`userdeployment "shop" has no revision 3`, "Its revisions: none."}},

@@ -23,9 +23,8 @@ import (
 
 // RollbackOptions for `kubectl sched rollback`.
 type RollbackOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name       string
 	ToRevision int64
 	DryRun     string
 	Wait       bool
@@ -34,7 +33,7 @@ type RollbackOptions struct {
 
 // NewRollbackCommand returns `kubectl sched rollback`.
 func NewRollbackCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RollbackOptions{ClientOptions: c}
+	o := &RollbackOptions{NameOptions: kube.Named(c), Timeout: 5 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "rollback NAME",
 		Short: "Roll an app back to an earlier revision, as a new revision",
@@ -66,22 +65,15 @@ or rolled back by the operator (exit 10), or --timeout passes (exit 12).`,
 
   # What would change, checked by the API server, without changing it
   kubectl sched rollback shop --dry-run=server`,
-		Args:              cmdutil.ArgsTaking(1, 1, "NAME"),
+		Args:              cmdutil.NameArg(udKind.Singular),
 		ValidArgsFunction: o.CompleteNames(udKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
 	f.Int64Var(&o.ToRevision, "to-revision", 0, "The revision to restore; the one before the spec's when 0.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the app and its revisions.`)
-	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is Running (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Follow the app until it is Running (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 	return cmd
-}
-
-// Complete reads the argument and builds the clients.
-func (o *RollbackOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -89,11 +81,8 @@ func (o *RollbackOptions) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop one of them.", "--wait cannot follow a --dry-run")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a positive duration, such as --timeout=2m.", "--timeout must be positive, got %v", o.Timeout)
+	if err := cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun); err != nil {
+		return err
 	}
 	if o.ToRevision < 0 {
 		return cmdutil.Usage("Give a revision number that kubectl sched history lists.", "--to-revision must be positive, got %d", o.ToRevision)
@@ -217,11 +206,7 @@ func (o *RollbackOptions) restore(ctx context.Context, ud *schedv1.UserDeploymen
 	if err != nil {
 		return nil, err
 	}
-	opts := []client.PatchOption{client.FieldOwner(kube.FieldManager), client.ForceOwnership}
-	if o.DryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	if err := c.Patch(ctx, body, client.Apply, opts...); err != nil {
+	if err := c.Patch(ctx, body, client.Apply, kube.PatchOptions(o.DryRun, client.ForceOwnership)...); err != nil {
 		if apierrors.IsConflict(err) {
 			return nil, changedMeanwhile()
 		}

@@ -8,16 +8,14 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -26,61 +24,43 @@ func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
 
-// app deploys web-app as shop (services web and api, 2 replicas each) and
-// an --image app hello (service web) in a new namespace ns.
+// apps makes namespace ns with apps shop (services web and api, 2
+// replicas each) and hello (service web).
 func apps(t *testing.T, ns string) {
 	t.Helper()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	mustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
-	mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal")
-}
-
-func mustRun(t *testing.T, args ...string) plugintest.Result {
-	t.Helper()
-	return env.MustRun(t, args...)
+	env.Shop(t, ns)
+	env.Hello(t, ns)
 }
 
 func replicas(t *testing.T, ns, app, svc string) int32 {
 	t.Helper()
-	ud := &schedv1.UserDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, ud); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range ud.Spec.Services {
-		if s.Name == svc {
-			return ptr.Deref(s.Replicas, -1)
-		}
-	}
-	t.Fatalf("no service %s", svc)
-	return 0
+	return ptr.Deref(env.Service(t, ns, app, svc).Replicas, -1)
 }
 
 func TestScale(t *testing.T) {
 	const ns = "scale-basic"
 	apps(t, ns)
 
-	r := mustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
+	r := env.MustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
 	if want := "userdeployment.sched.kubectl-sched.dev/shop service web scaled to 5\n"; r.Stdout != want || r.Stderr != "" {
 		t.Errorf("stdout %q, want %q; stderr %q", r.Stdout, want, r.Stderr)
 	}
 	if w, a := replicas(t, ns, "shop", "web"), replicas(t, ns, "shop", "api"); w != 5 || a != 2 {
 		t.Errorf("replicas web %d, api %d; want 5 and 2", w, a)
 	}
-	r = mustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
+	r = env.MustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns)
 	if want := "userdeployment.sched.kubectl-sched.dev/shop service web already has 5 replicas\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q", r.Stdout, want)
 	}
 
 	// An app of one service needs no SERVICE; 0 is a number of replicas.
-	mustRun(t, "scale", "hello", "--replicas", "0", "-n", ns)
+	env.MustRun(t, "scale", "hello", "--replicas", "0", "-n", ns)
 	if got := replicas(t, ns, "hello", "web"); got != 0 {
 		t.Errorf("replicas %d, want 0", got)
 	}
 
 	// -o name prints only the app, as kubectl does.
-	r = mustRun(t, "scale", "hello", "--replicas", "2", "-n", ns, "-o", "name")
+	r = env.MustRun(t, "scale", "hello", "--replicas", "2", "-n", ns, "-o", "name")
 	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/hello\n" {
 		t.Errorf("-o name: %q", r.Stdout)
 	}
@@ -89,17 +69,17 @@ func TestScale(t *testing.T) {
 func TestScaleDryRun(t *testing.T) {
 	const ns = "scale-dry"
 	apps(t, ns)
-	r := mustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run=client", "-o", "yaml")
+	r := env.MustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run=client", "-o", "yaml")
 	for _, want := range []string{"kind: UserDeployment", "name: shop", "replicas: 7", "image: api:1"} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, r.Stdout)
 		}
 	}
-	r = mustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run=server")
+	r = env.MustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run=server")
 	if want := "userdeployment.sched.kubectl-sched.dev/shop service api scaled to 7 (server dry run)\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q", r.Stdout, want)
 	}
-	r = mustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run")
+	r = env.MustRun(t, "scale", "shop", "api", "--replicas", "7", "-n", ns, "--dry-run")
 	if want := "userdeployment.sched.kubectl-sched.dev/shop service api scaled to 7 (dry run)\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q", r.Stdout, want)
 	}
@@ -140,9 +120,7 @@ func TestScaleWait(t *testing.T) {
 func TestScaleErrors(t *testing.T) {
 	const ns = "scale-errors"
 	apps(t, ns)
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "scale-empty"}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+	env.Namespace(t, "scale-empty")
 	nobody, err := env.UserKubeconfig("nobody")
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +142,7 @@ func TestScaleErrors(t *testing.T) {
 		"--wait with --dry-run": {Args: []string{"scale", "shop", "web", "--replicas", "1", "--dry-run=server", "--wait", "-n", ns}, Code: cmdutil.ExitUsage,
 			Stderr: []string{"--wait cannot follow a --dry-run"}},
 		"bad --dry-run": {Args: []string{"scale", "shop", "web", "--replicas", "1", "--dry-run=maybe", "-n", ns}, Code: cmdutil.ExitUsage,
-			Stderr: []string{`--dry-run must be client or server, got "maybe"`}},
+			Stderr: []string{`--dry-run must be client, server or none, got "maybe"`}},
 		"bad output": {Args: []string{"scale", "shop", "web", "--replicas", "1", "-o", "wide", "-n", ns}, Code: cmdutil.ExitUsage,
 			Stderr: []string{`unable to match a printer suitable for the output format "wide"`}},
 		"forbidden": {Args: []string{"scale", "shop", "web", "--replicas", "1", "-n", ns, "--kubeconfig", nobody}, NoKubeconfig: true, Code: cmdutil.ExitForbidden,
@@ -228,11 +206,11 @@ func TestScaleAutoscaled(t *testing.T) {
 	}
 
 	// The other service, which no autoscaler scales, scales as before.
-	if r := mustRun(t, "scale", "shop", "api", "--replicas", "3", "-n", ns); r.Stderr != "" {
+	if r := env.MustRun(t, "scale", "shop", "api", "--replicas", "3", "-n", ns); r.Stderr != "" {
 		t.Errorf("api: stderr %q", r.Stderr)
 	}
 
-	r := mustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns, "--force")
+	r := env.MustRun(t, "scale", "shop", "web", "--replicas", "5", "-n", ns, "--force")
 	if want := "note: HorizontalPodAutoscaler web-cpu scales service web: it runs 2 to 10 pods until the autoscaler is removed.\n"; r.Stderr != want {
 		t.Errorf("--force: stderr %q, want %q", r.Stderr, want)
 	}

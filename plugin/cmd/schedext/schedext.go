@@ -10,7 +10,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-var kind, _ = kinds.Lookup("schedext")
+var kind = kinds.SchedExt
 
 // NewCommand returns `kubectl sched schedext` and its subcommands.
 func NewCommand(c kube.ClientOptions) *cobra.Command {

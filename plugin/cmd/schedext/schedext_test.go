@@ -16,9 +16,9 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -113,37 +113,20 @@ func TestSetAndUnsetErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := map[string]struct {
-		args     []string
-		as       string
-		wantCode int
-		wantErr  string
-	}{
-		"no scheduler":         {args: []string{"schedext", "set", "x"}, wantCode: cmdutil.ExitUsage, wantErr: "--sched is required"},
-		"bad well-known name":  {args: []string{"schedext", "set", "x", "--sched", "scx_Lavd"}, wantCode: cmdutil.ExitUsage, wantErr: `bad scheduler name "scx_Lavd"`},
-		"ops name with a name": {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--ops-name", "lavd"}, wantCode: cmdutil.ExitUsage, wantErr: "--ops-name only applies to an image"},
-		"image with an image":  {args: []string{"schedext", "set", "x", "--sched", "r/x:1", "--image", "r/y:1"}, wantCode: cmdutil.ExitUsage, wantErr: "--image only applies to a well-known --sched"},
-		"bad nodes":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--nodes", "pool"}, wantCode: cmdutil.ExitUsage, wantErr: `bad --nodes "pool"`},
-		"unclosed quote":       {args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--args", "'a"}, wantCode: cmdutil.ExitUsage, wantErr: "unclosed ' quote"},
-		"name too long":        {args: []string{"schedext", "set", strings.Repeat("a", 51), "--sched", "scx_lavd"}, wantCode: cmdutil.ExitUsage, wantErr: "bad SchedExt name"},
-		"forbidden":            {args: []string{"schedext", "set", "x", "--sched", "scx_lavd"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: user "nobody" may not patch schedexts.sched.kubectl-sched.dev "x" at the cluster scope`},
-		"unset not found":      {args: []string{"schedext", "unset", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `schedexts.sched.kubectl-sched.dev "missing" not found`},
-		"status not found":     {args: []string{"schedext", "status", "missing"}, wantCode: cmdutil.ExitNotFound, wantErr: `schedexts.sched.kubectl-sched.dev "missing" not found`},
-		"status forbidden":     {args: []string{"schedext", "status"}, as: nobody, wantCode: cmdutil.ExitForbidden, wantErr: `forbidden: user "nobody" may not list schedexts.sched.kubectl-sched.dev at the cluster scope`},
+	cases := map[string]plugintest.ErrorCase{
+		"no scheduler":         {Args: []string{"schedext", "set", "x"}, Code: cmdutil.ExitUsage, Stderr: []string{"--sched is required"}},
+		"bad well-known name":  {Args: []string{"schedext", "set", "x", "--sched", "scx_Lavd"}, Code: cmdutil.ExitUsage, Stderr: []string{`bad scheduler name "scx_Lavd"`}},
+		"ops name with a name": {Args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--ops-name", "lavd"}, Code: cmdutil.ExitUsage, Stderr: []string{"--ops-name only applies to an image"}},
+		"image with an image":  {Args: []string{"schedext", "set", "x", "--sched", "r/x:1", "--image", "r/y:1"}, Code: cmdutil.ExitUsage, Stderr: []string{"--image only applies to a well-known --sched"}},
+		"bad nodes":            {Args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--nodes", "pool"}, Code: cmdutil.ExitUsage, Stderr: []string{`bad --nodes "pool"`}},
+		"unclosed quote":       {Args: []string{"schedext", "set", "x", "--sched", "scx_lavd", "--args", "'a"}, Code: cmdutil.ExitUsage, Stderr: []string{"unclosed ' quote"}},
+		"name too long":        {Args: []string{"schedext", "set", strings.Repeat("a", 51), "--sched", "scx_lavd"}, Code: cmdutil.ExitUsage, Stderr: []string{"bad SchedExt name"}},
+		"forbidden":            {Args: []string{"schedext", "set", "x", "--sched", "scx_lavd"}, As: nobody, Code: cmdutil.ExitForbidden, Stderr: []string{`forbidden: user "nobody" may not patch schedexts.sched.kubectl-sched.dev "x" at the cluster scope`}},
+		"unset not found":      {Args: []string{"schedext", "unset", "missing"}, Code: cmdutil.ExitNotFound, Stderr: []string{`schedexts.sched.kubectl-sched.dev "missing" not found`}},
+		"status not found":     {Args: []string{"schedext", "status", "missing"}, Code: cmdutil.ExitNotFound, Stderr: []string{`schedexts.sched.kubectl-sched.dev "missing" not found`}},
+		"status forbidden":     {Args: []string{"schedext", "status"}, As: nobody, Code: cmdutil.ExitForbidden, Stderr: []string{`forbidden: user "nobody" may not list schedexts.sched.kubectl-sched.dev at the cluster scope`}},
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var res plugintest.Result
-			if tc.as != "" {
-				res = plugintest.RunWithInput("", append(tc.args, "--kubeconfig", tc.as)...)
-			} else {
-				res = env.Run(tc.args...)
-			}
-			if res.Code != tc.wantCode || !strings.Contains(res.Stderr, tc.wantErr) {
-				t.Errorf("exit %d, stderr %q; want exit %d with %q", res.Code, res.Stderr, tc.wantCode, tc.wantErr)
-			}
-		})
-	}
+	env.RunErrorCases(t, cases, nil)
 }
 
 const schedNS = schedv1.DefaultSchedulerNamespace
@@ -164,27 +147,6 @@ func schedulerPod(scx, name, node string, ready bool, mutate func(*corev1.Pod)) 
 		mutate(p)
 	}
 	return p
-}
-
-func createWithStatus(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		want := o.DeepCopyObject()
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("create %s: %v", o.GetName(), err)
-		}
-		switch d := o.(type) {
-		case *corev1.Pod:
-			d.Status = want.(*corev1.Pod).Status
-		case *schedv1.SchedExt:
-			d.Status = want.(*schedv1.SchedExt).Status
-		default:
-			continue
-		}
-		if err := env.Client.Status().Update(context.Background(), o); err != nil {
-			t.Fatalf("status of %s: %v", o.GetName(), err)
-		}
-	}
 }
 
 func TestStatus(t *testing.T) {
@@ -220,7 +182,7 @@ func TestStatus(t *testing.T) {
 			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"node-5"}}}}}}}}
 		p.Status = corev1.PodStatus{Phase: corev1.PodPending}
 	}
-	createWithStatus(t, lavd, rusty, ds("scx-lavd", "lavd"), ds("scx-rusty", "rusty"),
+	env.CreateWithStatus(t, lavd, rusty, ds("scx-lavd", "lavd"), ds("scx-rusty", "rusty"),
 		schedulerPod("lavd", "scx-lavd-aaaaa", "node-1", true, nil),
 		schedulerPod("lavd", "scx-lavd-bbbbb", "node-2", false, crashing),
 		schedulerPod("lavd", "scx-lavd-ccccc", "node-4", false, nil),

@@ -61,7 +61,7 @@ out are removed from an existing one.`,
 
   # Print the object without creating it
   kubectl sched schedext set lavd --sched scx_lavd --dry-run=client -o yaml`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(kind.Singular),
 		ValidArgsFunction: o.CompleteNames(kind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
@@ -116,13 +116,11 @@ func (o *SetOptions) Validate() error {
 	if err := cmdutil.ValidateDryRun(o.DryRun); err != nil {
 		return err
 	}
-	if o.Print.IsTable() && *o.Print.OutputFormat == "wide" {
+	if o.Print.IsWide() {
 		return cmdutil.Usage("Use -o yaml, json or name.", "set prints no table; -o wide does not apply")
 	}
-	if !o.Print.IsTable() {
-		if _, err := o.Print.Printer(); err != nil {
-			return cmdutil.Usage("Use -o yaml, json, name, jsonpath=... or go-template=....", "%v", err)
-		}
+	if err := o.Print.Validate("Use -o yaml, json, name, jsonpath=... or go-template=...."); err != nil {
+		return err
 	}
 	name := o.obj.Name
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 || len(name) > 50 {
@@ -166,7 +164,7 @@ func (o *SetOptions) Run(ctx context.Context) error {
 		}
 		return o.Print.Print(o.obj, o.Out)
 	}
-	suffix := map[string]string{"client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	fmt.Fprintf(o.Out, "%s/%s serverside-applied%s\n", kind.Qualified(), o.obj.Name, suffix)
 	if o.DryRun == "" {
 		fmt.Fprintf(o.Out, "See where it is attached: kubectl sched schedext status %s\n", o.obj.Name)

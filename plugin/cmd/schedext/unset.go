@@ -51,7 +51,7 @@ func (o *UnsetOptions) Validate() error {
 // Run deletes each SchedExt; the operator's owner references take its
 // DaemonSet with it.
 func (o *UnsetOptions) Run(ctx context.Context) error {
-	suffix := map[string]string{"client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	for _, name := range o.names {
 		scx := &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		var err error

@@ -16,8 +16,8 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/schedext"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 func TestStatusWorkloads(t *testing.T) {

@@ -1,56 +1,25 @@
 package set_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
 
 func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
-var ctx = context.Background()
-
-// apps deploys web-app as shop (services web and api) and an --image app
-// hello (service web, env A=1) in a new namespace ns.
+// apps makes namespace ns with apps shop (services web and api) and
+// hello (service web, env A=1).
 func apps(t *testing.T, ns string) {
 	t.Helper()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	mustRun(t, "deploy", "shop", "-n", ns, "--template", "web-app", "--set", "apiImage=api:1")
-	mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal", "--env", "A=1")
-}
-
-func mustRun(t *testing.T, args ...string) plugintest.Result {
-	t.Helper()
-	return env.MustRun(t, args...)
-}
-
-func service(t *testing.T, ns, app, svc string) schedv1.ServiceSpec {
-	t.Helper()
-	ud := &schedv1.UserDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: app}, ud); err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range ud.Spec.Services {
-		if s.Name == svc {
-			return s
-		}
-	}
-	t.Fatalf("no service %s", svc)
-	return schedv1.ServiceSpec{}
+	env.Shop(t, ns)
+	env.Hello(t, ns, "--env", "A=1")
 }
 
 func envOf(s schedv1.ServiceSpec) string {
@@ -64,29 +33,29 @@ func envOf(s schedv1.ServiceSpec) string {
 func TestSetImage(t *testing.T) {
 	const ns = "set-image"
 	apps(t, ns)
-	r := mustRun(t, "set", "image", "shop", "web=nginx:1.28", "api=ghcr.io/example/api:2", "-n", ns)
+	r := env.MustRun(t, "set", "image", "shop", "web=nginx:1.28", "api=ghcr.io/example/api:2", "-n", ns)
 	want := "userdeployment.sched.kubectl-sched.dev/shop service web image updated to nginx:1.28\n" +
 		"userdeployment.sched.kubectl-sched.dev/shop service api image updated to ghcr.io/example/api:2\n"
 	if r.Stdout != want || r.Stderr != "" {
 		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr: %s", r.Stdout, want, r.Stderr)
 	}
-	if w, a := service(t, ns, "shop", "web"), service(t, ns, "shop", "api"); w.Image != "nginx:1.28" || a.Image != "ghcr.io/example/api:2" || envOf(w) != "API_URL=http://shop-api:8080" {
+	if w, a := env.Service(t, ns, "shop", "web"), env.Service(t, ns, "shop", "api"); w.Image != "nginx:1.28" || a.Image != "ghcr.io/example/api:2" || envOf(w) != "API_URL=http://shop-api:8080" {
 		t.Errorf("web %+v\napi %+v", w, a)
 	}
-	r = mustRun(t, "set", "image", "shop", "web=nginx:1.28", "-n", ns)
+	r = env.MustRun(t, "set", "image", "shop", "web=nginx:1.28", "-n", ns)
 	if want := "userdeployment.sched.kubectl-sched.dev/shop service web already runs nginx:1.28\n"; r.Stdout != want {
 		t.Errorf("stdout %q, want %q", r.Stdout, want)
 	}
 
-	r = mustRun(t, "set", "image", "hello", "web=nginx:1.29", "-n", ns, "--dry-run=client", "-o", "yaml")
+	r = env.MustRun(t, "set", "image", "hello", "web=nginx:1.29", "-n", ns, "--dry-run=client", "-o", "yaml")
 	if !strings.Contains(r.Stdout, "image: nginx:1.29") || !strings.Contains(r.Stdout, "name: A") {
 		t.Errorf("client dry run:\n%s", r.Stdout)
 	}
-	r = mustRun(t, "set", "image", "hello", "web=nginx:1.29", "-n", ns, "--dry-run=server", "-o", "json")
+	r = env.MustRun(t, "set", "image", "hello", "web=nginx:1.29", "-n", ns, "--dry-run=server", "-o", "json")
 	if !strings.Contains(r.Stdout, `"image": "nginx:1.29"`) {
 		t.Errorf("server dry run:\n%s", r.Stdout)
 	}
-	if got := service(t, ns, "hello", "web").Image; got != "nginx:1.27" {
+	if got := env.Service(t, ns, "hello", "web").Image; got != "nginx:1.27" {
 		t.Errorf("image %s after dry runs", got)
 	}
 }
@@ -106,24 +75,24 @@ func TestSetEnv(t *testing.T) {
 		{args: []string{"hello", "B-", "C-"}, stdout: "env updated"},
 	}
 	for i, s := range steps {
-		r := mustRun(t, append([]string{"set", "env", "-n", ns}, s.args...)...)
+		r := env.MustRun(t, append([]string{"set", "env", "-n", ns}, s.args...)...)
 		if want := "userdeployment.sched.kubectl-sched.dev/hello service web " + s.stdout + "\n"; r.Stdout != want || r.Stderr != s.stderr {
 			t.Errorf("step %d: stdout %q, want %q; stderr %q, want %q", i, r.Stdout, want, r.Stderr, s.stderr)
 		}
-		if got := envOf(service(t, ns, "hello", "web")); got != s.wantEnv {
+		if got := envOf(env.Service(t, ns, "hello", "web")); got != s.wantEnv {
 			t.Errorf("step %d: env %q, want %q", i, got, s.wantEnv)
 		}
 	}
 
 	// A variable of the app's config is not the service's to remove.
-	mustRun(t, "deploy", "orders", "-n", ns, "--template", "api-postgres", "--set", "image=api:1", "--secret", "POSTGRES_PASSWORD=x")
-	r := mustRun(t, "set", "env", "orders", "api", "POSTGRES_DB-", "-n", ns)
+	env.MustRun(t, "deploy", "orders", "-n", ns, "--template", "api-postgres", "--set", "image=api:1", "--secret", "POSTGRES_PASSWORD=x")
+	r := env.MustRun(t, "set", "env", "orders", "api", "POSTGRES_DB-", "-n", ns)
 	if !strings.Contains(r.Stderr, "warning: service api has no env POSTGRES_DB: it comes from the app's config (spec.config), which set env does not change") {
 		t.Errorf("stderr:\n%s", r.Stderr)
 	}
 
-	r = mustRun(t, "set", "env", "shop", "web", "X=1", "-n", ns, "--dry-run=client", "-o", "name")
-	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/shop\n" || envOf(service(t, ns, "shop", "web")) != "API_URL=http://shop-api:8080" {
+	r = env.MustRun(t, "set", "env", "shop", "web", "X=1", "-n", ns, "--dry-run=client", "-o", "name")
+	if r.Stdout != "userdeployment.sched.kubectl-sched.dev/shop\n" || envOf(env.Service(t, ns, "shop", "web")) != "API_URL=http://shop-api:8080" {
 		t.Errorf("client dry run: %q", r.Stdout)
 	}
 }

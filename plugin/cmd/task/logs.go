@@ -21,15 +21,14 @@ import (
 
 // LogsOptions for `kubectl sched task logs`.
 type LogsOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name   string
 	Follow bool
 	Tail   int64
 }
 
 func newLogsCommand(c kube.ClientOptions) *cobra.Command {
-	o := &LogsOptions{ClientOptions: c}
+	o := &LogsOptions{NameOptions: kube.Named(c)}
 	cmd := &cobra.Command{
 		Use:   "logs NAME [-f] [--tail N]",
 		Short: "Print the logs of an AgentTask's pod",
@@ -43,19 +42,13 @@ escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 
   # The last 20 lines, then follow until the task ends
   kubectl sched task logs hello -f --tail 20`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(agentTaskKind.Singular),
 		ValidArgsFunction: o.CompleteNames(agentTaskKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVarP(&o.Follow, "follow", "f", false, "Follow the logs until the task finishes, waiting for its pod if needed.")
 	cmd.Flags().Int64Var(&o.Tail, "tail", -1, "Lines of recent log to show; -1 shows all.")
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *LogsOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

@@ -68,7 +68,7 @@ type RunOptions struct {
 }
 
 func newRunCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}
+	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "run NAME --image IMAGE [flags] [-- COMMAND [ARGS...]]",
 		Short: "Create an AgentTask: one container run to completion, with outputs",
@@ -139,9 +139,6 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.retriesSet = cmd.Flags().Changed("retries")
 	if err := o.retryFlags(cmd); err != nil {
 		return err
-	}
-	if o.DryRun == "none" {
-		o.DryRun = ""
 	}
 	var err error
 	if err = o.ClientOptions.Complete(cmd, args); err != nil {
@@ -286,7 +283,7 @@ func (o *RunOptions) print(t *schedv1.AgentTask) error {
 	if o.Print.OutputFormat != nil && *o.Print.OutputFormat != "" {
 		return o.Print.Print(t, o.Out)
 	}
-	suffix := map[string]string{"": "", "client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
+	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	fmt.Fprintf(o.Out, "agenttask.%s/%s created%s\n", schedv1.GroupName, t.Name, suffix)
 	return nil
 }

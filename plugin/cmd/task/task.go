@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
@@ -44,7 +44,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 }
 
 func newCancelCommand(c kube.ClientOptions) *cobra.Command {
-	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
+	return cancel.NewCommand(cancel.Target{
 		Kind: agentTaskKind, Verb: "cancel", Done: "cancelled",
 		Phase: func(o client.Object) (string, bool) {
 			p := o.(*schedv1.AgentTask).Status.Phase
@@ -60,7 +60,7 @@ left as it is. A task that is a workflow's step ends the workflow too.`,
 }
 
 // agentTaskKind is the kind for name completion.
-var agentTaskKind, _ = kinds.Lookup("agenttask")
+var agentTaskKind = kinds.AgentTask
 
 // what names a task in errors the way kubectl names objects.
 func what(name string) string {

@@ -11,14 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var env *plugintest.Env
@@ -120,7 +119,7 @@ func TestRunUsageErrors(t *testing.T) {
 			args: []string{"--watch-timeout", "1m"}, wantErr: "--watch-timeout 1m0s needs --wait or -f",
 		},
 		"bad dry run": {
-			args: []string{"--dry-run=maybe"}, wantErr: `--dry-run must be client or server, got "maybe"`,
+			args: []string{"--dry-run=maybe"}, wantErr: `--dry-run must be client, server or none, got "maybe"`,
 		},
 		"bad name": {
 			args: []string{"--image", "x"}, wantErr: `invalid task name "Bad_Name"`,
@@ -464,14 +463,8 @@ func cleanupTask(t *testing.T, name string) {
 // setStatus writes the status as the operator would.
 func setStatus(t *testing.T, name string, s step) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		task := getTask(t, name)
-		s(&task.Status)
-		return env.Client.Status().Update(context.Background(), task)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	plugintest.UpdateStatus(t, env, task, func(task *schedv1.AgentTask) { s(&task.Status) })
 }
 
 func TestCancel(t *testing.T) {

@@ -43,13 +43,7 @@ func newListCommand(c kube.ClientOptions) *cobra.Command {
 
 // Validate checks the output format before anything is read.
 func (o *ListOptions) Validate() error {
-	if o.Print.IsTable() {
-		return nil
-	}
-	if _, err := o.Print.Printer(); err != nil {
-		return cmdutil.Usage("Use -o json, yaml, name or wide.", "%v", err)
-	}
-	return nil
+	return o.Print.Validate("Use -o json, yaml, name or wide.")
 }
 
 // Run lists the templates.

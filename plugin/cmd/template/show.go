@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
@@ -35,7 +36,7 @@ func newShowCommand(c kube.ClientOptions) *cobra.Command {
   kubectl sched template show ./my-template.yaml
   # The template as written, to copy and change
   kubectl sched template show api-postgres -o yaml > my-api.yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: cmdutil.NameArg("template"),
 		RunE: cmdutil.RunE(o),
 	}
 	o.addFlags(cmd)
@@ -176,9 +177,9 @@ func usage(t *templates.Template, ref string) string {
 	}
 	args := strings.Join(append([]string{"--template", ref}, values...), " ")
 	switch t.ObjectKind() {
-	case "UserDeployment":
+	case kinds.UserDeployment.Kind:
 		return "kubectl sched deploy NAME " + args
-	case "Workflow":
+	case kinds.Workflow.Kind:
 		return "kubectl sched workflow run " + args
 	}
 	return strings.TrimSpace("kubectl sched template render "+ref+" NAME "+strings.Join(values, " ")) + " | kubectl apply --server-side -f -"

@@ -52,7 +52,7 @@ type common struct {
 }
 
 func (o *common) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringArrayVar(&o.Dirs, "template-dir", nil, "Folder of template files, searched before the cluster and the catalog (repeatable).")
+	templates.AddTemplateDirFlag(cmd.Flags(), &o.Dirs)
 }
 
 // Complete reads no arguments and builds no clients: Run opens the

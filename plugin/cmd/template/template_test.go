@@ -10,13 +10,12 @@ import (
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/templates"
 )
 
@@ -57,18 +56,10 @@ object:
         exposure: None
 `
 
-func createNamespace(t *testing.T, name string) {
-	t.Helper()
-	err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
 // shareTemplate stores a template in the cluster, as a team would.
 func shareTemplate(t *testing.T, ns, name, text string) {
 	t.Helper()
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{templates.LabelTemplate: "true"}},
 		Data:       map[string]string{templates.ConfigMapKey: text},
@@ -79,34 +70,29 @@ func shareTemplate(t *testing.T, ns, name, text string) {
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cm) })
 }
 
-func mustRun(t *testing.T, args ...string) plugintest.Result {
-	t.Helper()
-	return env.MustRun(t, args...)
-}
-
 func TestList(t *testing.T) {
 	shareTemplate(t, "team-a", "team-app", teamTemplate)
 	shareTemplate(t, templates.SystemNamespace, "worker", workerOverride)
 	shareTemplate(t, "team-a", "broken", "apiVersion: templates.kubectl-sched.dev/v1\nkind: Template\n")
 
-	r := mustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates")
+	r := env.MustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates")
 	plugintest.Golden(t, "list", r.Stdout)
 	if want := "warning: skipped broken: invalid template configmap:team-a/broken"; !strings.Contains(r.Stderr, want) {
 		t.Errorf("stderr lacks %q:\n%s", want, r.Stderr)
 	}
 
-	r = mustRun(t, "template", "list", "-n", "team-a", "-o", "wide")
+	r = env.MustRun(t, "template", "list", "-n", "team-a", "-o", "wide")
 	plugintest.Golden(t, "list-wide", r.Stdout)
 
-	r = mustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates", "--no-headers")
+	r = env.MustRun(t, "template", "list", "-n", "team-a", "--template-dir", "testdata/templates", "--no-headers")
 	if lines := strings.Split(r.Stdout, "\n"); len(lines) != 10 || !strings.HasPrefix(lines[0], "agent-task         AgentTask ") {
 		t.Errorf("--no-headers: want the 9 rows of the list golden, got:\n%s", r.Stdout)
 	}
 
-	r = mustRun(t, "template", "list", "-o", "name", "--no-headers")
+	r = env.MustRun(t, "template", "list", "-o", "name", "--no-headers")
 	plugintest.Golden(t, "list-name", r.Stdout)
 
-	r = mustRun(t, "template", "list", "-o", "json")
+	r = env.MustRun(t, "template", "list", "-o", "json")
 	var list struct {
 		Kind  string
 		Items []struct {
@@ -159,13 +145,13 @@ func TestListForbidden(t *testing.T) {
 func TestShow(t *testing.T) {
 	for _, name := range []string{"web-app", "api-postgres", "scx-lavd", "release-workflow", "agent-task"} {
 		t.Run(name, func(t *testing.T) {
-			r := mustRun(t, "template", "show", name)
+			r := env.MustRun(t, "template", "show", name)
 			plugintest.Golden(t, "show-"+name, r.Stdout)
 		})
 	}
 
 	t.Run("-o yaml is the template as written", func(t *testing.T) {
-		r := mustRun(t, "template", "show", "api-postgres", "-o", "yaml")
+		r := env.MustRun(t, "template", "show", "api-postgres", "-o", "yaml")
 		want, err := os.ReadFile(filepath.Join("..", "..", "internal", "templates", "catalog", "api-postgres.yaml"))
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +162,7 @@ func TestShow(t *testing.T) {
 	})
 
 	t.Run("-o json", func(t *testing.T) {
-		r := mustRun(t, "template", "show", "worker", "-o", "json")
+		r := env.MustRun(t, "template", "show", "worker", "-o", "json")
 		var tmpl templates.Template
 		if err := json.Unmarshal([]byte(r.Stdout), &tmpl); err != nil || tmpl.Name() != "worker" || tmpl.ObjectKind() != "UserDeployment" {
 			t.Errorf("%v: %+v", err, tmpl)
@@ -184,13 +170,13 @@ func TestShow(t *testing.T) {
 	})
 
 	t.Run("a local file", func(t *testing.T) {
-		r := mustRun(t, "template", "show", "testdata/templates/batch.yaml")
+		r := env.MustRun(t, "template", "show", "testdata/templates/batch.yaml")
 		plugintest.Golden(t, "show-file", r.Stdout)
 	})
 
 	t.Run("the cluster's shared template replaces the catalog's", func(t *testing.T) {
 		shareTemplate(t, templates.SystemNamespace, "worker", workerOverride)
-		r := mustRun(t, "template", "show", "worker")
+		r := env.MustRun(t, "template", "show", "worker")
 		if !strings.Contains(r.Stdout, "Source:       ConfigMap kubectl-sched-system/worker (the cluster's shared templates)") {
 			t.Errorf("want the cluster's worker:\n%s", r.Stdout)
 		}
@@ -198,10 +184,10 @@ func TestShow(t *testing.T) {
 }
 
 func TestRender(t *testing.T) {
-	r := mustRun(t, "template", "render", "scx-lavd", "lavd", "--set", "nodes=node.kubectl-sched.dev/pool=batch", "--set", "mode=--performance")
+	r := env.MustRun(t, "template", "render", "scx-lavd", "lavd", "--set", "nodes=node.kubectl-sched.dev/pool=batch", "--set", "mode=--performance")
 	plugintest.Golden(t, "render-scx-lavd", r.Stdout)
 
-	r = mustRun(t, "template", "render", "api-postgres", "orders", "-n", "shop", "--set", "image=orders:2", "--secret", "POSTGRES_PASSWORD=tiger-lily-42", "-o", "json")
+	r = env.MustRun(t, "template", "render", "api-postgres", "orders", "-n", "shop", "--set", "image=orders:2", "--secret", "POSTGRES_PASSWORD=tiger-lily-42", "-o", "json")
 	if strings.Contains(r.Stdout+r.Stderr, "tiger-lily-42") {
 		t.Fatalf("the secret value was printed:\n%s\n%s", r.Stdout, r.Stderr)
 	}
@@ -221,7 +207,7 @@ func TestCatalogPassesServerValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	createNamespace(t, "catalog")
+	env.Namespace(t, "catalog")
 	for _, tmpl := range ts {
 		t.Run(tmpl.Name(), func(t *testing.T) {
 			in := templates.Input{Name: "sample", Namespace: "catalog", Params: map[string]string{}, Secrets: map[string][]byte{}}
@@ -339,7 +325,7 @@ func evilTemplate(name, kind string) string {
 func TestNamespaceTemplatesNeverShadow(t *testing.T) {
 	const ns, user = "evil-team", "mallory"
 	ctx := context.Background()
-	createNamespace(t, ns)
+	env.Namespace(t, ns)
 	// edit's own rules: the aggregation controller that fills edit and
 	// view does not run beside envtest's API server.
 	if _, err := testenv.BindUser(ctx, env.Client, env.Config, ns, user, "system:aggregate-to-view",
@@ -386,7 +372,7 @@ func TestNamespaceTemplatesNeverShadow(t *testing.T) {
 				if who.as != "" {
 					args = append(args, "--as", who.as)
 				}
-				return mustRun(t, args...)
+				return env.MustRun(t, args...)
 			}
 			r := run("template", "render", "scx-lavd", "lavd", "--set", "nodes=node.kubectl-sched.dev/pool=batch")
 			notEvil(t, r)
@@ -428,13 +414,13 @@ func TestNamespaceTemplatesNeverShadow(t *testing.T) {
 	// The cluster's shared template wins over the namespace's, for whoever
 	// can read the cluster's. The list names every winner's source and
 	// warns of each namespace template it ignored.
-	r := mustRun(t, "template", "render", "team-standard", "a", "--set", "image=team:1", "-n", ns)
+	r := env.MustRun(t, "template", "render", "team-standard", "a", "--set", "image=team:1", "-n", ns)
 	notEvil(t, r)
 	if !strings.Contains(r.Stderr, "template team-standard: ConfigMap kubectl-sched-system/team-standard (the cluster's shared templates)\n") ||
 		!strings.Contains(r.Stderr, "ignored template team-standard from ConfigMap evil-team/team-standard") {
 		t.Errorf("team-standard: stderr:\n%s", r.Stderr)
 	}
-	r = mustRun(t, "template", "list", "-n", ns)
+	r = env.MustRun(t, "template", "list", "-n", ns)
 	for _, want := range []string{"\nscx-lavd           SchedExt         catalog ", "\nteam-standard      UserDeployment   configmap:kubectl-sched-system/team-standard ", "\nteam-app           UserDeployment   configmap:evil-team/team-app "} {
 		if !strings.Contains(r.Stdout, want) {
 			t.Errorf("list lacks %q:\n%s", want, r.Stdout)

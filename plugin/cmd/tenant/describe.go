@@ -20,7 +20,6 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/describe"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
@@ -32,13 +31,12 @@ const maxRunsShown = 20
 
 // DescribeOptions for `tenant describe`.
 type DescribeOptions struct {
-	kube.ClientOptions
-	Name string
-	Now  func() time.Time
+	kube.NameOptions
+	Now func() time.Time
 }
 
 func newDescribeCommand(c kube.ClientOptions) *cobra.Command {
-	o := &DescribeOptions{ClientOptions: c, Now: time.Now}
+	o := &DescribeOptions{NameOptions: kube.Named(c), Now: time.Now}
 	return &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a tenant's members, limits and the objects that count against its quota",
@@ -52,12 +50,6 @@ first with when each is deleted, and the namespace's events.`,
 		Args:    nameArg,
 		RunE:    cmdutil.RunE(o),
 	}
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *DescribeOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate has nothing to check.
@@ -85,11 +77,11 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 			"namespace %s is not a tenant (it has no %s label)", o.Name, schedv1.LabelTier)
 	}
 	now := o.Now()
-	w := describe.NewWriter(o.Out)
+	w := printing.NewDescribeWriter(o.Out)
 	w.Field(0, "Name", o.Name)
 	w.Field(0, "Tier", tier)
 	if nsErr == nil {
-		w.Field(0, "Created", describe.Timestamp(ns.CreationTimestamp))
+		w.Field(0, "Created", printing.Timestamp(ns.CreationTimestamp))
 		w.Field(0, "Pod Security", ns.Labels["pod-security.kubernetes.io/enforce"])
 	} else {
 		w.Line(0, "Namespace:\t%s", readError(nsErr, "namespaces"))
@@ -118,7 +110,7 @@ func (o *DescribeOptions) Run(ctx context.Context) error {
 
 // members lists the subjects of the RoleBindings tenant create made (and
 // any other part-of kubectl-sched), with the role each binds.
-func (o *DescribeOptions) members(ctx context.Context, w *describe.Writer) {
+func (o *DescribeOptions) members(ctx context.Context, w *printing.DescribeWriter) {
 	var list rbacv1.RoleBindingList
 	if err := o.Clients.Client.List(ctx, &list, client.InNamespace(o.Name), client.MatchingLabels{"app.kubernetes.io/part-of": "kubectl-sched"}); err != nil {
 		w.Line(0, "Members:\t%s", readError(err, "rolebindings.rbac.authorization.k8s.io"))
@@ -140,7 +132,7 @@ func (o *DescribeOptions) members(ctx context.Context, w *describe.Writer) {
 }
 
 // quotaTable writes the quota's limits and use, sorted by resource.
-func quotaTable(w *describe.Writer, q *corev1.ResourceQuota) {
+func quotaTable(w *printing.DescribeWriter, q *corev1.ResourceQuota) {
 	var rows [][]string
 	for _, r := range slices.Sorted(maps.Keys(q.Spec.Hard)) {
 		if r == schedv1.QuotaRecountResource {
@@ -157,7 +149,7 @@ func quotaTable(w *describe.Writer, q *corev1.ResourceQuota) {
 }
 
 // limitRange writes the container defaults and bounds.
-func (o *DescribeOptions) limitRange(ctx context.Context, w *describe.Writer) {
+func (o *DescribeOptions) limitRange(ctx context.Context, w *printing.DescribeWriter) {
 	lr := &corev1.LimitRange{}
 	err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: o.Name, Name: schedv1.TierObjectName}, lr)
 	switch {
@@ -191,7 +183,7 @@ func (o *DescribeOptions) limitRange(ctx context.Context, w *describe.Writer) {
 
 // placement writes what the tier lets workloads ask of the scheduler (the
 // annotations the admission policy reads).
-func placement(w *describe.Writer, q *corev1.ResourceQuota) {
+func placement(w *printing.DescribeWriter, q *corev1.ResourceQuota) {
 	a := q.Annotations
 	w.Line(0, "Placement:")
 	w.Field(1, "Max Priority", printing.OrNone(a[schedv1.AnnotationTierMaxPriority]))
@@ -210,7 +202,7 @@ func placement(w *describe.Writer, q *corev1.ResourceQuota) {
 }
 
 // ttl writes the tier's ttlAfterFinished default and maximum.
-func ttl(w *describe.Writer, q *corev1.ResourceQuota) {
+func ttl(w *printing.DescribeWriter, q *corev1.ResourceQuota) {
 	t := tiers.TTLFromQuota(q, "")
 	w.Line(0, "TTL After Finished:")
 	d, m := "<none: finished runs without a ttlAfterFinished are kept until deleted>", "<none>"
@@ -234,7 +226,7 @@ type countedRun struct {
 
 // counted lists what counts against the tier's count/ quotas: workflows,
 // tasks (step tasks as a number: they go with their workflow) and apps.
-func (o *DescribeOptions) counted(ctx context.Context, w *describe.Writer, now time.Time) {
+func (o *DescribeOptions) counted(ctx context.Context, w *printing.DescribeWriter, now time.Time) {
 	c := o.Clients.Client
 	var runs []countedRun
 	var problems []string
@@ -356,7 +348,7 @@ func source(e *schedv1.Expiry) string {
 // events writes the Namespace's events: the operator's about the tier
 // (UnknownTier, QuotaRecount, QuotaNotCounted). A cluster-scoped object's
 // events are in the default namespace.
-func (o *DescribeOptions) events(ctx context.Context, w *describe.Writer) {
+func (o *DescribeOptions) events(ctx context.Context, w *printing.DescribeWriter) {
 	sel := fields.Set{"involvedObject.kind": "Namespace", "involvedObject.name": o.Name}.AsSelector().String()
 	list, err := o.Clients.Kube.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {

@@ -54,13 +54,7 @@ each tenant's Namespace and ResourceQuota; -o name the namespaces.`,
 
 // Validate checks the output format.
 func (o *ListOptions) Validate() error {
-	if o.Print.IsTable() {
-		return nil
-	}
-	if _, err := o.Print.Printer(); err != nil {
-		return cmdutil.Usage("Use -o wide, json, yaml or name.", "%v", err)
-	}
-	return nil
+	return o.Print.Validate("Use -o wide, json, yaml or name.")
 }
 
 // tenantRow is a tenant namespace and its tier quota (nil until the

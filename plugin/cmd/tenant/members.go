@@ -17,9 +17,8 @@ import (
 )
 
 // MemberRole is the ClusterRole a tenant's members are bound to in its
-// namespace, by a RoleBinding of the same name: what every command of the
-// plugin needs there and nothing more (config/rbac/user_roles.yaml).
-const MemberRole = "kubectl-sched-tenant"
+// namespace, by a RoleBinding of the same name.
+const MemberRole = schedv1.TenantMemberRole
 
 // legacyBinding is the RoleBinding earlier versions of tenant create made,
 // to kubectl-sched-edit only, which lets members use the kinds but not read

@@ -56,8 +56,8 @@ describe' show their own namespace.`,
 
 // CreateOptions for `tenant create`.
 type CreateOptions struct {
-	kube.ClientOptions
-	Name, Tier    string
+	kube.NameOptions
+	Tier          string
 	Users, Groups []string
 	// OperatorNamespace holds the tiers ConfigMap.
 	OperatorNamespace string
@@ -69,7 +69,7 @@ type CreateOptions struct {
 }
 
 func newCreateCommand(c kube.ClientOptions) *cobra.Command {
-	o := &CreateOptions{ClientOptions: c, Wait: true, Timeout: 2 * time.Minute}
+	o := &CreateOptions{NameOptions: kube.Named(c), Wait: true, Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "create NAME --tier TIER [--user USER]... [--group GROUP]...",
 		Short: "Create a tenant namespace of a tier, and wait until it is usable",
@@ -101,18 +101,11 @@ run again on it, with or without --user.`,
 	f.StringArrayVar(&o.Groups, "group", nil, "A group whose users are members (repeatable).")
 	f.StringVar(&o.OperatorNamespace, "operator-namespace", schedv1.DefaultOperatorNamespace, "The namespace kubectl sched install put the operator and its tiers in.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the objects without creating them; "client" sends nothing.`)
-	f.BoolVar(&o.Wait, "wait", o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "How long --wait waits before giving up (exit 12).")
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Wait until the namespace is usable (its quota made and counted); --wait=false returns once it is created.", &o.Timeout, "")
 	return cmd
 }
 
 var nameArg = cmdutil.NameArg("tenant")
-
-// Complete reads the arguments and builds the clients.
-func (o *CreateOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
-}
 
 // Validate checks the flags.
 func (o *CreateOptions) Validate() error {
@@ -122,8 +115,8 @@ func (o *CreateOptions) Validate() error {
 	if o.Tier == "" {
 		return cmdutil.Usage("'kubectl sched tenant create NAME --tier team', say.", "--tier is required")
 	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a duration such as 2m, or --wait=false.", "--timeout must be positive")
+	if err := cmdutil.ValidateTimeout(o.Timeout); err != nil {
+		return err
 	}
 	return cmdutil.ValidateDryRun(o.DryRun)
 }
@@ -181,13 +174,12 @@ func (o *CreateOptions) wait(ctx context.Context) error {
 
 // DeleteOptions for `tenant delete`.
 type DeleteOptions struct {
-	kube.ClientOptions
-	Name   string
+	kube.NameOptions
 	DryRun string
 }
 
 func newDeleteCommand(c kube.ClientOptions) *cobra.Command {
-	o := &DeleteOptions{ClientOptions: c}
+	o := &DeleteOptions{NameOptions: kube.Named(c)}
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a tenant namespace and everything in it",
@@ -196,12 +188,6 @@ func newDeleteCommand(c kube.ClientOptions) *cobra.Command {
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the delete without doing it; "client" only reads the namespace.`)
 	return cmd
-}
-
-// Complete reads the name and builds the clients.
-func (o *DeleteOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

@@ -16,8 +16,8 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env

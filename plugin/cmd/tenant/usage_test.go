@@ -10,16 +10,15 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	optenant "github.com/kubectl-sched/kubectl-sched/operator/tenant"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 // This API server runs no operator and no kube-controller-manager: the
@@ -63,14 +62,6 @@ func count(t *testing.T, q *corev1.ResourceQuota, used corev1.ResourceList) {
 	}
 }
 
-func used(kv ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
-
 // everything but the CRDs' counts, as a quota controller that has not
 // found the CRDs yet leaves it.
 var core = []string{
@@ -95,7 +86,7 @@ func TestCreateWaitsUntilUsable(t *testing.T) {
 
 	// The quota, counted without the CRDs.
 	q := applyTier(t, ns, "free")
-	count(t, q, used(core...))
+	count(t, q, plugintest.Resources(core...))
 	res = env.Run("tenant", "create", ns, "--tier", "free", "--timeout", "1s")
 	want := "waiting for the cluster's quota controller to count count/agenttasks.sched.kubectl-sched.dev, count/cronworkflows.sched.kubectl-sched.dev, count/userdeployments.sched.kubectl-sched.dev, count/workflows.sched.kubectl-sched.dev in quota kubectl-sched-tier"
 	if res.Code != cmdutil.ExitWatchTimeout || !strings.Contains(res.Stdout, want) ||
@@ -104,7 +95,7 @@ func TestCreateWaitsUntilUsable(t *testing.T) {
 	}
 
 	// Counted in full: create returns at once.
-	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
 	res = env.Run("tenant", "create", ns, "--tier", "free")
 	if res.Code != 0 || !strings.HasSuffix(res.Stdout, "tenant waiting ready: its quotas count everything they limit\n") || strings.Contains(res.Stdout, "waiting for") {
 		t.Errorf("counted: exit %d\nstdout:\n%sstderr:\n%s", res.Code, res.Stdout, res.Stderr)
@@ -169,7 +160,7 @@ func TestListAndDescribe(t *testing.T) {
 	}
 	q := applyTier(t, ns, "free")
 	// Counted in full, so that the API server admits the creates below.
-	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
 
 	// Two workflows: one finished (deleted by the tier's default far
 	// ahead), one running; a finished task with its own TTL, one without
@@ -208,7 +199,7 @@ func TestListAndDescribe(t *testing.T) {
 	// each create too, but on a loaded API server the status once showed
 	// one workflow of the two (cause not found), and what is tested here
 	// is how the plugin shows a count, which a recount settles.
-	count(t, q, used(append(core, "count/agenttasks.sched.kubectl-sched.dev", "3", "count/workflows.sched.kubectl-sched.dev", "2", "count/userdeployments.sched.kubectl-sched.dev", "1", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "3", "count/workflows.sched.kubectl-sched.dev", "2", "count/userdeployments.sched.kubectl-sched.dev", "1", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
 
 	// The other tenants of this API server are other tests': look at ours.
 	ours := func(out string) string {

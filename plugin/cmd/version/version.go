@@ -5,30 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
-
-// Version is the plugin's version, set at build time with
-// -ldflags "-X github.com/kubectl-sched/kubectl-sched/plugin/cmd/version.Version=v1.2.3".
-var Version = ""
-
-// OperatorLabel selects the operator's Deployment; its
-// app.kubernetes.io/version label is the operator version.
-const OperatorLabel = "app.kubernetes.io/name=kubectl-sched-operator"
 
 // Info is what `version -o json|yaml` prints.
 type Info struct {
@@ -93,7 +85,7 @@ func (o *Options) Validate() error {
 
 // Run prints the versions.
 func (o *Options) Run(ctx context.Context) error {
-	info := Info{ClientVersion: ClientVersion()}
+	info := Info{ClientVersion: buildinfo.ClientVersion()}
 	var reachErr error
 	if !o.ClientOnly {
 		var ns string
@@ -103,7 +95,7 @@ func (o *Options) Run(ctx context.Context) error {
 		}
 	}
 	// On stderr, so -o json|yaml stays parseable.
-	if w := SkewWarning(info.ClientVersion, info.OperatorVersion); w != "" {
+	if w := buildinfo.SkewWarning(info.ClientVersion, info.OperatorVersion); w != "" {
 		fmt.Fprintln(o.ErrOut, printing.Line(w))
 	}
 	switch o.Output {
@@ -146,7 +138,7 @@ func (o *Options) Run(ctx context.Context) error {
 // Deployment: an operator run as a local process). A status explains a
 // missing version; err is set when the cluster could not be asked.
 func (o *Options) operatorVersion(ctx context.Context) (version, status, ns string, err error) {
-	list, err := o.client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: OperatorLabel})
+	list, err := o.client.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: manifests.OperatorLabel})
 	if err != nil {
 		return "", "cluster not reachable", "", cmdutil.API(err, "list", "the operator Deployment")
 	}
@@ -191,50 +183,4 @@ func (o *Options) optionalAPIs(ctx context.Context, ns string, info *Info) {
 	if t := lease.Spec.RenewTime; t != nil {
 		info.OptionalAPIsReportedAt = t.UTC().Format(time.RFC3339)
 	}
-}
-
-// ClientVersion is the build-time version, or the module version when built
-// with go install, or "devel".
-func ClientVersion() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
-}
-
-// SkewWarning says which side to upgrade when the plugin and the operator
-// differ in major or minor version, "" when they agree or either is not a
-// release (a dev build, a pseudo-version, a label such as "latest"): only
-// releases promise anything about each other.
-func SkewWarning(client, operator string) string {
-	c, o := release(client), release(operator)
-	if c == nil || o == nil || c.Major() == o.Major() && c.Minor() == o.Minor() {
-		return ""
-	}
-	if c.LessThan(o) {
-		return fmt.Sprintf("Warning: the plugin (%s) is older than the operator (%s): upgrade it with 'kubectl krew upgrade sched'.", client, operator)
-	}
-	return fmt.Sprintf("Warning: the operator (%s) is older than the plugin (%s): upgrade it with 'kubectl sched install'.", operator, client)
-}
-
-// MajorMinor is a release's "1.2", "" for anything that is not a release.
-func MajorMinor(v string) string {
-	r := release(v)
-	if r == nil {
-		return ""
-	}
-	return fmt.Sprintf("%d.%d", r.Major(), r.Minor())
-}
-
-// release parses a release version (v1.2.3, 1.2.3-rc.1), nil for anything else.
-func release(v string) *utilversion.Version {
-	parsed, err := utilversion.ParseSemantic(v)
-	// A pseudo-version (v0.0.0-20260102030405-abcdef012345) is a commit, not a release.
-	if err != nil || parsed.Major() == 0 && parsed.Minor() == 0 && parsed.Patch() == 0 {
-		return nil
-	}
-	return parsed
 }

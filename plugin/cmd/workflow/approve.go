@@ -121,11 +121,7 @@ func (o *DecideOptions) Run(ctx context.Context) error {
 		// the list, so it must not drop a decision made meanwhile.
 		patch := client.MergeFromWithOptions(wf.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		wf.Spec.Approvals = append(wf.Spec.Approvals, schedv1.StepDecision{Step: o.Step, Decision: o.Decision, User: user, Reason: o.Reason})
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		return c.Client.Patch(ctx, wf, patch, opts...)
+		return c.Client.Patch(ctx, wf, patch, kube.PatchOptions(o.DryRun)...)
 	})
 	if err != nil {
 		return cmdutil.API(err, "patch", what(o.Name))

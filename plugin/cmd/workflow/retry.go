@@ -23,13 +23,13 @@ const AnnotationRetriedBy = schedv1.GroupName + "/retried-by"
 
 // RetryOptions for `workflow retry`.
 type RetryOptions struct {
-	kube.ClientOptions
-	Name, From string
-	DryRun     string
+	kube.NameOptions
+	From   string
+	DryRun string
 }
 
 func newRetryCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RetryOptions{ClientOptions: c}
+	o := &RetryOptions{NameOptions: kube.Named(c)}
 	cmd := &cobra.Command{
 		Use:   "retry NAME [--from STEP]",
 		Short: "Run a finished workflow again from its failed step, reusing the outputs before it",
@@ -53,12 +53,6 @@ and annotated with its retries, so both show in 'kubectl sched get wf'.`,
 	cmd.Flags().StringVar(&o.From, "from", "", "The first step to run again; the failed step when empty.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints what would be created; "server" has the API server check it.`)
 	return cmd
-}
-
-// Complete reads the name and builds the clients.
-func (o *RetryOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

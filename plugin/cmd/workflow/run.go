@@ -1,14 +1,9 @@
 package workflow
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,14 +13,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	k8sjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-sched/kubectl-sched/api/celexpr"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kinds"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
@@ -73,10 +67,8 @@ type RunOptions struct {
 	kube.ClientOptions
 	Print *printing.Flags
 
-	File         string
-	Template     string
-	TemplateDirs []string
-	Values       templates.ValueFlags
+	// -f FILE, or --template with its values.
+	templates.SourceFlags
 	// Params and ParamFiles set declared workflow params for this run.
 	Params       []string
 	ParamFiles   []string
@@ -93,7 +85,7 @@ type RunOptions struct {
 }
 
 func newRunCommand(c kube.ClientOptions) *cobra.Command {
-	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}
+	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
 		Short:   "Submit a Workflow from a file or a template, after checking its step references",
@@ -103,10 +95,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 		RunE:    cmdutil.RunE(o),
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.File, "filename", "f", "", "The Workflow's YAML or JSON file; - reads stdin.")
-	f.StringVar(&o.Template, "template", "", "A template that renders a Workflow: a catalog name, a file or a folder (see 'kubectl sched template list').")
-	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
-	o.Values.AddFlags(f, "")
+	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin.")
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param for this run: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
@@ -122,17 +111,8 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 // Complete reads the workflow and builds the clients.
 func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
-	switch {
-	case o.File != "" && o.Template != "":
-		return cmdutil.Usage("Use -f FILE or --template T.", "-f and --template cannot be used together")
-	case o.File == "" && o.Template == "":
-		return cmdutil.Usage("kubectl sched workflow run -f FILE, or --template T; 'kubectl sched template list' lists templates.", "give the workflow with -f FILE or --template T")
-	case o.Template == "" && len(o.Values.Set)+len(o.Values.ValuesFiles)+len(o.Values.Secret)+len(o.Values.SecretFile) > 0:
-		return cmdutil.Usage("--set, --values, --secret and --secret-file give template parameters; edit the file instead, or use --template.",
-			"template parameters need --template")
+	if err := o.ValidateFile("kubectl sched workflow run"); err != nil {
+		return err
 	}
 	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err
@@ -230,8 +210,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 			return err
 		}
 	} else {
-		suffix := map[string]string{"": "", "client": " (dry run)", "server": " (server dry run)"}[o.DryRun]
-		fmt.Fprintf(o.Out, "workflow.%s/%s created%s\n", schedv1.GroupName, wf.Name, suffix)
+		fmt.Fprintf(o.Out, "workflow.%s/%s created%s\n", schedv1.GroupName, wf.Name, cmdutil.DryRunSuffix(o.DryRun))
 	}
 	if !o.Watch {
 		return nil
@@ -294,17 +273,12 @@ func problems(wf *schedv1.Workflow) []string {
 // named --name, or after the template.
 func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	o.source = "template " + o.Template
-	src := &templates.Source{
-		Dirs: o.TemplateDirs, Client: o.Clients.Client, Namespace: o.Clients.Namespace,
-		// Printing a rendered workflow should not need the cluster.
-		TolerateUnreachable: o.DryRun == "client",
-		Warn:                func(s string) { fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(s)) },
-	}
-	t, err := src.Get(ctx, o.Template)
+	// Printing a rendered workflow should not need the cluster.
+	t, err := o.Get(ctx, o.Clients.Client, o.Clients.Namespace, o.DryRun == "client", o.ErrOut)
 	if err != nil {
-		return nil, templateError(err)
+		return nil, err
 	}
-	if k := t.ObjectKind(); k != "Workflow" {
+	if k := t.ObjectKind(); k != workflowKind.Kind {
 		return nil, cmdutil.Usage("'kubectl sched template list' shows what each template makes; 'kubectl sched deploy' and 'task run' take the others.",
 			"template %s makes a %s, not a Workflow", t.Name(), k)
 	}
@@ -322,7 +296,7 @@ func (o *RunOptions) render(ctx context.Context) (*schedv1.Workflow, error) {
 	}
 	obj, secret, err := t.Render(templates.Input{Name: name, Namespace: o.Clients.Namespace, Params: params, Secrets: secrets})
 	if err != nil {
-		return nil, templateError(err)
+		return nil, templates.CommandError(err)
 	}
 	templates.Announce(o.ErrOut, t)
 	o.secret = secret
@@ -340,48 +314,21 @@ func generatedName(prefix string) string {
 	return prefix + "-" + utilrand.String(suffix)
 }
 
-// templateError gives a broken template the exit code of an invalid object.
-func templateError(err error) error {
-	var inv *templates.InvalidError
-	if errors.As(err, &inv) {
-		return cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl sched template show NAME' prints the template.", "%v", err)
-	}
-	return err
-}
-
 // readFile reads -f: one Workflow, YAML or JSON, unknown fields refused.
 func (o *RunOptions) readFile() (*schedv1.Workflow, error) {
-	var data []byte
-	var err error
-	if o.File == "-" {
-		o.source = "stdin"
-		data, err = io.ReadAll(o.In)
-	} else {
-		o.source = o.File
-		data, err = os.ReadFile(o.File)
-	}
+	data, source, err := cmdutil.ReadFile(o.File, o.In)
+	o.source = source
 	if err != nil {
-		return nil, cmdutil.Usage("Check the path given to -f.", "cannot read %s: %v", o.source, unwrapPath(err))
+		return nil, err
 	}
 	return decode(data, o.source)
 }
 
 // decode reads exactly one Workflow from YAML or JSON.
 func decode(data []byte, source string) (*schedv1.Workflow, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var docs []json.RawMessage
-	for {
-		var raw json.RawMessage
-		err := d.Decode(&raw)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s is not valid YAML or JSON: %v", source, err)
-		}
-		if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-			docs = append(docs, raw)
-		}
+	docs, err := kinds.Documents(data, source)
+	if err != nil {
+		return nil, err
 	}
 	if len(docs) != 1 {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Put one Workflow in the file.", "%s holds %d objects; workflow run takes exactly one Workflow", source, len(docs))
@@ -390,30 +337,14 @@ func decode(data []byte, source string) (*schedv1.Workflow, error) {
 	if err := yaml.Unmarshal(docs[0], &wf.TypeMeta); err != nil {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "Check the YAML syntax.", "%s: %v", source, err)
 	}
-	if wf.Kind != "Workflow" || wf.APIVersion != schedv1.GroupVersion.String() {
+	if wf.Kind != workflowKind.Kind || wf.APIVersion != schedv1.GroupVersion.String() {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, fmt.Sprintf("Start the file with apiVersion: %s and kind: Workflow.", schedv1.GroupVersion),
 			"%s holds a %s %q, not a %s Workflow", source, orNone(wf.Kind), wf.APIVersion, schedv1.GroupVersion)
 	}
-	strict, err := k8sjson.UnmarshalStrict(docs[0], wf)
-	if err == nil && len(strict) > 0 {
-		msgs := make([]string, len(strict))
-		for i, e := range strict {
-			msgs[i] = e.Error()
-		}
-		err = errors.New(strings.Join(msgs, "; "))
-	}
-	if err != nil {
+	if err := kinds.DecodeStrict(docs[0], wf); err != nil {
 		return nil, cmdutil.Errorf(cmdutil.ExitInvalid, "'kubectl explain workflows.spec' lists the fields (with the CRDs installed).", "%s: %v", source, err)
 	}
 	return wf, nil
-}
-
-func unwrapPath(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }
 
 func orNone(s string) string {

@@ -57,7 +57,7 @@ const scheduleExamples = `  # Every night at 02:00 Berlin time, the workflow in 
   kubectl sched workflow schedule nightly --cron "0 2 * * *" -f pipeline.yaml --suspend`
 
 // cronKind is the CronWorkflow kind, for messages and completion.
-var cronKind, _ = kinds.Lookup("cronworkflow")
+var cronKind = kinds.CronWorkflow
 
 // ScheduleOptions for `kubectl sched workflow schedule`.
 type ScheduleOptions struct {
@@ -77,7 +77,7 @@ type ScheduleOptions struct {
 }
 
 func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
-	o := &ScheduleOptions{RunOptions: RunOptions{ClientOptions: c, Print: printing.NewFlags(), DryRun: "none"}}
+	o := &ScheduleOptions{RunOptions: RunOptions{ClientOptions: c, Print: printing.NewFlags()}}
 	cmd := &cobra.Command{
 		Use:               "schedule NAME --cron SCHEDULE (-f FILE | --template T [--set k=v]...) [-p NAME=VALUE]...",
 		Short:             "Run a Workflow on a cron schedule (a CronWorkflow), from a file or a template",
@@ -96,10 +96,7 @@ func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 	f.Int32Var(&o.SucceededKept, "successful-runs-history-limit", 3, "Succeeded runs to keep; older ones are deleted.")
 	f.Int32Var(&o.FailedKept, "failed-runs-history-limit", 1, "Runs that did not succeed to keep; older ones are deleted.")
 	f.BoolVar(&o.Suspend, "suspend", false, "Start no new runs until applied again without it.")
-	f.StringVarP(&o.File, "filename", "f", "", "The Workflow's YAML or JSON file; - reads stdin. Its spec is what each run runs.")
-	f.StringVar(&o.Template, "template", "", "A template that renders a Workflow: a catalog name, a file or a folder (see 'kubectl sched template list').")
-	f.StringArrayVar(&o.TemplateDirs, "template-dir", nil, "A folder of templates searched before the cluster and the catalog (repeatable).")
-	o.Values.AddFlags(f, "")
+	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin. Its spec is what each run runs.")
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values (repeatable; later files win).")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the CronWorkflow without sending it; "server" has the API server check it without persisting it.`)
@@ -109,18 +106,9 @@ func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 
 // Complete reads the workflow and builds the CronWorkflow.
 func (o *ScheduleOptions) Complete(cmd *cobra.Command, args []string) error {
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
 	o.Name = args[0]
-	switch {
-	case o.File != "" && o.Template != "":
-		return cmdutil.Usage("Use -f FILE or --template T.", "-f and --template cannot be used together")
-	case o.File == "" && o.Template == "":
-		return cmdutil.Usage("kubectl sched workflow schedule NAME --cron SCHEDULE -f FILE, or --template T; 'kubectl sched template list' lists templates.", "give the workflow with -f FILE or --template T")
-	case o.Template == "" && len(o.Values.Set)+len(o.Values.ValuesFiles)+len(o.Values.Secret)+len(o.Values.SecretFile) > 0:
-		return cmdutil.Usage("--set, --values, --secret and --secret-file give template parameters; edit the file instead, or use --template.",
-			"template parameters need --template")
+	if err := o.ValidateFile("kubectl sched workflow schedule NAME --cron SCHEDULE"); err != nil {
+		return err
 	}
 	if err := o.ClientOptions.Complete(cmd, args); err != nil {
 		return err

@@ -14,9 +14,9 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 func getCron(t *testing.T, name string) *schedv1.CronWorkflow {

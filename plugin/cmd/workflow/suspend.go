@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
@@ -15,11 +14,10 @@ import (
 
 // SuspendOptions for `workflow suspend` and `workflow resume`.
 type SuspendOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 	// Suspend is what spec.suspend is set to: true for suspend.
 	Suspend bool
 
-	Name   string
 	DryRun string
 }
 
@@ -47,7 +45,7 @@ Resumed).`,
 }
 
 func newSuspendResumeCommand(c kube.ClientOptions, suspend bool, verb, short, long, example string) *cobra.Command {
-	o := &SuspendOptions{ClientOptions: c, Suspend: suspend}
+	o := &SuspendOptions{NameOptions: kube.Named(c), Suspend: suspend}
 	cmd := &cobra.Command{
 		Use:               verb + " NAME",
 		Short:             short,
@@ -59,12 +57,6 @@ func newSuspendResumeCommand(c kube.ClientOptions, suspend bool, verb, short, lo
 	}
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"server" has the API server check the change without making it; "client" only reads the workflow.`)
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *SuspendOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.
@@ -94,15 +86,9 @@ func (o *SuspendOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "%s %s\n", ref, state)
 		return nil
 	}
-	if o.DryRun != "client" {
-		patch := []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend))
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager)}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		if err := c.Client.Patch(ctx, wf, client.RawPatch(types.MergePatchType, patch), opts...); err != nil {
-			return cmdutil.API(err, "patch", what(o.Name))
-		}
+	patch := []byte(fmt.Sprintf(`{"spec":{"suspend":%t}}`, o.Suspend))
+	if err := c.MergePatch(ctx, wf, patch, o.DryRun); err != nil {
+		return cmdutil.API(err, "patch", what(o.Name))
 	}
 	fmt.Fprintf(o.Out, "%s %s%s\n", ref, done, cmdutil.DryRunSuffix(o.DryRun))
 	if o.DryRun != "" {

@@ -20,16 +20,15 @@ import (
 
 // TriggerOptions for `kubectl sched workflow trigger`.
 type TriggerOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 	Print *printing.Flags
 
-	Name string
 	watchFlags
 	DryRun string
 }
 
 func newTriggerCommand(c kube.ClientOptions) *cobra.Command {
-	o := &TriggerOptions{ClientOptions: c, Print: printing.NewFlags()}
+	o := &TriggerOptions{NameOptions: kube.Named(c), Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "trigger NAME [--watch [--logs]]",
 		Short: "Start one run of a CronWorkflow now, as kubectl create job --from=cronjob/NAME does",
@@ -54,15 +53,6 @@ on as 'kubectl sched workflow watch' and exits with the run's outcome.`,
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the run without sending it; "server" has the API server check it without creating it.`)
 	f.StringVarP(o.Print.OutputFormat, "output", "o", "", "Output format: json, yaml, name, jsonpath=..., go-template=... (default: a line saying what was done).")
 	return cmd
-}
-
-// Complete reads the name and builds the clients.
-func (o *TriggerOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

@@ -45,7 +45,7 @@ when it Failed, 11 when it ran past its spec.timeout (phase Timeout), and 12
 when --timeout passed first (the workflow goes on).`
 
 // workflowKind is the kind for name completion.
-var workflowKind, _ = kinds.Lookup("workflow")
+var workflowKind = kinds.Workflow
 
 // logsGrace is how long the view waits, once the workflow ended, for the
 // last step's logs to arrive. Its pod has ended by then, so this is short.
@@ -53,15 +53,14 @@ const logsGrace = 5 * time.Second
 
 // WatchOptions for `kubectl sched workflow watch`.
 type WatchOptions struct {
-	kube.ClientOptions
+	kube.NameOptions
 
-	Name    string
 	Logs    bool
 	Timeout time.Duration
 }
 
 func newWatchCommand(c kube.ClientOptions) *cobra.Command {
-	o := &WatchOptions{ClientOptions: c}
+	o := &WatchOptions{NameOptions: kube.Named(c)}
 	cmd := &cobra.Command{
 		Use:   "watch NAME [--logs] [--timeout D]",
 		Short: "Follow a Workflow live until it ends; the exit code is its outcome",
@@ -74,19 +73,13 @@ func newWatchCommand(c kube.ClientOptions) *cobra.Command {
 
   # In CI: plain appended lines, no escape codes
   kubectl sched workflow watch nightly | tee watch.log`,
-		Args:              cobra.ExactArgs(1),
+		Args:              cmdutil.NameArg(workflowKind.Singular),
 		ValidArgsFunction: o.CompleteNames(workflowKind, 1),
 		RunE:              cmdutil.RunE(o),
 	}
 	cmd.Flags().BoolVar(&o.Logs, "logs", false, "Stream the running step's pod logs, each line prefixed with the step name.")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "Stop watching after this long and exit 12 (0: until the workflow ends).")
 	return cmd
-}
-
-// Complete reads the arguments and builds the clients.
-func (o *WatchOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
 }
 
 // Validate checks the flags.

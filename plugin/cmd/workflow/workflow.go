@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/plugin/cmd/lifecycle"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cancel"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -52,7 +52,7 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 }
 
 func newStopCommand(c kube.ClientOptions) *cobra.Command {
-	return lifecycle.NewCancelCommand(lifecycle.CancelTarget{
+	return cancel.NewCommand(cancel.Target{
 		Kind: workflowKind, Verb: "stop", Done: "stopped",
 		Phase: func(o client.Object) (string, bool) {
 			st := o.(*schedv1.Workflow).Status

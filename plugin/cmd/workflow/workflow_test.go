@@ -12,14 +12,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var env *plugintest.Env
@@ -425,29 +424,14 @@ func getWF(t *testing.T, name string) *schedv1.Workflow {
 // setStatus writes a workflow status as the operator would.
 func setStatus(t *testing.T, name string, u update) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		wf := getWF(t, name)
-		u(&wf.Status)
-		return env.Client.Status().Update(context.Background(), wf)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wf := &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	plugintest.UpdateStatus(t, env, wf, func(wf *schedv1.Workflow) { u(&wf.Status) })
 }
 
 func setTaskStatus(t *testing.T, name string, u func(*schedv1.AgentTaskStatus)) {
 	t.Helper()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		task := &schedv1.AgentTask{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, task); err != nil {
-			return err
-		}
-		u(&task.Status)
-		return env.Client.Status().Update(context.Background(), task)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	task := &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	plugintest.UpdateStatus(t, env, task, func(task *schedv1.AgentTask) { u(&task.Status) })
 }
 
 func TestStop(t *testing.T) {

@@ -34,7 +34,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
-var udKind, _ = kinds.Lookup("userdeployment")
+var udKind = kinds.UserDeployment
 
 // Ref is how an app is named in what the commands print, as kubectl names
 // objects: userdeployment.sched.kubectl-sched.dev/NAME.
@@ -65,17 +65,14 @@ func (o *Options) AddFlags(cmd *cobra.Command) {
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the app as it would be and changes nothing; "server" has the API server check the change without making it.`)
 	f.StringVarP(&o.Output, "output", "o", "", "Print the changed UserDeployment: json, yaml or name. Other messages then go to stderr.")
 	f.BoolVar(&o.ShowManaged, "show-managed-fields", false, "Keep managedFields when printing with -o json or yaml.")
-	f.BoolVar(&o.Wait, "wait", false, "Follow the app until it is Running again (exit 0) or Degraded (exit 10).")
-	f.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "With --wait, how long to wait before giving up (exit 12).")
+	o.Timeout = 5 * time.Minute
+	cmdutil.AddWaitFlags(cmd, &o.Wait, "Follow the app until it is Running again (exit 0) or Degraded (exit 10).", &o.Timeout, "")
 }
 
 // Complete reads the app's name (the first argument) and builds the
 // clients.
 func (o *Options) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	if o.DryRun == "none" {
-		o.DryRun = ""
-	}
 	o.print = genericclioptions.NewPrintFlags("").WithTypeSetter(kube.Scheme)
 	o.print.OutputFormat = &o.Output
 	o.print.JSONYamlPrintFlags.ShowManagedFields = o.ShowManaged
@@ -92,13 +89,7 @@ func (o *Options) Validate() error {
 			return cmdutil.Usage("Use -o json, -o yaml or -o name.", "%v", err)
 		}
 	}
-	if o.Wait && o.DryRun != "" {
-		return cmdutil.Usage("Drop one of them.", "--wait cannot follow a --dry-run")
-	}
-	if o.Timeout <= 0 {
-		return cmdutil.Usage("Give a positive duration, such as --timeout=2m.", "--timeout must be positive, got %v", o.Timeout)
-	}
-	return nil
+	return cmdutil.ValidateWait(o.Wait, o.Timeout, o.DryRun)
 }
 
 // App is an app as read for a change.
@@ -179,11 +170,7 @@ func (o *Options) Change(ctx context.Context, plan func(*App) (map[string]Edit, 
 		}
 		// Only onto the app as read: a change made since would be undone.
 		send.SetResourceVersion(a.live.GetResourceVersion())
-		opts := []client.PatchOption{client.FieldOwner(kube.FieldManager), client.ForceOwnership}
-		if o.DryRun == "server" {
-			opts = append(opts, client.DryRunAll)
-		}
-		err = c.Patch(ctx, send, client.Apply, opts...)
+		err = c.Patch(ctx, send, client.Apply, kube.PatchOptions(o.DryRun, client.ForceOwnership)...)
 		if apierrors.IsConflict(err) && attempt < conflictRetries {
 			continue
 		}

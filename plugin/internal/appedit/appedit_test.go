@@ -10,16 +10,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 )
 
 var env *plugintest.Env
@@ -27,19 +25,6 @@ var env *plugintest.Env
 func TestMain(m *testing.M) { plugintest.Main(m, &env) }
 
 var ctx = context.Background()
-
-func namespace(t *testing.T, name string) {
-	t.Helper()
-	err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-}
-
-func mustRun(t *testing.T, args ...string) plugintest.Result {
-	t.Helper()
-	return env.MustRun(t, args...)
-}
 
 // read returns the app, and what each field manager applied to it.
 func read(t *testing.T, ns, name string) (*schedv1.UserDeployment, map[string]map[string]any) {
@@ -94,9 +79,9 @@ func appliedService(obj map[string]any, name string) map[string]any {
 // gitops' variable and the stop.
 func TestPartialChangesKeepEverythingElse(t *testing.T) {
 	const ns = "appedit-keep"
-	namespace(t, ns)
+	env.Namespace(t, ns)
 	deploy := []string{"deploy", "rich", "-n", ns, "--template", "testdata/rich.yaml", "--secret", "TOKEN=t0k3n"}
-	mustRun(t, deploy...)
+	env.MustRun(t, deploy...)
 	gitops := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": schedv1.GroupVersion.String(), "kind": "UserDeployment",
 		"metadata": map[string]any{"name": "rich", "namespace": ns, "labels": map[string]any{"synced": "yes"}},
@@ -105,7 +90,7 @@ func TestPartialChangesKeepEverythingElse(t *testing.T) {
 	if err := env.Client.Patch(ctx, gitops, client.Apply, client.FieldOwner("gitops")); err != nil {
 		t.Fatal(err)
 	}
-	mustRun(t, "stop", "rich", "-n", ns)
+	env.MustRun(t, "stop", "rich", "-n", ns)
 	before, applied := read(t, ns, "rich")
 	if svc(before, "web").Replicas == nil || *svc(before, "web").Replicas != 1 || len(svc(before, "web").Env) != 4 || before.Spec.State != schedv1.StateStopped {
 		t.Fatalf("the app to start from: %+v", before.Spec)
@@ -116,7 +101,7 @@ func TestPartialChangesKeepEverythingElse(t *testing.T) {
 	// else; gitops keeps what it applied.
 	step := func(t *testing.T, args []string, change func(*schedv1.UserDeployment), changeApplied func(web, api map[string]any)) plugintest.Result {
 		t.Helper()
-		r := mustRun(t, append(args, "-n", ns)...)
+		r := env.MustRun(t, append(args, "-n", ns)...)
 		after, appliedAfter := read(t, ns, "rich")
 		want := &schedv1.UserDeployment{Spec: *before.Spec.DeepCopy()}
 		change(want)
@@ -174,7 +159,7 @@ func TestPartialChangesKeepEverythingElse(t *testing.T) {
 	})
 
 	t.Run("a redeploy keeps the scale, and the rest is the template's", func(t *testing.T) {
-		r := mustRun(t, slices.Clone(deploy[:len(deploy)-2])...)
+		r := env.MustRun(t, slices.Clone(deploy[:len(deploy)-2])...)
 		if !strings.Contains(r.Stderr, "note: service web keeps its 4 replicas (kubectl sched scale changes them)") {
 			t.Errorf("stderr:\n%s", r.Stderr)
 		}
@@ -204,8 +189,8 @@ func runtimeCopy(m map[string]any) map[string]any {
 // read it, and reads again when the app changed in between.
 func TestConcurrentChangesAreAllMade(t *testing.T) {
 	const ns = "appedit-concurrent"
-	namespace(t, ns)
-	mustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal", "--dry-run=none")
+	env.Namespace(t, ns)
+	env.MustRun(t, "deploy", "hello", "-n", ns, "--image", "nginx:1.27", "--internal", "--dry-run=none")
 	var wg sync.WaitGroup
 	results := make([]plugintest.Result, 6)
 	for i := range results {

@@ -1,7 +1,10 @@
 package cmdutil
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 )
@@ -23,4 +26,25 @@ func ArgsTaking(min, max int, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// ReadFile reads what -f names: the file, or stdin for "-". source names
+// it in messages ("stdin" or the path). A file that cannot be read is a
+// usage error.
+func ReadFile(path string, stdin io.Reader) (data []byte, source string, err error) {
+	if path == "-" {
+		source = "stdin"
+		data, err = io.ReadAll(stdin)
+	} else {
+		source = path
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, source, Usage("Check the path given to -f.", "cannot read %s: %v", source, err)
+	}
+	return data, source, nil
 }

@@ -2,7 +2,10 @@ package cmdutil
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 func TestDryRun(t *testing.T) {
@@ -13,8 +16,8 @@ func TestDryRun(t *testing.T) {
 		{value: "", suffix: "", valid: true},
 		{value: "client", suffix: " (dry run)", valid: true},
 		{value: "server", suffix: " (server dry run)", valid: true},
-		{value: "none", suffix: "", valid: false}, // commands that accept none map it to "" first
 		{value: "Client", suffix: "", valid: false},
+		{value: "unchanged", suffix: "", valid: false},
 	} {
 		err := ValidateDryRun(tc.value)
 		var e *Error
@@ -23,6 +26,33 @@ func TestDryRun(t *testing.T) {
 		}
 		if got := DryRunSuffix(tc.value); got != tc.suffix {
 			t.Errorf("DryRunSuffix(%q) = %q, want %q", tc.value, got, tc.suffix)
+		}
+	}
+}
+
+// TestDryRunFlag: every command's --dry-run reads the same: none by
+// default and for =none, a bare --dry-run is client.
+func TestDryRunFlag(t *testing.T) {
+	for args, want := range map[string]string{
+		"":                 "",
+		"--dry-run=none":   "",
+		"--dry-run":        "client",
+		"--dry-run=client": "client",
+		"--dry-run=server": "server",
+		"--dry-run=maybe":  "maybe", // Validate refuses it
+	} {
+		var got string
+		cmd := &cobra.Command{Use: "x", Run: func(*cobra.Command, []string) {}}
+		AddDryRunFlag(cmd, &got, "Usage.")
+		cmd.SetArgs(strings.Fields(args))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if got != want {
+			t.Errorf("%q: dry run %q, want %q", args, got, want)
+		}
+		if f := cmd.Flags().Lookup("dry-run"); f.DefValue != "none" || f.NoOptDefVal != "client" {
+			t.Errorf("default %q, bare %q; want none and client", f.DefValue, f.NoOptDefVal)
 		}
 	}
 }

@@ -34,15 +34,23 @@ type Kind struct {
 // Category is every kind's CRD category: `kubectl get sched` lists them all.
 const Category = "sched"
 
+// The kinds, each by its name, for the commands about one of them.
+var (
+	UserDeployment = Kind{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true,
+		New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }}
+	AgentTask = Kind{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task",
+		New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }}
+	Workflow = Kind{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true,
+		New: func() client.Object { return &schedv1.Workflow{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowList{} }}
+	CronWorkflow = Kind{Kind: "CronWorkflow", Singular: "cronworkflow", Plural: "cronworkflows", Short: "cwf", Namespaced: true,
+		New: func() client.Object { return &schedv1.CronWorkflow{} }, NewList: func() client.ObjectList { return &schedv1.CronWorkflowList{} }}
+	SchedExt = Kind{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false,
+		New: func() client.Object { return &schedv1.SchedExt{} }, NewList: func() client.ObjectList { return &schedv1.SchedExtList{} }}
+)
+
 // Kinds in the order `get` with no KIND prints them. A test checks them
 // against the CRDs (config/crd/bases).
-var Kinds = []Kind{
-	{Kind: "UserDeployment", Singular: "userdeployment", Plural: "userdeployments", Short: "ud", Namespaced: true, New: func() client.Object { return &schedv1.UserDeployment{} }, NewList: func() client.ObjectList { return &schedv1.UserDeploymentList{} }},
-	{Kind: "AgentTask", Singular: "agenttask", Plural: "agenttasks", Short: "at", Namespaced: true, Alias: "task", New: func() client.Object { return &schedv1.AgentTask{} }, NewList: func() client.ObjectList { return &schedv1.AgentTaskList{} }},
-	{Kind: "Workflow", Singular: "workflow", Plural: "workflows", Short: "wf", Namespaced: true, New: func() client.Object { return &schedv1.Workflow{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowList{} }},
-	{Kind: "CronWorkflow", Singular: "cronworkflow", Plural: "cronworkflows", Short: "cwf", Namespaced: true, New: func() client.Object { return &schedv1.CronWorkflow{} }, NewList: func() client.ObjectList { return &schedv1.CronWorkflowList{} }},
-	{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false, New: func() client.Object { return &schedv1.SchedExt{} }, NewList: func() client.ObjectList { return &schedv1.SchedExtList{} }},
-}
+var Kinds = []Kind{UserDeployment, AgentTask, Workflow, CronWorkflow, SchedExt}
 
 // ListNamespace is the namespace a list of this kind covers, as kubectl
 // names it in "No resources found in NS namespace.": none across all

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
@@ -124,21 +125,37 @@ func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) e
 	if dryRun == "client" {
 		return nil
 	}
-	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
-	if dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
 	u, err := toUnstructured(obj)
 	if err != nil {
 		return err
 	}
 	u.SetManagedFields(nil)
 	u.SetResourceVersion("")
-	if err := c.Client.Patch(ctx, u, client.Apply, opts...); err != nil {
+	if err := c.Client.Patch(ctx, u, client.Apply, PatchOptions(dryRun, client.ForceOwnership)...); err != nil {
 		return err
 	}
 	if _, same := obj.(*unstructured.Unstructured); same {
 		return nil
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+}
+
+// MergePatch sends patch to obj as kubectl-sched, as dryRun says: "client"
+// sends nothing, "server" has the API server check it without making it.
+func (c *Clients) MergePatch(ctx context.Context, obj client.Object, patch []byte, dryRun string) error {
+	if dryRun == "client" {
+		return nil
+	}
+	return c.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), PatchOptions(dryRun)...)
+}
+
+// PatchOptions are a patch's options as field manager kubectl-sched, with
+// more; dryRun "server" has the API server check the patch without making
+// it.
+func PatchOptions(dryRun string, more ...client.PatchOption) []client.PatchOption {
+	opts := append([]client.PatchOption{client.FieldOwner(FieldManager)}, more...)
+	if dryRun == "server" {
+		opts = append(opts, client.DryRunAll)
+	}
+	return opts
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
@@ -50,6 +51,18 @@ func (f *Flags) AddFlags(cmd *cobra.Command, table bool) {
 func (f *Flags) IsTable() bool {
 	o := ptr.Deref(f.OutputFormat, "")
 	return o == "" || o == "wide"
+}
+
+// Validate checks -o: a table, or an output a printer takes; hint says
+// which the command takes, for the usage error.
+func (f *Flags) Validate(hint string) error {
+	if f.IsTable() {
+		return nil
+	}
+	if _, err := f.Printer(); err != nil {
+		return cmdutil.Usage(hint, "%v", err)
+	}
+	return nil
 }
 
 // Printer prints objects for non-table output, made safe for a terminal

@@ -11,12 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/plugintest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/quota"
 )
 
@@ -59,27 +58,6 @@ func tierNamespace(t *testing.T, ns string, limits corev1.ResourceList, counted 
 	}
 }
 
-func limits(kv ...string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	for i := 0; i < len(kv); i += 2 {
-		l[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return l
-}
-
-// createWithStatus creates obj (the API server's quota admission counts
-// it) and writes its status.
-func createWithStatus(t *testing.T, obj client.Object, status func()) {
-	t.Helper()
-	if err := env.Client.Create(t.Context(), obj); err != nil {
-		t.Fatal(err)
-	}
-	status()
-	if err := env.Client.Status().Update(t.Context(), obj); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestFullQuotaSaysWhatToDo: a free tenant whose quota holds 2 workflows,
 // 2 tasks, 1 app and 1 CronWorkflow, all taken: one workflow finished (its TTL deletes it
 // in about 14 minutes), one running with its step task, a finished task
@@ -87,27 +65,28 @@ func createWithStatus(t *testing.T, obj client.Object, status func()) {
 // with exit 9 and told what counts and what to do.
 func TestFullQuotaSaysWhatToDo(t *testing.T) {
 	const ns = "full"
-	tierNamespace(t, ns, limits(quota.CountWorkflows, "2", quota.CountTasks, "2", quota.CountApps, "1", quota.CountSchedules, "1"), true)
+	tierNamespace(t, ns, plugintest.Resources(quota.CountWorkflows, "2", quota.CountTasks, "2", quota.CountApps, "1", quota.CountSchedules, "1"), true)
 	soon := metav1.NewTime(time.Now().Add(14*time.Minute + 30*time.Second))
 	done := MakeWorkflow("done", ns).Step("a", "busybox").Step("b", "busybox").Obj()
-	createWithStatus(t, done, func() {
-		done.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, CompletionTime: &metav1.Time{Time: time.Now()},
-			Steps:  []schedv1.StepStatus{{Name: "a", Phase: schedv1.StepSucceeded}, {Name: "b", Phase: schedv1.StepFailed}},
-			Expiry: &schedv1.Expiry{TTLAfterFinished: metav1.Duration{Duration: 15 * time.Minute}, Source: schedv1.ExpiryFromTierDefault, Tier: "free", DeleteTime: &soon}}
-	})
+	done.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowFailed, CompletionTime: &metav1.Time{Time: time.Now()},
+		Steps:  []schedv1.StepStatus{{Name: "a", Phase: schedv1.StepSucceeded}, {Name: "b", Phase: schedv1.StepFailed}},
+		Expiry: &schedv1.Expiry{TTLAfterFinished: metav1.Duration{Duration: 15 * time.Minute}, Source: schedv1.ExpiryFromTierDefault, Tier: "free", DeleteTime: &soon}}
+	// The API server's quota admission counts each one created.
+	env.CreateWithStatus(t, done)
 	running := MakeWorkflow("running", ns).Step("a", "busybox").Obj()
-	createWithStatus(t, running, func() { running.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning} })
+	running.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning}
+	env.CreateWithStatus(t, running)
 	step := MakeAgentTask("running-0-a", ns).Image("busybox").Obj()
 	step.OwnerReferences = []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow", Name: "running", UID: running.UID, Controller: ptr.To(true)}}
-	createWithStatus(t, step, func() { step.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskRunning} })
+	step.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskRunning}
+	env.CreateWithStatus(t, step)
 	old := MakeAgentTask("old", ns).Image("busybox").Obj()
-	createWithStatus(t, old, func() {
-		old.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, CompletionTime: &metav1.Time{Time: time.Now()}}
-	})
+	old.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, CompletionTime: &metav1.Time{Time: time.Now()}}
+	env.CreateWithStatus(t, old)
 	app := MakeUserDeployment("shop", ns).Service("web", "nginx", 80, schedv1.ExposureInternal).Obj()
-	createWithStatus(t, app, func() { app.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning} })
-	nightly := MakeCronWorkflow("nightly", ns, "0 2 * * *").Step("a", "busybox").Obj()
-	createWithStatus(t, nightly, func() {})
+	app.Status = schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentRunning}
+	env.CreateWithStatus(t, app)
+	env.CreateWithStatus(t, MakeCronWorkflow("nightly", ns, "0 2 * * *").Step("a", "busybox").Obj())
 
 	file := filepath.Join(t.TempDir(), "wf.yaml")
 	if err := os.WriteFile(file, []byte("apiVersion: sched.kubectl-sched.dev/v1alpha1\nkind: Workflow\nmetadata:\n  name: next\nspec:\n  steps:\n    - name: a\n      task: {image: busybox}\n"), 0o600); err != nil {
@@ -152,7 +131,7 @@ func TestFullQuotaSaysWhatToDo(t *testing.T) {
 // counted refuses with "status unknown"; the plugin says to wait.
 func TestUncountedQuotaSaysWait(t *testing.T) {
 	const ns = "uncounted"
-	tierNamespace(t, ns, limits(quota.CountTasks, "20"), false)
+	tierNamespace(t, ns, plugintest.Resources(quota.CountTasks, "20"), false)
 	env.RunErrorCases(t, map[string]plugintest.ErrorCase{
 		"task run": {Args: []string{"task", "run", "first", "--image", "busybox", "-n", ns}, Code: cmdutil.ExitQuota, Stderr: []string{
 			"namespace uncounted: quota kubectl-sched-tier has not counted count/agenttasks.sched.kubectl-sched.dev yet, so the API server refuses creates of it; nothing was created",

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	k8sjson "sigs.k8s.io/json"
 
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -75,7 +74,7 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 				return typed(p, values[name])
 			}
 		}
-		escape := kind == "Workflow" && isReferenceString(path)
+		escape := kind == kinds.Workflow.Kind && isReferenceString(path)
 		var b strings.Builder
 		err := scan(s, func(l string) { b.WriteString(l) }, func(name string, _ int) error {
 			v, ok := values[name]
@@ -106,12 +105,8 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 	}
 	obj := k.New()
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK())
-	strict, err := k8sjson.UnmarshalStrict(data, obj)
-	if err != nil {
+	if err := kinds.DecodeStrict(data, obj); err != nil {
 		return nil, nil, t.invalid(fmt.Errorf("the object does not decode into a %s: %w", kind, err))
-	}
-	if len(strict) > 0 {
-		return nil, nil, t.invalid(fmt.Errorf("the object does not decode into a %s: %w", kind, joinErrs(strict)))
 	}
 	obj.SetName(in.Name)
 	if k.Namespaced {
@@ -138,14 +133,6 @@ func (t *Template) Render(in Input) (client.Object, *corev1.Secret, error) {
 
 func (t *Template) invalid(err error) error {
 	return &InvalidError{Source: t.Source, Problems: []string{err.Error()}}
-}
-
-func joinErrs(errs []error) error {
-	s := make([]string, len(errs))
-	for i, e := range errs {
-		s[i] = e.Error()
-	}
-	return fmt.Errorf("%s", strings.Join(s, "; "))
 }
 
 // isReferenceString reports whether path is a Workflow string that the

@@ -289,7 +289,7 @@ func (t *Template) validateObject() []string {
 	}
 	kind := t.ObjectKind()
 	k, ok := kinds.ByKind(kind)
-	if kind == "CronWorkflow" {
+	if kind == kinds.CronWorkflow.Kind {
 		// A schedule is given on the command line; the template is its
 		// workflow (and its step strings are escaped as a Workflow's).
 		add("object.kind CronWorkflow is not a template kind: make the template a Workflow and put it on a schedule with 'kubectl sched workflow schedule NAME --cron ... --template T'")
@@ -298,7 +298,7 @@ func (t *Template) validateObject() []string {
 	if !ok {
 		var names []string
 		for _, k := range kinds.Kinds {
-			if k.Kind != "CronWorkflow" {
+			if k.Kind != kinds.CronWorkflow.Kind {
 				names = append(names, k.Kind)
 			}
 		}
@@ -321,9 +321,18 @@ func (t *Template) validateObject() []string {
 	if !k.Namespaced && t.HasSecrets() {
 		add("a %s is cluster scoped and cannot reference a Secret: remove the secret parameters", kind)
 	}
+	problems = append(problems, t.placeholderProblems(kind)...)
+	if len(problems) > 0 {
+		return problems
+	}
+	return t.exampleProblems()
+}
 
-	// Every placeholder names a declared non-secret parameter or a built-in,
-	// and every non-secret parameter is used.
+// placeholderProblems: every placeholder names a declared non-secret
+// parameter or a built-in, and every non-secret parameter is used.
+func (t *Template) placeholderProblems(kind string) []string {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	used := map[string]bool{}
 	walkErr := walkStrings(t.Object, nil, func(path []string, s string, isKey bool) error {
 		return scan(s, func(string) {}, func(name string, _ int) error {
@@ -331,7 +340,7 @@ func (t *Template) validateObject() []string {
 			if isKey {
 				return fmt.Errorf("%s: placeholders are only allowed in values, not in keys", where)
 			}
-			if kind == "Workflow" && isWhen(path) {
+			if kind == kinds.Workflow.Kind && isWhen(path) {
 				// CEL cannot be escaped like a step string: a value would be
 				// code, free to read any output the step may read.
 				return fmt.Errorf("%s: ${{ %s }} in a when would be CEL, not text; give the value to a workflow param (spec.params: name: %s, value: ${{ %s }}) and compare params.%s in the when", where, name, name, name, name)
@@ -366,11 +375,12 @@ func (t *Template) validateObject() []string {
 			add("parameter %q is declared but the object never uses ${{ %s }}", p.Name, p.Name)
 		}
 	}
-	if len(problems) > 0 {
-		return problems
-	}
+	return problems
+}
 
-	// Render with example values: the object must decode into its kind.
+// exampleProblems renders the template with example values: the object
+// must decode into its kind.
+func (t *Template) exampleProblems() []string {
 	in := Input{Name: "example", Namespace: "default", Params: map[string]string{}, Secrets: map[string][]byte{}}
 	for _, p := range t.Parameters {
 		switch {
@@ -381,9 +391,9 @@ func (t *Template) validateObject() []string {
 		}
 	}
 	if _, _, err := t.Render(in); err != nil {
-		add("%v", err)
+		return []string{err.Error()}
 	}
-	return problems
+	return nil
 }
 
 func exampleValue(p Parameter) string {

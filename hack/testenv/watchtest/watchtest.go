@@ -5,6 +5,7 @@ package watchtest
 
 import (
 	"bytes"
+	"context"
 	"slices"
 	"strings"
 	"sync"
@@ -25,16 +26,27 @@ type Running struct {
 	done        chan int
 	code        int
 	finished    bool
+	cancel      context.CancelFunc
 }
 
 // Start runs `kubectl sched ARGS --kubeconfig KUBECONFIG` in-process.
 func Start(kubeconfig string, args ...string) *Running {
-	r := &Running{done: make(chan int, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{done: make(chan int, 1), cancel: cancel}
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &r.out, ErrOut: &r.errOut}
 	root := cmd.NewRootCommand(streams)
 	root.SetArgs(WithKubeconfig(kubeconfig, args...))
+	root.SetContext(ctx)
 	go func() { r.done <- cmd.Execute(root, streams) }()
 	return r
+}
+
+// Stop interrupts the command, as Ctrl-C would a watch that never ends by
+// itself, and returns its exit code.
+func (r *Running) Stop(t testing.TB) int {
+	t.Helper()
+	r.cancel()
+	return r.Wait(t)
 }
 
 // WithKubeconfig adds --kubeconfig to args before any "--", after which

@@ -18,19 +18,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv/watchtest"
 	"github.com/kubectl-sched/kubectl-sched/plugin/cmd"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
-	"github.com/kubectl-sched/kubectl-sched/plugin/internal/watchtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files with the current output")
@@ -204,15 +202,10 @@ func (e *Env) RemoveCRD(t *testing.T, name string, list client.ObjectList) {
 	watchtest.Eventually(t, "the CRD to be gone", func() bool {
 		return apierrors.IsNotFound(e.Client.Get(ctx, client.ObjectKeyFromObject(crd), crd))
 	})
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = &e.Kubeconfig
-	c, err := kube.New(flags)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A request for the resource, as the plugin sends it, then gets a 404.
 	watchtest.Eventually(t, "the resource to be gone", func() bool {
-		err := c.Client.List(ctx, list, client.InNamespace("default"))
-		return err != nil && cmdutil.NotInstalled(err)
+		err := e.Client.List(ctx, list, client.InNamespace("default"))
+		return meta.IsNoMatchError(err) || apierrors.IsNotFound(err)
 	})
 }
 

@@ -1,4 +1,8 @@
-package install
+// Package manifests is the kubectl-sched installation as config/ holds it,
+// embedded in the plugin: read in apply order with the operator's
+// namespace and image substituted, and the names install and doctor look
+// for in it.
+package manifests
 
 import (
 	"bytes"
@@ -14,15 +18,18 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/config"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
 )
 
 // The names the manifests in config/ use, which install substitutes.
@@ -37,7 +44,14 @@ const (
 	ManifestImage = "operator"
 	// ImageRepository is where released operator images are.
 	ImageRepository = "ghcr.io/kubectl-sched/operator"
-	versionLabel    = "app.kubernetes.io/version"
+	// VersionLabel is where install writes the version of what it applies.
+	VersionLabel = "app.kubernetes.io/version"
+	// OperatorLabel selects the operator's Deployment; its VersionLabel
+	// is the operator version.
+	OperatorLabel = "app.kubernetes.io/name=kubectl-sched-operator"
+	// ConfigMapName holds the operator's cluster settings, which its
+	// container reads as environment variables.
+	ConfigMapName = "kubectl-sched-operator-config"
 )
 
 // manifestDirs are the embedded folders, as config/default lists them.
@@ -79,11 +93,18 @@ func Objects(image, namespace, version string) ([]*unstructured.Unstructured, er
 			return nil, err
 		}
 	}
-	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	SortForApply(objs)
 	return objs, nil
 }
 
-func rank(o *unstructured.Unstructured) int {
+// SortForApply puts objs in apply order, keeping the order of objects of
+// one kind.
+func SortForApply(objs []*unstructured.Unstructured) {
+	slices.SortStableFunc(objs, func(a, b *unstructured.Unstructured) int { return Rank(a) - Rank(b) })
+}
+
+// Rank is o's place in apply order.
+func Rank(o *unstructured.Unstructured) int {
 	if i := slices.Index(applyOrder, o.GetKind()); i >= 0 {
 		return i
 	}
@@ -136,7 +157,7 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 			o.SetName(namespace)
 		}
 	case "ValidatingAdmissionPolicy":
-		renameInExpressions(o, ManifestNamespace, namespace)
+		RenameInExpressions(o, ManifestNamespace, namespace)
 	case "ClusterRoleBinding", "RoleBinding":
 		subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
 		for _, s := range subjects {
@@ -168,8 +189,8 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 			return err
 		}
 		if l := o.GetLabels(); l != nil {
-			if _, ok := l[versionLabel]; ok {
-				l[versionLabel] = version
+			if _, ok := l[VersionLabel]; ok {
+				l[VersionLabel] = version
 				o.SetLabels(l)
 			}
 		}
@@ -199,7 +220,7 @@ func ExternalSecretsPolicy(template string, reserved []string) ([]*unstructured.
 		if o.GetKind() != "ValidatingAdmissionPolicy" {
 			continue
 		}
-		if err := setVariables(o, values); err != nil {
+		if err := SetVariables(o, values); err != nil {
 			return nil, fmt.Errorf("config/%s: %w", externalSecretsPolicyFile, err)
 		}
 	}
@@ -273,9 +294,9 @@ func SelectorCEL(selector string) (string, error) {
 	return strings.Join(parts, " && "), nil
 }
 
-// setVariables writes CEL expressions into the variables of the same names
+// SetVariables writes CEL expressions into the variables of the same names
 // of the policy o; every name must be there.
-func setVariables(o *unstructured.Unstructured, values map[string]string) error {
+func SetVariables(o *unstructured.Unstructured, values map[string]string) error {
 	vars, _, _ := unstructured.NestedSlice(o.Object, "spec", "variables")
 	set := 0
 	for _, v := range vars {
@@ -293,11 +314,11 @@ func setVariables(o *unstructured.Unstructured, values map[string]string) error 
 	return unstructured.SetNestedSlice(o.Object, vars, "spec", "variables")
 }
 
-// renameInExpressions points an admission policy's CEL at namespace where it
+// RenameInExpressions points an admission policy's CEL at namespace where it
 // names the manifests' namespace from: as a quoted literal ('from') and in
 // a service account's user name (system:serviceaccount:from:...).
 // Namespace names are DNS labels, so the replacement needs no escaping.
-func renameInExpressions(o *unstructured.Unstructured, from, to string) {
+func RenameInExpressions(o *unstructured.Unstructured, from, to string) {
 	r := strings.NewReplacer("'"+from+"'", "'"+to+"'", "system:serviceaccount:"+from+":", "system:serviceaccount:"+to+":")
 	var walk func(v any) any
 	walk = func(v any) any {
@@ -371,3 +392,29 @@ func VersionOf(image, pluginVersion string) string {
 	}
 	return v
 }
+
+// ExternalSecretsServed reports whether the cluster serves External
+// Secrets' ExternalSecrets, in any version.
+func ExternalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
+	groups, err := d.ServerGroups()
+	if err != nil {
+		return false, cmdutil.API(err, "list", "the API groups")
+	}
+	for _, g := range groups.Groups {
+		if g.Name != externalSecretsGroup {
+			continue
+		}
+		for _, v := range g.Versions {
+			resources, err := d.ServerResourcesForGroupVersion(v.GroupVersion)
+			if err != nil {
+				return false, cmdutil.API(err, "get", "the resources of "+v.GroupVersion)
+			}
+			if slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Name == "externalsecrets" }) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+const externalSecretsGroup = "external-secrets.io"

@@ -1,4 +1,7 @@
-package lifecycle
+// Package cancel is the command behind `kubectl sched task cancel` and
+// `workflow stop`: it sets spec.cancel, and the operator stops the object
+// and ends it in phase Cancelled, keeping its record.
+package cancel
 
 import (
 	"context"
@@ -13,8 +16,8 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/kube"
 )
 
-// CancelTarget is what differs between the kinds a cancel stops.
-type CancelTarget struct {
+// Target is what differs between the kinds a cancel stops.
+type Target struct {
 	Kind kinds.Kind
 	// Verb is the command's name and Done its past tense: cancel/cancelled.
 	Verb, Done string
@@ -22,21 +25,18 @@ type CancelTarget struct {
 	Phase func(client.Object) (phase string, finished bool)
 }
 
-// CancelOptions for `task cancel` and `workflow stop`.
-type CancelOptions struct {
-	kube.ClientOptions
-	Target CancelTarget
+// Options for `task cancel` and `workflow stop`.
+type Options struct {
+	kube.NameOptions
+	Target Target
 
-	Name   string
 	DryRun string
 }
 
-// NewCancelCommand returns `task cancel` or `workflow stop`, as t says: it
-// stops an AgentTask or a Workflow without deleting it. It sets
-// spec.cancel, and the operator stops the pod and ends the object in phase
-// Cancelled, keeping its record.
-func NewCancelCommand(t CancelTarget, short, long, example string, c kube.ClientOptions) *cobra.Command {
-	o := &CancelOptions{ClientOptions: c, Target: t}
+// NewCommand returns `task cancel` or `workflow stop`, as t says: it stops
+// an AgentTask or a Workflow without deleting it.
+func NewCommand(t Target, short, long, example string, c kube.ClientOptions) *cobra.Command {
+	o := &Options{NameOptions: kube.Named(c), Target: t}
 	cmd := &cobra.Command{
 		Use:               t.Verb + " NAME",
 		Short:             short,
@@ -50,20 +50,14 @@ func NewCancelCommand(t CancelTarget, short, long, example string, c kube.Client
 	return cmd
 }
 
-// Complete reads the arguments and builds the clients.
-func (o *CancelOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.Name = args[0]
-	return o.ClientOptions.Complete(cmd, args)
-}
-
 // Validate checks the flags.
-func (o *CancelOptions) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
+func (o *Options) Validate() error { return cmdutil.ValidateDryRun(o.DryRun) }
 
 // cancelPatch is all the command changes.
 var cancelPatch = []byte(`{"spec":{"cancel":true}}`)
 
 // Run sets spec.cancel, unless the object has already ended.
-func (o *CancelOptions) Run(ctx context.Context) error {
+func (o *Options) Run(ctx context.Context) error {
 	t, ns := o.Target, o.Clients.Namespace
 	obj := t.Kind.New()
 	if err := o.Clients.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.Name}, obj); err != nil {
@@ -74,7 +68,7 @@ func (o *CancelOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.Out, "%s already ended (%s): nothing to %s\n", ref, phase, t.Verb)
 		return nil
 	}
-	if err := mergePatch(ctx, o.Clients.Client, obj, cancelPatch, o.DryRun); err != nil {
+	if err := o.Clients.MergePatch(ctx, obj, cancelPatch, o.DryRun); err != nil {
 		return cmdutil.API(err, "patch", t.Kind.What(ns, o.Name))
 	}
 	fmt.Fprintf(o.Out, "%s %s%s\n", ref, t.Done, cmdutil.DryRunSuffix(o.DryRun))

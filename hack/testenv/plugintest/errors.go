@@ -11,7 +11,9 @@ type ErrorCase struct {
 	// NoKubeconfig runs without the test kubeconfig: the case's own flags
 	// (--kubeconfig, --server) say where to go.
 	NoKubeconfig bool
-	Code         int
+	// As runs as the user of this kubeconfig (UserKubeconfig's).
+	As   string
+	Code int
 	// Stderr are substrings stderr must hold: the error and its hint.
 	Stderr []string
 }
@@ -23,9 +25,12 @@ func (e *Env) RunErrorCases(t *testing.T, cases map[string]ErrorCase, check func
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var r Result
-			if tc.NoKubeconfig {
+			switch {
+			case tc.As != "":
+				r = RunWithInput("", append(tc.Args, "--kubeconfig", tc.As)...)
+			case tc.NoKubeconfig:
 				r = RunWithInput("", tc.Args...)
-			} else {
+			default:
 				r = e.Run(tc.Args...)
 			}
 			if r.Code != tc.Code {
