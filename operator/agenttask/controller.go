@@ -231,8 +231,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	// The ended pods' logs go into the status written next, from the task
-	// read whole (the cache keeps the logs without their text).
-	whole, kept, err := r.readLogs(ctx, task, o.pods)
+	// read whole (the cache keeps the logs without their text). A finished
+	// task's pods, and those of a Job just deleted (which this reconcile
+	// is the last to see), are read as they are: they are being stopped,
+	// and released once kept.
+	whole, kept, err := r.readLogs(ctx, task, o.pods, task.Status.Phase.Finished() || o.job == nil)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -70,12 +70,14 @@ func endedPod(p *corev1.Pod) bool {
 }
 
 // logsDue are the pods of pods whose log the task's status does not keep
-// yet and may be read: ended, not pruned, and held by the outputs
-// finalizer or not being deleted.
-func logsDue(task *schedv1.AgentTask, pods []corev1.Pod) []corev1.Pod {
+// yet and may be read: ended (or, with stopping, started: the task is
+// over or its Job gone, so they are being stopped and are released once
+// read), not pruned, and held by the outputs finalizer or not being
+// deleted.
+func logsDue(task *schedv1.AgentTask, pods []corev1.Pod, stopping bool) []corev1.Pod {
 	var due []corev1.Pod
 	for _, p := range pods {
-		if !endedPod(&p) || schedv1.KeptLogOf(task.Status.Logs, p.Name) != nil ||
+		if !(endedPod(&p) || stopping && podStarted(&p)) || schedv1.KeptLogOf(task.Status.Logs, p.Name) != nil ||
 			task.Status.Pruned != nil && contains(task.Status.Pruned.Pods, p.Name) ||
 			!p.DeletionTimestamp.IsZero() && !contains(p.Finalizers, OutputsFinalizer) {
 			continue
@@ -112,11 +114,12 @@ func contains(list []string, s string) bool {
 }
 
 // readLogs reads the logs the task's status does not keep yet of its
-// ended pods (its Job's, matched by UID by the caller). When there are
-// any, it returns the task read whole past the cache, whose status the
-// records go into, and the records; otherwise nil, nil.
-func (r *Reconciler) readLogs(ctx context.Context, task *schedv1.AgentTask, pods []corev1.Pod) (*schedv1.AgentTask, []schedv1.KeptLog, error) {
-	due := logsDue(task, pods)
+// ended pods (its Job's, matched by UID by the caller), or of all its
+// started ones when stopping (logsDue). When there are any, it returns the
+// task read whole past the cache, whose status the records go into, and
+// the records; otherwise nil, nil.
+func (r *Reconciler) readLogs(ctx context.Context, task *schedv1.AgentTask, pods []corev1.Pod, stopping bool) (*schedv1.AgentTask, []schedv1.KeptLog, error) {
+	due := logsDue(task, pods, stopping)
 	if len(due) == 0 || r.Logs == nil {
 		return nil, nil, nil
 	}
@@ -130,7 +133,7 @@ func (r *Reconciler) readLogs(ctx context.Context, task *schedv1.AgentTask, pods
 			return nil, nil, fmt.Errorf("task %s was deleted and made again since the cache saw it", task.Name)
 		}
 		// The cache may lag behind a status that keeps them already.
-		if due = logsDue(whole, due); len(due) == 0 {
+		if due = logsDue(whole, due, stopping); len(due) == 0 {
 			return nil, nil, nil
 		}
 	}
