@@ -184,7 +184,9 @@ func (r *Reconciler) readLog(ctx context.Context, pod *corev1.Pod) (schedv1.Kept
 	case err == nil:
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil, kubeletUnreachable(err):
 		msg := fmt.Sprintf("the API server could not read the log from node %s (a simulated node serves none; a real one's kubelet was out of reach): %v", node, err)
-		r.quiet.add(node, "no log was read: "+msg, r.Clock.Now())
+		// Not the error: it names this pod, and the message goes to other
+		// namespaces' tasks.
+		r.quiet.add(node, fmt.Sprintf("not asked: the API server could read no log from node %s within the last minute (a simulated node serves none; a real one's kubelet was out of reach)", node), r.Clock.Now())
 		return unavailable(msg)
 	case apierrors.IsForbidden(err):
 		if retry := r.mayReadLogs(ctx, pod.Namespace); retry != nil {

@@ -51,7 +51,8 @@ func TestTailOf(t *testing.T) {
 			messageHolds: []string{"its last 500 line(s)", "at most 500 lines and 32 KiB"}},
 		"long lines: within 32 KiB, whole lines": {raw: strings.Repeat(long, 100), want: strings.Repeat(long, 32), reason: schedv1.LogTruncated,
 			messageHolds: []string{"its last 32 line(s), 32032 bytes"}},
-		"escapes count as JSON stores them": {raw: strings.Repeat(strings.Repeat("\x01", 999)+"\n", 10), want: strings.Repeat("\x01", 999) + "\n", reason: schedv1.LogTruncated},
+		// Each line takes 999×6+2 bytes as JSON: 5 fit in 32 KiB.
+		"escapes count as JSON stores them": {raw: strings.Repeat(strings.Repeat("\x01", 999)+"\n", 10), want: strings.Repeat(strings.Repeat("\x01", 999)+"\n", 5), reason: schedv1.LogTruncated},
 		"one line past the bytes: its end":  {raw: strings.Repeat("y", 40000), want: strings.Repeat("y", schedv1.KeptLogBytes), reason: schedv1.LogTruncated},
 		"not UTF-8: replaced":               {raw: "ok \xff\xfe\n", want: "ok \uFFFD\n", reason: schedv1.LogKept},
 		"cut at the read limit": {raw: "abc\n", cut: true, want: "abc\n", reason: schedv1.LogTruncated,
