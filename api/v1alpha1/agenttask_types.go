@@ -284,10 +284,10 @@ type AgentTaskStatus struct {
 	// container's), read when the pod ended and written here before the
 	// operator lets the pod go (pruned, deleted after
 	// --succeeded-pod-retention, or with its Job), so that `kubectl sched
-	// logs` shows it as long as the task exists: at most
-	// KeptLogLines lines and KeptLogBytes per pod, KeptLogTaskBytes per
-	// task (the oldest pods' given up first), bytes counted as JSON stores
-	// them. In the order the pods ended.
+	// logs` shows it as long as the task exists: at most 500 lines and
+	// 32 KiB per pod (KeptLogLines, KeptLogBytes), 128 KiB per task
+	// (KeptLogTaskBytes; the oldest pods' given up first), bytes counted
+	// as JSON stores them. In the order the pods were created.
 	// +optional
 	// +listType=map
 	// +listMapKey=pod
@@ -340,15 +340,15 @@ type PrunedPods struct {
 type KeptLogReason string
 
 const (
-	// LogKept: Log is the pod's whole log.
+	// LogKept says Log is the pod's whole log.
 	LogKept KeptLogReason = "Kept"
-	// LogTruncated: Log is the end of a longer log, its last
+	// LogTruncated says Log is the end of a longer log, its last
 	// KeptLogLines lines within KeptLogBytes.
 	LogTruncated KeptLogReason = "Truncated"
-	// LogUnavailable: no log could be read (its node served none, the
+	// LogUnavailable says no log could be read (its node served none, the
 	// pod was gone); Message says why.
 	LogUnavailable KeptLogReason = "Unavailable"
-	// LogDropped: the log was given up to keep the task's kept logs
+	// LogDropped says the log was given up to keep the task's kept logs
 	// within KeptLogTaskBytes, for its later pods'.
 	LogDropped KeptLogReason = "Dropped"
 )

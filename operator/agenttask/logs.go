@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -320,6 +321,9 @@ func keepLogs(logs, add []schedv1.KeptLog, budget int) []schedv1.KeptLog {
 		return logs
 	}
 	out := append(append([]schedv1.KeptLog(nil), logs...), add...)
+	slices.SortStableFunc(out, func(a, b schedv1.KeptLog) int {
+		return ptr.Deref(a.CreationTime, metav1.Time{}).Compare(ptr.Deref(b.CreationTime, metav1.Time{}).Time)
+	})
 	size := 0
 	for i := range out {
 		size += jsonLen(out[i].Log)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -106,6 +107,11 @@ func rec(pod, log string) schedv1.KeptLog {
 	return schedv1.KeptLog{Pod: pod, Reason: reason, Log: log}
 }
 
+func created(r schedv1.KeptLog, s int) schedv1.KeptLog {
+	r.CreationTime = &metav1.Time{Time: time.Date(2026, 12, 7, 10, 0, s, 0, time.UTC)}
+	return r
+}
+
 // TestKeepLogs: a task's kept logs stay within its budget, the oldest
 // pods' given up first, and within the CRD's 32 records.
 func TestKeepLogs(t *testing.T) {
@@ -130,6 +136,10 @@ func TestKeepLogs(t *testing.T) {
 			add: []schedv1.KeptLog{rec("a", k+"end")}, budget: 1024,
 			want: []schedv1.KeptLog{{Pod: "a", Reason: schedv1.LogTruncated, Log: k[3:] + "end",
 				Message: "the end of its log within the 1 KiB the task's other fields leave of an object's 1536 KiB"}},
+		},
+		"in the order the pods were created": {
+			logs: []schedv1.KeptLog{created(rec("b", "two\n"), 20)}, add: []schedv1.KeptLog{created(rec("c", "three\n"), 30), created(rec("a", "one\n"), 10)}, budget: 100,
+			want: []schedv1.KeptLog{created(rec("a", "one\n"), 10), created(rec("b", "two\n"), 20), created(rec("c", "three\n"), 30)},
 		},
 		"unavailable records cost nothing": {
 			logs: []schedv1.KeptLog{rec("a", "")}, add: []schedv1.KeptLog{rec("b", k)}, budget: 1024,
