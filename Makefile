@@ -13,6 +13,16 @@ CONTROLLER_GEN := go tool -modfile=hack/tools/go.mod controller-gen
 # golangci-lint, pinned and built by go run (cached after the first run),
 # so its dependencies stay out of go.mod.
 GOLANGCI_LINT := go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+# One set of build flags for every build of this module's packages, the
+# release's: ko (the operator image) and make dist (the krew archives)
+# build with -trimpath and CGO_ENABLED=0, and a build that differs in
+# either compiles every package again (cgo changes net, which most of
+# client-go imports). With these, make demo, go vet, go test, the test
+# builds of the plugin and operator, the krew archives and the release
+# image share one compile of each package in the Go cache. Nothing here
+# needs cgo.
+export CGO_ENABLED := 0
+export GOFLAGS := -trimpath $(GOFLAGS)
 # Test timeout: the first run builds the control plane before any test starts.
 TEST_TIMEOUT ?= 30m
 # Packages tested at once. Most wait on their clusters (leases, restarts,
@@ -72,17 +82,18 @@ test: control-plane lint ## Run every test against a real API server and the sim
 
 .PHONY: test-faults
 test-faults: control-plane ## Run the long fault runs make test skips: API server and etcd restarts, leader failover, a kill after a cron run (CI runs them).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/chaos -count=1 -run 'TestAPIServerAndEtcdRestarts|TestLeaderFailover|TestKillAfterACronRunIsCreated' -timeout 20m
 
 .PHONY: test-release
-test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked (minutes from a cold cache; CI runs it, make test does not).
+test-release: ## Vet, lint and test hack/tools: the release's operator image for both platforms pushed to an in-process registry and checked, and krew installing the Windows archive (minutes from a cold cache; CI runs it, make test does not).
 	go -C hack/tools vet ./...
 	cd hack/tools && $(GOLANGCI_LINT) run ./...
 	go -C hack/tools test ./... -count=1 -timeout $(TEST_TIMEOUT)
+	go test ./hack/test/e2e -run TestKrewInstall -count=1 -timeout $(TEST_TIMEOUT)
 
 .PHONY: chaos
 chaos: control-plane ## Run the fault tests in full (figures in docs/contributors/reliability.md).
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/chaos -count=1 -v -timeout 40m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" CHAOS_KILLS=25 CHAOS_SCALE=10 CHAOS_STEPS=10 go test ./hack/test/chaos -count=1 -v -timeout 40m
 
 .PHONY: bench
 bench: control-plane ## Run the benchmarks and print their figures.
@@ -90,7 +101,7 @@ bench: control-plane ## Run the benchmarks and print their figures.
 
 .PHONY: bench-scale
 bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see docs/contributors/benchmarks.md "Scale").
-	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./operator/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
 
 ##@ Build
 

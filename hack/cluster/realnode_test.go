@@ -18,7 +18,7 @@ import (
 
 // A cluster with a real node runs a pod, is found again by Attach, and
 // leaves nothing on the host when it stops (no container, shim, mount,
-// cgroup, NAT rule or bridge). It runs here, beside hack/realnode's shared
+// cgroup, NAT rule or bridge). It runs here, beside hack/test/realnode's shared
 // cluster, rather than after that package's tests.
 func TestRealNodeStopsCleanly(t *testing.T) {
 	ctx := context.Background()
@@ -107,7 +107,7 @@ func TestRealNodeStopsCleanly(t *testing.T) {
 }
 
 // needRealNode skips when this host cannot run the real node, or fails
-// under REQUIRE_REAL_NODE (as CI sets it), as hack/realnode's tests do.
+// under REQUIRE_REAL_NODE (as CI sets it), as hack/test/realnode's tests do.
 func needRealNode(t *testing.T) {
 	t.Helper()
 	why := "REAL_NODE=false"

@@ -7,12 +7,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/tour"
@@ -39,42 +42,66 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("the tour drives the real kubectl, and there is none on PATH: install kubectl 1.26 or later")
 	}
 	say("kubectl-sched demo")
-	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and the kubelet")
-	fmt.Println("from Go modules (about ten minutes on two cores); later runs reuse them.")
+	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and, for the")
+	fmt.Println("real node, the kubelet from Go modules (each step below says about how long); later runs reuse them.")
 
 	// The real node needs Debian's containerd, runc and CNI plugins, as
 	// .ci/run installs them; the script says what it does, and does
 	// nothing where it cannot (not root, no apt-get).
-	if os.Getenv("REAL_NODE") != "false" {
+	realNode := os.Getenv("REAL_NODE") != "false"
+	if realNode {
 		say("The real node's packages: containerd, runc, CNI plugins, a static busybox, iptables (installed with apt-get when missing and this is root)")
 		script := exec.CommandContext(ctx, filepath.Join(root, "hack", "install-node-packages.sh"))
 		script.Stdout, script.Stderr = os.Stdout, os.Stdout
 		if err := script.Run(); err != nil {
-			fmt.Printf("Could not install them (%v): the tour runs on the kwok nodes alone.\n", err)
+			fmt.Printf("Could not install them (%v).\n", err)
+		}
+		if err := cluster.RealNodeUnavailable(""); err != nil {
+			fmt.Printf("The tour runs on the kwok nodes alone: %v\n", err)
+			realNode = false
 		}
 	}
+	// Only the real node runs the kubelet: without it, no need to build it.
+	if !realNode {
+		_ = os.Setenv("KUBELET", "false")
+	}
 
-	say("Building the control plane")
+	// The plugin and the operator build beside the control plane, into the
+	// folder make test's builds use (same flags), so its first run links
+	// neither again; bin/ gets a copy.
+	shared, err := tour.SharedBinDir(nil)
+	if err != nil {
+		return err
+	}
+	e := &tour.Env{Root: root, Dir: dir, BinDir: shared, Kubectl: kubectl, Log: os.Stderr}
+	say(fmt.Sprintf("Building kubectl-sched and the operator (%s from an empty Go cache) and the control plane", estimate(pluginAndOperatorCPU)))
+	built := make(chan error, 1)
+	go func() { built <- e.Build(ctx) }()
 	bins, err := cluster.BinDir(ctx, os.Stderr)
 	if err != nil {
 		return err
 	}
-	say("Starting a fresh local cluster: kwok nodes and, when this host can run it, one real node")
+	say("Starting a fresh local cluster: kwok nodes and, when this host can run it, one real node (about 15 s)")
 	stopOperator(dir)
 	_ = cluster.Stop(dir)
 	_ = os.RemoveAll(dir)
-	// REAL_NODE=false keeps to the kwok nodes (as make cluster-up).
-	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, BinDir: bins, Log: os.Stderr, Detach: true, RealNode: os.Getenv("REAL_NODE") != "false"})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: dir, BinDir: bins, Log: os.Stderr, Detach: true, RealNode: realNode})
 	if err != nil {
 		return err
 	}
-	e := &tour.Env{Root: root, Dir: dir, BinDir: filepath.Join(root, "bin"), Kubeconfig: c.Kubeconfig, Kubectl: kubectl, Cluster: c, Log: os.Stderr}
-	say("Building kubectl-sched and the operator into bin/")
-	if err := e.Build(ctx); err != nil {
+	e.Kubeconfig, e.Cluster = c.Kubeconfig, c
+	if err := <-built; err != nil {
 		return err
+	}
+	e.BinDir = filepath.Join(root, "bin")
+	for _, name := range []string{"kubectl-sched", "operator"} {
+		if err := copyFile(filepath.Join(shared, name), filepath.Join(e.BinDir, name)); err != nil {
+			return err
+		}
 	}
 
 	steps := tour.Steps(c.RealNode != "")
+	say(fmt.Sprintf("The tour: %d steps, about a minute", len(steps)))
 	// The install step comes first: the operator needs its RBAC.
 	if _, err := runStep(ctx, e, steps[0]); err != nil {
 		return err
@@ -107,6 +134,46 @@ Operator log: %s
 Stop everything: make cluster-down
 `, c.Kubeconfig, e.BinDir, nodesNote(c), filepath.Join(dir, "operator.log"))
 	return nil
+}
+
+// pluginAndOperatorCPU is the CPU the plugin and the operator take to
+// build from an empty Go cache: 98 s on two cores.
+const pluginAndOperatorCPU = 200 * time.Second
+
+// estimate says about how long work of this much CPU takes on this
+// machine's cores.
+func estimate(cpu time.Duration) string {
+	d := cpu / time.Duration(runtime.NumCPU())
+	if d < 90*time.Second {
+		return fmt.Sprintf("about %d s", int(d.Seconds()))
+	}
+	return fmt.Sprintf("about %d minutes", int(d.Round(time.Minute).Minutes()))
+}
+
+// copyFile copies an executable, replacing dst (a running demo operator
+// from before keeps its own inode).
+func copyFile(src, dst string) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	tmp := dst + ".tmp"
+	out, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
 }
 
 func nodesNote(c *cluster.Cluster) string {

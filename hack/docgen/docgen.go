@@ -4,8 +4,8 @@
 // the CRDs' fields and bounds (config/crd/bases), the admission policies
 // (config/policy) and the installed tiers (config/manager/tiers.yaml).
 // `make docs` writes them (cmd/docgen);
-// hack/verify fails when a committed page differs from what Pages makes.
-// It also reads Markdown as GitHub does (Anchors, Links) for hack/verify's
+// hack/test/verify fails when a committed page differs from what Pages makes.
+// It also reads Markdown as GitHub does (Anchors, Links) for hack/test/verify's
 // link check.
 package docgen
 

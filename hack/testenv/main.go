@@ -204,3 +204,13 @@ func (op *Operator) Stop() error {
 
 // Options are the options the operator last started with.
 func (op *Operator) Options() app.Options { return op.opts }
+
+// Reconciles is how many reconciles the controller named controller has
+// finished, from the operator's metrics.
+func (op *Operator) Reconciles(ctx context.Context, controller string) (int, error) {
+	m, err := ScrapeMetrics(ctx, "http://"+op.opts.MetricsAddr+"/metrics")
+	if err != nil {
+		return 0, err
+	}
+	return int(m.Sum("controller_runtime_reconcile_total", map[string]string{"controller": controller})), nil
+}

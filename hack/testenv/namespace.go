@@ -132,3 +132,26 @@ func Impersonate(cfg *rest.Config, user string, groups ...string) (client.Client
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
 	return client.New(cfg, client.Options{Scheme: app.Scheme()})
 }
+
+// SetOptOut sets or removes the opt-out of the restricted pod defaults
+// (schedv1.LabelAllowPrivilegedPods) on namespace ns, with c, a cluster
+// admin's client.
+func SetOptOut(t testing.TB, c client.Client, ns string, on bool) {
+	t.Helper()
+	n := &corev1.Namespace{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: ns}, n); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(n.DeepCopy())
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if on {
+		n.Labels[schedv1.LabelAllowPrivilegedPods] = "true"
+	} else {
+		delete(n.Labels, schedv1.LabelAllowPrivilegedPods)
+	}
+	if err := c.Patch(context.Background(), n, patch); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,5 +1,5 @@
 // Package tour is the guided tour of kubectl-sched on the simulated cluster:
-// `make demo` narrates it for a person, and hack/e2e runs the same steps and
+// `make demo` narrates it for a person, and hack/test/e2e runs the same steps and
 // asserts what they print. Everything goes through the real binaries: the
 // plugin found by the real kubectl on PATH, and the operator as its own
 // process with only its generated RBAC (a service-account token).
@@ -51,7 +51,7 @@ type Env struct {
 	OperatorArgs []string
 	// OperatorEnv is added to the operator's environment (KEY=VALUE).
 	OperatorEnv []string
-	// OperatorTags are build tags for the operator: hack/chaos builds it
+	// OperatorTags are build tags for the operator: hack/test/chaos builds it
 	// with operator/crashpoint's tag, which no release binary has.
 	OperatorTags []string
 
@@ -90,13 +90,15 @@ func (e *Env) Build(ctx context.Context) error {
 	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }()
 	for name, pkg := range map[string]string{"kubectl-sched": "./plugin", "operator": "./operator"} {
 		fmt.Fprintf(e.Log, "building %s\n", name)
-		args := []string{"build", "-o", filepath.Join(e.BinDir, name),
+		// The release's flags (see the Makefile's CGO_ENABLED and
+		// GOFLAGS), so this build and make test's share compiled packages.
+		args := []string{"build", "-trimpath", "-o", filepath.Join(e.BinDir, name),
 			"-ldflags", "-X github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo.Version=v0.1.0-tour -X main.version=v0.1.0-tour"}
 		if name == "operator" && len(e.OperatorTags) > 0 {
 			args = append(args, "-tags", strings.Join(e.OperatorTags, ","))
 		}
 		cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
-		cmd.Dir = e.Root
+		cmd.Dir, cmd.Env = e.Root, append(os.Environ(), "CGO_ENABLED=0")
 		cmd.Stdout, cmd.Stderr = e.Log, e.Log
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("build %s: %w", name, err)
@@ -119,15 +121,32 @@ func (e *Env) Environ() []string {
 
 // KubectlRun runs kubectl ARGS and returns what it printed and its exit code.
 func (e *Env) KubectlRun(ctx context.Context, args ...string) (stdout, stderr string, code int, err error) {
+	var o, se strings.Builder
+	code, err = e.kubectl(ctx, &o, &se, args...)
+	return o.String(), se.String(), code, err
+}
+
+// KubectlCombined runs kubectl ARGS with stdout and stderr on one pipe, as
+// a terminal shows them: in the order the command wrote them (a follow's
+// progress lines, on stderr, between its log lines, on stdout). Two pipes
+// read by two goroutines would not keep that order.
+func (e *Env) KubectlCombined(ctx context.Context, args ...string) (output string, code int, err error) {
+	var both strings.Builder
+	code, err = e.kubectl(ctx, &both, &both, args...)
+	return both.String(), code, err
+}
+
+// kubectl runs kubectl ARGS; os/exec gives the command one pipe when
+// stdout and stderr are the same writer.
+func (e *Env) kubectl(ctx context.Context, stdout, stderr io.Writer, args ...string) (int, error) {
 	cmd := exec.CommandContext(ctx, e.Kubectl, args...)
 	cmd.Env, cmd.Dir = e.Environ(), e.Root
-	var o, se strings.Builder
-	cmd.Stdout, cmd.Stderr = &o, &se
-	err = cmd.Run()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
 	if ee, ok := err.(*exec.ExitError); ok {
-		return o.String(), se.String(), ee.ExitCode(), nil
+		return ee.ExitCode(), nil
 	}
-	return o.String(), se.String(), 0, err
+	return 0, err
 }
 
 // StartOperator runs bin/operator as its own process, authenticated as the

@@ -10,8 +10,9 @@ import (
 
 // Result is what one step printed.
 type Result struct {
-	Step   Step
-	Output string // stdout then stderr
+	Step Step
+	// Output is stdout and stderr as the command wrote them, in order.
+	Output string
 	Code   int
 }
 
@@ -21,8 +22,15 @@ func (r Result) Check() error {
 	if r.Code != r.Step.WantExit {
 		problems = append(problems, fmt.Sprintf("exit code %d, want %d", r.Code, r.Step.WantExit))
 	}
+	rest := r.Output
 	for _, w := range r.Step.Want {
-		if !strings.Contains(r.Output, w) {
+		switch i := strings.Index(rest, w); {
+		case i >= 0 && r.Step.InOrder:
+			rest = rest[i+len(w):]
+		case i >= 0:
+		case r.Step.InOrder && strings.Contains(r.Output, w):
+			problems = append(problems, fmt.Sprintf("output has %q out of order", w))
+		default:
 			problems = append(problems, fmt.Sprintf("output lacks %q", w))
 		}
 	}
@@ -46,11 +54,11 @@ func (e *Env) RunStep(ctx context.Context, s Step, w io.Writer) (Result, error) 
 	deadline := time.Now().Add(s.Retry)
 	var r Result
 	for {
-		stdout, stderr, code, err := e.KubectlRun(ctx, s.Args...)
+		out, code, err := e.KubectlCombined(ctx, s.Args...)
 		if err != nil {
 			return Result{}, err
 		}
-		r = Result{Step: s, Output: stdout + stderr, Code: code}
+		r = Result{Step: s, Output: out, Code: code}
 		if r.Check() == nil || !time.Now().Before(deadline) {
 			break
 		}

@@ -13,7 +13,9 @@ type Step struct {
 	Say      string
 	Args     []string // arguments to kubectl
 	WantExit int
-	Want     []string // substrings of stdout+stderr
+	Want     []string // substrings of stdout and stderr as written
+	// InOrder: Want's strings come in this order, not just somewhere.
+	InOrder bool
 	// Retry runs the command again, for up to this long, until it prints
 	// what Want says (only the last run is shown): for what the cluster
 	// does a moment after the step before.
@@ -174,7 +176,8 @@ func firstDay(realNode bool) []Step {
 		Say:   "Without the real node the container is simulated; annotations say what it writes.",
 		Args: as("sched", "task", "run", "hello", "--image", "busybox:1.36", "--annotation", "sim.kubectl-sched.dev/termination-message=greeting=hi",
 			"--wait", "--", "sh", "-c", "echo greeting=hi > /dev/termination-log"),
-		Want: []string{"greeting=hi"},
+		Want:    []string{"agenttask/hello Succeeded", "greeting=hi"},
+		InOrder: true,
 	}
 	workflow := Step{
 		Title: "Her first workflow",
@@ -193,7 +196,11 @@ func firstDay(realNode bool) []Step {
 			Say:   "-f streams the container's log, then prints the outputs it wrote to /dev/termination-log.",
 			Args: as("sched", "task", "run", "hello", "--image", "busybox:1.36", "--node-pool", "real", "-f", "--",
 				"sh", "-c", `echo "hello from $(hostname)"; echo greeting=hi > /dev/termination-log`),
-			Want: []string{"hello from hello-", "greeting=hi"},
+			// Its progress (the first line comes before the pod runs: the
+			// phase it is in when the follow starts), the log, its last
+			// line, then the outputs.
+			Want:    []string{"agenttask/hello ", "hello from hello-", "agenttask/hello Succeeded", "greeting=hi"},
+			InOrder: true,
 		}
 		workflow = Step{
 			Title: "Her first workflow, with each step's log",

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -44,6 +43,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // podTaskIndex indexes the cached pods by their task label.
@@ -678,7 +678,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}); err != nil {
 		return err
 	}
-	tasksOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }, cpuSchedulerIndex)
+	tasks := func() client.ObjectList { return &schedv1.AgentTaskList{} }
+	tasksOfCPUScheduler := placement.OnCPUSchedulerChange(mgr.GetClient(), tasks, cpuSchedulerIndex)
 	byTaskLabel := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return r.taskForJobName(ctx, o.GetNamespace(), o.GetLabels()[schedv1.LabelAgentTask])
 	})
@@ -707,22 +708,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 			return ok
 		}))).
 		Watches(&corev1.Event{}, byEventJob).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), tasks),
 			builder.WithPredicates(refusal.GivesRoom)).
 		// A tier's TTLs changing, or a namespace's tier, moves the tasks'
 		// expiry.
-		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), tasks),
 			builder.WithPredicates(expiry.QuotaChanged)).
-		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), tasks),
 			builder.WithPredicates(expiry.TierLabelChanged)).
 		// A namespace's deletion starting lets its tasks' pods go (see
 		// Reconcile); the pods' own deletion events bring the tasks back
 		// too, should this cache lag behind the pods'.
-		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.AgentTaskList{} }),
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), tasks),
 			builder.WithPredicates(deletionStarted)).
 		// An admin removing a namespace's opt-out stops its privileged tasks.
-		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(),
-			func() client.ObjectList { return &schedv1.AgentTaskList{} },
+		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(), tasks,
 			func(o client.Object) bool {
 				task := o.(*schedv1.AgentTask)
 				return !task.Status.Phase.Finished() && len(privilegeAsked(task)) > 0
@@ -755,12 +755,7 @@ func (r *Reconciler) taskForJobName(ctx context.Context, ns, jobName string) []r
 	return nil
 }
 
-// deletionStarted passes the update that marks an object deleted.
-var deletionStarted = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-}
+// deletionStarted passes the update that marks a namespace deleted.
+var deletionStarted = watch.Updated(func(old, cur *corev1.Namespace) bool {
+	return old.DeletionTimestamp.IsZero() && !cur.DeletionTimestamp.IsZero()
+})

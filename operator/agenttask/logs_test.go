@@ -20,7 +20,7 @@ import (
 // no logs. Each attempt's pod still gets a record before it may go, which
 // says why there is no log (never naming another namespace's pod), so
 // pruning goes on; the operator may read logs only where it bound itself
-// to, and to nothing else. (Real logs are read in hack/realnode.)
+// to, and to nothing else. (Real logs are read in hack/test/realnode.)
 func TestLogsRecordedWhereNodesServeNone(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
@@ -73,7 +73,7 @@ func TestLogsRecordedWhereNodesServeNone(t *testing.T) {
 		}
 	}
 	// The binding is made when a read is refused; the operator does not
-	// ask a node it found quiet for another task (hack/realnode reads
+	// ask a node it found quiet for another task (hack/test/realnode reads
 	// real logs through it).
 	rb := &rbacv1.RoleBinding{}
 	if err := sim.Client.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: schedv1.OperatorPodLogsRole}, rb); apierrors.IsNotFound(err) {

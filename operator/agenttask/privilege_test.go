@@ -60,7 +60,7 @@ func TestTenantDropListStillDropsAll(t *testing.T) {
 func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	setOptOut(t, ns, true)
+	testenv.SetOptOut(t, sim.Client, ns, true)
 	tenant := tenantIn(t, ns, "privileged-tenant")
 	at := task("privileged", ns, 0, "").PodAnnotation(cluster.AnnotationRunSeconds, "600").
 		SecurityContext(&schedv1.SecurityContext{Privileged: ptr.To(true)}).Obj()
@@ -75,7 +75,7 @@ func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 	})
 	waitTask(t, ns, "privileged", "running", func(at *schedv1.AgentTask) bool { return at.Status.Phase == schedv1.TaskRunning })
 
-	setOptOut(t, ns, false)
+	testenv.SetOptOut(t, sim.Client, ns, false)
 	got := waitTask(t, ns, "privileged", "finished", finished)
 	if got.Status.Phase != schedv1.TaskFailed || got.Status.Reason != schedv1.ReasonPrivilegedNotAllowed {
 		t.Errorf("phase %s reason %s, want Failed %s", got.Status.Phase, got.Status.Reason, schedv1.ReasonPrivilegedNotAllowed)
@@ -91,27 +91,6 @@ func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 	})
 	// Its pod is released to the garbage collector, not held by our finalizer.
 	waitPods(t, ns, names.Job("privileged"), "gone", func(pods []corev1.Pod) bool { return len(pods) == 0 })
-}
-
-// setOptOut sets or removes the opt-out label on ns, as a cluster admin.
-func setOptOut(t *testing.T, ns string, on bool) {
-	t.Helper()
-	n := &corev1.Namespace{}
-	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(n.DeepCopy())
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	if on {
-		n.Labels[schedv1.LabelAllowPrivilegedPods] = "true"
-	} else {
-		delete(n.Labels, schedv1.LabelAllowPrivilegedPods)
-	}
-	if err := sim.Client.Patch(t.Context(), n, patch); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // Where no admission policy checks pod annotations (here: no operator

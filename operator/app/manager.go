@@ -77,19 +77,10 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst = float32(o.Settings.KubeAPIQPS), o.Settings.KubeAPIBurst
-	if o.Settings.NamespaceFairness {
-		// The same budget per kind, its tokens handed out in turns across
-		// namespaces while requests wait; client-go's own limiter off.
-		cfg.Wrap(fairness.NewBudget(o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst).Wrap)
-		cfg.QPS = -1
-	}
+	cfg = requestBudget(cfg, o)
 	// How long requests wait for --kube-api-qps: controller-runtime serves
 	// client-go's histogram only when asked.
 	ctrlmetrics.RegisterRESTClientMetrics(ctrlmetrics.MetricRateLimiterLatency)
-	sync := o.SyncPeriod
-	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
 	// With a namespace selector, namespaced kinds are cached per namespace
 	// served (operator/scope), following the selection as it changes.
 	var newCache cache.NewCacheFunc
@@ -116,72 +107,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// The name check guards against two controllers in one manager
 		// sharing metrics; tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{
-			SyncPeriod:       &sync,
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&appsv1.Deployment{}:  owned(apps.WithKind("Deployment")),
-				&appsv1.StatefulSet{}: owned(apps.WithKind("StatefulSet")),
-				// Only in the scheduler namespace, where its Role is. Kept
-				// whole: one per SchedExt, and updated from the cached copy.
-				&appsv1.DaemonSet{}: {Label: managedSelector, Namespaces: map[string]cache.Config{o.Settings.SchedulerNamespace: {}}},
-				&corev1.Service{}:   owned(core.WithKind("Service")),
-				// The tiers ConfigMap, which the install writes, is kept whole.
-				&corev1.ConfigMap{}: owned(core.WithKind("ConfigMap")),
-				// Never read (the operator has no RBAC for Secrets); listed so a
-				// future read cannot cache every Secret in the cluster.
-				&corev1.Secret{}: {Label: managedSelector},
-				// The tasks' Jobs, without their pod templates (agenttask.TrimJob).
-				&batchv1.Job{}: {Label: managedSelector, Transform: agenttask.TrimJob},
-				// The apps' revisions, without their data (userdeployment.TrimRevision).
-				&appsv1.ControllerRevision{}: {Label: revisionSelector, Transform: userdeployment.TrimRevision},
-				// The apps with the managed fields of their specs, which say
-				// who changed what (userdeployment.TrimApp).
-				&schedv1.UserDeployment{}: {Transform: userdeployment.TrimApp},
-				// Tasks without what only their Jobs read, workflows and cron
-				// workflows without a large spec (agenttask.TrimTask,
-				// workflow.TrimWorkflow, cronworkflow.TrimCron), and the
-				// three kinds' metadata trimmed (agenttask.TrimMeta).
-				&schedv1.AgentTask{}:          {Transform: agenttask.TrimTask},
-				&schedv1.Workflow{}:           {Transform: workflow.TrimWorkflow},
-				&schedv1.CronWorkflow{}:       {Transform: cronworkflow.TrimCron},
-				&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
-				&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
-				&corev1.LimitRange{}:          {Label: managedSelector},
-				// Pods the operator made, trimmed to what the controllers
-				// read (see podstatus.Trim): the spec is most of their size.
-				&corev1.Pod{}: {Label: managedSelector, Transform: podstatus.Trim},
-				// Every node, for SchedExt arbitration, trimmed to metadata
-				// and spec: the status is most of a node's size.
-				&corev1.Node{}: {Transform: schedext.TrimNode},
-				// Only the Job controller's reports that it cannot create a
-				// pod, which explain a stuck AgentTask; no label can narrow
-				// them further, so each is trimmed (agenttask.TrimEvent).
-				&corev1.Event{}: {
-					Field:     fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"}),
-					Transform: agenttask.TrimEvent,
-				},
-				// Every autoscaler: users make them for the apps' workloads
-				// without the operator's labels, so no selector can pick
-				// them. Each keeps only its scale target (userdeployment.TrimHPA).
-				&autoscalingv2.HorizontalPodAutoscaler{}: {Transform: userdeployment.TrimHPA},
-			},
-		},
+		Cache:      cacheOptions(o),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, err
-	}
-	// Ready once the caches have synced: before that a reconcile would act on
-	// a partial view.
-	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
-		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
-			return fmt.Errorf("caches not synced")
-		}
-		return nil
-	}); err != nil {
+	if err := addChecks(mgr); err != nil {
 		return nil, err
 	}
 	// The nodes by the CPU scheduler they run, which several controllers read.
@@ -192,6 +123,93 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// requestBudget is cfg with the operator's request budget: --kube-api-qps
+// and burst, per kind, and with namespace fairness its tokens handed out
+// in turns across namespaces while requests wait, client-go's own limiter
+// off.
+func requestBudget(cfg *rest.Config, o Options) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.Settings.KubeAPIQPS), o.Settings.KubeAPIBurst
+	if o.Settings.NamespaceFairness {
+		cfg.Wrap(fairness.NewBudget(o.Settings.KubeAPIQPS, o.Settings.KubeAPIBurst).Wrap)
+		cfg.QPS = -1
+	}
+	return cfg
+}
+
+// cacheOptions say what the manager's cache holds of each kind: what the
+// operator made, each trimmed to what its controllers read.
+func cacheOptions(o Options) cache.Options {
+	sync := o.SyncPeriod
+	apps, core, networking := appsv1.SchemeGroupVersion, corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion
+	return cache.Options{
+		SyncPeriod:       &sync,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}:  owned(apps.WithKind("Deployment")),
+			&appsv1.StatefulSet{}: owned(apps.WithKind("StatefulSet")),
+			// Only in the scheduler namespace, where its Role is. Kept
+			// whole: one per SchedExt, and updated from the cached copy.
+			&appsv1.DaemonSet{}: {Label: managedSelector, Namespaces: map[string]cache.Config{o.Settings.SchedulerNamespace: {}}},
+			&corev1.Service{}:   owned(core.WithKind("Service")),
+			// The tiers ConfigMap, which the install writes, is kept whole.
+			&corev1.ConfigMap{}: owned(core.WithKind("ConfigMap")),
+			// Never read (the operator has no RBAC for Secrets); listed so a
+			// future read cannot cache every Secret in the cluster.
+			&corev1.Secret{}: {Label: managedSelector},
+			// The tasks' Jobs, without their pod templates (agenttask.TrimJob).
+			&batchv1.Job{}: {Label: managedSelector, Transform: agenttask.TrimJob},
+			// The apps' revisions, without their data (userdeployment.TrimRevision).
+			&appsv1.ControllerRevision{}: {Label: revisionSelector, Transform: userdeployment.TrimRevision},
+			// The apps with the managed fields of their specs, which say
+			// who changed what (userdeployment.TrimApp).
+			&schedv1.UserDeployment{}: {Transform: userdeployment.TrimApp},
+			// Tasks without what only their Jobs read, workflows and cron
+			// workflows without a large spec (agenttask.TrimTask,
+			// workflow.TrimWorkflow, cronworkflow.TrimCron), and the
+			// three kinds' metadata trimmed (agenttask.TrimMeta).
+			&schedv1.AgentTask{}:          {Transform: agenttask.TrimTask},
+			&schedv1.Workflow{}:           {Transform: workflow.TrimWorkflow},
+			&schedv1.CronWorkflow{}:       {Transform: cronworkflow.TrimCron},
+			&networkingv1.Ingress{}:       owned(networking.WithKind("Ingress")),
+			&networkingv1.NetworkPolicy{}: owned(networking.WithKind("NetworkPolicy")),
+			&corev1.LimitRange{}:          {Label: managedSelector},
+			// Pods the operator made, trimmed to what the controllers
+			// read (see podstatus.Trim): the spec is most of their size.
+			&corev1.Pod{}: {Label: managedSelector, Transform: podstatus.Trim},
+			// Every node, for SchedExt arbitration, trimmed to metadata
+			// and spec: the status is most of a node's size.
+			&corev1.Node{}: {Transform: schedext.TrimNode},
+			// Only the Job controller's reports that it cannot create a
+			// pod, which explain a stuck AgentTask; no label can narrow
+			// them further, so each is trimmed (agenttask.TrimEvent).
+			&corev1.Event{}: {
+				Field:     fields.SelectorFromSet(fields.Set{"involvedObject.kind": "Job", "reason": "FailedCreate"}),
+				Transform: agenttask.TrimEvent,
+			},
+			// Every autoscaler: users make them for the apps' workloads
+			// without the operator's labels, so no selector can pick
+			// them. Each keeps only its scale target (userdeployment.TrimHPA).
+			&autoscalingv2.HorizontalPodAutoscaler{}: {Transform: userdeployment.TrimHPA},
+		},
+	}
+}
+
+// addChecks adds the health check, and the readiness check: ready once the
+// caches have synced, before which a reconcile would act on a partial
+// view.
+func addChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	})
 }
 
 // metricsOptions serves metrics over HTTPS behind the API server's

@@ -10,7 +10,7 @@
 // logs and before the pods may go.
 //
 // The points exist only in a binary built with -tags crashpoint, as
-// hack/chaos builds the operator. Everywhere else, the release binary
+// hack/test/chaos builds the operator. Everywhere else, the release binary
 // included, Hit is an empty function and the environment is never read.
 // In a crashpoint build the process starts inert unless
 // KUBECTL_SCHED_CRASHPOINT is set to "NAME" (the first time the point is

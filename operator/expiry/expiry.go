@@ -14,18 +14,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // Rules are what decides a finished run's expiry besides its spec.
@@ -144,58 +140,29 @@ func IsStepTask(task *schedv1.AgentTask) bool {
 // TTLs it carries: its creation and deletion, and updates of its TTL
 // annotations or tier label. Its status, which changes with every pod,
 // never passes.
-var QuotaChanged = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { return isTierQuota(e.Object) },
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isTierQuota(e.Object) },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if !isTierQuota(e.ObjectNew) && !isTierQuota(e.ObjectOld) {
-			return false
-		}
-		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetLabels()[schedv1.LabelTier] != n.GetLabels()[schedv1.LabelTier] ||
-			o.GetLabels()[schedv1.LabelManagedBy] != n.GetLabels()[schedv1.LabelManagedBy] ||
-			o.GetAnnotations()[schedv1.AnnotationTierTTLDefault] != n.GetAnnotations()[schedv1.AnnotationTierTTLDefault] ||
-			o.GetAnnotations()[schedv1.AnnotationTierTTLMax] != n.GetAnnotations()[schedv1.AnnotationTierTTLMax]
+var QuotaChanged = watch.Filter[*corev1.ResourceQuota]{
+	Create: isTierQuota,
+	Delete: isTierQuota,
+	Update: func(o, n *corev1.ResourceQuota) bool {
+		return (isTierQuota(o) || isTierQuota(n)) &&
+			(o.Labels[schedv1.LabelTier] != n.Labels[schedv1.LabelTier] ||
+				o.Labels[schedv1.LabelManagedBy] != n.Labels[schedv1.LabelManagedBy] ||
+				o.Annotations[schedv1.AnnotationTierTTLDefault] != n.Annotations[schedv1.AnnotationTierTTLDefault] ||
+				o.Annotations[schedv1.AnnotationTierTTLMax] != n.Annotations[schedv1.AnnotationTierTTLMax])
 	},
-}
+}.Predicate()
 
-func isTierQuota(o client.Object) bool {
-	_, ok := o.(*corev1.ResourceQuota)
-	return ok && o.GetName() == schedv1.TierObjectName
-}
+func isTierQuota(q *corev1.ResourceQuota) bool { return q.Name == schedv1.TierObjectName }
 
 // TierLabelChanged passes the Namespace updates that set, change or remove
 // its tier.
-var TierLabelChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetLabels()[schedv1.LabelTier] != e.ObjectNew.GetLabels()[schedv1.LabelTier]
-	},
-}
+var TierLabelChanged = watch.Updated(func(o, n *corev1.Namespace) bool {
+	return o.Labels[schedv1.LabelTier] != n.Labels[schedv1.LabelTier]
+})
 
 // OnTierChange enqueues every object of newList in the namespace of a tier
 // quota (QuotaChanged) or in a Namespace (TierLabelChanged): their expiry
 // follows the tier.
 func OnTierChange(c client.Reader, newList func() client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		ns := o.GetNamespace()
-		if _, ok := o.(*corev1.Namespace); ok {
-			ns = o.GetName()
-		}
-		list := newList()
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(list, func(obj runtime.Object) error {
-			if co, ok := obj.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(co)})
-			}
-			return nil
-		})
-		return reqs
-	})
+	return watch.EnqueueListed(c, newList, watch.InNamespace, nil)
 }

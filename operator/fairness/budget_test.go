@@ -88,10 +88,12 @@ func TestBudgetBurstGoesAtOnce(t *testing.T) {
 }
 
 // While namespace a has ten requests waiting, one of namespace b goes
-// after at most one more of a's.
+// after at most one more of a's. A token every 400 ms: a request given
+// its token before b's arrived must reach the server before b's is
+// counted waiting, however loaded the machine.
 func TestBudgetTurns(t *testing.T) {
 	next := &reached{}
-	b := NewBudget(20, 1) // a token every 50 ms
+	b := NewBudget(2.5, 1)
 	rt := b.Wrap(next)
 	const a, bPath = "/apis/batch/v1/namespaces/a/jobs", "/apis/batch/v1/namespaces/b/jobs"
 	waitAll(t, goRequest(t.Context(), rt, http.MethodPost, a)) // spends the burst

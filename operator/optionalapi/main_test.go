@@ -1,18 +1,14 @@
 package optionalapi_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
@@ -48,14 +44,7 @@ func TestMain(m *testing.M) {
 // eventually polls cond until it returns nil.
 func eventually(t *testing.T, what string, cond func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, last)
-	}
+	testenv.Eventually(t, 200*time.Millisecond, pollTimeout, what, cond)
 }
 
 // kubeconfig writes an admin kubeconfig for the plugin.
@@ -67,25 +56,7 @@ func kubeconfig(t *testing.T) string {
 // reconciles reads the operator's count of finished userdeployment
 // reconciles from its metrics endpoint.
 func reconciles() (int, error) {
-	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
-			continue
-		}
-		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			return 0, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		total += int(n)
-	}
-	return total, sc.Err()
+	return op.Reconciles(context.Background(), "userdeployment")
 }
 
 // plugin runs `kubectl sched ARGS` in-process, as kubectl would.

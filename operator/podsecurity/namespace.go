@@ -7,15 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // AllowsPrivileged reports whether a cluster admin opted namespace ns out of
@@ -51,30 +47,12 @@ func NotAllowed(ns string, fields []string) string {
 }
 
 // OptOutChanged passes the Namespace updates that set or remove the opt-out.
-var OptOutChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	UpdateFunc:  func(e event.UpdateEvent) bool { return optedOut(e.ObjectOld) != optedOut(e.ObjectNew) },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var OptOutChanged = watch.Updated(func(old, cur *corev1.Namespace) bool { return optedOut(old) != optedOut(cur) })
 
 // OnOptOutChange enqueues, for a Namespace whose opt-out changed (filter
 // with OptOutChanged), its objects that ask for privilege: removing the
 // label must take the privilege back from what runs, not only refuse what
 // comes next.
 func OnOptOutChange(c client.Reader, newList func() client.ObjectList, asksForPrivilege func(client.Object) bool) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, ns client.Object) []reconcile.Request {
-		list := newList()
-		if err := c.List(ctx, list, client.InNamespace(ns.GetName())); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			if obj, ok := o.(client.Object); ok && asksForPrivilege(obj) {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			}
-			return nil
-		})
-		return reqs
-	})
+	return watch.EnqueueListed(c, newList, watch.InNamespace, asksForPrivilege)
 }

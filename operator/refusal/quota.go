@@ -5,13 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // waitingIndex indexes the objects a full quota refused (IndexWaiting).
@@ -34,20 +31,9 @@ func IndexWaiting(ctx context.Context, indexer client.FieldIndexer, obj client.O
 // limit is what they wait for, sooner than the workqueue's growing backoff
 // would retry. Use it with GivesRoom.
 func OnQuotaChange(c client.Reader, newList func() client.ObjectList) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, quota client.Object) []reconcile.Request {
-		list := newList()
-		if err := c.List(ctx, list, client.InNamespace(quota.GetNamespace()), client.MatchingFields{waitingIndex: "true"}); err != nil {
-			return nil
-		}
-		var reqs []reconcile.Request
-		_ = meta.EachListItem(list, func(o runtime.Object) error {
-			if obj, ok := o.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-			}
-			return nil
-		})
-		return reqs
-	})
+	return watch.EnqueueListed(c, newList, func(quota client.Object) ([]client.ListOption, bool) {
+		return []client.ListOption{client.InNamespace(quota.GetNamespace()), client.MatchingFields{waitingIndex: "true"}}, true
+	}, nil)
 }
 
 // GivesRoom passes the ResourceQuota events that can let a refused create
@@ -56,16 +42,10 @@ func OnQuotaChange(c client.Reader, newList func() client.ObjectList) handler.Ev
 // counts comes or goes; an update that only takes room (usage went up)
 // cannot cure a refusal, and it wakes nothing. A quota's creation only
 // restricts more.
-var GivesRoom = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, okOld := e.ObjectOld.(*corev1.ResourceQuota)
-		cur, okNew := e.ObjectNew.(*corev1.ResourceQuota)
-		return !okOld || !okNew || givesRoom(old.Status, cur.Status)
-	},
-}
+var GivesRoom = watch.Filter[*corev1.ResourceQuota]{
+	Update: func(old, cur *corev1.ResourceQuota) bool { return givesRoom(old.Status, cur.Status) },
+	Delete: watch.Every[*corev1.ResourceQuota],
+}.Predicate()
 
 // givesRoom reports whether a quota's status went from old to cur in a
 // way that can let a refused create through: a limit changed (raised,

@@ -52,7 +52,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -61,7 +60,9 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	phases "github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // Pod Security Admission label that lets the privileged loaders run in the
@@ -82,6 +83,10 @@ type Reconciler struct {
 	// (spec.scheduler.image); any when empty.
 	AllowedRegistries []string
 	Clock             clock.PassiveClock
+
+	// writer writes the SchedExts' status (SetupWithManager gives it the
+	// client).
+	writer status.Writer
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts,verbs=get;list;watch
@@ -110,33 +115,66 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !scx.DeletionTimestamp.IsZero() {
+		r.writer.Forget(scx)
 		return ctrl.Result{}, nil
 	}
+	s := &scope{scx: scx, before: *scx.Status.DeepCopy()}
+	return phases.Run(ctx, s, r.observePhase, r.syncDaemonSet, r.writeStatus)
+}
 
-	o, err := r.observe(ctx, scx)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+// scope is what one reconcile of a SchedExt read and did, passed through
+// its phases in order.
+type scope struct {
+	scx *schedv1.SchedExt
+	// before is the status the SchedExt was read with.
+	before schedv1.SchedExtStatus
+	o      observed
+}
+
+// observePhase reads the SchedExt's world (observe).
+func (r *Reconciler) observePhase(ctx context.Context, s *scope) (phases.Result, error) {
+	var err error
+	s.o, err = r.observe(ctx, s.scx)
+	return phases.Result{}, err
+}
+
+// syncDaemonSet makes the DaemonSet match the spec and the SchedExt's share
+// of the nodes, or deletes it while the scheduler may not run.
+func (r *Reconciler) syncDaemonSet(ctx context.Context, s *scope) (phases.Result, error) {
+	o := &s.o
 	if o.image == "" || o.refused != "" || o.noNamespace != "" {
-		if err := r.deleteDaemonSet(ctx, scx, o); err != nil {
-			return ctrl.Result{}, err
+		if err := r.deleteDaemonSet(ctx, s.scx, *o); err != nil {
+			return phases.Result{}, err
 		}
 		o.ds = nil
-	} else {
-		desired := buildDaemonSet(scx, buildInput{
-			Namespace:   r.Namespace,
-			Image:       o.image,
-			HelperImage: r.HelperImage,
-			Exclude:     o.assignment.ExcludedNodes(),
-		})
-		if o.ds, err = r.applyDaemonSet(ctx, scx, o.ds, desired); err != nil {
-			return ctrl.Result{}, err
-		}
+		return phases.Result{}, nil
 	}
+	desired := buildDaemonSet(s.scx, buildInput{
+		Namespace:   r.Namespace,
+		Image:       o.image,
+		HelperImage: r.HelperImage,
+		Exclude:     o.assignment.ExcludedNodes(),
+	})
+	var err error
+	o.ds, err = r.applyDaemonSet(ctx, s.scx, o.ds, desired)
+	return phases.Result{}, err
+}
 
-	before := scx.Status.DeepCopy()
-	scx.Status = computeStatus(scx, o, metav1.NewTime(r.Clock.Now()))
-	return ctrl.Result{}, r.patchStatus(ctx, scx, before) // a Conflict too: see status.Patch
+// writeStatus computes the status and writes it when it changed, telling
+// of attach, detach and conflicts with events (statusEvents).
+func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phases.Result, error) {
+	scx := s.scx
+	scx.Status = computeStatus(scx, s.o, metav1.NewTime(r.Clock.Now()))
+	out, err := r.writer.Write(ctx, scx, s.before, status.Now)
+	if err != nil || !out.Wrote {
+		return phases.Requeue(out.Wait), err // a Conflict too: see status.Patch
+	}
+	lg := log.FromContext(ctx)
+	for _, n := range statusEvents(&s.before, &scx.Status) {
+		r.Recorder.Eventf(scx, nil, n.typ, n.reason, n.action, "%s", n.message)
+		lg.Info(n.log, n.values...)
+	}
+	return phases.Result{}, nil
 }
 
 // observe reads the SchedExt's world from the cache: arbitration over all
@@ -318,39 +356,44 @@ func (r *Reconciler) deleteOrphan(ctx context.Context, name string) error {
 	return nil
 }
 
-// patchStatus writes the status only when it changed, and tells of attach,
-// detach and conflicts with events.
-func (r *Reconciler) patchStatus(ctx context.Context, scx *schedv1.SchedExt, before *schedv1.SchedExtStatus) error {
-	old := scx.DeepCopy()
-	old.Status = *before
-	if wrote, err := status.Patch(ctx, r.Client, scx, old); err != nil || !wrote {
-		return err
-	}
-	lg := log.FromContext(ctx)
+// note is an event to record, with its log line.
+type note struct {
+	typ, reason, action, message string
+	log                          string
+	values                       []any
+}
+
+// statusEvents are the events a status going from before to st tells:
+// attached everywhere, or no longer; degraded (again for another reason
+// or other nodes, not on every message change: a crash loop's restart
+// count is in it), or no longer.
+func statusEvents(before, st *schedv1.SchedExtStatus) []note {
+	var out []note
 	wasReady := meta.FindStatusCondition(before.Conditions, schedv1.ConditionReady)
-	ready := meta.FindStatusCondition(scx.Status.Conditions, schedv1.ConditionReady)
+	ready := meta.FindStatusCondition(st.Conditions, schedv1.ConditionReady)
 	switch {
+	case ready == nil:
 	case ready.Status == metav1.ConditionTrue && (wasReady == nil || wasReady.Status != metav1.ConditionTrue):
-		r.Recorder.Eventf(scx, nil, corev1.EventTypeNormal, schedv1.ReasonAttached, "Attach", "%s", ready.Message)
-		lg.Info("SchedExt attached", "desiredNodes", scx.Status.DesiredNodes)
+		out = append(out, note{corev1.EventTypeNormal, schedv1.ReasonAttached, "Attach", ready.Message,
+			"SchedExt attached", []any{"desiredNodes", st.DesiredNodes}})
 	case ready.Status != metav1.ConditionTrue && wasReady != nil && wasReady.Status == metav1.ConditionTrue:
-		r.Recorder.Eventf(scx, nil, corev1.EventTypeWarning, ready.Reason, "Attach", "%s", ready.Message)
-		lg.Info("SchedExt no longer attached everywhere", "reason", ready.Reason, "readyNodes", scx.Status.ReadyNodes, "desiredNodes", scx.Status.DesiredNodes)
+		out = append(out, note{corev1.EventTypeWarning, ready.Reason, "Attach", ready.Message,
+			"SchedExt no longer attached everywhere", []any{"reason", ready.Reason, "readyNodes", st.ReadyNodes, "desiredNodes", st.DesiredNodes}})
 	}
 	wasDegraded := meta.FindStatusCondition(before.Conditions, schedv1.ConditionDegraded)
-	degraded := meta.FindStatusCondition(scx.Status.Conditions, schedv1.ConditionDegraded)
+	degraded := meta.FindStatusCondition(st.Conditions, schedv1.ConditionDegraded)
 	switch {
-	// Not on every message change: a crash loop's restart count is in it.
+	case degraded == nil:
 	case degraded.Status == metav1.ConditionTrue && (wasDegraded == nil || wasDegraded.Status != metav1.ConditionTrue ||
-		wasDegraded.Reason != degraded.Reason || !slices.Equal(before.ConflictingNodes, scx.Status.ConflictingNodes) ||
-		!slices.Equal(before.UnsupportedNodes, scx.Status.UnsupportedNodes)):
-		r.Recorder.Eventf(scx, nil, corev1.EventTypeWarning, degraded.Reason, "Arbitrate", "%s", degraded.Message)
-		lg.Info("SchedExt degraded", "reason", degraded.Reason, "conflictingNodes", len(scx.Status.ConflictingNodes), "unsupportedNodes", len(scx.Status.UnsupportedNodes))
+		wasDegraded.Reason != degraded.Reason || !slices.Equal(before.ConflictingNodes, st.ConflictingNodes) ||
+		!slices.Equal(before.UnsupportedNodes, st.UnsupportedNodes)):
+		out = append(out, note{corev1.EventTypeWarning, degraded.Reason, "Arbitrate", degraded.Message,
+			"SchedExt degraded", []any{"reason", degraded.Reason, "conflictingNodes", len(st.ConflictingNodes), "unsupportedNodes", len(st.UnsupportedNodes)}})
 	case degraded.Status != metav1.ConditionTrue && wasDegraded != nil && wasDegraded.Status == metav1.ConditionTrue:
-		r.Recorder.Eventf(scx, nil, corev1.EventTypeNormal, schedv1.ReasonAsExpected, "Arbitrate", "no longer degraded (was %s)", wasDegraded.Reason)
-		lg.Info("SchedExt no longer degraded", "was", wasDegraded.Reason)
+		out = append(out, note{corev1.EventTypeNormal, schedv1.ReasonAsExpected, "Arbitrate", "no longer degraded (was " + wasDegraded.Reason + ")",
+			"SchedExt no longer degraded", []any{"was", wasDegraded.Reason}})
 	}
-	return nil
+	return out
 }
 
 // SetupWithManager watches SchedExts, their DaemonSets and pods, and the
@@ -361,6 +404,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -375,9 +419,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.SchedExt{}).
 		Owns(&appsv1.DaemonSet{}).
-		Watches(&corev1.Pod{}, byPodLabel, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
-		}))).
+		Watches(&corev1.Pod{}, byPodLabel, builder.WithPredicates(loaderPods(r.Namespace))).
 		Watches(&corev1.Node{}, everySchedExt, builder.WithPredicates(nodeChanged)).
 		// Install creating the scheduler namespace unblocks every SchedExt.
 		Watches(&corev1.Namespace{}, everySchedExt, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -395,30 +437,18 @@ func (r *Reconciler) allSchedExts(ctx context.Context, _ client.Object) []reconc
 		log.FromContext(ctx).Error(err, "Cannot list SchedExts to re-run arbitration")
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, s := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: s.Name}})
-	}
-	return reqs
+	return watch.Requests(&list, nil)
 }
 
 // nodeChanged passes the node events arbitration depends on: a node added
 // or removed, or its labels or taints changed. Status heartbeats do not
 // pass, nor the CPU scheduler label, which the node labeler writes from
 // arbitration's outcome and no SchedExt may select by.
-var nodeChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
-		newNode, ok2 := e.ObjectNew.(*corev1.Node)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return !equalBesidesCPUScheduler(oldNode.Labels, newNode.Labels) ||
-			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints) ||
-			oldNode.DeletionTimestamp.IsZero() != newNode.DeletionTimestamp.IsZero()
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var nodeChanged = watch.Changed(func(old, cur *corev1.Node) bool {
+	return !equalBesidesCPUScheduler(old.Labels, cur.Labels) ||
+		!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+})
 
 // equalBesidesCPUScheduler compares node labels, the CPU scheduler label
 // left out.
@@ -434,10 +464,6 @@ func equalBesidesCPUScheduler(a, b map[string]string) bool {
 
 // claimChanged passes the SchedExt events that can move nodes between
 // SchedExts: created, deleted, spec changed, or deletion started.
-var claimChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-			e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var claimChanged = watch.Changed(func(old, cur *schedv1.SchedExt) bool {
+	return old.Generation != cur.Generation || old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero()
+})

@@ -1,13 +1,11 @@
 package schedext_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -528,29 +526,11 @@ func reconcileCount(t *testing.T) int {
 // reconcileCountOf reads how many reconciles one controller has run.
 func reconcileCountOf(t *testing.T, controller string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
+	n, err := op.Reconciles(context.Background(), controller)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="`+controller+`"`) {
-			continue
-		}
-		fields := strings.Fields(line)
-		n, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += int(n)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return total
+	return n
 }
 
 // TestUnsupportedKernel: the preflight init container exits 78 on a kernel

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // podNodeIndex indexes the cached loader pods by "<SchedExt>/<node>": the
@@ -163,9 +163,7 @@ func (r *NodeLabeler) SetupWithManager(mgr ctrl.Manager, opts controller.Options
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Node{}, builder.WithPredicates(nodeLabelInputs)).
-		Watches(&corev1.Pod{}, podNode, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			return o.GetNamespace() == r.Namespace && o.GetLabels()[schedv1.LabelSchedExt] != ""
-		}), loaderChanged)).
+		Watches(&corev1.Pod{}, podNode, builder.WithPredicates(loaderPods(r.Namespace), loaderChanged)).
 		// Old and new spec are both mapped on an update, so nodes leaving
 		// a selection are reconciled as well as those joining it.
 		Watches(&schedv1.SchedExt{}, handler.EnqueueRequestsFromMapFunc(r.selectedNodes), builder.WithPredicates(claimChanged)).
@@ -186,47 +184,35 @@ func (r *NodeLabeler) selectedNodes(ctx context.Context, o client.Object) []reco
 		log.FromContext(ctx).Error(err, "Cannot list nodes to relabel", "schedExt", scx.Name)
 		return nil
 	}
-	var reqs []reconcile.Request
-	for i := range nodes.Items {
-		if Selects(scx, &nodes.Items[i]) {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: nodes.Items[i].Name}})
-		}
-	}
-	return reqs
+	return watch.Requests(&nodes, func(n client.Object) bool { return Selects(scx, n.(*corev1.Node)) })
 }
 
 // nodeLabelInputs passes the node events that can change its label: a new
 // node, its labels (the CPU scheduler label itself included, so an edit is
 // undone) or taints changed, and the cache's periodic resync, which
 // re-checks every node. Status heartbeats do not pass.
-var nodeLabelInputs = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldNode, ok1 := e.ObjectOld.(*corev1.Node)
-		newNode, ok2 := e.ObjectNew.(*corev1.Node)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return oldNode.ResourceVersion == newNode.ResourceVersion ||
-			!maps.Equal(oldNode.Labels, newNode.Labels) ||
-			!equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
+var nodeLabelInputs = watch.Filter[*corev1.Node]{
+	Create: watch.Every[*corev1.Node],
+	Update: func(old, cur *corev1.Node) bool {
+		return old.ResourceVersion == cur.ResourceVersion ||
+			!maps.Equal(old.Labels, cur.Labels) ||
+			!equality.Semantic.DeepEqual(old.Spec.Taints, cur.Spec.Taints)
 	},
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
+}.Predicate()
+
+// loaderPods passes the events of the loader pods, in the scheduler
+// namespace ns and labelled with their SchedExt.
+func loaderPods(ns string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == ns && o.GetLabels()[schedv1.LabelSchedExt] != ""
+	})
 }
 
 // loaderChanged passes a loader pod created or deleted, and updates that
 // change whether it is Ready, being deleted, its node or its scheduler.
-var loaderChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		oldPod, ok1 := e.ObjectOld.(*corev1.Pod)
-		newPod, ok2 := e.ObjectNew.(*corev1.Pod)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return podReady(oldPod) != podReady(newPod) ||
-			oldPod.DeletionTimestamp.IsZero() != newPod.DeletionTimestamp.IsZero() ||
-			targetNode(oldPod) != targetNode(newPod) ||
-			oldPod.Labels[schedv1.LabelCPUScheduler] != newPod.Labels[schedv1.LabelCPUScheduler]
-	},
-	GenericFunc: func(event.GenericEvent) bool { return false },
-}
+var loaderChanged = watch.Changed(func(old, cur *corev1.Pod) bool {
+	return podReady(old) != podReady(cur) ||
+		old.DeletionTimestamp.IsZero() != cur.DeletionTimestamp.IsZero() ||
+		targetNode(old) != targetNode(cur) ||
+		old.Labels[schedv1.LabelCPUScheduler] != cur.Labels[schedv1.LabelCPUScheduler]
+})

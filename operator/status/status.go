@@ -1,6 +1,9 @@
-// Package status is what the four controllers share about their objects'
-// status: one condition setter and one patch, so every kind writes the
-// same way.
+// Package status is how every controller writes its objects' status: one
+// condition setter (SetCondition), one Writer per controller that writes
+// only what changed, paces what may wait and never writes from a cache
+// that has not seen its own last write, and the Expectations that guard
+// rests on, which a controller also keeps of its other writes and creates
+// (kube-controller-manager's ControllerExpectations).
 package status
 
 import (
@@ -24,7 +27,7 @@ func SetCondition(conds *[]metav1.Condition, generation int64, c metav1.Conditio
 }
 
 // Patch writes obj's status when it differs from before's, and reports
-// whether it wrote; before is obj as it was read, with its old status. The
+// whether it wrote (Writer.Write is Patch paced and guarded); before is obj as it was read, with its old status. The
 // merge patch carries an optimistic lock: a status computed from a stale
 // cache is refused with a Conflict instead of overwriting a newer one or
 // repeating the last write.

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -27,6 +26,9 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 const fieldOwner = "kubectl-sched-operator"
@@ -59,8 +61,8 @@ type Reconciler struct {
 	// recounts paces the requests that the quota controller count a
 	// tier quota again (recount.go).
 	recounts recounts
-	// written holds the writes the cache may not have seen yet.
-	written written
+	// writes are the applies the cache may not have seen yet.
+	writes status.Expectations
 }
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -86,79 +88,133 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(ns.Name)
 		return ctrl.Result{}, nil
 	}
+	s := &scope{ns: ns, tierName: tierName}
+	return phase.Run(ctx, s, r.readTier, r.applyTier, r.dropPriorityQuota, r.syncNetworkPolicy, r.recountQuota)
+}
+
+// scope is what one reconcile of a tenant namespace read and decided,
+// passed through its phases in order.
+type scope struct {
+	ns       *corev1.Namespace
+	tierName string
+	desired  Desired
+	// quota is the tier quota as built, for the recount: an apply fills
+	// the object it sends with the server's answer (managed fields,
+	// resourceVersion), which a second apply of it must not carry.
+	quota *corev1.ResourceQuota
+}
+
+// readTier reads the namespace's tier from the tiers ConfigMap and builds
+// its objects. A tier that is not there is told in an event, and waits
+// for the ConfigMap to change.
+func (r *Reconciler) readTier(ctx context.Context, s *scope) (phase.Result, error) {
 	cm := &corev1.ConfigMap{}
 	err := r.tiers.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: schedv1.TiersConfigMap}, cm)
 	if apierrors.IsNotFound(err) {
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, schedv1.ReasonTiersMissing, "ApplyTier", "no ConfigMap %s/%s defines the tiers; install it (kubectl sched install)", r.Namespace, schedv1.TiersConfigMap)
-		return ctrl.Result{}, nil
+		r.Recorder.Eventf(s.ns, nil, corev1.EventTypeWarning, schedv1.ReasonTiersMissing, "ApplyTier", "no ConfigMap %s/%s defines the tiers; install it (kubectl sched install)", r.Namespace, schedv1.TiersConfigMap)
+		return phase.StopFor(0), nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return phase.Result{}, err
 	}
 	tiers, bad := ParseTiers(cm)
-	tier, ok := tiers[tierName]
+	tier, ok := tiers[s.tierName]
 	if !ok {
-		why := fmt.Sprintf("tier %q is not defined in ConfigMap %s/%s; defined: %s", tierName, r.Namespace, schedv1.TiersConfigMap, strings.Join(Names(tiers), ", "))
-		if err := bad[tierName]; err != nil {
-			why = fmt.Sprintf("tier %q in ConfigMap %s/%s does not parse: %v", tierName, r.Namespace, schedv1.TiersConfigMap, err)
+		why := fmt.Sprintf("tier %q is not defined in ConfigMap %s/%s; defined: %s", s.tierName, r.Namespace, schedv1.TiersConfigMap, strings.Join(Names(tiers), ", "))
+		if err := bad[s.tierName]; err != nil {
+			why = fmt.Sprintf("tier %q in ConfigMap %s/%s does not parse: %v", s.tierName, r.Namespace, schedv1.TiersConfigMap, err)
 		}
-		r.Recorder.Eventf(ns, nil, corev1.EventTypeWarning, schedv1.ReasonUnknownTier, "ApplyTier", "%s", why)
-		log.FromContext(ctx).Info("Tier not applied", "namespace", ns.Name, "reason", why)
-		return ctrl.Result{}, nil
+		r.Recorder.Eventf(s.ns, nil, corev1.EventTypeWarning, schedv1.ReasonUnknownTier, "ApplyTier", "%s", why)
+		log.FromContext(ctx).Info("Tier not applied", "namespace", s.ns.Name, "reason", why)
+		return phase.StopFor(0), nil
 	}
 	var classes schedulingv1.PriorityClassList
 	if err := r.List(ctx, &classes); err != nil {
-		return ctrl.Result{}, err
+		return phase.Result{}, err
 	}
-	desired := Objects(ns.Name, tierName, tier, classes.Items, r.PriorityClasses)
-	// As built: an apply fills the object it sends with the server's
-	// answer (managed fields, resourceVersion), which a second apply of it
-	// (the recount's) must not carry.
-	quota := desired.Objects[0].(*corev1.ResourceQuota).DeepCopy()
-	for _, obj := range desired.Objects {
+	s.desired = Objects(s.ns.Name, s.tierName, tier, classes.Items, r.PriorityClasses)
+	s.quota = s.desired.Objects[0].(*corev1.ResourceQuota).DeepCopy()
+	return phase.Result{}, nil
+}
+
+// applyTier applies the tier's objects.
+func (r *Reconciler) applyTier(ctx context.Context, s *scope) (phase.Result, error) {
+	for _, obj := range s.desired.Objects {
 		if err := r.apply(ctx, obj); err != nil {
-			return ctrl.Result{}, fmt.Errorf("apply %T %s of tier %s: %w", obj, obj.GetName(), tierName, err)
+			return phase.Result{}, fmt.Errorf("apply %T %s of tier %s: %w", obj, obj.GetName(), s.tierName, err)
 		}
 	}
-	if !desired.PriorityQuota {
-		if err := r.deleteOurs(ctx, &corev1.ResourceQuota{}, ns.Name, schedv1.TierPriorityQuotaName); err != nil {
-			return ctrl.Result{}, err
-		}
+	return phase.Result{}, nil
+}
+
+// dropPriorityQuota deletes the quota on the classes above the tier when
+// the tier no longer has one.
+func (r *Reconciler) dropPriorityQuota(ctx context.Context, s *scope) (phase.Result, error) {
+	if s.desired.PriorityQuota {
+		return phase.Result{}, nil
 	}
-	if r.NetworkPolicies {
-		if err := r.apply(ctx, NetworkPolicy(ns.Name, tierName, r.Platform)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("apply NetworkPolicy %s of tier %s: %w", schedv1.TenantNetworkPolicyName, tierName, err)
-		}
-	} else if err := r.deleteOurs(ctx, &networkingv1.NetworkPolicy{}, ns.Name, schedv1.TenantNetworkPolicyName); err != nil {
-		return ctrl.Result{}, err
+	return phase.Result{}, r.deleteOurs(ctx, &corev1.ResourceQuota{}, s.ns.Name, schedv1.TierPriorityQuotaName)
+}
+
+// syncNetworkPolicy applies the tenant's NetworkPolicy, or deletes the
+// controller's own when they are off.
+func (r *Reconciler) syncNetworkPolicy(ctx context.Context, s *scope) (phase.Result, error) {
+	if !r.NetworkPolicies {
+		return phase.Result{}, r.deleteOurs(ctx, &networkingv1.NetworkPolicy{}, s.ns.Name, schedv1.TenantNetworkPolicyName)
 	}
-	return r.recount(ctx, ns, quota)
+	if err := r.apply(ctx, NetworkPolicy(s.ns.Name, s.tierName, r.Platform)); err != nil {
+		return phase.Result{}, fmt.Errorf("apply NetworkPolicy %s of tier %s: %w", schedv1.TenantNetworkPolicyName, s.tierName, err)
+	}
+	return phase.Result{}, nil
+}
+
+// recountQuota has the tier quota recounted when its usage lags (recount).
+func (r *Reconciler) recountQuota(ctx context.Context, s *scope) (phase.Result, error) {
+	res, err := r.recount(ctx, s.ns, s.quota)
+	return phase.Requeue(res.RequeueAfter), err
 }
 
 // forget drops what the controller remembers of namespace ns.
 func (r *Reconciler) forget(ns string) {
 	r.recounts.forget(ns)
-	r.written.forget(ns)
+	r.writes.ForgetNamespace(ns)
 }
 
 // apply writes obj unless the cache already holds it as desired, or holds
-// a version older than the controller's own write of it as desired.
+// a version older than the controller's own write of it as desired (a
+// reconcile from a cache that has not seen the write yet, another event of
+// the same object having come first, such as the quota controller's
+// recount after a spec edit, would apply the same again).
 func (r *Reconciler) apply(ctx context.Context, obj client.Object) error {
 	cached := obj.DeepCopyObject().(client.Object)
 	err := r.Get(ctx, client.ObjectKeyFromObject(obj), cached)
 	// pending first: it also drops a write the cache has caught up with.
-	if err == nil && (r.written.pending(obj, cached) || UpToDate(obj, cached)) {
+	if err == nil && (pending(&r.writes, obj, cached) || UpToDate(obj, cached)) {
 		return nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	from := ""
+	if err == nil {
+		from = cached.GetResourceVersion()
+	}
 	sent := obj.DeepCopyObject().(client.Object)
 	if err := r.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
 		return err
 	}
-	r.written.add(sent, obj.GetResourceVersion())
+	r.writes.Wrote(status.KeyOf(sent), from, obj.GetResourceVersion(), sent)
 	return nil
+}
+
+// pending reports whether cached predates the controller's last write of
+// the object and that write was desired as it is now: the write stands,
+// and the cache will show it. Once the cache has caught up, the
+// expectation goes and the cache decides.
+func pending(writes *status.Expectations, desired, cached client.Object) bool {
+	sent, unseen := writes.Unseen(status.KeyOf(desired), cached.GetResourceVersion())
+	applied, ok := sent.(client.Object)
+	return unseen && ok && UpToDate(desired, applied)
 }
 
 // deleteOurs deletes the object ns/name of obj's kind if this controller
@@ -205,15 +261,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	r.tiers = tiers
 
 	tenant := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[schedv1.LabelTier] != "" })
-	ours := predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return isOurs(e.Object) },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return isOurs(e.Object) },
-		GenericFunc: func(e event.GenericEvent) bool { return isOurs(e.Object) },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return (isOurs(e.ObjectOld) || isOurs(e.ObjectNew)) &&
-				(specOrMetaChanged(e.ObjectOld, e.ObjectNew) || countingChanged(e.ObjectOld, e.ObjectNew))
+	ours := watch.Filter[client.Object]{
+		Create: isOurs,
+		Delete: isOurs,
+		Update: func(old, cur client.Object) bool {
+			return (isOurs(old) || isOurs(cur)) && (specOrMetaChanged(old, cur) || countingChanged(old, cur))
 		},
-	}
+	}.Predicate()
 	toNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetNamespace()}}}
 	})
@@ -222,13 +276,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		if err := r.List(ctx, &list); err != nil {
 			return nil
 		}
-		var out []reconcile.Request
-		for i, ns := range list.Items {
-			if ns.Labels[schedv1.LabelTier] != "" && r.serves(&list.Items[i]) {
-				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: ns.Name}})
-			}
-		}
-		return out
+		return watch.Requests(&list, func(o client.Object) bool {
+			return o.GetLabels()[schedv1.LabelTier] != "" && r.serves(o.(*corev1.Namespace))
+		})
 	}
 	tiersChanged := handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, _ *corev1.ConfigMap) []reconcile.Request {
 		return everyTenant(ctx)
@@ -238,11 +288,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	})
 	// A class's value, or which class is the cluster's default, moves
 	// the classes above each tier and the class its pods get by default.
-	classValueChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*schedulingv1.PriorityClass)
-		n, ok2 := e.ObjectNew.(*schedulingv1.PriorityClass)
-		return !ok1 || !ok2 || o.Value != n.Value || o.GlobalDefault != n.GlobalDefault
-	}}
+	classValueChanged := watch.Changed(func(o, n *schedulingv1.PriorityClass) bool {
+		return o.Value != n.Value || o.GlobalDefault != n.GlobalDefault
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&corev1.Namespace{}, builder.WithPredicates(tenant, predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.ResourceQuota{}, toNamespace, builder.WithPredicates(ours)).

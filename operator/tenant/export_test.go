@@ -12,4 +12,4 @@ func (r *Reconciler) Apply(ctx context.Context, obj client.Object) error { retur
 
 // Remembered is how many writes the reconciler holds until its cache shows
 // them.
-func (r *Reconciler) Remembered() int { return r.written.len() }
+func (r *Reconciler) Remembered() int { return r.writes.Len() }

@@ -1,9 +1,7 @@
 package userdeployment
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +23,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
@@ -79,6 +77,8 @@ type Reconciler struct {
 	// templates remembers, per app rolled back, the template of the
 	// revision it runs (revisions.go).
 	templates sync.Map
+	// writer writes the apps' status (SetupWithManager gives it the client).
+	writer status.Writer
 }
 
 // The operator writes only objects it owns, in the app's namespace. It never
@@ -106,8 +106,9 @@ type Reconciler struct {
 // revisions.
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 
-// Reconcile brings one app's objects to the plan and reports on them.
-// Deletion needs nothing: every object carries an owner reference.
+// Reconcile brings one app's objects to the plan and reports on them, as
+// its phases (scope.go) in order. Deletion needs nothing: every object
+// carries an owner reference.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ud := &schedv1.UserDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, ud); err != nil {
@@ -117,105 +118,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !ud.DeletionTimestamp.IsZero() {
+		r.writer.Forget(ud)
 		return ctrl.Result{}, nil
 	}
-
-	limits, err := tiers.LimitsOf(ctx, r.Client, ud.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
+	s := &scope{
+		syncState: syncState{ud: ud, deployments: map[string]*appsv1.Deployment{}},
+		before:    *ud.Status.DeepCopy(),
 	}
-	s := &syncState{ud: ud, deployments: map[string]*appsv1.Deployment{}, tier: limits}
-	// The spec's revision, recorded first: a crash after this finds it
-	// again. The plan builds what runs: the spec, or the revision rolled
-	// back to restored into it.
-	rv, err := r.revisionsOf(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	run := ud
-	if rv.restored != nil {
-		run = rv.restored
-	}
-	// One view of the optional APIs for the whole reconcile.
-	a := r.apisInUse()
-	p, err := r.planFor(ctx, run, a)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if limits != nil {
-		p.defaultPriorityClass(limits.DefaultPriorityClass)
-	}
-	owned, err := r.observeOwned(ctx, ud, a)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s.owned = owned
-	heldByRoute, err := r.checkHost(ctx, ud, &p, owned)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	targets, err := r.autoscaled(ctx, ud.Namespace, p.objects)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p.leaveReplicasTo(targets)
-	r.applyObjects(ctx, s, p)
-	if s.terminating {
-		// The namespace is being deleted, and the app with it.
-		return ctrl.Result{}, nil
-	}
-	r.deleteUnwanted(ctx, s, p)
-	r.recordChanges(ctx, s)
-	pods, err := r.observePods(ctx, ud)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	noCPUScheduler, err := r.cpuSchedulerCause(ctx, ud, pods)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-
-	before := ud.Status.DeepCopy()
-	now := time.Now()
-	o := observed{deployments: s.deployments, pods: pods, problems: s.problems, now: now, noCPUScheduler: noCPUScheduler,
-		runRevision: rv.run, rolledBack: rv.rolledBack}
-	if rv.current != nil {
-		o.currentRevision, o.currentCreated = rv.current.Revision, rv.current.CreationTimestamp.Time
-	}
-	if p.certificate != "" {
-		o.certificate, _ = s.owned[objectKey{certificateGVK.Kind, p.certificate}].(*unstructured.Unstructured)
-	}
-	ud.Status = computeStatus(ud, p, o)
-	// A revision that does not become Running is rolled back once its
-	// deadline passes: the status says so first, and the next reconcile
-	// builds the app from the revision rolled back to.
-	to, rollbackIn := rollBackTo(ud, &ud.Status, rv, now)
-	var announce func()
-	if to > 0 {
-		announce = r.rollBack(ctx, ud, &ud.Status, rv.current.Revision, to, now)
-	}
-	if err := r.patchStatus(ctx, ud, before); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if announce != nil {
-		announce()
-		// The status write wakes nothing up (SetupWithManager).
-		return ctrl.Result{RequeueAfter: time.Millisecond}, nil
-	}
-	s.errs = append(s.errs, r.moveOffDetached(ctx, ud, pods, s.deployments), r.deleteFailedPods(ctx, pods))
-	r.trimRevisions(ctx, s, rv, &ud.Status)
-	if err := errors.Join(s.errs...); err != nil {
-		return ctrl.Result{}, err
-	}
-	// A progress deadline passes with no event to say so.
-	after := recheckAfter(ud.Spec.Deadline(), ud.Status, now)
-	if rollbackIn > 0 {
-		after = min(rollbackIn, cmp.Or(after, rollbackIn))
-	}
-	if s.conflict || heldByRoute {
-		after = min(conflictRetry, cmp.Or(after, conflictRetry))
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
+	return phase.Run(ctx, s,
+		r.readTier,
+		r.recordRevision,
+		r.planApp,
+		r.applyPlan,
+		r.deleteAndReport,
+		r.observeRunning,
+		r.writeStatus,
+		r.tidyUp,
+		recheck,
+	)
 }
 
 // syncState collects what one reconcile did and found.
@@ -266,25 +186,26 @@ func (r *Reconciler) recordChanges(ctx context.Context, s *syncState) {
 	}
 }
 
-// patchStatus writes the status only when it changed, with an event when
-// the app reaches Running, Stopped or Degraded.
-func (r *Reconciler) patchStatus(ctx context.Context, ud *schedv1.UserDeployment, before *schedv1.UserDeploymentStatus) error {
-	old := ud.DeepCopy()
-	old.Status = *before
-	if wrote, err := status.Patch(ctx, r.Client, ud, old); err != nil || !wrote {
-		return err
+// phaseEvent is the event that tells of an app's phase going from was to
+// st's, and whether there is one: Running and Stopped are reached,
+// Degraded is a warning; Pending and Progressing are on the way, and the
+// status shows them.
+func phaseEvent(was schedv1.UserDeploymentPhase, st *schedv1.UserDeploymentStatus) (note, bool) {
+	ready := meta.FindStatusCondition(st.Conditions, schedv1.ConditionReady)
+	if was == st.Phase || ready == nil {
+		return note{}, false
 	}
-	if before.Phase == ud.Status.Phase {
-		return nil
-	}
-	ready := meta.FindStatusCondition(ud.Status.Conditions, schedv1.ConditionReady)
-	log.FromContext(ctx).Info("UserDeployment phase changed", "from", before.Phase, "to", ud.Status.Phase, "reason", ready.Reason)
-	switch ud.Status.Phase {
+	n := note{reason: ready.Reason, action: string(st.Phase), message: ready.Message}
+	switch st.Phase {
 	case schedv1.UserDeploymentRunning, schedv1.UserDeploymentStopped:
-		r.Recorder.Eventf(ud, nil, corev1.EventTypeNormal, ready.Reason, string(ud.Status.Phase), "%s", ready.Message)
+		n.typ = corev1.EventTypeNormal
 	case schedv1.UserDeploymentDegraded:
-		r.Recorder.Eventf(ud, nil, corev1.EventTypeWarning, ready.Reason, string(ud.Status.Phase), "%s", ready.Message)
+		n.typ = corev1.EventTypeWarning
+	default:
+		return note{}, false
 	}
-	// Pending and Progressing are on the way; the status shows them.
-	return nil
+	return n, true
 }
+
+// note is an event to record.
+type note struct{ typ, reason, action, message string }

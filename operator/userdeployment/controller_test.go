@@ -415,43 +415,31 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 	ctx := t.Context()
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 
-	t.Run("deleted Deployment", func(t *testing.T) {
-		dep := &appsv1.Deployment{}
-		if err := sim.Client.Get(ctx, key("app-api"), dep); err != nil {
+	// remade deletes the object named name and waits for one of another UID.
+	remade := func(t *testing.T, obj client.Object, what, name string, opts ...client.DeleteOption) {
+		t.Helper()
+		if err := sim.Client.Get(ctx, key(name), obj); err != nil {
 			t.Fatal(err)
 		}
-		old := dep.UID
-		if err := sim.Client.Delete(ctx, dep, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		old := obj.GetUID()
+		if err := sim.Client.Delete(ctx, obj, opts...); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a new Deployment app-api", func(ctx context.Context) error {
-			if err := sim.Client.Get(ctx, key("app-api"), dep); err != nil {
+		eventually(t, "a new "+what+" "+name, func(ctx context.Context) error {
+			if err := sim.Client.Get(ctx, key(name), obj); err != nil {
 				return err
 			}
-			if dep.UID == old {
+			if obj.GetUID() == old {
 				return fmt.Errorf("still the old one")
 			}
 			return nil
 		})
+	}
+	t.Run("deleted Deployment", func(t *testing.T) {
+		remade(t, &appsv1.Deployment{}, "Deployment", "app-api", client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
 	t.Run("deleted Service", func(t *testing.T) {
-		svc := &corev1.Service{}
-		if err := sim.Client.Get(ctx, key("app-web"), svc); err != nil {
-			t.Fatal(err)
-		}
-		old := svc.UID
-		if err := sim.Client.Delete(ctx, svc); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, "a new Service app-web", func(ctx context.Context) error {
-			if err := sim.Client.Get(ctx, key("app-web"), svc); err != nil {
-				return err
-			}
-			if svc.UID == old {
-				return fmt.Errorf("still the old one")
-			}
-			return nil
-		})
+		remade(t, &corev1.Service{}, "Service", "app-web")
 	})
 	t.Run("replicas edited", func(t *testing.T) {
 		dep := &appsv1.Deployment{}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // indexHost finds the apps that claim an ingress host. Each app is also
@@ -254,13 +255,7 @@ func (r *Reconciler) claimantsOf(ctx context.Context, key string, except types.U
 	if err := r.List(ctx, &list, client.MatchingFields{indexHost: key}); err != nil {
 		return nil
 	}
-	var out []reconcile.Request
-	for _, other := range list.Items {
-		if other.UID != except {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: other.Namespace, Name: other.Name}})
-		}
-	}
-	return out
+	return watch.Requests(&list, func(o client.Object) bool { return o.GetUID() != except })
 }
 
 // appsOfRoute maps an Ingress or IngressRoute of any namespace to the apps

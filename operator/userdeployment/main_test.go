@@ -1,12 +1,10 @@
 package userdeployment_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -220,14 +217,7 @@ func eventually(t testing.TB, what string, cond func(context.Context) error) {
 
 func eventuallyWithin(t testing.TB, what string, timeout time.Duration, cond func(context.Context) error) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		last = cond(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, last)
-	}
+	testenv.Eventually(t, 200*time.Millisecond, timeout, what, cond)
 }
 
 // waitUD polls until cond holds for the UserDeployment and returns it.
@@ -294,26 +284,9 @@ func condition(ud *schedv1.UserDeployment, typ string) metav1.Condition {
 // reconciles from its metrics endpoint.
 func reconciles(t *testing.T) int {
 	t.Helper()
-	resp, err := http.Get("http://" + op.Options().MetricsAddr + "/metrics")
+	n, err := op.Reconciles(context.Background(), "userdeployment")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "controller_runtime_reconcile_total{") || !strings.Contains(line, `controller="userdeployment"`) {
-			continue
-		}
-		n, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += int(n)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return total
+	return n
 }

@@ -40,7 +40,7 @@ func (r *Reconciler) observeOwned(ctx context.Context, ud *schedv1.UserDeploymen
 	owned := map[objectKey]client.Object{}
 	// A label lookup scans the namespace's cached objects of the kind; an
 	// index would make it a lookup but costs about 0.4 KiB per cached
-	// object (measured by operator/bench/heap), which matters more.
+	// object (measured by hack/test/bench/heap), which matters more.
 	opts := []client.ListOption{client.InNamespace(ud.Namespace), client.MatchingLabels{schedv1.LabelUserDeployment: ud.Name}}
 	collect := func(kind string, reader client.Reader, list client.ObjectList) error {
 		if err := reader.List(ctx, list, opts...); err != nil {

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +25,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/operatorstatus"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/optionalapi"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // The optional APIs while the operator runs. The optionalapi.Watcher says
@@ -348,15 +348,11 @@ func (r *Reconciler) requeue(ctx context.Context, api optionalapi.API) {
 		log.FromContext(ctx).Error(err, "Cannot list the apps an optional API concerns", "api", api.String())
 		return
 	}
-	n := 0
-	for i := range list.Items {
-		ud := &list.Items[i]
-		if needs(ud, api, r.Settings) {
-			(*q).Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ud.Namespace, Name: ud.Name}})
-			n++
-		}
+	reqs := watch.Requests(&list, func(o client.Object) bool { return needs(o.(*schedv1.UserDeployment), api, r.Settings) })
+	for _, req := range reqs {
+		(*q).Add(req)
 	}
-	log.FromContext(ctx).Info("Requeued the apps an optional API concerns", "api", api.String(), "apps", n)
+	log.FromContext(ctx).Info("Requeued the apps an optional API concerns", "api", api.String(), "apps", len(reqs))
 }
 
 // needs reports whether ud's plan depends on api under s.

@@ -25,7 +25,7 @@ import (
 func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
-	setOptOut(t, ns, true)
+	testenv.SetOptOut(t, sim.Client, ns, true)
 	tenant, err := testenv.BindUser(t.Context(), sim.Client, sim.Config, ns, "privileged-app-owner", "kubectl-sched-edit",
 		authorizationv1.ResourceAttributes{Verb: "create", Group: schedv1.GroupVersion.Group, Resource: "userdeployments"})
 	if err != nil {
@@ -53,7 +53,7 @@ func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 		t.Fatalf("opted out: the net service's container is not privileged: %+v", sc)
 	}
 
-	setOptOut(t, ns, false)
+	testenv.SetOptOut(t, sim.Client, ns, false)
 	got := waitUD(t, ns, "tools", "Degraded", phase(schedv1.UserDeploymentDegraded))
 	c := condition(got, schedv1.ConditionDegraded)
 	if c.Reason != schedv1.ReasonPrivilegedNotAllowed {
@@ -91,7 +91,7 @@ func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 		t.Errorf("api: %+v, want it left running", s)
 	}
 
-	setOptOut(t, ns, true)
+	testenv.SetOptOut(t, sim.Client, ns, true)
 	waitUD(t, ns, "tools", "Running again", phase(schedv1.UserDeploymentRunning))
 }
 
@@ -102,25 +102,4 @@ func workload(t *testing.T, ns, app, service string) *appsv1.Deployment {
 		t.Fatal(err)
 	}
 	return dep
-}
-
-// setOptOut sets or removes the opt-out label on ns, as a cluster admin.
-func setOptOut(t *testing.T, ns string, on bool) {
-	t.Helper()
-	n := &corev1.Namespace{}
-	if err := sim.Client.Get(t.Context(), client.ObjectKey{Name: ns}, n); err != nil {
-		t.Fatal(err)
-	}
-	patch := client.MergeFrom(n.DeepCopy())
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	if on {
-		n.Labels[schedv1.LabelAllowPrivilegedPods] = "true"
-	} else {
-		delete(n.Labels, schedv1.LabelAllowPrivilegedPods)
-	}
-	if err := sim.Client.Patch(t.Context(), n, patch); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -109,6 +109,20 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 	if cm := buildConfigMap(ud); cm != nil {
 		p.objects = append(p.objects, cm)
 	}
+	p.addSecrets(ud, s, a)
+	p.addServices(ud, s)
+	p.addRoutes(ud, s, a)
+	if s.NetworkPolicies {
+		if np := buildNetworkPolicy(ud, netpol.Platform{IngressNamespace: s.IngressNamespace, MonitoringNamespace: s.MonitoringNamespace}); np != nil {
+			p.objects = append(p.objects, np)
+		}
+	}
+	return p
+}
+
+// addSecrets adds an ExternalSecret per secret from an external store,
+// and holds back the services of a secret that cannot have one.
+func (p *plan) addSecrets(ud *schedv1.UserDeployment, s Settings, a apis) {
 	esProblem := externalSecretsProblem(s, a)
 	for _, ref := range ud.Spec.Secrets {
 		if ref.External == nil {
@@ -135,6 +149,12 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 		}
 		p.objects = append(p.objects, buildExternalSecret(ud, ref, s.ClusterSecretStore))
 	}
+}
+
+// addServices adds each service's workload (a Deployment, or a
+// StatefulSet with volumes) and Service; a stopped app's and a held
+// service's run no replicas.
+func (p *plan) addServices(ud *schedv1.UserDeployment, s Settings) {
 	for i := range ud.Spec.Services {
 		svc := &ud.Spec.Services[i]
 		replicas := ptr.Deref(svc.Replicas, 1)
@@ -154,56 +174,58 @@ func buildPlan(ud *schedv1.UserDeployment, s Settings, a apis) plan {
 			p.objects = append(p.objects, buildService(ud, svc))
 		}
 	}
-	if routes := publicRoutes(ud); len(routes) > 0 {
-		host := ingressHost(ud, s)
-		p.host = host
-		tlsSecret := ""
-		switch {
-		case ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil:
-			tlsSecret = ud.Spec.Ingress.TLS.SecretName // given: it wins
-		case s.ClusterIssuer == "":
-		case !underDomain(host, s.IngressDomain):
-			// A ClusterIssuer signs what it is asked to: only hosts under the
-			// platform's domain, never one a user merely names.
-			p.certificateProblem = fmt.Sprintf("no certificate requested: host %s is not under the ingress domain %s; give spec.ingress.tls.secretName for it", host, s.IngressDomain)
-		case !a.certificates:
-			p.certificateProblem = fmt.Sprintf("no certificate requested yet: the cluster does not serve %s Certificates, which the operator's --cluster-issuer %s needs; the app gets one, without an operator restart, once cert-manager is installed", certificateGVK.GroupVersion(), s.ClusterIssuer)
-		default:
-			p.certificate = ud.Name
-			tlsSecret = names.TLSSecret(ud.Name)
-			p.objects = append(p.objects, buildCertificate(ud, host, tlsSecret, s.ClusterIssuer))
-		}
-		scheme := "http"
-		if tlsSecret != "" {
-			scheme = "https"
-		}
-		for _, r := range routes {
-			p.urls = append(p.urls, scheme+"://"+host+r.path)
-		}
-		if s.IngressProvider == "traefik" && a.ingressRoutes {
-			route, err := buildIngressRoute(ud, host, routes, tlsSecret)
-			if err != nil {
-				p.invalid = append(p.invalid, err.Error())
-			} else {
-				p.objects = append(p.objects, route)
-			}
+}
+
+// addRoutes adds what routes the app's public paths (an Ingress or
+// IngressRoute, and a Certificate) and their URLs, withholding the route
+// by the rules that need no lookup.
+func (p *plan) addRoutes(ud *schedv1.UserDeployment, s Settings, a apis) {
+	routes := publicRoutes(ud)
+	if len(routes) == 0 {
+		return
+	}
+	host := ingressHost(ud, s)
+	p.host = host
+	tlsSecret := ""
+	switch {
+	case ud.Spec.Ingress != nil && ud.Spec.Ingress.TLS != nil:
+		tlsSecret = ud.Spec.Ingress.TLS.SecretName // given: it wins
+	case s.ClusterIssuer == "":
+	case !underDomain(host, s.IngressDomain):
+		// A ClusterIssuer signs what it is asked to: only hosts under the
+		// platform's domain, never one a user merely names.
+		p.certificateProblem = fmt.Sprintf("no certificate requested: host %s is not under the ingress domain %s; give spec.ingress.tls.secretName for it", host, s.IngressDomain)
+	case !a.certificates:
+		p.certificateProblem = fmt.Sprintf("no certificate requested yet: the cluster does not serve %s Certificates, which the operator's --cluster-issuer %s needs; the app gets one, without an operator restart, once cert-manager is installed", certificateGVK.GroupVersion(), s.ClusterIssuer)
+	default:
+		p.certificate = ud.Name
+		tlsSecret = names.TLSSecret(ud.Name)
+		p.objects = append(p.objects, buildCertificate(ud, host, tlsSecret, s.ClusterIssuer))
+	}
+	scheme := "http"
+	if tlsSecret != "" {
+		scheme = "https"
+	}
+	for _, r := range routes {
+		p.urls = append(p.urls, scheme+"://"+host+r.path)
+	}
+	if s.IngressProvider == "traefik" && a.ingressRoutes {
+		route, err := buildIngressRoute(ud, host, routes, tlsSecret)
+		if err != nil {
+			p.invalid = append(p.invalid, err.Error())
 		} else {
-			p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass, tlsSecret))
+			p.objects = append(p.objects, route)
 		}
-		// The rules that need no lookup; the Reconciler checks the
-		// namespace's allow-list and who holds the host.
-		if problem := classProblem(ingressClassOf(ud), s); problem != "" {
-			p.withholdRoute(schedv1.ReasonIngressClassNotAllowed, problem)
-		} else if problem, _ := domainProblem(host, ud.Namespace, s.IngressDomain); problem != "" {
-			p.withholdRoute(schedv1.ReasonHostNotAllowed, problem)
-		}
+	} else {
+		p.objects = append(p.objects, buildIngress(ud, host, routes, s.IngressClass, tlsSecret))
 	}
-	if s.NetworkPolicies {
-		if np := buildNetworkPolicy(ud, netpol.Platform{IngressNamespace: s.IngressNamespace, MonitoringNamespace: s.MonitoringNamespace}); np != nil {
-			p.objects = append(p.objects, np)
-		}
+	// The rules that need no lookup; the Reconciler checks the
+	// namespace's allow-list and who holds the host.
+	if problem := classProblem(ingressClassOf(ud), s); problem != "" {
+		p.withholdRoute(schedv1.ReasonIngressClassNotAllowed, problem)
+	} else if problem, _ := domainProblem(host, ud.Namespace, s.IngressDomain); problem != "" {
+		p.withholdRoute(schedv1.ReasonHostNotAllowed, problem)
 	}
-	return p
 }
 
 // withholdRoute drops what routes the host (Ingress, IngressRoute,

@@ -278,24 +278,29 @@ func rollBackTo(ud *schedv1.UserDeployment, st *schedv1.UserDeploymentStatus, rv
 	return last.Revision, 0
 }
 
-// rollBack records in st that the spec's revision is rolled back to
-// revision to, with the RolledBack condition, and says so in an event
-// once the status is written (the returned func).
-func (r *Reconciler) rollBack(ctx context.Context, ud *schedv1.UserDeployment, st *schedv1.UserDeploymentStatus, from, to int64, now time.Time) func() {
+// foldRollback folds the rollback rollBackTo decides into st, the status
+// just computed: the spec's revision rolled back to the last that ran,
+// with the RolledBack condition, and the event that says so once the
+// status is written (nil: none). It also returns how long until the
+// deadline passes, when the rollback waits for it.
+func foldRollback(ud *schedv1.UserDeployment, st schedv1.UserDeploymentStatus, rv revisions, now time.Time) (schedv1.UserDeploymentStatus, *note, time.Duration) {
+	to, wait := rollBackTo(ud, &st, rv, now)
+	if to == 0 {
+		return st, nil, wait
+	}
+	from := rv.current.Revision
 	why := "no reason given"
 	for _, c := range st.Conditions {
 		if c.Type == schedv1.ConditionReady && c.Message != "" {
 			why = c.Message
 		}
 	}
+	st.Conditions = slices.Clone(st.Conditions)
 	st.RolledBack = &schedv1.RolledBack{FromRevision: from, ToRevision: to, Time: metav1.NewTime(now).Rfc3339Copy()}
-	setRolledBackCondition(ud, st)
+	setRolledBackCondition(ud, &st)
 	msg := fmt.Sprintf("revision %d did not become Running within %s (spec.progressDeadline): %s; rolled back to revision %d, the last that did",
 		from, ud.Spec.Deadline(), why, to)
-	log.FromContext(ctx).Info("Rolling back", "from", from, "to", to, "why", why)
-	return func() {
-		r.Recorder.Eventf(ud, nil, corev1.EventTypeWarning, schedv1.ReasonRolledBack, "RollBack", "%s", clipCondition(msg))
-	}
+	return st, &note{typ: corev1.EventTypeWarning, reason: schedv1.ReasonRolledBack, action: "RollBack", message: clipCondition(msg)}, 0
 }
 
 // trimRevisions deletes the oldest revisions beyond spec.revisionHistoryLimit

@@ -177,3 +177,53 @@ func TestRevisionTimeAfterAStop(t *testing.T) {
 		t.Errorf("started: currentRevisionTime %v, want now (%v)", st.CurrentRevisionTime, want)
 	}
 }
+
+// TestFoldRollback: a rollback rollBackTo decides lands in the computed
+// status (the rollback and its condition) with the event that tells it;
+// otherwise the status is left as computed.
+func TestFoldRollback(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	old := now.Add(-2 * time.Minute)
+	ud := MakeUserDeployment("shop", "team").Service("web", "nginx:1.27", 80, schedv1.ExposureInternal).
+		Spec(func(s *schedv1.UserDeploymentSpec) {
+			s.Rollback = schedv1.RollbackOnDegraded
+			s.ProgressDeadline = &metav1.Duration{Duration: time.Minute}
+		}).Obj()
+	ready := metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionFalse, Reason: schedv1.ReasonCrashLoop, Message: "web: crash looping"}
+	failing := schedv1.UserDeploymentStatus{Phase: schedv1.UserDeploymentDegraded, LastRunningRevision: 1, Conditions: []metav1.Condition{ready}}
+	past := revisions{history: []*appsv1.ControllerRevision{rev(1, "a", old), rev(2, "b", old)}}
+	past.current = past.history[1]
+	recent := revisions{history: []*appsv1.ControllerRevision{rev(1, "a", old), rev(2, "b", now.Add(-20*time.Second))}}
+	recent.current = recent.history[1]
+
+	t.Run("past the deadline", func(t *testing.T) {
+		st, ev, wait := foldRollback(ud, failing, past, now)
+		want := &schedv1.RolledBack{FromRevision: 2, ToRevision: 1, Time: metav1.NewTime(now)}
+		if diff := cmp.Diff(want, st.RolledBack); diff != "" {
+			t.Errorf("rolledBack (-want +got):\n%s", diff)
+		}
+		if c := meta.FindStatusCondition(st.Conditions, schedv1.ConditionRolledBack); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("RolledBack condition = %+v, want True", c)
+		}
+		if len(failing.Conditions) != 1 {
+			t.Errorf("the computed status's conditions were changed in place: %+v", failing.Conditions)
+		}
+		wantEv := &note{typ: "Warning", reason: schedv1.ReasonRolledBack, action: "RollBack",
+			message: "revision 2 did not become Running within 1m0s (spec.progressDeadline): web: crash looping; rolled back to revision 1, the last that did"}
+		if diff := cmp.Diff(wantEv, ev, cmp.AllowUnexported(note{})); diff != "" {
+			t.Errorf("event (-want +got):\n%s", diff)
+		}
+		if wait != 0 {
+			t.Errorf("wait = %v, want 0", wait)
+		}
+	})
+	t.Run("within the deadline", func(t *testing.T) {
+		st, ev, wait := foldRollback(ud, failing, recent, now)
+		if diff := cmp.Diff(failing, st); diff != "" {
+			t.Errorf("status changed (-want +got):\n%s", diff)
+		}
+		if ev != nil || wait != 40*time.Second {
+			t.Errorf("event %+v, wait %v; want none and 40s", ev, wait)
+		}
+	})
+}

@@ -14,8 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // Every Ingress and IngressRoute of the cluster is cached, not only the
@@ -229,9 +229,7 @@ func routeIndex(obj client.Object) []string {
 // routeChanged passes the route events that can change who holds a host:
 // created, deleted, or other hosts or controller. The cached objects hold
 // nothing else, so an ingress controller's status writes compare equal.
-var routeChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return !reflect.DeepEqual(hostsOf(e.ObjectOld), hostsOf(e.ObjectNew)) ||
-			!reflect.DeepEqual(metav1.GetControllerOf(e.ObjectOld), metav1.GetControllerOf(e.ObjectNew))
-	},
-}
+var routeChanged = watch.Changed(func(old, cur client.Object) bool {
+	return !reflect.DeepEqual(hostsOf(old), hostsOf(cur)) ||
+		!reflect.DeepEqual(metav1.GetControllerOf(old), metav1.GetControllerOf(cur))
+})

@@ -125,12 +125,17 @@ func TrimHPA(obj any) (any, error) {
 		return obj, nil
 	}
 	return &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: hpa.Name, Namespace: hpa.Namespace, UID: hpa.UID, ResourceVersion: hpa.ResourceVersion,
-			CreationTimestamp: hpa.CreationTimestamp, DeletionTimestamp: hpa.DeletionTimestamp,
-		},
-		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef},
+		ObjectMeta: identity(hpa.ObjectMeta),
+		Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: hpa.Spec.ScaleTargetRef},
 	}, nil
+}
+
+// identity is what a trimmed object keeps of its metadata at the least.
+func identity(m metav1.ObjectMeta) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
+	}
 }
 
 // TrimRevision is the cache transform for the ControllerRevisions that
@@ -144,14 +149,9 @@ func TrimRevision(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &appsv1.ControllerRevision{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: cr.Name, Namespace: cr.Namespace, UID: cr.UID, ResourceVersion: cr.ResourceVersion,
-			CreationTimestamp: cr.CreationTimestamp, DeletionTimestamp: cr.DeletionTimestamp,
-			Labels: cr.Labels, OwnerReferences: cr.OwnerReferences,
-		},
-		Revision: cr.Revision,
-	}, nil
+	meta := identity(cr.ObjectMeta)
+	meta.Labels, meta.OwnerReferences = cr.Labels, cr.OwnerReferences
+	return &appsv1.ControllerRevision{ObjectMeta: meta, Revision: cr.Revision}, nil
 }
 
 // TrimApp is the cache transform for UserDeployments: it keeps the managed

@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -24,12 +23,14 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
+	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
 // SetupWithManager watches UserDeployments, everything they own and their
 // pods (whose states explain a service that does not become ready). The
 // optional APIs are followed while the operator runs (optional.go).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	r.writer.Client = r.Client
 	if err := r.setupOptionalAPIs(mgr); err != nil {
 		return err
 	}
@@ -106,76 +107,53 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 // tierLimitsChanged passes a tier quota's creation, and the updates that
 // change what an app's objects are built with (tiers.LimitsFromQuota);
 // never its status, which changes with every pod.
-var tierLimitsChanged = predicate.Funcs{
-	CreateFunc:  func(e event.CreateEvent) bool { return isTierQuota(e.Object) },
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isTierQuota(e.Object) },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if !isTierQuota(e.ObjectNew) {
-			return false
-		}
-		o, n := e.ObjectOld, e.ObjectNew
-		return o.GetLabels()[schedv1.LabelTier] != n.GetLabels()[schedv1.LabelTier] ||
-			o.GetAnnotations()[schedv1.AnnotationTierDefaultPriorityClass] != n.GetAnnotations()[schedv1.AnnotationTierDefaultPriorityClass] ||
-			o.GetAnnotations()[schedv1.AnnotationTierMaxRevisions] != n.GetAnnotations()[schedv1.AnnotationTierMaxRevisions]
+var tierLimitsChanged = watch.Filter[*corev1.ResourceQuota]{
+	Create: isTierQuota,
+	Delete: isTierQuota,
+	Update: func(o, n *corev1.ResourceQuota) bool {
+		return isTierQuota(n) &&
+			(o.Labels[schedv1.LabelTier] != n.Labels[schedv1.LabelTier] ||
+				o.Annotations[schedv1.AnnotationTierDefaultPriorityClass] != n.Annotations[schedv1.AnnotationTierDefaultPriorityClass] ||
+				o.Annotations[schedv1.AnnotationTierMaxRevisions] != n.Annotations[schedv1.AnnotationTierMaxRevisions])
 	},
-}
+}.Predicate()
 
-func isTierQuota(o client.Object) bool {
-	return o.GetName() == schedv1.TierObjectName && o.GetLabels()[schedv1.LabelManagedBy] == schedv1.ManagedByValue
+func isTierQuota(q *corev1.ResourceQuota) bool {
+	return q.Name == schedv1.TierObjectName && q.Labels[schedv1.LabelManagedBy] == schedv1.ManagedByValue
 }
 
 // allowedHostsChanged passes a namespace whose allow-list annotation
 // changed; a new namespace has no apps yet.
-var allowedHostsChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[schedv1.AnnotationAllowedHosts] != e.ObjectNew.GetAnnotations()[schedv1.AnnotationAllowedHosts]
-	},
-}
+var allowedHostsChanged = watch.Updated(func(o, n *corev1.Namespace) bool {
+	return o.Annotations[schedv1.AnnotationAllowedHosts] != n.Annotations[schedv1.AnnotationAllowedHosts]
+})
 
 // podCauseChanged passes the pod events that can change an app's status:
 // the status reads pods only for why they do not run or what they wait for
 // (podstatus.Cause, podstatus.Starting), and takes replica counts from the
 // Deployments. A pod's other updates (scheduled, ready, IPs) change
 // neither.
-var podCauseChanged = predicate.Funcs{
-	CreateFunc: func(e event.CreateEvent) bool {
-		return isAppPod(e.Object) && podCause(e.Object) != ""
+var podCauseChanged = watch.Filter[*corev1.Pod]{
+	Create: func(p *corev1.Pod) bool { return isAppPod(p) && podCause(p) != "" },
+	Update: func(old, cur *corev1.Pod) bool {
+		return isAppPod(cur) &&
+			((old.DeletionTimestamp != nil) != (cur.DeletionTimestamp != nil) || podCause(old) != podCause(cur))
 	},
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if !isAppPod(e.ObjectNew) {
-			return false
-		}
-		wasDeleting, deleting := e.ObjectOld.GetDeletionTimestamp() != nil, e.ObjectNew.GetDeletionTimestamp() != nil
-		return wasDeleting != deleting || podCause(e.ObjectOld) != podCause(e.ObjectNew)
-	},
-	DeleteFunc:  func(e event.DeleteEvent) bool { return isAppPod(e.Object) },
-	GenericFunc: func(e event.GenericEvent) bool { return isAppPod(e.Object) },
-}
+	Delete: isAppPod,
+}.Predicate()
 
 // scaleTargetChanged passes autoscalers created or deleted, and updates
 // that point one at another workload.
-var scaleTargetChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, okOld := e.ObjectOld.(*autoscalingv2.HorizontalPodAutoscaler)
-		cur, okNew := e.ObjectNew.(*autoscalingv2.HorizontalPodAutoscaler)
-		return !okOld || !okNew || old.Spec.ScaleTargetRef != cur.Spec.ScaleTargetRef
-	},
-}
+var scaleTargetChanged = watch.Changed(func(old, cur *autoscalingv2.HorizontalPodAutoscaler) bool {
+	return old.Spec.ScaleTargetRef != cur.Spec.ScaleTargetRef
+})
 
-func isAppPod(o client.Object) bool {
-	_, ok := o.GetLabels()[schedv1.LabelUserDeployment]
+func isAppPod(p *corev1.Pod) bool {
+	_, ok := p.Labels[schedv1.LabelUserDeployment]
 	return ok
 }
 
-func podCause(o client.Object) string {
-	pod, ok := o.(*corev1.Pod)
-	if !ok {
-		return ""
-	}
+func podCause(pod *corev1.Pod) string {
 	if reason, msg := podstatus.Cause(pod); reason != "" {
 		return reason + ": " + msg
 	}

@@ -597,16 +597,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.AgentTask{}, stepTaskIndex, controllingWorkflow); err != nil {
 		return err
 	}
+	workflows := func() client.ObjectList { return &schedv1.WorkflowList{} }
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&schedv1.Workflow{}).
 		Owns(&schedv1.AgentTask{}).
-		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+		Watches(&corev1.ResourceQuota{}, refusal.OnQuotaChange(mgr.GetClient(), workflows),
 			builder.WithPredicates(refusal.GivesRoom)).
 		// A tier's TTLs changing, or a namespace's tier, moves the
 		// workflows' expiry.
-		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+		Watches(&corev1.ResourceQuota{}, expiry.OnTierChange(mgr.GetClient(), workflows),
 			builder.WithPredicates(expiry.QuotaChanged)).
-		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), func() client.ObjectList { return &schedv1.WorkflowList{} }),
+		Watches(&corev1.Namespace{}, expiry.OnTierChange(mgr.GetClient(), workflows),
 			builder.WithPredicates(expiry.TierLabelChanged)).
 		WithOptions(opts).
 		Named("workflow").

@@ -56,7 +56,7 @@ func core(verb, resource string) Access { return Access{Verb: verb, Resource: re
 // Commands are the key requests of each command: those that decide
 // whether it works, not all it makes. The namespaced ones are what the
 // ClusterRole kubectl-sched-tenant grants (config/rbac/user_roles.yaml,
-// whose rules plugin/members derives from the commands' requests).
+// whose rules hack/test/members derives from the commands' requests).
 var Commands = []struct {
 	Command string
 	Needs   []Access

@@ -319,6 +319,11 @@ func (o *RunOptions) follow(ctx context.Context) error {
 	if err != nil {
 		return watchError(err, o.task.Name, o.WatchTimeout, last)
 	}
+	// The progress ends with the task's own line, after its logs; a
+	// failure's is the error the command exits with.
+	if final.Status.Phase == schedv1.TaskSucceeded {
+		fmt.Fprintf(o.ErrOut, "agenttask/%s %s\n", final.Name, taskfollow.Explain(final))
+	}
 	return outcome(final, func(s string) { fmt.Fprintln(o.Out, s) })
 }
 

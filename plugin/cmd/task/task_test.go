@@ -199,7 +199,7 @@ func TestRunWaitExitCodes(t *testing.T) {
 				ended(schedv1.TaskSucceeded, schedv1.ReasonSucceeded, 0, "succeeded", map[string]string{"sha": "abc123", "image": "reg/app:1"})},
 			wantCode:   0,
 			wantStdout: "image=reg/app:1\nsha=abc123\n",
-			wantStderr: []string{" Pending: waiting for the pod to start", "Running: pod p-1 is running"},
+			wantStderr: []string{" Pending: waiting for the pod to start", "Running: pod p-1 is running", " Succeeded: succeeded\n"},
 		},
 		"failed explains on stderr": {
 			flags:      []string{"--wait"},
@@ -241,7 +241,7 @@ func TestRunWaitExitCodes(t *testing.T) {
 				ended(schedv1.TaskSucceeded, schedv1.ReasonSucceeded, 0, "succeeded", map[string]string{"k": "v"})},
 			wantCode:   0,
 			wantStdout: "k=v\n",
-			wantStderr: []string{"warning: cannot stream the logs of pod p-1"},
+			wantStderr: []string{"warning: cannot stream the logs of pod p-1", " Succeeded: succeeded\n"},
 		},
 	}
 	i := 0

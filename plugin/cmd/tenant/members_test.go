@@ -52,7 +52,7 @@ const g = schedv1.GroupName
 
 // commandAccess is what each command a member runs asks of the API server
 // in their namespace, read from the commands (plugin/cmd, plugin/internal).
-// plugin/members runs the commands as a member on the simulated cluster and
+// hack/test/members runs the commands as a member on the simulated cluster and
 // derives the same from their requests.
 var commandAccess = map[string][]access{
 	"deploy --secret --wait": slices.Concat(

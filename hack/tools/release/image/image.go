@@ -2,7 +2,7 @@
 // library) and pushes it: one OCI index for linux/amd64 and linux/arm64, a
 // static binary (CGO_ENABLED=0) running as uid 65532, the OCI labels, and
 // ko's SPDX SBOM beside each image. The release command (make release),
-// this package's test (make test-release) and hack/realnode's release test
+// this package's test (make test-release) and hack/test/realnode's release test
 // (through the command) run this same code.
 //
 // Nothing can be pulled where we build, so the base is made here from files
