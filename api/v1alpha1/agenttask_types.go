@@ -290,6 +290,20 @@ type AgentTaskStatus struct {
 	// +optional
 	Pruned *PrunedPods `json:"pruned,omitempty"`
 
+	// Logs keeps the end of each of the task's pods' logs (their task
+	// container's), read when the pod ended and written here before the
+	// operator lets the pod go (pruned, deleted after
+	// --succeeded-pod-retention, or with its Job), so that `kubectl sched
+	// logs` shows it as long as the task exists: at most 500 lines and
+	// 32 KiB per pod (KeptLogLines, KeptLogBytes), 128 KiB per task
+	// (KeptLogTaskBytes; the oldest pods' given up first), bytes counted
+	// as JSON stores them. In the order the pods were created.
+	// +optional
+	// +listType=map
+	// +listMapKey=pod
+	// +kubebuilder:validation:MaxItems=32
+	Logs []KeptLog `json:"logs,omitempty"`
+
 	// Expiry is when the operator deletes the task once it has finished:
 	// by spec.ttlAfterFinished with cleanup Task, in a namespace of a tier
 	// by the tier's TTLs, else by the cluster's default (kubectl sched
@@ -300,8 +314,8 @@ type AgentTaskStatus struct {
 
 	// Conditions: Ready (the pod runs or the task succeeded), Succeeded,
 	// and PodDeleted once the operator deleted a succeeded task's pods
-	// after the cluster's --succeeded-pod-retention (the outputs stay
-	// here).
+	// after the cluster's --succeeded-pod-retention (the outputs and the
+	// end of the log stay here).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -328,6 +342,80 @@ type PrunedPods struct {
 	// Disrupted counts the pods that were preempted, evicted or drained.
 	// +optional
 	Disrupted int32 `json:"disrupted,omitempty"`
+}
+
+// KeptLogReason says what a KeptLog holds.
+// +kubebuilder:validation:Enum=Kept;Truncated;Unavailable;Dropped
+// +kubebuilder:validation:MaxLength=16
+type KeptLogReason string
+
+const (
+	// LogKept says Log is the pod's whole log.
+	LogKept KeptLogReason = "Kept"
+	// LogTruncated says Log is the end of a longer log, its last
+	// KeptLogLines lines within KeptLogBytes.
+	LogTruncated KeptLogReason = "Truncated"
+	// LogUnavailable says no log could be read (its node served none, the
+	// pod was gone); Message says why.
+	LogUnavailable KeptLogReason = "Unavailable"
+	// LogDropped says the log was given up to keep the task's kept logs
+	// within KeptLogTaskBytes, for its later pods'.
+	LogDropped KeptLogReason = "Dropped"
+)
+
+// The bounds of what a task keeps of its pods' logs (status.logs), in bytes
+// as JSON stores them (a control character takes six). A task's largest
+// spec, metadata and status leave more than KeptLogTaskBytes of an object's
+// 1.5 MiB; the operator keeps less when a task's other fields leave less.
+const (
+	KeptLogLines     = 500
+	KeptLogBytes     = 32 << 10
+	KeptLogTaskBytes = 128 << 10
+)
+
+// KeptLog is what the operator kept of one pod's log when the pod ended.
+type KeptLog struct {
+	// Pod is the pod whose log this is, one of the task's Job's.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Pod string `json:"pod"`
+
+	// CreationTime is when the pod was created: attempts are listed in
+	// its order.
+	// +optional
+	CreationTime *metav1.Time `json:"creationTime,omitempty"`
+
+	// ExitCode of the pod's task container.
+	// +optional
+	ExitCode *int32 `json:"exitCode,omitempty"`
+
+	// Reason says what Log holds: Kept (the whole log), Truncated (its
+	// end), Unavailable (none could be read) or Dropped (given up for
+	// later pods').
+	// +required
+	Reason KeptLogReason `json:"reason"`
+
+	// Message says why, for Truncated, Unavailable and Dropped.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+
+	// Log is the end of the pod's log, bytes that are not UTF-8
+	// replaced.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Log string `json:"log,omitempty"`
+}
+
+// KeptLogOf is the record of pod in logs, or nil.
+func KeptLogOf(logs []KeptLog, pod string) *KeptLog {
+	for i := range logs {
+		if logs[i].Pod == pod {
+			return &logs[i]
+		}
+	}
+	return nil
 }
 
 // MaxDisruptions is how many of a task's pods may be disrupted (preempted,

@@ -118,6 +118,11 @@ const (
 	DefaultSchedulerNamespace = "kubectl-sched-schedulers"
 	// OperatorServiceAccount is the operator's service account in config/rbac.
 	OperatorServiceAccount = "kubectl-sched-operator"
+	// OperatorPodLogsRole names the ClusterRole that lets the operator read
+	// pods' logs (config/rbac/pod_logs_role.yaml), bound nowhere by the
+	// install, and the RoleBinding of the operator to it that the operator
+	// keeps in each namespace where it reads a task's pod's log.
+	OperatorPodLogsRole = "kubectl-sched-operator-pod-logs"
 )
 
 // WellKnownSchedulers are the scx schedulers a SchedExt may name instead of

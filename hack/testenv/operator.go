@@ -34,7 +34,8 @@ const (
 )
 
 // OperatorConfig installs the generated RBAC (config/rbac/role.yaml) bound to
-// the operator's service account and returns admin's config impersonating
+// the operator's service account, and the role it binds itself to in a
+// namespace to read pods' logs (config/rbac/pod_logs_role.yaml), and returns admin's config impersonating
 // that account. A controller run with it has exactly the permissions the
 // markers generate, so a missing one fails the test as it would in a cluster.
 func OperatorConfig(ctx context.Context, admin *rest.Config) (*rest.Config, error) {
@@ -75,6 +76,11 @@ func OperatorConfig(ctx context.Context, admin *rest.Config) (*rest.Config, erro
 		if err := applyRole(ctx, c, raw, subject); err != nil {
 			return nil, err
 		}
+	}
+	// The role the operator binds itself to where it reads a task's pod's
+	// log, bound nowhere here as in a cluster.
+	if err := ApplyFile(ctx, c, filepath.Join(root, "config", "rbac", "pod_logs_role.yaml")); err != nil {
+		return nil, err
 	}
 	cfg := rest.CopyConfig(admin)
 	cfg.Impersonate = rest.ImpersonationConfig{

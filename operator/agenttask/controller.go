@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -90,6 +91,12 @@ type Reconciler struct {
 	// which creates its steps' Jobs itself; one of the Reconciler's own
 	// when nil.
 	Jobs *Starter
+	// Logs reads the ends of the tasks' pods' logs to keep in their
+	// status (logs.go); the manager's client when nil.
+	Logs corev1client.PodsGetter
+	// Namespace is the operator's own, where its service account is: the
+	// subject of the RoleBindings that let it read pods' logs.
+	Namespace string
 
 	// released remembers the pods this controller released lately, so
 	// that a reconcile whose pod cache has not yet seen a release does
@@ -98,6 +105,10 @@ type Reconciler struct {
 	// written is when each unfinished task's status was last written, or
 	// when it was first seen (statusWait).
 	written recent.Times
+	// quiet are the nodes whose kubelets lately served no log, and why;
+	// bound, the namespaces where the operator made or found its
+	// RoleBinding to read logs, and when.
+	quiet, bound byName
 }
 
 // statusWait is how long task's new status waits to be written: an
@@ -130,6 +141,12 @@ func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTa
 // placement.cpuScheduler: which nodes run it, and which SchedExts load it.
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=schedexts,verbs=get;list;watch
+// Pods' logs: never cluster-wide. The operator binds itself to the
+// ClusterRole kubectl-sched-operator-pod-logs (config/rbac) in a namespace
+// where it reads a task's pod's log; kubectl-sched-operator-rolebindings
+// holds it to that one binding.
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=kubectl-sched-operator-pod-logs
 
 // Reconcile moves one AgentTask along: create its Job, follow the Job and
 // pod, record outputs, release the pod, apply the TTL.
@@ -213,17 +230,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	// The ended pods' logs go into the status written next, from the task
+	// read whole (the cache keeps the logs without their text). A finished
+	// task's pods, and those of a Job just deleted (which this reconcile
+	// is the last to see), are read as they are: they are being stopped,
+	// and released once kept.
+	whole, kept, err := r.readLogs(ctx, task, o.pods, task.Status.Phase.Finished() || o.job == nil)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if whole != nil {
+		task = whole
+	}
 	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	before := task.Status.DeepCopy()
+	if len(kept) > 0 {
+		task.Status.Logs = keepLogs(task.Status.Logs, kept, logBudget(task))
+	}
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}
-	if wait := r.statusWait(task, before); wait > 0 {
+	if wait := r.statusWait(task, before); wait > 0 && len(kept) == 0 {
 		if o.createErr != nil {
 			return ctrl.Result{}, o.createErr
 		}
@@ -231,6 +263,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if err := r.patchStatus(ctx, task, before); err != nil {
 		return ctrl.Result{}, err // a Conflict too: see status.Patch
+	}
+	if len(kept) > 0 {
+		crashpoint.Hit(crashpoint.LogsKept)
 	}
 
 	// The status now counts the pods it names pruned: they may go.
@@ -250,8 +285,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if task.Status.Phase.Finished() {
-		// The status now holds the outputs, so the pods may go.
-		if err := r.releasePods(ctx, o.pods); err != nil {
+		// The status now holds the outputs, and the logs of the pods that
+		// ended, so those may go.
+		if err := r.releasePods(ctx, keptPods(task.Status.Logs, o.pods)); err != nil {
 			return ctrl.Result{}, err
 		}
 		podsDue, err := r.deleteSucceededPods(ctx, task, o.job, o.pods)
@@ -607,6 +643,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	if r.Jobs == nil {
 		r.Jobs = &Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
+	}
+	if r.Logs == nil {
+		// The manager's HTTP client: its requests share the operator's
+		// budget (--kube-api-qps).
+		logs, err := corev1client.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+		if err != nil {
+			return err
+		}
+		r.Logs = logs
 	}
 	if err := metrics.Register(mgr.GetCache()); err != nil {
 		return err

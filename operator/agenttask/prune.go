@@ -20,8 +20,9 @@ import (
 // as long as it lives. The operator keeps two pods of a task: its latest
 // pod (the attempt that runs, or the one that ended the task) and the
 // latest failed attempt before it, so that the logs of the last two
-// attempts stay readable when the task ends failed. The others go
-// once they have finished and the task's status counts them: the pruning
+// attempts stay readable live when the task ends failed. The others go
+// once they have finished, the task's status keeps the end of their logs
+// (logs.go) and counts them: the pruning
 // is decided in the status (status.pruned names them, with what they
 // counted), written before the pods are deleted, so a restart between
 // the two deletes the same pods and counts them once. Each failed attempt
@@ -58,10 +59,10 @@ func unpruned(pods []corev1.Pod, p *schedv1.PrunedPods) []corev1.Pod {
 }
 
 // prune adds to pruned the pods of sorted (the task's pods not pruned
-// yet, oldest first) that may go now: finished, and neither the latest
-// pod nor the latest failed attempt before it. It returns pruned itself when none
-// may.
-func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod) *schedv1.PrunedPods {
+// yet, oldest first) that may go now: finished, their logs kept (in logs,
+// the task's status.logs), and neither the latest pod nor the latest
+// failed attempt before it. It returns pruned itself when none may.
+func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod, logs []schedv1.KeptLog) *schedv1.PrunedPods {
 	var keep *corev1.Pod
 	for i := len(sorted) - 2; i >= 0; i-- {
 		if failedAttempt(&sorted[i]) {
@@ -72,7 +73,7 @@ func prune(pruned *schedv1.PrunedPods, sorted []corev1.Pod) *schedv1.PrunedPods 
 	out := pruned
 	for i := 0; i < len(sorted)-1; i++ {
 		p := &sorted[i]
-		if p == keep || !podFinished(p) {
+		if p == keep || !podFinished(p) || !logKept(logs, p) {
 			continue
 		}
 		if out == pruned {

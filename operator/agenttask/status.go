@@ -77,7 +77,7 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st sch
 	// Whatever ends below, the pods that may go are named.
 	defer func() {
 		if !halted {
-			st.Pruned = prune(st.Pruned, pods)
+			st.Pruned = prune(st.Pruned, pods, st.Logs)
 		}
 	}()
 	latest := latestPod(pods)

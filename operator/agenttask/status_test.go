@@ -2,6 +2,7 @@ package agenttask
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -502,6 +503,9 @@ func TestComputeStatusPrunes(t *testing.T) {
 		disruptions int32
 		reason      string
 		message     string
+		// unkept are the pods whose logs the status does not keep yet;
+		// every other pod's is.
+		unkept []string
 	}{
 		"one failed attempt: nothing to prune": {
 			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
@@ -555,6 +559,13 @@ func TestComputeStatusPrunes(t *testing.T) {
 				"the latest, pod t-d: TerminationByKubelet: preempted by a higher-priority pod. A container evicted for its ephemeral storage wrote more to its disk than " +
 				"resources.limits.ephemeral-storage (its tier's default when unset): raise the limit or write less, and create the task again",
 		},
+		"the third attempt runs, the first's log not kept yet: it stays": {
+			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
+			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), makePod("t-c", at(60)).running(at(61)).obj()},
+			unkept:   []string{"t-a"},
+			now:      at(62),
+			attempts: 3, reason: schedv1.ReasonRunning,
+		},
 		"succeeded after two failures: the first goes": {
 			task:     MakeAgentTask("t", "ns").Image("busybox").Retry(3, 10*time.Second).Obj(),
 			pods:     []corev1.Pod{failed("t-a", 0), failed("t-b", 20), makePod("t-c", at(60)).exited(0, "k=v", at(61)).obj()},
@@ -566,6 +577,11 @@ func TestComputeStatusPrunes(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			o := observed{job: job().obj(), pods: tc.pods}
+			for _, p := range tc.pods {
+				if !slices.Contains(tc.unkept, p.Name) {
+					tc.task.Status.Logs = append(tc.task.Status.Logs, schedv1.KeptLog{Pod: p.Name, Reason: schedv1.LogKept})
+				}
+			}
 			st := computeStatus(tc.task, o, tc.now)
 			if diff := cmp.Diff(tc.pruned, st.Pruned); diff != "" {
 				t.Errorf("pruned (-want +got):\n%s", diff)

@@ -70,7 +70,8 @@ const AnnotationTrimmed = schedv1.GroupName + "/cache-trimmed"
 // needs what was dropped.
 const TrimAbove = 16 << 10
 
-// TrimTask is the cache transform for AgentTasks. A task's spec holds up
+// TrimTask is the cache transform for AgentTasks. Its status's kept logs
+// lose their text (trimLogs). A task's spec holds up
 // to 0.95 MiB, nearly all of it its command, args, env and pod metadata,
 // which only its Job reads: past TrimAbove, the cache keeps the rest of
 // the spec (and of the pod's annotations those that loosen Pod Security,
@@ -85,6 +86,7 @@ func TrimTask(obj any) (any, error) {
 		return obj, nil
 	}
 	TrimMeta(&task.ObjectMeta)
+	trimLogs(task.Status.Logs)
 	if TaskBulk(&task.Spec) <= TrimAbove {
 		return task, nil
 	}
@@ -101,6 +103,17 @@ func TrimTask(obj any) (any, error) {
 	}
 	MarkTrimmed(&task.ObjectMeta)
 	return task, nil
+}
+
+// trimLogs drops the text of a cached task's kept logs (up to
+// KeptLogTaskBytes a task), keeping which pods' logs are kept and how: no
+// controller reads the text, and the status write that adds a log is
+// computed from the task read whole (readLogs), so the merge patch of any
+// other write leaves status.logs as it is.
+func trimLogs(logs []schedv1.KeptLog) {
+	for i := range logs {
+		logs[i].Log, logs[i].Message = "", ""
+	}
 }
 
 // TaskBulk is the size of the strings of s a tenant sizes most: its

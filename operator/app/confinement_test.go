@@ -280,6 +280,38 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 			}
 		}
 	})
+	// RoleBindings: RBAC lets the operator bind any role whose rights it
+	// holds (and kubectl-sched-operator-pod-logs, which it may bind); the
+	// policy lets it make only its own binding to read pods' logs.
+	t.Run("RoleBindings: only its own, to read pods' logs", func(t *testing.T) {
+		logsRole := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: schedv1.OperatorPodLogsRole}
+		self := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: testenv.OperatorServiceAccount, Namespace: opNS}
+		binding := func(ns, name string, role rbacv1.RoleRef, subjects ...rbacv1.Subject) *rbacv1.RoleBinding {
+			return &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: managed()}, RoleRef: role, Subjects: subjects}
+		}
+		if err := op.Create(ctx, binding("tenant-a", schedv1.OperatorPodLogsRole, logsRole, self), client.DryRunAll); err != nil {
+			t.Errorf("allowed: its log binding in a tenant namespace: refused: %v", err)
+		}
+		const only = "creates only the RoleBinding kubectl-sched-operator-pod-logs"
+		for name, tc := range map[string]struct {
+			obj  *rbacv1.RoleBinding
+			want string
+		}{
+			"its rights handed to another": {binding("tenant-a", "x", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: wider.Name},
+				rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}), only},
+			"its log role for another account": {binding("tenant-a", schedv1.OperatorPodLogsRole, logsRole,
+				rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "default", Namespace: "tenant-a"}), only},
+			"its log role for itself and another": {binding("tenant-a", schedv1.OperatorPodLogsRole, logsRole, self,
+				rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "mallory"}), only},
+			"its log binding in kube-system":   {binding("kube-system", schedv1.OperatorPodLogsRole, logsRole, self), "writes nothing in kube-system"},
+			"its log binding in its namespace": {binding(opNS, schedv1.OperatorPodLogsRole, logsRole, self), "writes only its leader Lease and Events"},
+		} {
+			err := op.Create(ctx, tc.obj, client.DryRunAll)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("refused: %s: err = %v, want forbidden saying %q", name, err, tc.want)
+			}
+		}
+	})
 	t.Run("allowed: scaling down a privileged Deployment, not changing its template", func(t *testing.T) {
 		dep := deploymentIn("tenant-a", privileged)
 		dep.Name = "old-privileged"

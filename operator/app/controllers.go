@@ -60,6 +60,7 @@ var controllers = map[string]Controller{
 			DefaultTTL:            o.Settings.DefaultTTL,
 			SucceededPodRetention: o.Settings.SucceededPodRetention,
 			Jobs:                  o.jobs,
+			Namespace:             o.operatorNamespace(),
 		}).SetupWithManager(mgr, o.controllerOptions("agenttask"))
 	},
 	"tenant": func(mgr ctrl.Manager, o Options) error {

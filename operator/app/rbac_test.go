@@ -84,7 +84,13 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"create", "", "pods", false},
 		{"delete", "", "namespaces", false},
 		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", false},
-		{"create", "rbac.authorization.k8s.io", "rolebindings", false},
+		// RoleBindings: created only, and the confinement policy holds
+		// them to its own binding to read pods' logs (confinement_test).
+		{"create", "rbac.authorization.k8s.io", "rolebindings", true},
+		{"update", "rbac.authorization.k8s.io", "rolebindings", false},
+		{"delete", "rbac.authorization.k8s.io", "rolebindings", false},
+		{"create", "rbac.authorization.k8s.io", "roles", false},
+		{"bind", "rbac.authorization.k8s.io", "clusterroles", false},
 		{"escalate", "rbac.authorization.k8s.io", "clusterroles", false},
 		{"create", "", "serviceaccounts/token", false},
 		{"update", "", "nodes", false},
@@ -113,6 +119,8 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"delete", "", true},
 		{"create", "binding", false},
 		{"update", "status", false},
+		// Logs only where it bound itself to kubectl-sched-operator-pod-logs.
+		{"get", "log", false},
 	} {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testenv.OperatorNamespace, "system:authenticated"},
@@ -123,6 +131,19 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		}
 		if review.Status.Allowed != c.allowed {
 			t.Errorf("operator may %s pods/%s: %v, want %v", c.verb, c.subresource, review.Status.Allowed, c.allowed)
+		}
+	}
+	// The one role it may bind, by name.
+	for name, allowed := range map[string]bool{schedv1.OperatorPodLogsRole: true, "admin": false, "kubectl-sched-operator": false} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + testenv.OperatorNamespace, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: name, Namespace: "tenant-a"},
+		}}
+		if err := env.Client.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != allowed {
+			t.Errorf("operator may bind clusterrole %s: %v, want %v", name, review.Status.Allowed, allowed)
 		}
 	}
 	// CustomResourceDefinitions: only the optional APIs', by name, read.

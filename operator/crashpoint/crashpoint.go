@@ -8,7 +8,8 @@
 // after an
 // app's revision is recorded and before the app's status says so, and
 // after a task's Job is held for a backoff, or resumed, and before the
-// task's status says so.
+// task's status says so, and after a task's status keeps its ended pods'
+// logs and before the pods may go.
 //
 // The points exist only in a binary built with -tags crashpoint, as
 // hack/test/chaos builds the operator. Everywhere else, the release binary
@@ -53,6 +54,9 @@ const (
 	// JobResumed: AgentTask controller, the Job resumed after its
 	// backoff, the status not written.
 	JobResumed = "agenttask-job-resumed"
+	// LogsKept: AgentTask controller, the status that keeps ended pods'
+	// logs written, the pods not yet released, pruned or deleted.
+	LogsKept = "agenttask-logs-kept"
 )
 
 // Tag is the build tag that arms the points.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -385,4 +386,51 @@ func TestKilledAroundABackoff(t *testing.T) {
 	}
 	t.Logf("killed after the hold and after the resume: 2 attempts, the second's pod created %s, %s after the first ended",
 		pods.Items[1].CreationTimestamp.Format(time.TimeOnly), pods.Items[1].CreationTimestamp.Sub(ended.Add(-backoff)))
+}
+
+// TestKilledAfterLogsKept kills the operator right after the status write
+// that keeps a pod's log (crash point agenttask-logs-kept), before the pod
+// is released. The pod is still held, the record is there; the operator
+// that follows releases the pod and leaves the record as it was: the log
+// was read before the pod could go, and is not read again.
+func TestKilledAfterLogsKept(t *testing.T) {
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	const ns, name = "default", "kept-log"
+	task := MakeAgentTask(name, ns).Image("busybox:1.36").Args("run").
+		PodAnnotation(cluster.AnnotationExitCode, "4").Obj()
+	if err := cl.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+
+	killAt(t, e, crashpoint.LogsKept+":1")
+	if err := cl.Get(ctx, key, task); err != nil || len(task.Status.Logs) != 1 || !task.Status.Phase.Finished() {
+		t.Fatalf("killed after the write, the status does not keep one pod's log (%v): %+v", err, task.Status)
+	}
+	kept := task.Status.Logs[0]
+	pod := &corev1.Pod{}
+	if err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: kept.Pod}, pod); err != nil || !slices.Contains(pod.Finalizers, schedv1.FinalizerOutputs) {
+		t.Fatalf("killed before the release, pod %s is not held (%v): %v", kept.Pod, err, pod.Finalizers)
+	}
+
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: kept.Pod}, pod)
+		return err == nil && !slices.Contains(pod.Finalizers, schedv1.FinalizerOutputs), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the next operator did not release pod %s: %v", kept.Pod, err)
+	}
+	if err := cl.Get(ctx, key, task); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]schedv1.KeptLog{kept}, task.Status.Logs); diff != "" {
+		t.Errorf("the record changed after the restart (-before +after):\n%s", diff)
+	}
+	t.Logf("killed after the write: pod %s released by the next operator, its record %s (%s)", kept.Pod, kept.Reason, kept.Message)
 }

@@ -104,6 +104,54 @@ func TestLogsCommand(t *testing.T) {
 			t.Errorf("logs: exit %d:\n%s", code, out)
 		}
 	})
+
+	t.Run("a succeeded workflow's steps after their pods are deleted", func(t *testing.T) {
+		step := func(name, word string) schedv1.WorkflowStep {
+			return schedv1.WorkflowStep{Name: name, Task: shTask("", `echo "`+word+`"; echo "done with `+name+`"`).Spec}
+		}
+		wf := &schedv1.Workflow{
+			ObjectMeta: metav1.ObjectMeta{Name: "kept-words", Namespace: ns},
+			Spec:       schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{step("one", "first"), step("two", "second")}},
+		}
+		e.create(t, wf)
+		wf = eventually(t, e, wf, 3*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+		if wf.Status.Phase != schedv1.WorkflowSucceeded {
+			t.Fatalf("workflow %s, want Succeeded:\n%s", wf.Status.Phase, dump(wf))
+		}
+		// Deleted as an admin, before --succeeded-pod-retention: the
+		// operator lets them go once their logs are kept.
+		selector := map[string]string{schedv1.LabelWorkflow: wf.Name}
+		for _, p := range e.podsOf(t, ns, selector) {
+			if err := e.client.Delete(context.Background(), &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for len(e.podsOf(t, ns, selector)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the steps' pods were not gone after 2 minutes: %d left", len(e.podsOf(t, ns, selector)))
+			}
+			time.Sleep(time.Second)
+		}
+		out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "logs", "wf/"+wf.Name)
+		want := regexp.MustCompile(`(?s)\[one (kept-words-0-one-\S+)\] --- pod (\S+) is gone: its whole log, kept by the operator when the pod ended ---\n` +
+			`\[one \S+\] first\n\[one \S+\] done with one\n` +
+			`\[two (kept-words-1-two-\S+)\] --- pod (\S+) is gone: its whole log, kept by the operator when the pod ended ---\n` +
+			`\[two \S+\] second\n\[two \S+\] done with two\n$`)
+		m := want.FindStringSubmatch(out)
+		if code != 0 || m == nil || m[1] != m[2] || m[3] != m[4] {
+			t.Errorf("exit %d, want each step's kept log, in order, marked:\n%s%s", code, out, errOut)
+		}
+		// One step's, and task logs of its task.
+		out, _, code = e.kubectlRun(t, time.Minute, "sched", "logs", "wf/"+wf.Name, "two", "--tail", "1")
+		if code != 0 || !strings.HasSuffix(out, "] done with two\n") || strings.Contains(out, "second") || strings.Contains(out, "first") {
+			t.Errorf("logs of step two, --tail 1: exit %d:\n%s", code, out)
+		}
+		out, errOut, code = e.kubectlRun(t, time.Minute, "sched", "task", "logs", "kept-words-0-one")
+		if code != 0 || out != "first\ndone with one\n" || !strings.Contains(errOut, "kept by the operator") {
+			t.Errorf("task logs: exit %d:\n%s%s", code, out, errOut)
+		}
+	})
 }
 
 func allGreeted(out string, pods map[string]bool) bool {

@@ -178,6 +178,7 @@ func TestInstallDryRunClient(t *testing.T) {
 		"PriorityClass /kubectl-sched-low",
 		"ServiceAccount ops/kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-metrics-reader",
+		"ClusterRole /kubectl-sched-operator-pod-logs",
 		"ClusterRole /kubectl-sched-operator",
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",

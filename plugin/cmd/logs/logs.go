@@ -92,11 +92,16 @@ per container). Containers that never ended are named on stderr and
 skipped. A task's or workflow's attempts are pods of their own, which the
 command shows without -p.
 
-A pod on a simulated (kwok) node has no logs; the command says so for that
-pod and goes on. A succeeded task's pod is deleted by the operator after
-the cluster's --succeeded-pod-retention (10m unless an admin set it),
-its outputs kept in the task's status; the command says when, for each
-such task, step or forEach item. It exits 8 when no pod had logs to show.`,
+A task's pods go once it is done with them: a succeeded task's after the
+cluster's --succeeded-pod-retention (10m unless an admin set it), older
+attempts' as it retries. Before a pod goes, the operator keeps the end of
+its log (the last 500 lines, at most 32 KiB) in the task's status; for a
+pod that is gone the command prints that, in its place among the others,
+after a line "--- pod POD is gone: ... kept by the operator ... ---" that
+says whether it is cut. --tail applies to it; --since and --timestamps do
+not (it has no timestamps). A pod on a simulated (kwok) node has no logs;
+the command says so for that pod and goes on. It exits 8 when no pod had
+logs to show.`,
 		Example: `  # Every service of app shop, following
   kubectl sched logs shop -f
 
@@ -203,15 +208,28 @@ type source struct {
 	selector labels.Selector
 	// container chooses the containers of a pod.
 	containers func(*corev1.Pod) []string
-	// prefix names a pod's lines.
-	prefix func(*corev1.Pod) string
-	// order sorts pods for printing: by service or step, then start.
-	order func(*corev1.Pod) string
+	// prefix names a pod's lines, from its labels (or its task's) and
+	// its name.
+	prefix func(labels map[string]string, pod string) string
+	// order sorts pods for printing, from their labels (or their task's):
+	// by service or step, then start.
+	order func(labels map[string]string) string
 	// finished reports a task or workflow that ended (follow stops).
 	finished func(context.Context) <-chan struct{}
-	// deleted lists the tasks whose pods the operator deleted after they
+	// of names a task in messages: "agenttask NAME", "step NAME" of a
+	// workflow, "item N of step NAME".
+	of func(*schedv1.AgentTask) string
+	// tasks lists the tasks whose pods these are, for what the operator
+	// kept of their gone pods' logs and which pods it deleted after they
 	// succeeded; nil for an app.
-	deleted func(context.Context) ([]deletedPods, error)
+	tasks func(context.Context) ([]schedv1.AgentTask, error)
+}
+
+// keptLog is what the operator kept of a gone pod's log, with the labels
+// of its task (a workflow's step and item).
+type keptLog struct {
+	labels map[string]string
+	rec    schedv1.KeptLog
 }
 
 // deletedPods is a succeeded task whose pods the operator deleted, with
@@ -313,8 +331,8 @@ func (o *Options) appSource(src *source, t *schedv1.UserDeployment) error {
 		}
 		return cs
 	}
-	src.prefix = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] + " " + p.Name }
-	src.order = func(p *corev1.Pod) string { return p.Labels[schedv1.LabelService] }
+	src.prefix = func(labels map[string]string, pod string) string { return labels[schedv1.LabelService] + " " + pod }
+	src.order = func(labels map[string]string) string { return labels[schedv1.LabelService] }
 	return nil
 }
 
@@ -322,15 +340,11 @@ func (o *Options) appSource(src *source, t *schedv1.UserDeployment) error {
 func (o *Options) taskSource(src *source, t *schedv1.AgentTask) {
 	// The label holds the Job's name, which may be shorter than the task's.
 	src.selector = labels.SelectorFromSet(labels.Set{schedv1.LabelAgentTask: names.Job(t.Name)})
-	src.containers, src.prefix = o.taskContainer, func(p *corev1.Pod) string { return p.Name }
-	src.order = func(*corev1.Pod) string { return "" }
+	src.containers, src.prefix = o.taskContainer, func(_ map[string]string, pod string) string { return pod }
+	src.order = func(map[string]string) string { return "" }
 	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.AgentTask).Status.Phase.Finished() })
-	src.deleted = func(context.Context) ([]deletedPods, error) {
-		if c := podDeleted(t); c != nil {
-			return []deletedPods{{of: "agenttask " + t.Name, task: t.Name, condition: *c}}, nil
-		}
-		return nil, nil
-	}
+	src.tasks = func(context.Context) ([]schedv1.AgentTask, error) { return []schedv1.AgentTask{*t}, nil }
+	src.of = func(*schedv1.AgentTask) string { return "agenttask " + t.Name }
 }
 
 // workflowSource: the pods of a workflow's steps, or of one step or item,
@@ -350,52 +364,81 @@ func (o *Options) workflowSource(src *source, t *schedv1.Workflow) error {
 		}
 		return "step-" + label
 	}
-	stepName := func(p *corev1.Pod) string {
-		name := stepOf(p.Labels)
-		if item, ok := p.Labels[schedv1.LabelWorkflowItem]; ok {
+	stepName := func(labels map[string]string) string {
+		name := stepOf(labels)
+		if item, ok := labels[schedv1.LabelWorkflowItem]; ok {
 			name += "[" + item + "]"
 		}
 		return name
 	}
 	src.containers = o.taskContainer
-	src.prefix = func(p *corev1.Pod) string { return stepName(p) + " " + p.Name }
-	src.order = func(p *corev1.Pod) string {
+	src.prefix = func(labels map[string]string, pod string) string { return stepName(labels) + " " + pod }
+	src.order = func(labels map[string]string) string {
 		// The finally steps after every step.
-		label := p.Labels[schedv1.LabelWorkflowStep]
+		label := labels[schedv1.LabelWorkflowStep]
 		if j, ok := names.ParseFinallyStep(label); ok {
 			return fmt.Sprintf("f%06d", j)
 		}
 		i, _ := strconv.Atoi(label)
-		item, _ := strconv.Atoi(p.Labels[schedv1.LabelWorkflowItem])
+		item, _ := strconv.Atoi(labels[schedv1.LabelWorkflowItem])
 		return fmt.Sprintf("%06d-%03d", i, item)
 	}
 	src.finished = o.finishedWhen(src.kind, t, func(obj client.Object) bool { return obj.(*schedv1.Workflow).Status.Phase.Finished() })
-	src.deleted = func(ctx context.Context) ([]deletedPods, error) {
+	src.tasks = func(ctx context.Context) ([]schedv1.AgentTask, error) {
 		// The tasks of the pods asked for: a step's and its items' carry
-		// the labels their pods do.
-		var tasks schedv1.AgentTaskList
-		if err := o.Clients.Client.List(ctx, &tasks, client.InNamespace(t.Namespace), client.MatchingLabels(set)); err != nil {
-			return nil, err
-		}
-		var out []deletedPods
-		for i := range tasks.Items {
-			task := &tasks.Items[i]
-			c := podDeleted(task)
-			if c == nil || !metav1.IsControlledBy(task, t) {
-				continue
+		// the labels their pods do. A page at a time: each holds its
+		// pods' kept logs.
+		var out []schedv1.AgentTask
+		opts := []client.ListOption{client.InNamespace(t.Namespace), client.MatchingLabels(set), client.Limit(50)}
+		for {
+			var tasks schedv1.AgentTaskList
+			if err := o.Clients.Client.List(ctx, &tasks, opts...); err != nil {
+				return nil, err
 			}
-			of := "step " + stepOf(task.Labels)
-			if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
-				of = "item " + item + " of " + of
+			for i := range tasks.Items {
+				if metav1.IsControlledBy(&tasks.Items[i], t) {
+					out = append(out, tasks.Items[i])
+				}
 			}
-			out = append(out, deletedPods{of: of, task: task.Name, condition: *c})
+			if tasks.Continue == "" {
+				return out, nil
+			}
+			opts = append(opts[:3:3], client.Continue(tasks.Continue))
 		}
-		slices.SortFunc(out, func(a, b deletedPods) int {
-			return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
-		})
-		return out, nil
+	}
+	src.of = func(task *schedv1.AgentTask) string {
+		of := "step " + stepOf(task.Labels)
+		if item, ok := task.Labels[schedv1.LabelWorkflowItem]; ok {
+			of = "item " + item + " of " + of
+		}
+		return of
 	}
 	return nil
+}
+
+// gone sorts out what the tasks of src say of their pods that are not in
+// live: the kept logs of those pods, in order, and the tasks whose pods
+// the operator deleted after they succeeded and kept no log of.
+func (o *Options) gone(src *source, tasks []schedv1.AgentTask, live map[string]bool) ([]keptLog, []deletedPods) {
+	var kept []keptLog
+	var deleted []deletedPods
+	// Only the task container's log is kept.
+	keeps := o.Container == "" || o.Container == podlogs.TaskContainer
+	for i := range tasks {
+		task := &tasks[i]
+		for _, rec := range task.Status.Logs {
+			if keeps && !live[rec.Pod] {
+				kept = append(kept, keptLog{labels: task.Labels, rec: rec})
+			}
+		}
+		if c := podDeleted(task); c != nil && (!keeps || schedv1.KeptLogOf(task.Status.Logs, task.Status.PodName) == nil) {
+			deleted = append(deleted, deletedPods{of: src.of(task), task: task.Name, condition: *c})
+		}
+	}
+	slices.SortFunc(deleted, func(a, b deletedPods) int {
+		return a.condition.LastTransitionTime.Compare(b.condition.LastTransitionTime.Time)
+	})
+	return kept, deleted
 }
 
 // podDeleted is a task's PodDeleted condition when it is True.
@@ -475,45 +518,118 @@ func (o *Options) logOptions(container string, follow, previous bool) corev1.Pod
 	return opts
 }
 
-// printAll prints the logs of the pods that exist now, in order.
-func (o *Options) printAll(ctx context.Context, src *source) error {
+// entry is one pod to print: live, or gone with what the operator kept
+// of its log.
+type entry struct {
+	labels  map[string]string
+	name    string
+	created metav1.Time
+	pod     *corev1.Pod
+	kept    *schedv1.KeptLog
+}
+
+// entries are the live pods and the kept logs of gone ones, in order: by
+// service or step, then creation.
+func entries(src *source, pods []corev1.Pod, kept []keptLog) []entry {
+	var out []entry
+	for i := range pods {
+		out = append(out, entry{labels: pods[i].Labels, name: pods[i].Name, created: pods[i].CreationTimestamp, pod: &pods[i]})
+	}
+	for i := range kept {
+		e := entry{labels: kept[i].labels, name: kept[i].rec.Pod, kept: &kept[i].rec}
+		if kept[i].rec.CreationTime != nil {
+			e.created = *kept[i].rec.CreationTime
+		}
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := &out[i], &out[j]
+		if oa, ob := src.order(a.labels), src.order(b.labels); oa != ob {
+			return oa < ob
+		}
+		if !a.created.Equal(&b.created) {
+			return a.created.Before(&b.created)
+		}
+		return a.name < b.name
+	})
+	return out
+}
+
+// listGone lists src's pods, and what its tasks say of the pods that are
+// gone (none for an app).
+func (o *Options) listGone(ctx context.Context, src *source) ([]corev1.Pod, []keptLog, []deletedPods, error) {
 	ns := o.Clients.Namespace
 	list, err := o.Clients.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: src.selector.String()})
 	if err != nil {
-		return cmdutil.API(err, "list", "pods")
+		return nil, nil, nil, cmdutil.API(err, "list", "pods")
 	}
-	pods := list.Items
-	sort.SliceStable(pods, func(i, j int) bool {
-		a, b := &pods[i], &pods[j]
-		if oa, ob := src.order(a), src.order(b); oa != ob {
-			return oa < ob
-		}
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
-	var deleted []deletedPods
-	if src.deleted != nil {
-		if deleted, err = src.deleted(ctx); err != nil {
-			// Only the explanation is lost: the logs that exist still show.
-			fmt.Fprintln(o.ErrOut, "warning: cannot tell which pods the operator deleted: "+printing.Line(cmdutil.API(err, "list", kinds.AgentTask.Plural).Error()))
-		}
+	if src.tasks == nil {
+		return list.Items, nil, nil, nil
 	}
-	if len(pods) == 0 && len(deleted) > 0 {
+	tasks, err := src.tasks(ctx)
+	if err != nil {
+		// Only the gone pods are lost: the logs that exist still show.
+		fmt.Fprintln(o.ErrOut, "warning: cannot read what the operator kept of the gone pods' logs: "+printing.Line(cmdutil.API(err, "list", kinds.AgentTask.Plural).Error()))
+		return list.Items, nil, nil, nil
+	}
+	live := map[string]bool{}
+	for _, p := range list.Items {
+		live[p.Name] = true
+	}
+	kept, deleted := o.gone(src, tasks, live)
+	return list.Items, kept, deleted, nil
+}
+
+// printKept prints what the operator kept of a gone pod's log behind the
+// pod's prefix, after a line that says it is the kept log (and whether it
+// is cut). It reports whether there was text to print.
+func (o *Options) printKept(w *prefixWriter, src *source, e *entry) bool {
+	note, ok := podlogs.KeptNote(e.kept)
+	if !ok {
+		fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(note))
+		return false
+	}
+	prefix := src.prefix(e.labels, e.name)
+	w.line(prefix, "--- "+note+" ---")
+	lw := w.For(prefix)
+	_ = podlogs.CopyKept(lw, e.kept.Log, o.Tail)
+	_ = lw.Close()
+	return true
+}
+
+// printAll prints the logs of the pods that exist now, and what the
+// operator kept of those that are gone, in order.
+func (o *Options) printAll(ctx context.Context, src *source) error {
+	pods, kept, deleted, err := o.listGone(ctx, src)
+	if err != nil {
+		return err
+	}
+	all := entries(src, pods, kept)
+	if len(all) == 0 && len(deleted) > 0 {
 		return o.podsDeletedError(src, deleted)
 	}
-	if len(pods) == 0 {
+	if len(all) == 0 {
 		return cmdutil.Errorf(cmdutil.ExitError, fmt.Sprintf("'kubectl sched describe %s %s' shows why; -f waits for them.", src.kind.Singular, src.name),
 			"%s %s has no pods", src.kind.Singular, src.name)
 	}
 	for _, d := range deleted {
 		fmt.Fprintln(o.ErrOut, "warning: "+d.String())
 	}
+	if len(kept) > 0 && (o.Since > 0 || o.Timestamps) {
+		fmt.Fprintln(o.ErrOut, "warning: --since and --timestamps do not apply to the kept logs of gone pods, which the operator keeps without timestamps")
+	}
 	w := newPrefixWriter(o.Out, o.color)
 	shown, noLogs, restarted := 0, 0, 0 // restarted: containers with an ended instance
-	for i := range pods {
-		p := &pods[i]
+	for i := range all {
+		if all[i].kept != nil {
+			if o.printKept(w, src, &all[i]) {
+				shown++
+			} else {
+				noLogs++
+			}
+			continue
+		}
+		p := all[i].pod
 		if !started(p) {
 			fmt.Fprintf(o.ErrOut, "pod %s has not started yet\n", p.Name)
 			continue
@@ -528,7 +644,7 @@ func (o *Options) printAll(ctx context.Context, src *source) error {
 				}
 				restarted++
 			}
-			err := o.stream(ctx, w, p, c, src.prefix(p), false, previous)
+			err := o.stream(ctx, w, p, c, src.prefix(p.Labels, p.Name), false, previous)
 			var nl *podlogs.NoLogsError
 			switch {
 			case errors.As(err, &nl):
@@ -651,14 +767,22 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			}
 		}()
 	}
-	if src.deleted != nil {
-		if deleted, err := src.deleted(ctx); err == nil {
-			for _, d := range deleted {
-				fmt.Fprintln(o.ErrOut, "warning: "+d.String())
-			}
+	w := newPrefixWriter(o.Out, o.color)
+	if src.tasks != nil {
+		// The pods gone already: what the operator kept of their logs,
+		// before the live ones are followed.
+		_, kept, deleted, err := o.listGone(ctx, src)
+		if err != nil {
+			return err
+		}
+		for _, d := range deleted {
+			fmt.Fprintln(o.ErrOut, "warning: "+d.String())
+		}
+		gone := entries(src, nil, kept)
+		for i := range gone {
+			o.printKept(w, src, &gone[i])
 		}
 	}
-	w := newPrefixWriter(o.Out, o.color)
 	cancels := map[string]context.CancelFunc{} // by pod UID and container
 	var wg sync.WaitGroup
 	ns := o.Clients.Namespace
@@ -684,7 +808,7 @@ func (o *Options) follow(ctx context.Context, src *source) error {
 			wg.Add(1)
 			go func(p *corev1.Pod, c string) {
 				defer wg.Done()
-				if err := o.stream(sctx, w, p, c, src.prefix(p), true, false); err != nil && sctx.Err() == nil {
+				if err := o.stream(sctx, w, p, c, src.prefix(p.Labels, p.Name), true, false); err != nil && sctx.Err() == nil {
 					fmt.Fprintln(o.ErrOut, "warning: "+printing.Line(err.Error()))
 				}
 			}(p.DeepCopy(), c)

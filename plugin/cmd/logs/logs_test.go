@@ -2,6 +2,8 @@ package logs_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -217,4 +219,101 @@ func TestDeletedPods(t *testing.T) {
 			t.Errorf("stderr names pods not asked for:\n%s", r.Stderr)
 		}
 	})
+}
+
+// TestKeptLogs: for pods that are gone, the end of the log the operator
+// kept in their task's status is printed in the pod's place among the
+// live ones, after a line that says so (and that it is cut); a pod whose
+// log could not be kept is named on stderr. Stdout and stderr are goldens.
+func TestKeptLogs(t *testing.T) {
+	const ns = "logs-kept"
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	at := func(s int) *metav1.Time { return ptr.To(metav1.NewTime(t0.Add(time.Duration(s) * time.Second))) }
+	withStatus := func(task *schedv1.AgentTask, st schedv1.AgentTaskStatus) {
+		t.Helper()
+		create(t, task)
+		task.Status = st
+		if err := env.Client.Status().Update(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A task of three attempts whose pods are all gone: the first's log
+	// kept whole, the second's cut, the third's not read. Its PodDeleted
+	// condition is not repeated: the kept log stands for the pod.
+	withStatus(MakeAgentTask("retried", ns).Image("busybox:1.36").Obj(), schedv1.AgentTaskStatus{
+		Phase: schedv1.TaskFailed, PodName: "retried-c",
+		Conditions: []metav1.Condition{{Type: schedv1.ConditionPodDeleted, Status: metav1.ConditionTrue, Reason: schedv1.ReasonSucceededPodRetention,
+			LastTransitionTime: metav1.NewTime(t0), Message: "pod retried-c was deleted"}},
+		Logs: []schedv1.KeptLog{
+			{Pod: "retried-b", CreationTime: at(20), ExitCode: ptr.To[int32](1), Reason: schedv1.LogTruncated, Log: "line 499\nline 500 \x1b[31mred\x1b[0m\n",
+				Message: "the end of a longer log: its last 2 line(s), 30 bytes (a pod's kept log is at most 500 lines and 32 KiB)"},
+			{Pod: "retried-a", CreationTime: at(0), ExitCode: ptr.To[int32](1), Reason: schedv1.LogKept, Log: "first try\nno answer"},
+			{Pod: "retried-c", CreationTime: at(40), Reason: schedv1.LogUnavailable, Message: "the API server could not read the log from node sim-a"},
+		},
+	})
+	// A workflow: step build's pod gone, its log kept; forEach step test's
+	// item 0 gone and kept, item 1 live on a simulated node (no log); the
+	// finally step's gone and kept.
+	wf := MakeWorkflow("kept", ns).Step("build", "busybox:1.36").Step("test", "busybox:1.36", "${item}").ForEach([]string{"eu", "us"}, "", 0).Obj()
+	wf.Spec.Finally = []schedv1.WorkflowStep{{Name: "cleanup", Task: schedv1.AgentTaskSpec{Image: "busybox:1.36"}}}
+	create(t, wf)
+	// Finished, so that -f ends.
+	wf.Status.Phase = schedv1.WorkflowSucceeded
+	if err := env.Client.Status().Update(ctx, wf); err != nil {
+		t.Fatal(err)
+	}
+	stepTask := func(name string, labels map[string]string, pod, log string, created int) {
+		task := MakeAgentTask(name, ns).Image("busybox:1.36").Obj()
+		task.Labels = labels
+		task.OwnerReferences = []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "Workflow", Name: wf.Name, UID: wf.UID, Controller: ptr.To(true)}}
+		st := schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, PodName: pod}
+		if log != "" {
+			st.Logs = []schedv1.KeptLog{{Pod: pod, CreationTime: at(created), ExitCode: ptr.To[int32](0), Reason: schedv1.LogKept, Log: log}}
+		}
+		withStatus(task, st)
+	}
+	stepTask(names.StepTask("kept", 0, "build"), map[string]string{schedv1.LabelWorkflow: "kept", schedv1.LabelWorkflowStep: "0"}, "kept-0-build-x", "built\n", 0)
+	stepTask(names.ItemTask("kept", 1, "test", 0), map[string]string{schedv1.LabelWorkflow: "kept", schedv1.LabelWorkflowStep: "1", schedv1.LabelWorkflowItem: "0"}, "kept-1-test-0-x", "ok eu\n", 10)
+	stepTask(names.ItemTask("kept", 1, "test", 1), map[string]string{schedv1.LabelWorkflow: "kept", schedv1.LabelWorkflowStep: "1", schedv1.LabelWorkflowItem: "1"}, "kept-1-test-1-x", "", 0)
+	stepTask(names.FinallyTask("kept", 0, "cleanup"), map[string]string{schedv1.LabelWorkflow: "kept", schedv1.LabelWorkflowStep: names.FinallyStep(0)}, "kept-f0-cleanup-x", "cleaned\n", 30)
+	// The live pod, on a node where no kubelet listens.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kwok-kept", Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+	create(t, node)
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.1.0.12"}}
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = 10250
+	if err := env.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept-1-test-1-x", Namespace: ns, CreationTimestamp: metav1.NewTime(t0),
+			Labels: map[string]string{schedv1.LabelWorkflow: "kept", schedv1.LabelWorkflowStep: "1", schedv1.LabelWorkflowItem: "1"}},
+		Spec: corev1.PodSpec{NodeName: "kwok-kept", Containers: []corev1.Container{{Name: "task", Image: "busybox:1.36"}}},
+	}
+	create(t, pod)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "task", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	for name, args := range map[string][]string{
+		"kept-task":        {"logs", "at/retried"},
+		"kept-task-tail-1": {"logs", "at/retried", "--tail", "1"},
+		"kept-workflow":    {"logs", "wf/kept"},
+		"kept-follow":      {"logs", "wf/kept", "test", "-f"},
+		"kept-other-c":     {"logs", "at/retried", "-c", "sidecar"},
+		"kept-task-logs":   {"task", "logs", "retried-x"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "kept-task-logs" {
+				// task logs shows the latest attempt: a gone pod kept whole.
+				withStatus(MakeAgentTask("retried-x", ns).Image("busybox:1.36").Obj(), schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, PodName: "retried-x-a",
+					Logs: []schedv1.KeptLog{{Pod: "retried-x-a", CreationTime: at(0), ExitCode: ptr.To[int32](0), Reason: schedv1.LogKept, Log: "the answer is 42\n"}}})
+			}
+			r := env.Run(append(args, "-n", ns)...)
+			// The pod's address differs from run to run only in the error.
+			stderr := regexp.MustCompile(`: Get "[^"]*": .*`).ReplaceAllString(r.Stderr, ": (the kubelet's address): ...")
+			plugintest.Golden(t, name, fmt.Sprintf("$ kubectl sched %s\n--- stdout\n%s--- stderr\n%s--- exit %d\n", strings.Join(args, " "), r.Stdout, stderr, r.Code))
+		})
+	}
 }

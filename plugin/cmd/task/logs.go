@@ -34,7 +34,9 @@ func newLogsCommand(c kube.ClientOptions) *cobra.Command {
 		Short: "Print the logs of an AgentTask's pod",
 		Long: `Print the logs of the pod that runs the task's latest attempt (its "task"
 container). A task has no pod while it waits to be scheduled or for its image;
-the command then says why. With -f it waits for the pod, follows each attempt
+the command then says why. Once the pod is gone (deleted after the task
+succeeded, or pruned), it prints the end of the pod's log that the operator
+kept in the task's status, saying so on stderr. With -f it waits for the pod, follows each attempt
 in turn, and ends when the task does. Control characters in the log are shown
 escaped; 'kubectl logs POD -c task' gives the raw bytes.`,
 		Example: `  # The logs of task hello
@@ -77,8 +79,28 @@ func (o *LogsOptions) Run(ctx context.Context) error {
 	case pod == "" || o.Follow && !t.Status.Phase.Finished():
 		return o.follow(ctx, t, opts)
 	}
-	if err := podlogs.StreamTask(ctx, o.Clients.Kube, ns, pod, opts, o.Out); err != nil {
+	err := podlogs.StreamTask(ctx, o.Clients.Kube, ns, pod, opts, o.Out)
+	if podNotFound(err, pod) {
+		if rec := schedv1.KeptLogOf(t.Status.Logs, pod); rec != nil {
+			return o.printKept(t, rec)
+		}
+	}
+	if err != nil {
 		return logsError(err, t)
+	}
+	return nil
+}
+
+// printKept prints what the operator kept of the log of the task's gone
+// pod, after a line on stderr that says so.
+func (o *LogsOptions) printKept(t *schedv1.AgentTask, rec *schedv1.KeptLog) error {
+	note, ok := podlogs.KeptNote(rec)
+	if !ok {
+		return cmdutil.Errorf(cmdutil.ExitNoLogs, fmt.Sprintf("Its outputs are kept: kubectl sched describe agenttask %s", t.Name), "%s", note)
+	}
+	fmt.Fprintln(o.ErrOut, printing.Line(note))
+	if err := podlogs.CopyKept(o.Out, rec.Log, o.Tail); err != nil {
+		return cmdutil.Errorf(cmdutil.ExitError, "", "write the log: %v", err)
 	}
 	return nil
 }

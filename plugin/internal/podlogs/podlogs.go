@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/printing"
 )
 
@@ -156,4 +157,39 @@ func (l *LineWriter) Close() error {
 		l.buf = nil
 	}
 	return nil
+}
+
+// KeptNote says what the operator kept of a gone pod's log (a task's
+// status.logs, its task container's): ok with a note for the line before
+// the text, or not ok with why there is no text.
+func KeptNote(rec *schedv1.KeptLog) (note string, ok bool) {
+	switch {
+	case rec.Reason == schedv1.LogKept && rec.Log != "":
+		return fmt.Sprintf("pod %s is gone: its whole log, kept by the operator when the pod ended", rec.Pod), true
+	case rec.Reason == schedv1.LogTruncated && rec.Log != "":
+		return fmt.Sprintf("pod %s is gone: the end of its log, kept by the operator when the pod ended; truncated, %s", rec.Pod, rec.Message), true
+	case rec.Reason == schedv1.LogKept:
+		return fmt.Sprintf("pod %s is gone: its log was empty", rec.Pod), false
+	case rec.Reason == schedv1.LogDropped:
+		return fmt.Sprintf("pod %s is gone, and the operator gave up its kept log: %s", rec.Pod, rec.Message), false
+	}
+	return fmt.Sprintf("pod %s is gone, and the operator could not keep its log: %s", rec.Pod, rec.Message), false
+}
+
+// CopyKept writes a kept log's text to w, only its last tail lines when
+// tail >= 0, made safe for a terminal as Stream does.
+func CopyKept(w io.Writer, text string, tail int64) error {
+	if tail >= 0 {
+		lines := strings.SplitAfter(text, "\n")
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		text = strings.Join(lines[max(0, int64(len(lines))-tail):], "")
+	}
+	safe := printing.NewSafeLines(w)
+	_, err := io.WriteString(safe, text)
+	if cerr := safe.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
