@@ -67,11 +67,11 @@ const (
 
 // emulatorCounts is what the emulation reports when it stops.
 type emulatorCounts struct {
-	Pods          int64 `json:"pods"`          // pods whose three writes were done
-	ResultWrites  int64 `json:"resultWrites"`  // WorkflowTaskResult creates and patches sent
-	PodReleases   int64 `json:"podReleases"`   // pod patches letting kwok end a pod
-	FailedWrites  int64 `json:"failedWrites"`  // requests that failed (each retried)
-	FirstError    string `json:"firstError"`
+	Pods         int64  `json:"pods"`         // pods whose three writes were done
+	ResultWrites int64  `json:"resultWrites"` // WorkflowTaskResult creates and patches sent
+	PodReleases  int64  `json:"podReleases"`  // pod patches letting kwok end a pod
+	FailedWrites int64  `json:"failedWrites"` // requests that failed (each retried)
+	FirstError   string `json:"firstError"`
 }
 
 // runEmulator is the emulation's process: it runs until SIGTERM, then

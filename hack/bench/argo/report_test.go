@@ -193,7 +193,9 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-func msPer(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(max(n, 1)) }
+func msPer(d time.Duration, n int) float64 {
+	return float64(d.Microseconds()) / 1000 / float64(max(n, 1))
+}
 
 func ms(d time.Duration) string {
 	if d >= 10*time.Second {
