@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,8 +36,11 @@ func BenchmarkArgoSideBySide(b *testing.B) {
 		var results []*run
 		for _, sys := range cfg.systems {
 			results = append(results, runSystem(b, cfg, sys))
+			// What is done so far, in case a later system does not finish.
+			writeReport(cfg, results, time.Since(began))
 		}
-		printReport(cfg, results, time.Since(began))
+		fmt.Print(writeReport(cfg, results, time.Since(began)))
+		fmt.Fprintf(os.Stderr, "[argo-bench] the report, the controllers' logs and the emulation's log are in %s\n", cfg.out)
 	}
 }
 
@@ -223,6 +227,12 @@ func (r *run) runPhase(name string, workflows []shape) *phase {
 		b.Fatalf("%s: waiting for %d workflows: %v (%d finished)", r.system, len(workflows), err, r.obs.done(run)-before)
 	}
 	p.allDone = r.obs.lastDone(workflows)
+	r.obs.mu.Lock()
+	failed := r.obs.failed
+	r.obs.mu.Unlock()
+	if len(failed) > 0 {
+		b.Fatalf("%s: %s: not succeeded: %s (logs in %s)", r.system, name, strings.Join(failed, "; "), r.dir)
+	}
 	r.settle()
 	p.end = time.Now()
 	p.cpu = map[string]time.Duration{}
@@ -282,6 +292,9 @@ func writes(m testenv.Samples) map[string]float64 {
 		}
 		if sub := x.Labels["subresource"]; sub != "" {
 			res += "/" + sub
+		}
+		if x.Labels["verb"] == "DELETE" {
+			res += " deletes"
 		}
 		out[res] += x.Value
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
-// printReport prints the side-by-side table and each system's details as
-// Markdown, ready for docs/contributors/benchmarks.md, and writes it to
-// the output folder.
-func printReport(cfg config, runs []*run, elapsed time.Duration) {
+// writeReport writes the side-by-side table and each system's details as
+// Markdown, ready for docs/contributors/benchmarks.md, into the output
+// folder, and returns it.
+func writeReport(cfg config, runs []*run, elapsed time.Duration) string {
 	w := &strings.Builder{}
 	f := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
 	f("\n### Against Argo Workflows, %s\n\n", time.Now().UTC().Format("2 January 2006 15:04 MST"))
@@ -65,9 +65,9 @@ func printReport(cfg config, runs []*run, elapsed time.Duration) {
 		row("… kube-apiserver and etcd", func(r *run) string { return cpuCell(r.phase(ph), []string{"kube-apiserver", "etcd"}) })
 		row("… the controller", func(r *run) string { return cpuCell(r.phase(ph), []string{"controller"}) })
 		row("… the executor emulation", func(r *run) string { return cpuCell(r.phase(ph), []string{"executor emulation"}) })
-		row("API writes per step, "+ph+" (of them the executor's)", func(r *run) string { return writesCell(r, r.phase(ph)) })
+		row("API writes per step, "+ph+" (of them the executor's: task results created and patched)", func(r *run) string { return writesCell(r, r.phase(ph)) })
 	}
-	f("\nHand-off: a step's pod first seen Succeeded to the next step's pod first seen, both from one informer of the benchmark. Per minute: workflows from the first create to the last finished. CPU: /proc, from a phase's start until the cluster is quiet after it (no write for 3 s), every process of the cluster, the controller, the executor emulation and the benchmark itself (submitting and watching), divided by the phase's workflows. Writes: the API server's apiserver_request_total (POST, PUT, PATCH, DELETE, APPLY; nodes and leases aside), divided by the phase's steps; for Argo less the emulation's one pod patch per step that lets kwok end the pod (a kubelet's part, not Argo's). The executor's writes (a WorkflowTaskResult created, its outputs patched, its report-outputs-completed label set: three per pod) are Argo's.\n")
+	f("\nHand-off: a step's pod first seen Succeeded to the next step's pod first seen, both from one informer of the benchmark. Per minute: workflows from the first create to the last finished. CPU: /proc, from a phase's start until the cluster is quiet after it (no write for 3 s), every process of the cluster, the controller, the executor emulation and the benchmark itself (submitting and watching), divided by the phase's workflows. Writes: the API server's apiserver_request_total (POST, PUT, PATCH, DELETE, APPLY; nodes and leases aside), divided by the phase's steps; for Argo less the emulation's one pod patch per step that lets kwok end the pod (a kubelet's part, not Argo's). The executor's writes (a WorkflowTaskResult created, its outputs patched, its report-outputs-completed label set: three per pod) are Argo's; deletes are counted apart by resource below (Argo's controller deletes a workflow's task results when it ends).\n")
 
 	for _, r := range runs {
 		f("\n#### %s, by phase\n\nCPU per workflow (ms), by process:\n\n", r.system)
@@ -101,9 +101,8 @@ func printReport(cfg config, runs []*run, elapsed time.Duration) {
 			f("\nExecutor emulation: %d pods reported, %d WorkflowTaskResult writes, %d pods released, %d failed requests (retried).\n", c.Pods, c.ResultWrites, c.PodReleases, c.FailedWrites)
 		}
 	}
-	fmt.Print(w.String())
 	_ = os.WriteFile(filepath.Join(cfg.out, "report.md"), []byte(w.String()), 0o644)
-	fmt.Fprintf(os.Stderr, "[argo-bench] the report, the controllers' logs and the emulation's log are in %s\n", cfg.out)
+	return w.String()
 }
 
 func systemNames(runs []*run) []string {

@@ -25,8 +25,13 @@ const (
 	annotationOutput = "bench.kubectl-sched.dev/output"
 )
 
-// Every step's container image; kwok pulls nothing.
+// Every step's container image and command; kwok pulls nothing. The
+// command is explicit: without it Argo's controller asks the image's
+// registry for its entrypoint (the emissary executor needs it), which
+// nothing here can answer, and it must not try.
 const stepImage = "registry.example.com/step:1"
+
+var stepCommand = []string{"/bin/step"}
 
 var argoWorkflowGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "workflows"}
 
@@ -95,7 +100,7 @@ func (s shape) schedWorkflow(ns string) client.Object {
 		for _, from := range st.after {
 			args = append(args, fmt.Sprintf("${steps.%s.output.out}", from))
 		}
-		wf.StepTask(st.name, schedv1.AgentTaskSpec{Image: stepImage, Args: args, PodMetadata: &schedv1.PodMetadata{
+		wf.StepTask(st.name, schedv1.AgentTaskSpec{Image: stepImage, Command: stepCommand, Args: args, PodMetadata: &schedv1.PodMetadata{
 			Labels:      map[string]string{labelWorkflow: s.name, labelStep: st.name},
 			Annotations: quick,
 		}})
@@ -125,7 +130,7 @@ func (s shape) argoWorkflow(ns string) *unstructured.Unstructured {
 			taskArgs = append(taskArgs, map[string]any{"name": in, "value": fmt.Sprintf("{{tasks.%s.outputs.parameters.out}}", from)})
 			args = append(args, fmt.Sprintf("{{inputs.parameters.%s}}", in))
 		}
-		container := map[string]any{"image": stepImage}
+		container := map[string]any{"image": stepImage, "command": []any{stepCommand[0]}}
 		if len(args) > 0 {
 			container["args"] = args
 			tmpl["inputs"] = map[string]any{"parameters": inputs}
