@@ -151,8 +151,10 @@ func (r *run) startArgo(tuned bool) {
 
 // waitEstablished waits until the CRDs named are served.
 func (r *run) waitEstablished(names []string) {
-	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	pending := ""
+	err := wait.PollUntilContextTimeout(r.ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
+			pending = n
 			u, err := r.dyn.Resource(crdGVR).Get(ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
@@ -172,7 +174,7 @@ func (r *run) waitEstablished(names []string) {
 		return true, nil
 	})
 	if err != nil {
-		r.b.Fatalf("Argo's CRDs are not established after a minute: %v", err)
+		r.b.Fatalf("Argo's CRD %s is not established after 5 minutes: %v", pending, err)
 	}
 }
 
