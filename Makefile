@@ -105,6 +105,11 @@ bench: control-plane ## Run the benchmarks and print their figures.
 bench-scale: control-plane ## The scale benchmark: tenants, apps, workflows and tasks at once on 200+ kwok nodes, against bare Jobs (sizes from SCALE_* variables, see docs/contributors/benchmarks.md "Scale").
 	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" go test ./hack/test/bench/scale -run '^$$' -bench Scale -benchtime 1x -timeout 90m
 
+.PHONY: bench-argo
+bench-argo: control-plane ## The same work through Argo Workflows (as shipped, tuned) and the operator, each on a fresh simulated cluster, side by side (builds Argo's controller into the cache once; sizes from ARGO_BENCH_* variables, see docs/contributors/benchmarks.md "Against Argo Workflows").
+	@hack/build-argo.sh >/dev/null
+	KUBEBUILDER_ASSETS="$$(hack/build-control-plane.sh 2>/dev/null)" ARGO_CONTROLLER="$$(hack/build-argo.sh 2>/dev/null)" go test ./hack/bench/argo -run '^$$' -bench ArgoSideBySide -benchtime 1x -timeout 120m
+
 ##@ Build
 
 .PHONY: build
