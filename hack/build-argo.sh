@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds Argo Workflows' workflow-controller from the Go module proxy into
 # the cache beside the control plane, for the side-by-side benchmark
-# (make bench-argo, hack/bench/argo), and copies Argo's CRDs
+# (make bench-argo, hack/test/bench/argo), and copies Argo's CRDs
 # (manifests/base/crds/full in the module) beside it. Nothing of Argo
 # enters our go.mod: go install builds it as its own module, with its own
 # pinned dependencies.
