@@ -7,6 +7,7 @@ package tour
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -207,21 +208,53 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 	if err := e.operator.Start(); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// Two minutes: a loaded machine (make test runs packages side by side)
+	// has taken more than one to sync the operator's caches. Each probe
+	// has its own timeout, so a hanging one does not eat the deadline.
+	const readyWithin = 2 * time.Minute
+	probeClient := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(readyWithin)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get("http://" + probe + "/readyz"); err == nil {
+		if resp, err := probeClient.Get("http://" + probe + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				fmt.Fprintf(e.Log, "operator ready (pid %d, log %s)\n", e.operator.Process.Pid, logf.Name())
 				return nil
 			}
 		}
-		if e.operator.ProcessState != nil {
-			break
+		if exited(e.operator.Process.Pid) {
+			return fmt.Errorf("%w (pid %d); the end of %s:\n%s", ErrOperatorExited, e.operator.Process.Pid, logf.Name(), tail(logf.Name(), 20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("the operator did not become ready in 60s; see %s", logf.Name())
+	return fmt.Errorf("the operator did not become ready in %v; the end of %s:\n%s", readyWithin, logf.Name(), tail(logf.Name(), 20))
+}
+
+// ErrOperatorExited: StartOperator's operator ended before it was ready
+// (a fault test's crash point may be reached that early); WaitOperatorExit
+// says how.
+var ErrOperatorExited = errors.New("the operator exited before it was ready")
+
+// exited reports whether the child pid has ended (a zombie until it is
+// waited for, which WaitOperatorExit or StopOperator does).
+func exited(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command's closing parenthesis.
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] == 'Z' || stat[i+2] == 'X'
+}
+
+// tail is the last n lines of the file at path, for an error message.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // OperatorPID is the operator's process id, for the demo's closing words.

@@ -239,7 +239,7 @@ func TestOptionalPolicyUnbound(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("%v:\n%s", err, r.Stdout)
 	}
-	want := doctor.Check{Name: "policies", Status: doctor.Fail, Message: "1 of 21 not bound and active", Fix: "kubectl sched install",
+	want := doctor.Check{Name: "policies", Status: doctor.Fail, Message: "1 of 22 not bound and active", Fix: "kubectl sched install",
 		Details: []string{"binding kubectl-sched-external-secret-keys missing"}}
 	if diff := cmp.Diff(want, rep.Checks[3]); diff != "" {
 		t.Errorf("policies (-want +got):\n%s", diff)
