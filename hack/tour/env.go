@@ -230,7 +230,7 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 	return fmt.Errorf("the operator did not become ready in %v; the end of %s:\n%s", readyWithin, logf.Name(), tail(logf.Name(), 20))
 }
 
-// ErrOperatorExited: StartOperator's operator ended before it was ready
+// ErrOperatorExited is returned when StartOperator's operator ended before it was ready
 // (a fault test's crash point may be reached that early); WaitOperatorExit
 // says how.
 var ErrOperatorExited = errors.New("the operator exited before it was ready")
