@@ -26,14 +26,7 @@ type CacheKeyTooLongError struct {
 }
 
 func (e *CacheKeyTooLongError) Error() string {
-	when := "once its references are substituted"
-	if e.ParamsOnly {
-		when = "with its params alone, before any output is known"
-	}
-	label := stepLabelIndexed(e.StepIndex, e.Step)
-	if e.Finally {
-		label = "finally " + label
-	}
+	label, when := sizedStep(e.StepIndex, e.Step, e.Finally, e.ParamsOnly)
 	return fmt.Sprintf("%s: cache.key resolves to %d bytes %s, more than the %d a cache key may hold; put less in the key, such as a digest output instead of the content it names",
 		label, e.Size, when, v1alpha1.MaxCacheKeyLength)
 }

@@ -46,16 +46,23 @@ type TooLargeError struct {
 }
 
 func (e *TooLargeError) Error() string {
-	when := "once its references are substituted"
-	if e.ParamsOnly {
-		when = "with its params alone, before any output is known"
-	}
-	label := stepLabelIndexed(e.StepIndex, e.Step)
-	if e.Finally {
-		label = "finally " + label
-	}
+	label, when := sizedStep(e.StepIndex, e.Step, e.Finally, e.ParamsOnly)
 	return fmt.Sprintf("%s renders to %s %s, more than the %s a step may render to (what an AgentTask's image, command, args and env values hold); %s alone renders to %s: use shorter params or outputs, or fewer references to them",
 		label, bytesText(e.Size), when, bytesText(MaxRenderedStepBytes), e.Largest, bytesText(e.LargestSize))
+}
+
+// sizedStep names the step a size error is about, and when its size was
+// counted: with params alone (the plugin, before the run) or with outputs.
+func sizedStep(index int, name string, finally, paramsOnly bool) (label, when string) {
+	label = stepLabelIndexed(index, name)
+	if finally {
+		label = "finally " + label
+	}
+	when = "once its references are substituted"
+	if paramsOnly {
+		when = "with its params alone, before any output is known"
+	}
+	return label, when
 }
 
 // bytesText is n in bytes with a readable unit beside it.
