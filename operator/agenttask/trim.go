@@ -164,13 +164,24 @@ func TrimMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields = nil
 	maps.DeleteFunc(m.Labels, func(k, _ string) bool { return !keptMeta[k] })
 	maps.DeleteFunc(m.Annotations, func(k, _ string) bool { return !keptMeta[k] })
-	// Annotations are not reserved: a tenant may write this one on any
-	// task. The operator's own is at most MaxCacheKeyLength; a longer one
-	// is not a cache key, and is not kept.
-	if len(m.Annotations[schedv1.AnnotationCacheKey]) > schedv1.MaxCacheKeyLength {
-		delete(m.Annotations, schedv1.AnnotationCacheKey)
-	}
+	// Annotations are not reserved: a tenant may write these on any task
+	// or workflow. The operator's own are within keptAnnotationLength; a
+	// longer one is not the operator's, and is not kept.
+	maps.DeleteFunc(m.Annotations, func(k, v string) bool {
+		limit, bounded := keptAnnotationLength[k]
+		return bounded && len(v) > limit
+	})
 }
+
+// keptAnnotationLength bounds the kept annotations: a cache key, and the
+// times the operator writes (RFC 3339 with nanoseconds is 35 bytes).
+var keptAnnotationLength = map[string]int{
+	schedv1.AnnotationCacheKey:             schedv1.MaxCacheKeyLength,
+	schedv1.AnnotationPreviousStepFinished: maxTimeLength,
+	schedv1.AnnotationScheduledTime:        maxTimeLength,
+}
+
+const maxTimeLength = 64
 
 // keptMeta are the labels and annotations the controllers read of a task,
 // a workflow or a cron workflow, and the mark of a trimmed copy: an
