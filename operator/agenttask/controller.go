@@ -43,6 +43,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
@@ -90,7 +91,7 @@ type Reconciler struct {
 	// Jobs creates the tasks' Jobs, shared with the Workflow controller,
 	// which creates its steps' Jobs itself; one of the Reconciler's own
 	// when nil.
-	Jobs *Starter
+	Jobs *taskjob.Starter
 	// Logs reads the ends of the tasks' pods' logs to keep in their
 	// status (logs.go); the manager's client when nil.
 	Logs corev1client.PodsGetter
@@ -180,7 +181,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if o.notAllowedReason, o.notAllowed, err = r.Jobs.refused(ctx, task); err != nil {
+	if o.notAllowedReason, o.notAllowed, err = r.Jobs.Refused(ctx, task); err != nil {
 		return ctrl.Result{}, err
 	}
 	if o.notAllowed != "" && o.job != nil {
@@ -192,10 +193,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		o.job = nil
 	}
 	if o.job != nil {
-		r.Jobs.jobSeen(task)
+		r.Jobs.JobSeen(task)
 	}
 	if o.job == nil && o.foreignJob == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
-		if wait := r.Jobs.leftToWorkflow(task); wait > 0 {
+		if wait := r.Jobs.LeftToWorkflow(task); wait > 0 {
 			// The Workflow controller is creating this step's Job, or
 			// created it and the cache does not show it yet: the Job's
 			// event brings the task back, and this requeue should it
@@ -203,10 +204,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		o.job, err = r.createJob(ctx, task)
-		var taken *nameTakenError
+		var taken *taskjob.NameTakenError
 		switch {
 		case errors.As(err, &taken):
-			o.foreignJob = taken.job
+			o.foreignJob = taken.Job
 		case err != nil && refusal.Classify(err) != refusal.Transient:
 			// Reported in the status: failed for good, or waiting on quota.
 			o.createErr = err
@@ -411,7 +412,7 @@ func jobHadPods(job *batchv1.Job) bool {
 		jobCondition(job, batchv1.JobSuccessCriteriaMet) != nil || jobFailed(job) != nil
 }
 
-// createJob creates task's Job (Starter.createJob), and tells of a
+// createJob creates task's Job (taskjob.Starter.CreateJob), and tells of a
 // refusal that is not final in an event. The cache holds tasks without
 // what only the Job reads (TrimTask): the Job is built from the task read
 // whole, past the cache.
@@ -426,7 +427,7 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 		}
 		task = whole
 	}
-	return r.Jobs.createJob(ctx, task, func(job string, err error) {
+	return r.Jobs.CreateJob(ctx, task, func(job string, err error) {
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.
 			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job, err)
@@ -642,7 +643,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		r.Clock = clock.RealClock{}
 	}
 	if r.Jobs == nil {
-		r.Jobs = &Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
+		r.Jobs = &taskjob.Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
 	}
 	if r.Logs == nil {
 		// The manager's HTTP client: its requests share the operator's
@@ -725,7 +726,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(), tasks,
 			func(o client.Object) bool {
 				task := o.(*schedv1.AgentTask)
-				return !task.Status.Phase.Finished() && len(privilegeAsked(task)) > 0
+				return !task.Status.Phase.Finished() && len(taskjob.PrivilegeAsked(task)) > 0
 			}), builder.WithPredicates(podsecurity.OptOutChanged)).
 		// A task waiting for a CPU scheduler: a SchedExt that loads it
 		// changing, or a node gaining or losing it, changes what its

@@ -75,7 +75,7 @@ const TrimAbove = 16 << 10
 // to 0.95 MiB, nearly all of it its command, args, env and pod metadata,
 // which only its Job reads: past TrimAbove, the cache keeps the rest of
 // the spec (and of the pod's annotations those that loosen Pod Security,
-// which privilegeAsked reads), marked AnnotationTrimmed, and the
+// which taskjob.PrivilegeAsked reads), marked AnnotationTrimmed, and the
 // controller reads the task whole, past the cache, in the one place it
 // builds a Job (Reconciler.createJob). The metadata is trimmed as TrimMeta
 // does. No controller writes a task from the cache but by patches of what

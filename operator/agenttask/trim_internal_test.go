@@ -10,6 +10,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // TestTrimTask: the cache keeps a task's metadata the controllers read
@@ -69,7 +70,7 @@ func TestTrimTask(t *testing.T) {
 	if diff := cmp.Diff(want, task.Spec); diff != "" {
 		t.Errorf("large task's spec (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(privilegeAsked(large), privilegeAsked(task)); diff != "" || len(privilegeAsked(task)) == 0 {
+	if diff := cmp.Diff(taskjob.PrivilegeAsked(large), taskjob.PrivilegeAsked(task)); diff != "" || len(taskjob.PrivilegeAsked(task)) == 0 {
 		t.Errorf("privilegeAsked of the trimmed copy (-whole +trimmed):\n%s", diff)
 	}
 	whole, trimmed := size(t, large), size(t, task)

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // maxCachedBytes is the most the operator's cache may hold of one of a
@@ -139,7 +140,7 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 	if diff := cmp.Diff(spec.Args, ctr.Args); diff != "" {
 		t.Errorf("the Job's args (-task +Job):\n%s", diff)
 	}
-	if diff := cmp.Diff(agenttask.EnvVars(spec.Env), ctr.Env); diff != "" {
+	if diff := cmp.Diff(taskjob.EnvVars(spec.Env), ctr.Env); diff != "" {
 		t.Errorf("the Job's env (-task +Job):\n%s", diff)
 	}
 	step := &schedv1.AgentTask{}

@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // Reconciler reconciles Workflows.
@@ -52,10 +53,10 @@ type Reconciler struct {
 	// (--forbid-self-approval).
 	ForbidSelfApproval bool
 	// Jobs, when set, creates each step task's Job right after the task,
-	// with the AgentTask controller's checks (agenttask.Starter, shared
+	// with the AgentTask controller's checks (taskjob.Starter, shared
 	// with it): a hand-off then waits on one work queue, not two. When nil
 	// the AgentTask controller creates every Job.
-	Jobs *agenttask.Starter
+	Jobs *taskjob.Starter
 
 	// written is when each running workflow's status was last written
 	// (statusWait), and the resourceVersion that write was made against
@@ -66,7 +67,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
-// A step task's Job, right after the task (agenttask.Starter).
+// A step task's Job, right after the task (taskjob.Starter).
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
