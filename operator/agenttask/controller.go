@@ -34,6 +34,7 @@ import (
 	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
@@ -417,7 +418,7 @@ func jobHadPods(job *batchv1.Job) bool {
 // what only the Job reads (TrimTask): the Job is built from the task read
 // whole, past the cache.
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
-	if Trimmed(task) {
+	if cachetrim.Trimmed(task) {
 		whole := &schedv1.AgentTask{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), whole); err != nil {
 			return nil, fmt.Errorf("read task %s to build its Job: %w", task.Name, err)

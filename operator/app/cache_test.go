@@ -16,8 +16,8 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
@@ -117,9 +117,9 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 		})
 		w, c := jsonSize(t, whole), jsonSize(t, cached)
 		t.Logf("%T: %d bytes in the API server, %d in the operator's cache", o, w, c)
-		if w < 1<<20 || c > maxCachedBytes || !agenttask.Trimmed(cached) {
+		if w < 1<<20 || c > maxCachedBytes || !cachetrim.Trimmed(cached) {
 			t.Errorf("%T: %d bytes in the API server, %d cached (trimmed %v); want over 1 MiB, at most %d cached and trimmed",
-				o, w, c, agenttask.Trimmed(cached), maxCachedBytes)
+				o, w, c, cachetrim.Trimmed(cached), maxCachedBytes)
 		}
 	}
 

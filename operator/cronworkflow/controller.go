@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
@@ -61,7 +61,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, cw, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if agenttask.Trimmed(cw) {
+	if cachetrim.Trimmed(cw) {
 		*cw = schedv1.CronWorkflow{}
 		if err := r.APIReader.Get(ctx, req.NamespacedName, cw); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)

@@ -2,10 +2,11 @@ package cronworkflow_test
 
 import (
 	"context"
-	"k8s.io/client-go/util/retry"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/retry"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"

@@ -27,7 +27,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
@@ -215,7 +215,7 @@ func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, wf *schedv1.
 	if err := r.Get(ctx, key, wf, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	if agenttask.Trimmed(wf) {
+	if cachetrim.Trimmed(wf) {
 		*wf = schedv1.Workflow{}
 		return r.APIReader.Get(ctx, key, wf)
 	}
@@ -248,7 +248,7 @@ func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv
 	prev := &schedv1.Workflow{}
 	key := client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}
 	err := r.Get(ctx, key, prev, client.UnsafeDisableDeepCopy)
-	if err == nil && agenttask.Trimmed(prev) {
+	if err == nil && cachetrim.Trimmed(prev) {
 		// Its steps' specs and outputs, which a retry compares and reuses,
 		// are not in the cache.
 		prev = &schedv1.Workflow{}
