@@ -6,7 +6,6 @@ package agenttask
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,13 +29,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
-	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
@@ -164,150 +162,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !task.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
 	}
-	terminating, err := r.namespaceTerminating(ctx, task.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if terminating {
-		// Kubernetes deletes a terminating namespace's pods first and its
-		// AgentTasks only once the pods are gone (OrderedNamespaceDeletion),
-		// and no new attempt can start in it. A task with retries left
-		// never finishes, so its killed pod would keep the outputs
-		// finalizer and the namespace would stay Terminating for good: its
-		// pods go now, and the task with the namespace.
-		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
-	}
-
-	o, err := r.observe(ctx, task)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.notAllowedReason, o.notAllowed, err = r.Jobs.Refused(ctx, task); err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.notAllowed != "" && o.job != nil {
-		// A Job's pod template cannot change: it goes, and its pods with it.
-		if err := r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("delete job %s: %w", o.job.Name, err)
-		}
-		log.FromContext(ctx).Info("Deleted the Job of a task that asks for what it may not have", "job", o.job.Name, "reason", o.notAllowedReason)
-		o.job = nil
-	}
-	if o.job != nil {
-		r.Jobs.JobSeen(task)
-	}
-	if o.job == nil && o.foreignJob == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
-		if wait := r.Jobs.LeftToWorkflow(task); wait > 0 {
-			// The Workflow controller is creating this step's Job, or
-			// created it and the cache does not show it yet: the Job's
-			// event brings the task back, and this requeue should it
-			// have failed. No status from a view without the Job.
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		o.job, err = r.createJob(ctx, task)
-		var taken *taskjob.NameTakenError
-		switch {
-		case errors.As(err, &taken):
-			o.foreignJob = taken.Job
-		case err != nil && refusal.Classify(err) != refusal.Transient:
-			// Reported in the status: failed for good, or waiting on quota.
-			o.createErr = err
-		case err != nil || o.job == nil:
-			// A nil Job means our cache is behind one we created: its
-			// event brings us back, and a status from this stale view
-			// would only be undone.
-			return ctrl.Result{}, err
-		}
-	}
-	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptr.Deref(o.job.Spec.Suspend, false) {
-		if err := r.suspendJob(ctx, o.job); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	var hold jobHold
-	if !task.Status.Phase.Finished() && o.notAllowed == "" {
-		hold = planHold(&task.Spec, o.job, sortedPods(unpruned(o.pods, task.Status.Pruned)), priorOf(task.Status.Pruned), r.Clock.Now())
-		if err := r.applyHold(ctx, o.job, hold); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
-	// The ended pods' logs go into the status written next, from the task
-	// read whole (the cache keeps the logs without their text). A finished
-	// task's pods, and those of a Job just deleted (which this reconcile
-	// is the last to see), are read as they are: they are being stopped,
-	// and released once kept.
-	whole, kept, err := r.readLogs(ctx, task, o.pods, task.Status.Phase.Finished() || o.job == nil)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if whole != nil {
-		task = whole
-	}
-	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	before := task.Status.DeepCopy()
-	if len(kept) > 0 {
-		task.Status.Logs = keepLogs(task.Status.Logs, kept, logBudget(task))
-	}
-	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
-	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
-		status.SetCondition(&task.Status.Conditions, task.Generation, c)
-	}
-	if wait := r.statusWait(task, before); wait > 0 && len(kept) == 0 {
-		if o.createErr != nil {
-			return ctrl.Result{}, o.createErr
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.patchStatus(ctx, task, before); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if len(kept) > 0 {
-		crashpoint.Hit(crashpoint.LogsKept)
-	}
-
-	// The status now counts the pods it names pruned: they may go.
-	if err := r.deletePruned(ctx, task, o.pods); err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.createErr != nil && !task.Status.Phase.Finished() {
-		// A full quota: the workqueue's backoff paces the retries.
-		return ctrl.Result{}, o.createErr
-	}
-	if task.Status.Reason == schedv1.ReasonTooManyDisruptions && o.job != nil && !ptr.Deref(o.job.Spec.Suspend, false) &&
-		jobCondition(o.job, batchv1.JobComplete) == nil && jobFailed(o.job) == nil {
-		// Failed, but the Job would replace its pod again: held for good,
-		// as a cancel holds it, its pods kept.
-		if err := r.suspendJob(ctx, o.job); err != nil {
-			return ctrl.Result{}, fmt.Errorf("stop job %s after too many disruptions: %w", o.job.Name, err)
-		}
-	}
-	if task.Status.Phase.Finished() {
-		// The status now holds the outputs, and the logs of the pods that
-		// ended, so those may go.
-		if err := r.releasePods(ctx, keptPods(task.Status.Logs, o.pods)); err != nil {
-			return ctrl.Result{}, err
-		}
-		podsDue, err := r.deleteSucceededPods(ctx, task, o.job, o.pods)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		res, err := r.applyTTL(ctx, task, o.job)
-		if podsDue > 0 && (res.RequeueAfter == 0 || podsDue < res.RequeueAfter) {
-			res.RequeueAfter = podsDue
-		}
-		return res, err
-	}
-	if d := hold.wake.Sub(r.Clock.Now()); !hold.wake.IsZero() && d > 0 {
-		// Back when the backoff ends (or the timeout, if sooner): nothing
-		// else happens to wake the task then.
-		return ctrl.Result{RequeueAfter: d}, nil
-	}
-	return ctrl.Result{}, nil
+	// The order keeps a step idempotent: the Job before the status that
+	// names it, the status that keeps the outputs and logs (and names the
+	// pods pruned) before any pod goes.
+	return phase.Run(ctx, &scope{task: task},
+		r.stopIfNamespaceEnds,
+		r.observeTask,
+		r.deleteRefusedJob,
+		r.ensureJob,
+		r.suspendCancelled,
+		r.holdForBackoff,
+		r.readEndedLogs,
+		r.writeStatus,
+		r.deletePrunedPods,
+		retryRefusedCreate,
+		r.stopDisrupted,
+		r.tidyFinished,
+		r.wakeAfterBackoff,
+	)
 }
 
 func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (observed, error) {
