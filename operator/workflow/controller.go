@@ -28,8 +28,8 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
-	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
@@ -83,126 +83,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references delete the step tasks, which stops the running step.
 		return ctrl.Result{}, nil
 	}
-	now := metav1.NewTime(r.Clock.Now())
-	rules, err := expiry.Of(ctx, r.Client, wf.Namespace, r.DefaultTTL)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if wf.Status.Phase.Finished() {
-		// Its tier may have changed since it finished.
-		st := *wf.Status.DeepCopy()
-		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, rules)
-		if err := r.patchStatus(ctx, wf, st); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		return r.applyTTL(ctx, wf, now)
-	}
-
-	tasks, items, err := r.stepTasks(ctx, wf)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	prev, err := r.retried(ctx, wf)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p := decideCached(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, r.cacheLookupIn(ctx, wf.Namespace), now)
-	if newCacheHits(wf.Status, p.status) {
-		crashpoint.Hit(crashpoint.StepCacheHit)
-	}
-
-	for _, t := range p.cancels {
-		patch := client.MergeFrom(t.DeepCopy())
-		t.Spec.Cancel = true
-		if err := r.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", t.Name, err)
-		}
-	}
-	if err := r.placeWorkspaces(ctx, wf, tasks, items, &p); err != nil {
-		return ctrl.Result{}, err
-	}
-	quotaErr, heldForWorkspace, err := r.prepareWorkspaces(ctx, wf, tasks, items, &p, now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	errs, err := r.createStepTasks(ctx, wf, p.creates)
-	if len(p.creates) > 0 {
-		crashpoint.Hit(crashpoint.StepTasksCreated)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for i, c := range p.creates {
-		err := errs[i]
-		if apierrors.IsAlreadyExists(err) {
-			// Ours, which the cache has not seen yet (its event brings us
-			// back), or someone else's, which the step never takes.
-			taken, err := r.takenBy(ctx, wf, c.task.Name)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			switch {
-			case taken != nil && c.loop:
-				itemFailed(wf, &p.status, c, nameTakenMessage(wf, taken), now)
-			case taken != nil:
-				nameTaken(wf, &p.status, c.step, taken, now)
-			}
-			continue
-		}
-		switch class := refusal.Classify(err); {
-		case err == nil && c.loop:
-			log.FromContext(ctx).V(1).Info("Created item AgentTask", "task", c.task.Name, "step", c.step, "item", c.item)
-		case err == nil:
-			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
-		case class == refusal.Final && c.loop:
-			itemFailed(wf, &p.status, c, "the API server refused its AgentTask: "+refusal.Message(err), now)
-		case class == refusal.Final:
-			// Substituted outputs can make a task the server refuses;
-			// retrying cannot change them, so the step fails.
-			refused(wf, &p.status, c.step, refusal.Message(err), now)
-		case class == refusal.Quota && c.loop:
-			itemWaitingForQuota(wf, &p.status, c, refusal.Message(err))
-			quotaErr = err
-		case class == refusal.Quota:
-			waitingForQuota(wf, &p.status, c.step, refusal.Message(err))
-			quotaErr = err
-		default:
-			// The tasks created so far are found by name next time.
-			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", c.task.Name, err)
-		}
-	}
-
-	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
-	wait := r.statusWait(wf, p.status, len(p.creates) > 0)
-	if wait <= 0 && r.cacheBehind(wf) && !equality.Semantic.DeepEqual(wf.Status, p.status) {
-		// The write would be refused as a Conflict: wait for the cache,
-		// whose event of that last write brings the workflow back. The
-		// creates above are done; the status waits for the next reconcile.
-		wait = cacheBehindRecheck
-	}
-	if wait > 0 {
-		if quotaErr != nil {
-			return ctrl.Result{}, quotaErr
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.patchStatus(ctx, wf, p.status); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if quotaErr != nil {
-		// The workqueue's backoff paces the retries until the quota has room.
-		return ctrl.Result{}, quotaErr
-	}
-	if wf.Status.Phase.Finished() {
-		return r.applyTTL(ctx, wf, now)
-	}
-	if heldForWorkspace && (p.requeueAt.IsZero() || p.requeueAt.Sub(now.Time) > workspaceRecheck) {
-		return ctrl.Result{RequeueAfter: workspaceRecheck}, nil
-	}
-	if !p.requeueAt.IsZero() {
-		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil
-	}
-	return ctrl.Result{}, nil
+	// The order keeps a step idempotent: a step's task is created before
+	// the status that counts it started, and found by name after a crash.
+	return phase.Run(ctx, &scope{wf: wf, now: metav1.NewTime(r.Clock.Now())},
+		r.readRules,
+		r.tidyFinished,
+		r.decideSteps,
+		r.cancelSteps,
+		r.readyWorkspaces,
+		r.createSteps,
+		r.writeStatus,
+		r.recheck,
+	)
 }
 
 // get reads a workflow from the cache without copying its spec, which no
