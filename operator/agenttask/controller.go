@@ -12,7 +12,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -102,30 +101,30 @@ type Reconciler struct {
 	// that a reconcile whose pod cache has not yet seen a release does
 	// not send it again.
 	released recent.Times
-	// written is when each unfinished task's status was last written, or
-	// when it was first seen (statusWait).
-	written recent.Times
+	// writer writes the tasks' statuses: only what changed, an unfinished
+	// task's paced (statusPace), never from a cache behind its own last
+	// write.
+	writer status.Writer
 	// quiet are the nodes whose kubelets lately served no log, and why;
 	// bound, the namespaces where the operator made or found its
 	// RoleBinding to read logs, and when.
 	quiet, bound byName
 }
 
-// statusWait is how long task's new status waits to be written: an
-// unfinished task's status is written at most once per
-// recent.StatusPace, and not in the first after the controller saw it (its
-// creation timestamp has whole seconds). A task that ends within it
-// gets one status write, when it ends, rather than one for Pending,
-// Running and the end: each is an API write, and a step's becomes a write
-// of its workflow's status too. The end is written at once (a workflow's
-// next step waits for it); Pending and Running show up to a second late.
-// Zero or less when it is written now (the task finished, or nothing
-// changed).
-func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) time.Duration {
-	if task.Status.Phase.Finished() || equality.Semantic.DeepEqual(before, &task.Status) {
-		return 0
+// statusPace says whether task's new status may wait: an unfinished
+// task's status is written at most once per status.StatusPace, and not in
+// the first after the controller saw it (status.Paced). A task that ends
+// within it gets one status write, when it ends, rather than one for
+// Pending, Running and the end: each is an API write, and a step's becomes
+// a write of its workflow's status too. The end is written at once (a
+// workflow's next step waits for it), and so are kept logs (their pods
+// are released once the status holds them); Pending and Running show up to
+// a second late.
+func statusPace(task *schedv1.AgentTask, keptLogs bool) status.Pace {
+	if task.Status.Phase.Finished() || keptLogs {
+		return status.Now
 	}
-	return recent.StatusWait(&r.written, task.UID, task.CreationTimestamp.Time, r.Clock.Now())
+	return status.Paced
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -354,22 +353,23 @@ func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold)
 	return nil
 }
 
-// patchStatus writes the status only when it changed, and emits an event
-// when the task ends: one per task, none for a task a workflow runs (its
-// workflow's event tells the step's end). Pending and Running, which every
-// task passes through, are in its status: each event is an API write, and
-// a task's writes are what it costs the API server beyond a bare Job.
-func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
-	old := task.DeepCopy()
-	old.Status = *before
-	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
-		return err
+// writeTaskStatus writes task's status, through r.writer, when it
+// changed from before, and tells of it (statusChanged).
+func (r *Reconciler) writeTaskStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus, pace status.Pace) (status.Outcome, error) {
+	out, err := r.writer.Write(ctx, task, before, pace)
+	if err == nil && out.Wrote {
+		r.statusChanged(ctx, task, before)
 	}
-	if task.Status.Phase.Finished() {
-		r.written.Forget(task.UID)
-	} else {
-		r.written.Add(task.UID, r.Clock.Now())
-	}
+	return out, err // a Conflict too: see status.Patch
+}
+
+// statusChanged tells of a status written: an event for each retry, and
+// one when the task ends: one per task, none for a task a workflow runs
+// (its workflow's event tells the step's end). Pending and Running, which
+// every task passes through, are in its status: each event is an API
+// write, and a task's writes are what it costs the API server beyond a
+// bare Job.
+func (r *Reconciler) statusChanged(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) {
 	if st := task.Status; st.Reason == schedv1.ReasonBackingOff && (before.Reason != schedv1.ReasonBackingOff || !before.NextAttemptTime.Equal(st.NextAttemptTime)) {
 		// One event per retry: the status keeps only the latest attempt's
 		// exit code and message, the events tell of each failed attempt.
@@ -378,11 +378,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	if before.Phase != task.Status.Phase {
 		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
 		if !task.Status.Phase.Finished() {
-			return nil
+			return
 		}
 		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
 		if runByWorkflow(task) {
-			return nil
+			return
 		}
 		typ := corev1.EventTypeNormal
 		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
@@ -390,7 +390,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		}
 		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
 	}
-	return nil
 }
 
 // runByWorkflow says whether a Workflow runs task, as a step's or a loop
@@ -515,6 +514,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if r.Jobs == nil {
 		r.Jobs = &taskjob.Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
 	}

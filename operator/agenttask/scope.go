@@ -151,7 +151,7 @@ func (r *Reconciler) readEndedLogs(ctx context.Context, s *scope) (phase.Result,
 }
 
 // writeStatus computes the status and writes it, the reconcile's one
-// status write, paced (statusWait) unless it keeps logs.
+// status write (statusPace).
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, error) {
 	task := s.task
 	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
@@ -167,14 +167,17 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, e
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)
 	}
-	if wait := r.statusWait(task, before); wait > 0 && len(s.kept) == 0 {
+	out, err := r.writeTaskStatus(ctx, task, before, statusPace(task, len(s.kept) > 0))
+	if err != nil {
+		return phase.Result{}, err
+	}
+	if out.Wait > 0 {
+		// Paced, or the cache is behind the last write: the next
+		// reconcile writes it.
 		if s.o.createErr != nil {
 			return phase.Result{}, s.o.createErr
 		}
-		return phase.StopFor(wait), nil
-	}
-	if err := r.patchStatus(ctx, task, before); err != nil {
-		return phase.Result{}, err // a Conflict too: see status.Patch
+		return phase.StopFor(out.Wait), nil
 	}
 	if len(s.kept) > 0 {
 		crashpoint.Hit(crashpoint.LogsKept)
