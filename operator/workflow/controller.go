@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +29,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/phase"
-	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
@@ -58,10 +56,9 @@ type Reconciler struct {
 	// the AgentTask controller creates every Job.
 	Jobs *taskjob.Starter
 
-	// written is when each running workflow's status was last written
-	// (statusWait), and the resourceVersion that write was made against
-	// (cacheBehind).
-	written recent.Times
+	// writer writes the workflows' statuses: only what changed, paced
+	// (statusPace), never from a cache behind its own last write.
+	writer status.Writer
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
@@ -100,7 +97,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // get reads a workflow from the cache without copying its spec, which no
 // reconcile changes: the spec stays the cache's, read only, and the
 // metadata and status, which a reconcile changes, are copies. A status
-// write goes through patchStatus, which never decodes into this object's
+// write goes through writeWorkflowStatus, which never decodes into this object's
 // spec. A workflow whose spec the cache does not hold whole (TrimWorkflow)
 // is read past the cache.
 func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, wf *schedv1.Workflow) error {
@@ -337,37 +334,20 @@ func stepLabelIndex(wf *schedv1.Workflow, label string) (int, bool) {
 	return idx, true
 }
 
-// statusWait is how long the workflow's new status st waits to be written.
-// What a user or the next step waits on is written at once: the workflow
+// statusPace says whether the workflow's new status after may wait. What
+// a user or the next step waits on is written at once: the workflow
 // starting or ending, a step ending (or skipped, or waiting for approval),
 // and the steps just created, which their next reconcile finds by it. A
 // change that only mirrors a running step's task (Pending to Running, a
-// new message) is written at most once per recent.StatusPace: with the
+// new message) is written at most once per status.StatusPace: with the
 // tasks' own pacing, a step that ends within a second costs its workflow
 // two status writes, its start and its end, instead of four.
-func (r *Reconciler) statusWait(wf *schedv1.Workflow, st schedv1.WorkflowStatus, created bool) time.Duration {
-	before := &wf.Status
-	if created || st.Phase != before.Phase || st.Phase.Finished() || stepEnded(before.Steps, st.Steps) || stepEnded(before.Finally, st.Finally) ||
-		equality.Semantic.DeepEqual(before, &st) {
-		return 0
+func statusPace(before, after *schedv1.WorkflowStatus, created bool) status.Pace {
+	if created || after.Phase != before.Phase || after.Phase.Finished() || stepEnded(before.Steps, after.Steps) || stepEnded(before.Finally, after.Finally) {
+		return status.Now
 	}
-	return recent.StatusWait(&r.written, wf.UID, wf.CreationTimestamp.Time, r.Clock.Now())
+	return status.Paced
 }
-
-// cacheBehind says whether the cached wf is the one this controller's
-// last status write of it was made against: the cache has not seen that
-// write yet. A write now would be refused as a Conflict (status.Patch is
-// conditional), after a round trip that, when steps end together (a
-// fan-in), delays the reconcile that starts the next step.
-func (r *Reconciler) cacheBehind(wf *schedv1.Workflow) bool {
-	v := r.written.Version(wf.UID)
-	return v != "" && v == wf.ResourceVersion
-}
-
-// cacheBehindRecheck is how soon a reconcile that found the cache behind
-// its own last status write looks again, should that write's event not
-// bring the workflow back first.
-const cacheBehindRecheck = time.Second
 
 // stepEnded says whether a step of after is in a phase other than Pending
 // or Running that it was not in before.
@@ -384,30 +364,19 @@ func stepEnded(before, after []schedv1.StepStatus) bool {
 	return false
 }
 
-// patchStatus writes the status when it changed and emits an event when a
+// writeWorkflowStatus writes st, through r.writer at pace, when it differs
+// from wf's status, and emits an event when a
 // step ends (or starts waiting for approval) and when the workflow ends.
 // Its start, and a step's Pending and Running, are in the status only: each
 // event is an API write.
-func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
+func (r *Reconciler) writeWorkflowStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus, pace status.Pace) (status.Outcome, error) {
 	// The patch is of the metadata and status alone, and the API server's
-	// answer lands in a workflow of its own: wf's spec is the cache's (get).
+	// answer lands in them: wf's spec is the cache's (get).
 	before := &schedv1.Workflow{ObjectMeta: wf.ObjectMeta, Status: wf.Status}
-	after := &schedv1.Workflow{ObjectMeta: *wf.ObjectMeta.DeepCopy(), Status: st}
 	wf.Status = st
-	wrote, err := status.Patch(ctx, r.Client, after, before)
-	if err != nil || !wrote {
-		return err
-	}
-	wf.ObjectMeta, wf.Status = after.ObjectMeta, after.Status
-	switch {
-	case st.Phase.Finished():
-		r.written.Forget(wf.UID)
-	case wf.ResourceVersion != before.ResourceVersion:
-		// Kept with the version written against (cacheBehind); a write
-		// the API server found unchanged made no new version.
-		r.written.AddVersion(wf.UID, r.Clock.Now(), before.ResourceVersion)
-	default:
-		r.written.Add(wf.UID, r.Clock.Now())
+	out, err := r.writer.Write(ctx, wf, before.Status, pace)
+	if err != nil || !out.Wrote {
+		return out, err // a Conflict too: see status.Patch
 	}
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
 	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
@@ -421,7 +390,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 		}
 		r.Recorder.Eventf(wf, nil, typ, st.Reason, string(st.Phase), "%s", st.Message)
 	}
-	return nil
+	return out, nil
 }
 
 // stepEvents emits an event for each step of after that ended, or began
@@ -493,6 +462,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.Workflow{}, func(o client.Object) bool {
 		wf, ok := o.(*schedv1.Workflow)
 		return ok && wf.Status.Reason == schedv1.ReasonQuotaExceeded

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +14,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // scope is what one reconcile of a workflow read, decided and did, passed
@@ -51,8 +51,9 @@ func (r *Reconciler) tidyFinished(ctx context.Context, s *scope) (phase.Result, 
 	}
 	st := *wf.Status.DeepCopy()
 	st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, s.rules)
-	if err := r.patchStatus(ctx, wf, st); err != nil {
-		return phase.StopFor(0), client.IgnoreNotFound(err)
+	out, err := r.writeWorkflowStatus(ctx, wf, st, status.Now)
+	if err != nil || out.Wait > 0 {
+		return phase.StopFor(out.Wait), client.IgnoreNotFound(err)
 	}
 	res, err := r.applyTTL(ctx, wf, s.now)
 	return phase.StopFor(res.RequeueAfter), err
@@ -124,26 +125,24 @@ func (r *Reconciler) createSteps(ctx context.Context, s *scope) (phase.Result, e
 }
 
 // writeStatus writes the status decide computed, with its outcomes folded
-// in, the reconcile's one status write: paced (statusWait), and never from
-// a cache behind its own last write. The creates are done; a status that
+// in, the reconcile's one status write: paced (statusPace), and never
+// from a cache behind its own last write. The creates are done; a status that
 // waits is written by the next reconcile.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, error) {
 	wf, p := s.wf, &s.p
 	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, s.rules)
-	wait := r.statusWait(wf, p.status, len(p.creates) > 0)
-	if wait <= 0 && r.cacheBehind(wf) && !equality.Semantic.DeepEqual(wf.Status, p.status) {
-		// The write would be refused as a Conflict: wait for the cache,
-		// whose event of that last write brings the workflow back.
-		wait = cacheBehindRecheck
+	out, err := r.writeWorkflowStatus(ctx, wf, p.status, statusPace(&wf.Status, &p.status, len(p.creates) > 0))
+	if err != nil {
+		return phase.Result{}, err
 	}
-	if wait > 0 {
+	if out.Wait > 0 {
+		// Paced, or the cache is behind the last write (a write now
+		// would be refused as a Conflict): its event, or this requeue,
+		// brings the workflow back.
 		if s.quotaErr != nil {
 			return phase.Result{}, s.quotaErr
 		}
-		return phase.StopFor(wait), nil
-	}
-	if err := r.patchStatus(ctx, wf, p.status); err != nil {
-		return phase.Result{}, err // a Conflict too: see status.Patch
+		return phase.StopFor(out.Wait), nil
 	}
 	// The workqueue's backoff paces the retries until the quota has room.
 	return phase.Result{}, s.quotaErr
