@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // ownerIndex indexes Workflows by the name of the CronWorkflow that
@@ -36,6 +37,10 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	// Clock says when it is; tests give a fake one.
 	Clock clock.PassiveClock
+
+	// writer writes the CronWorkflows' statuses: only what changed, never
+	// from a cache behind its own last write.
+	writer status.Writer
 }
 
 // The runs are Workflows in the CronWorkflow's namespace, made with the
@@ -139,6 +144,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.Workflow{}, ownerIndex, controllerName); err != nil {
 		return err
 	}

@@ -78,14 +78,20 @@ func (r *Reconciler) tellEvents(_ context.Context, s *scope) (phase.Result, erro
 	return phase.Result{}, nil
 }
 
-// writeStatus writes the status, the reconcile's one status write. The
-// patch is of the metadata and status alone, and the API server's answer
-// lands in an object of its own, not in the cache's spec.
+// writeStatus writes the status, the reconcile's one status write, at
+// once (status.Now). The patch is of the metadata and status alone, and
+// the API server's answer lands in them, not in the cache's spec (the
+// Writer never writes nor replaces it). A cache behind the last write
+// waits for it: the runs were started above, by names the next reconcile
+// finds again.
 func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, error) {
-	before := &schedv1.CronWorkflow{ObjectMeta: s.cw.ObjectMeta, Status: s.cw.Status}
-	after := &schedv1.CronWorkflow{ObjectMeta: *s.cw.ObjectMeta.DeepCopy(), Status: s.p.status}
-	_, err := status.Patch(ctx, r.Client, after, before)
-	return phase.Result{}, err // a Conflict too: see status.Patch
+	was := s.cw.Status
+	s.cw.Status = s.p.status
+	out, err := r.writer.Write(ctx, s.cw, was, status.Now)
+	if err != nil || out.Wait > 0 {
+		return phase.StopFor(out.Wait), err // a Conflict too: see status.Patch
+	}
+	return phase.Result{}, nil
 }
 
 // nextSchedule brings the CronWorkflow back at its next schedule time.
