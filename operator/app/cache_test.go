@@ -112,7 +112,7 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 		cached := o.DeepCopyObject().(client.Object)
-		waitFor(t, fmt.Sprintf("the cache to hold %T", o), func() error {
+		testenv.EventuallyWithin(t, testenv.ShortTimeout, fmt.Sprintf("the cache to hold %T", o), func(context.Context) error {
 			return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(o), cached, client.UnsafeDisableDeepCopy)
 		})
 		w, c := jsonSize(t, whole), jsonSize(t, cached)
@@ -124,7 +124,7 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 	}
 
 	job := &batchv1.Job{}
-	waitFor(t, "the task's Job", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the task's Job", func(context.Context) error {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Job("largest")}, job)
 		if err != nil {
 			got := &schedv1.AgentTask{}
@@ -144,7 +144,7 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 		t.Errorf("the Job's env (-task +Job):\n%s", diff)
 	}
 	step := &schedv1.AgentTask{}
-	waitFor(t, "the workflow's first step task", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the workflow's first step task", func(context.Context) error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.StepTask("largest", 0, "a")}, step)
 	})
 	if diff := cmp.Diff(spec.Args, step.Spec.Args); diff != "" || len(step.Spec.Env) != len(spec.Env) {
