@@ -33,6 +33,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/wftemplate"
 )
 
 // Reconciler reconciles Workflows.
@@ -95,6 +96,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
 		return r.applyTTL(ctx, wf, now)
+	}
+	if wftemplate.Unresolved(wf) {
+		return r.resolveTemplate(ctx, wf, now)
 	}
 
 	tasks, items, err := r.stepTasks(ctx, wf)
