@@ -89,7 +89,9 @@ func TestRunsFromTemplatesOnTheSimulatedCluster(t *testing.T) {
 
 	// A retry from build takes what first took, not the edited template.
 	retry := MakeWorkflow("second", ns).FromTemplate(schedv1.KindWorkflowTemplate, "release").Param("commit", "abc123").
-		Spec(func(s *schedv1.WorkflowSpec) { s.RetryOf = &schedv1.WorkflowRetry{Workflow: "first", FromStep: "build"} }).Obj()
+		Spec(func(s *schedv1.WorkflowSpec) {
+			s.RetryOf = &schedv1.WorkflowRetry{Workflow: "first", FromStep: "build"}
+		}).Obj()
 	create(alice, retry)
 	got = waitWorkflow(t, ns, "second", "finished", finished)
 	if got.Status.Phase != schedv1.WorkflowSucceeded {
