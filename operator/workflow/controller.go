@@ -33,7 +33,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
-	"github.com/kubectl-sched/kubectl-sched/operator/wftemplate"
+	"github.com/kubectl-sched/kubectl-sched/api/wftemplate"
 )
 
 // Reconciler reconciles Workflows.

@@ -13,7 +13,7 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
-	"github.com/kubectl-sched/kubectl-sched/operator/wftemplate"
+	"github.com/kubectl-sched/kubectl-sched/api/wftemplate"
 )
 
 // templateWait is how often a run whose template does not exist looks
@@ -27,7 +27,7 @@ const templateWait = 30 * time.Second
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflowtemplates;clusterworkflowtemplates,verbs=get
 
 // resolveTemplate copies the template wf names into its spec
-// (operator/wftemplate); the update's event brings wf back to run. A
+// (api/wftemplate); the update's event brings wf back to run. A
 // template that does not exist keeps wf Pending, looked for again every
 // templateWait; a param it does not declare, or a copy the API server
 // refuses (its admission policies check the copy as they check any
