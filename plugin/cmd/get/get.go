@@ -67,11 +67,13 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	o := &Options{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "get [KIND [NAME...]]",
-		Short: "List UserDeployments, AgentTasks, Workflows, CronWorkflows and SchedExts",
+		Short: "List UserDeployments, AgentTasks, Workflows, CronWorkflows, workflow templates and SchedExts",
 		Long: `List kubectl-sched objects as kubectl get does. KIND is a kind, its plural or
 its short name: userdeployment (ud), agenttask (at), workflow (wf),
-cronworkflow (cwf), schedext (scx), several separated by commas, or "all". With
-no KIND every kind is listed, each name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
+cronworkflow (cwf), workflowtemplate (wft), clusterworkflowtemplate (cwft),
+schedext (scx), several separated by commas, or "all". With no KIND every
+kind is listed, each name prefixed with its kind. ClusterWorkflowTemplates
+and SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
 		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),
