@@ -103,8 +103,12 @@ func Merge(tmpl, run *schedv1.WorkflowSpec, what string, uid types.UID, resource
 		if len(declared) > 0 {
 			has = "declares " + strings.Join(declared, ", ")
 		}
+		isNot := "is not a param"
+		if len(unknown) > 1 {
+			isNot = "are not params"
+		}
 		return schedv1.WorkflowSpec{}, &Error{Reason: schedv1.ReasonInvalidParams,
-			Message: fmt.Sprintf("spec.params: %s is not a param of %s, which %s: set only those (kubectl sched template list shows them)", strings.Join(unknown, ", "), what, has)}
+			Message: fmt.Sprintf("spec.params: %s %s of %s, which %s: set only those (kubectl sched template list shows them)", strings.Join(unknown, ", "), isNot, what, has)}
 	}
 	params := t.Params
 	for i := range params {

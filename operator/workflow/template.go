@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/status"
 	"github.com/kubectl-sched/kubectl-sched/api/wftemplate"
+	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
 // templateWait is how often a run whose template does not exist looks
@@ -49,8 +49,9 @@ func (r *Reconciler) resolveTemplate(ctx context.Context, wf *schedv1.Workflow, 
 			r.Recorder.Eventf(wf, nil, corev1.EventTypeNormal, schedv1.ReasonTemplateResolved, "Resolve", "took the steps of %s (resourceVersion %s)", ref, ref.ResourceVersion)
 			return ctrl.Result{}, nil
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			// The cache's copy was behind: the newer one comes back.
-			return ctrl.Result{Requeue: true}, nil
+			// The cache's copy was behind: the newer one comes back
+			// with its event, or after a second.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
 		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsRequestEntityTooLargeError(err) || apierrors.IsBadRequest(err):
 			// Refused by the CRD's rules or an admission policy (those of the
 			// run's namespace, such as its tier's placement bounds): final.

@@ -152,7 +152,8 @@ func (o *Options) Run(ctx context.Context) error {
 		// single is one named object: -o json prints it, not a List.
 		single   = len(o.targets) == 1 && len(o.targets[0].Names) == 1
 		anyTable bool
-		// skipped is the first kind the user may not list, when listing all.
+		// skipped is the first kind the user may not list, when listing
+		// all; nSkipped counts those of the namespaced kinds.
 		skipped  error
 		nSkipped int
 	)
@@ -165,7 +166,9 @@ func (o *Options) Run(ctx context.Context) error {
 			if skipped == nil {
 				skipped = err
 			}
-			nSkipped++
+			if t.Kind.Namespaced {
+				nSkipped++
+			}
 			continue
 		}
 		if err != nil {
@@ -190,7 +193,9 @@ func (o *Options) Run(ctx context.Context) error {
 		anyTable = true
 	}
 	switch {
-	case nSkipped == len(o.targets):
+	case nSkipped > 0 && nSkipped == namespaced(o.targets):
+		// None of the namespace's kinds: a user of another namespace is
+		// refused, though every user may read ClusterWorkflowTemplates.
 		return skipped
 	case !o.Print.IsTable() && o.named() && len(objects) == 0:
 		// Named objects that do not exist print nothing, as in kubectl.
@@ -354,4 +359,15 @@ func (o *Options) watch(ctx context.Context) error {
 		return cmdutil.API(err, "watch", t.Kind.What(ns, name))
 	}
 	return nil
+}
+
+// namespaced counts the targets of namespaced kinds.
+func namespaced(targets []kinds.Target) int {
+	n := 0
+	for _, t := range targets {
+		if t.Kind.Namespaced {
+			n++
+		}
+	}
+	return n
 }
