@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
@@ -31,8 +32,10 @@ func buildTemplate(name, ns, image string) *schedv1.WorkflowTemplate {
 // runs what the original took, not the edited template. A run naming a
 // ClusterWorkflowTemplate takes the cluster's, though the namespace has a
 // WorkflowTemplate of the same name; a run in another namespace does not
-// see this namespace's template (it waits, TemplateNotFound); a param the
-// template does not declare fails the run (InvalidParams).
+// see this namespace's template (it waits, TemplateNotFound); a cluster
+// template with a privileged step fails the run, the copy refused by the
+// namespace's policies (InvalidSpec); a param the template does not
+// declare fails the run (InvalidParams).
 func TestRunsFromTemplatesOnTheSimulatedCluster(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -126,6 +129,25 @@ func TestRunsFromTemplatesOnTheSimulatedCluster(t *testing.T) {
 	}
 	if c := meta(got.Status.Conditions, schedv1.ConditionReady); c == nil || c.Status != metav1.ConditionFalse || c.Reason != schedv1.ReasonTemplateNotFound {
 		t.Errorf("elsewhere's Ready condition %+v, want False, TemplateNotFound", c)
+	}
+
+	// A cluster template with a step the namespace's policies refuse (a
+	// privileged container): the copy is refused as the member's own
+	// workflow would be, and the run fails without a task.
+	priv := buildTemplate("x", "", "busybox").Spec
+	priv.Steps[0].Task.SecurityContext = &schedv1.SecurityContext{Privileged: ptr.To(true)}
+	privileged := &schedv1.ClusterWorkflowTemplate{ObjectMeta: metav1.ObjectMeta{Name: "privileged-" + ns}, Spec: priv}
+	create(sim.Client, privileged)
+	t.Cleanup(func() { _ = sim.Client.Delete(ctx, privileged) })
+	create(alice, MakeWorkflow("escalate", ns).FromTemplate(schedv1.KindClusterWorkflowTemplate, privileged.Name).Obj())
+	got = waitWorkflow(t, ns, "escalate", "finished", finished)
+	if got.Status.Phase != schedv1.WorkflowFailed || got.Status.Reason != schedv1.ReasonInvalidSpec || len(got.Spec.Steps) != 0 ||
+		!strings.Contains(got.Status.Message, "the run cannot take the steps of ClusterWorkflowTemplate/"+privileged.Name) ||
+		!strings.Contains(got.Status.Message, "privileged") {
+		t.Errorf("escalate: %s %s: %s; want Failed, InvalidSpec, the privileged step refused", got.Status.Phase, got.Status.Reason, got.Status.Message)
+	}
+	if stepTaskExists(t, ns, "escalate", 0, "build") {
+		t.Error("the refused run made a task")
 	}
 
 	// A param the template does not declare.
