@@ -127,4 +127,29 @@ func TestTemplatesAsTenants(t *testing.T) {
 	renamed := wf.DeepCopy()
 	renamed.Spec.WorkflowTemplateRef.Name = "other"
 	refused("a member changing the template a run names", alice.Update(ctx, renamed), "spec.workflowTemplateRef: a Workflow's spec cannot change")
+
+	// The operator copies the template in once; after that, not even it
+	// may change the steps, nor fill in a workflow that had its own.
+	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator, err := client.New(opCfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := filled.DeepCopy()
+	copied.Spec.Steps = good.Spec.Steps
+	if err := operator.Update(ctx, copied); err != nil {
+		t.Fatalf("the operator copying the template in: %v", err)
+	}
+	again := copied.DeepCopy()
+	again.Spec.Steps[0].Task.Image = "evil:1"
+	refused("the operator changing a run's steps once copied in", operator.Update(ctx, again), "spec.steps: a Workflow's spec cannot change")
+	own := MakeWorkflow("own-steps", ns).Step("a", "busybox").Obj()
+	if err := alice.Create(ctx, own); err != nil {
+		t.Fatal(err)
+	}
+	own.Spec.Steps[0].Task.Image = "evil:1"
+	refused("the operator changing the steps of a workflow with its own", operator.Update(ctx, own), "spec.steps: a Workflow's spec cannot change")
 }
