@@ -19,9 +19,21 @@ import (
 // fromUsage is --from's help, shared by run and schedule.
 const fromUsage = "Run a WorkflowTemplate of the namespace (wft/NAME) or a ClusterWorkflowTemplate (cwft/NAME) by reference: the operator copies it in when the run starts; -p sets its params."
 
-// addFromFlag registers --from, completing template names from the cluster.
+// addFromFlag registers --from, completing wft/NAME and cwft/NAME from
+// the cluster's templates.
 func (o *RunOptions) addFromFlag(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.From, "from", "", fromUsage)
+	_ = cmd.RegisterFlagCompletionFunc("from", func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, k := range []kinds.Kind{kinds.WorkflowTemplate, kinds.ClusterWorkflowTemplate} {
+			for _, n := range o.ListNames(k) {
+				if ref := k.Short + "/" + n; strings.HasPrefix(ref, toComplete) {
+					out = append(out, ref)
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 // validateSource checks that exactly one of -f, --template and --from

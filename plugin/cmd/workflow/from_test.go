@@ -84,6 +84,11 @@ func TestRunAndScheduleFromTemplates(t *testing.T) {
 		})
 	}
 
+	r = plugintest.RunWithInput("", "__complete", "--kubeconfig", env.Kubeconfig, "workflow", "run", "-n", ns, "--from", "")
+	if !strings.HasPrefix(r.Stdout, "wft/release\ncwft/shared-release\n") {
+		t.Errorf("--from completes:\n%s", r.Stdout)
+	}
+
 	r = env.MustRun(t, "template", "list", "-n", ns, "-o", "wide")
 	plugintest.Golden(t, "template-list-with-workflowtemplates", r.Stdout)
 	r = env.MustRun(t, "describe", "wft", "release", "-n", ns)
