@@ -265,7 +265,7 @@ func TestInvalidObjectsRefused(t *testing.T) {
 		// Workflow
 		"wf: no steps": {
 			obj:       MakeWorkflow("wf", ns).Obj(),
-			wantField: "spec.steps", wantMsg: "Required value",
+			wantField: "spec", wantMsg: "a workflow runs steps: set spec.steps, or spec.workflowTemplateRef",
 		},
 		"wf: duplicate step names": {
 			obj:       validWorkflow().Step("fetch", "busybox").Obj(),

@@ -201,6 +201,13 @@ func (d *describer) workflow(w *printing.DescribeWriter, wf *schedv1.Workflow) {
 	}
 	w.Optional(0, "Reason", st.Reason)
 	w.Optional(0, "Message", printing.OneLine(st.Message))
+	if ref := wf.Spec.WorkflowTemplateRef; ref != nil {
+		from := ref.String() + " (not copied in yet)"
+		if ref.Resolved() {
+			from = fmt.Sprintf("%s (resourceVersion %s, copied in when the run started)", ref, ref.ResourceVersion)
+		}
+		w.Field(0, "Template", from)
+	}
 	if wf.Spec.Timeout != nil {
 		w.Field(0, "Timeout", wf.Spec.Timeout.Duration.String())
 	}

@@ -125,10 +125,12 @@ func TestInstallDryRunClient(t *testing.T) {
 	}
 	want := []string{
 		"CustomResourceDefinition /agenttasks.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /clusterworkflowtemplates.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /cronworkflows.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /schedexts.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /userdeployments.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /workflowtemplates.sched.kubectl-sched.dev",
 		"ValidatingAdmissionPolicy /kubectl-sched-cronworkflow-runs",
 		"ValidatingAdmissionPolicy /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-ingress-hosts",
@@ -184,9 +186,11 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",
 		"ClusterRole /kubectl-sched-tenant",
+		"ClusterRole /kubectl-sched-cluster-templates",
 		"Role kubectl-sched-schedulers/kubectl-sched-operator",
 		"Role ops/kubectl-sched-operator",
 		"ClusterRoleBinding /kubectl-sched-operator",
+		"ClusterRoleBinding /kubectl-sched-cluster-templates",
 		"RoleBinding ops/kubectl-sched-operator",
 		"RoleBinding kubectl-sched-schedulers/kubectl-sched-operator",
 		"ConfigMap ops/kubectl-sched-operator-config",
@@ -226,6 +230,10 @@ func TestInstallDryRunClient(t *testing.T) {
 			}
 		case "ClusterRoleBinding", "RoleBinding":
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			if subjects[0].(map[string]any)["kind"] != "ServiceAccount" {
+				// kubectl-sched-cluster-templates binds system:authenticated.
+				break
+			}
 			if ns := subjects[0].(map[string]any)["namespace"]; ns != "ops" {
 				t.Errorf("%s subject namespace %v", o.GetKind(), ns)
 			}
