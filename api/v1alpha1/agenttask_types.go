@@ -124,12 +124,45 @@ type AgentTaskSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.mountPath == m.mountPath))",message="each workspace needs a mountPath of its own"
 	Workspaces []WorkspaceMount `json:"workspaces,omitempty"`
 
+	// Outputs reads the task's outputs from files besides its termination
+	// message: each file directly in outputs.fromDir is one output, its
+	// name the key (docs/users/tasks.md, "Outputs from files").
+	// +optional
+	Outputs *TaskOutputs `json:"outputs,omitempty"`
+
 	// Cancel stops the task without deleting it: its pod is stopped and the
 	// task ends in phase Cancelled, keeping its record. It cannot be undone.
 	// `kubectl sched task cancel` sets it.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
 }
+
+// TaskOutputs are a task's outputs written as files.
+// +kubebuilder:validation:XValidation:rule="!self.fromDir.split('/').exists(p, p == '..' || p == '.')",message="fromDir may not hold . or .. parts",fieldPath=".fromDir"
+type TaskOutputs struct {
+	// FromDir is the directory the task writes its output files into, an
+	// absolute path: an empty directory the operator mounts there. Each
+	// regular file directly in it is one output, its name the key (a
+	// letter or '_', then letters, digits, '_', '.' and '-'), its content
+	// the value (UTF-8 text): at most 64 files and 1 MiB in all, or less
+	// as the namespace's tier says (FileOutputBytes). A sidecar of the
+	// operator's tools image hands them over when the task's container
+	// ends; they are read with the termination message's outputs, into
+	// status.fileOutputs.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/[^:]*[^/:]$`
+	FromDir string `json:"fromDir"`
+}
+
+// Bounds of a task's file outputs (spec.outputs.fromDir).
+const (
+	// MaxFileOutputs is the most files a task's output directory holds.
+	MaxFileOutputs = 64
+	// MaxFileOutputBytes is the most bytes they hold in all: a tier may
+	// allow less.
+	MaxFileOutputBytes = 1 << 20
+)
 
 // RetryPolicy says when and how soon a task's failed attempt is tried again.
 type RetryPolicy struct {
@@ -281,6 +314,14 @@ type AgentTaskStatus struct {
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
+
+	// FileOutputs are the outputs read from the files of
+	// spec.outputs.fromDir: at most 64, 1 MiB in all (MaxFileOutputBytes,
+	// or the tier's bound). A key may not also be an output of the
+	// termination message. The operator's cache keeps their keys only.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	FileOutputs map[string]string `json:"fileOutputs,omitempty"`
 
 	// Pruned is what the operator deleted of the pods of the task's
 	// earlier attempts: every pod but the latest one (the attempt that

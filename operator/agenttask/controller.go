@@ -251,6 +251,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		task.Status.Logs = keepLogs(task.Status.Logs, kept, logBudget(task))
 	}
 	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
+	if err := r.keepFileOutputs(ctx, task, before, o.pods); err != nil {
+		return ctrl.Result{}, err
+	}
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)

@@ -87,6 +87,13 @@ func TrimTask(obj any) (any, error) {
 	}
 	TrimMeta(&task.ObjectMeta)
 	trimLogs(task.Status.Logs)
+	// File outputs (up to 1 MiB a task) keep their keys: no controller
+	// reads their values from the cache, and the status write that adds
+	// them is the one that finishes the task, computed before they were
+	// cached.
+	for k := range task.Status.FileOutputs {
+		task.Status.FileOutputs[k] = ""
+	}
 	if TaskBulk(&task.Spec) <= TrimAbove {
 		return task, nil
 	}

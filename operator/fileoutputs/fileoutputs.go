@@ -42,9 +42,9 @@ import (
 const (
 	// MaxBytes is the most a task's file outputs may hold in all, the
 	// bytes of its files: a tier may allow less, never more.
-	MaxBytes = 1 << 20
+	MaxBytes = v1alpha1.MaxFileOutputBytes
 	// MaxFiles is the most files a task's output directory may hold.
-	MaxFiles = 64
+	MaxFiles = v1alpha1.MaxFileOutputs
 
 	header = "kubectl-sched-outputs/v1"
 	// chunkBytes is how many bytes one base64 line carries (4 KiB as

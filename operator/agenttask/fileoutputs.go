@@ -1,0 +1,234 @@
+package agenttask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubectl-sched/kubectl-sched/api/tiers"
+	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+)
+
+// A task's file outputs (spec.outputs.fromDir; the frame and its bounds
+// are operator/fileoutputs'). The task's container writes files into an
+// emptyDir; a native sidecar of the tools image waits for it to end, then
+// writes them to its log and exits. When the task has succeeded, the
+// operator reads that log once, in the reconcile that writes the finished
+// status, before it lets the pod go (the outputs finalizer holds it): a
+// restart before that write reads the same log again, and after it the
+// status is finished and never recomputed. Nothing is read twice into a
+// status, and nothing is lost while the pod is held.
+
+const (
+	// OutputsContainerName is the sidecar that hands the files over.
+	OutputsContainerName = "outputs"
+	// outputsVolume is the emptyDir the files are written into.
+	outputsVolume = "kubectl-sched-outputs"
+	// outputsMount is where the sidecar reads them.
+	outputsMount = "/kubectl-sched/outputs"
+)
+
+// outputsResources are the sidecar's: it holds at most the files' bytes
+// and their frame, a few MiB, and its log is at most fileoutputs.StreamBytes.
+var outputsResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("10m"),
+		corev1.ResourceMemory:           resource.MustParse("16Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("4Mi"),
+	},
+	Limits: corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("100m"),
+		corev1.ResourceMemory:           resource.MustParse("32Mi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("8Mi"),
+	},
+}
+
+// addOutputsSidecar gives pod the output directory of out and the
+// sidecar that hands its files over, bounded by maxBytes (the tier's).
+func addOutputsSidecar(pod *corev1.PodSpec, out *schedv1.TaskOutputs, image string, maxBytes int) {
+	if out == nil {
+		return
+	}
+	pod.Volumes = append(pod.Volumes, corev1.Volume{
+		Name:         outputsVolume,
+		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+	})
+	c := &pod.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: outputsVolume, MountPath: out.FromDir})
+	// The non-root default user can write the directory.
+	pod.SecurityContext.FSGroup = ptr.To[int64](podsecurity.NonRootUID)
+	pod.InitContainers = append(pod.InitContainers, corev1.Container{
+		Name:  OutputsContainerName,
+		Image: image,
+		Args: []string{fileoutputs.Command, "--dir", outputsMount,
+			"--max-bytes", strconv.Itoa(maxBytes), "--max-files", strconv.Itoa(schedv1.MaxFileOutputs)},
+		// Always: a native sidecar, stopped (SIGTERM) once the task's
+		// container has ended, which is when it writes.
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
+		VolumeMounts:    []corev1.VolumeMount{{Name: outputsVolume, MountPath: outputsMount, ReadOnly: true}},
+		Resources:       outputsResources,
+		SecurityContext: podsecurity.Container(nil),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+	})
+}
+
+// outputsRefused says why task's file outputs cannot be handed over:
+// the cluster has no tools image to run the sidecar.
+func (s *Starter) outputsRefused(task *schedv1.AgentTask) (reason, msg string) {
+	if task.Spec.Outputs == nil || s.ToolsImage != "" {
+		return "", ""
+	}
+	return schedv1.ReasonOutputsInvalid, "spec.outputs.fromDir needs the operator's tools image for its sidecar, and this operator has none (it runs outside the cluster, with neither tools-image nor OPERATOR_IMAGE set): ask a cluster admin to set tools-image (kubectl sched install --tools-image), or write the outputs to the termination message"
+}
+
+// addOutputs adds task's output directory and sidecar to its pod, bounded
+// by its namespace's tier.
+func (s *Starter) addOutputs(ctx context.Context, task *schedv1.AgentTask, pod *corev1.PodSpec) error {
+	if task.Spec.Outputs == nil {
+		return nil
+	}
+	limits, err := tiers.LimitsOf(ctx, s.Client, task.Namespace)
+	if err != nil {
+		return err
+	}
+	tierBytes := 0
+	if limits != nil {
+		tierBytes = limits.FileOutputBytes
+	}
+	addOutputsSidecar(pod, task.Spec.Outputs, s.ToolsImage, fileOutputBytes(tierBytes))
+	return nil
+}
+
+// fileOutputBytes is the most a task's file outputs may hold in
+// namespace ns's tier (tierBytes, 0 when the tier says nothing).
+func fileOutputBytes(tierBytes int) int {
+	if tierBytes <= 0 || tierBytes > schedv1.MaxFileOutputBytes {
+		return schedv1.MaxFileOutputBytes
+	}
+	return tierBytes
+}
+
+// maxBytesOf reads back the bound the task's pod was made with: its
+// sidecar's --max-bytes. A tier changed since does not change what the
+// pod was told.
+func maxBytesOf(pod *corev1.Pod) int {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != OutputsContainerName {
+			continue
+		}
+		if i := slices.Index(c.Args, "--max-bytes"); i >= 0 && i+1 < len(c.Args) {
+			if n, err := strconv.Atoi(c.Args[i+1]); err == nil {
+				return fileOutputBytes(n)
+			}
+		}
+	}
+	return schedv1.MaxFileOutputBytes
+}
+
+// readFileOutputs reads the outputs sidecar's log of pod. An error is for
+// the workqueue to retry (the pod is held); a *fileoutputs.Error is the
+// task's, for its status.
+func (r *Reconciler) readFileOutputs(ctx context.Context, pod *corev1.Pod) (map[string]string, *fileoutputs.Error, error) {
+	if r.Logs == nil {
+		return nil, nil, errors.New("no client to read the outputs sidecar's log")
+	}
+	maxBytes := maxBytesOf(pod)
+	limit := fileoutputs.StreamBytes(maxBytes)
+	ctx, cancel := context.WithTimeout(ctx, logReadTimeout)
+	defer cancel()
+	opts := &corev1.PodLogOptions{Container: OutputsContainerName, LimitBytes: ptr.To(int64(limit) + 1)}
+	rc, err := r.Logs.Pods(pod.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
+	var raw []byte
+	if err == nil {
+		raw, err = io.ReadAll(io.LimitReader(rc, int64(limit)+1))
+		_ = rc.Close()
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, nil, err
+	case errors.Is(err, context.DeadlineExceeded), kubeletUnreachable(err), apierrors.IsNotFound(err), apierrors.IsBadRequest(err):
+		return nil, &fileoutputs.Error{Reason: schedv1.ReasonOutputsInvalid, Message: fmt.Sprintf(
+			"the outputs sidecar's log of pod %s could not be read (its node serves no logs, as simulated nodes do not, or the pod is gone): %v", pod.Name, err)}, nil
+	case apierrors.IsForbidden(err):
+		if retry := r.mayReadLogs(ctx, pod.Namespace); retry != nil {
+			return nil, nil, retry
+		}
+		return nil, &fileoutputs.Error{Reason: schedv1.ReasonOutputsInvalid, Message: fmt.Sprintf(
+			"the operator may not read pods' logs in namespace %s, so not the outputs sidecar's either: its RoleBinding %s there does not bind it to the ClusterRole %s",
+			pod.Namespace, schedv1.OperatorPodLogsRole, schedv1.OperatorPodLogsRole)}, nil
+	default:
+		return nil, nil, fmt.Errorf("read the outputs sidecar's log of pod %s: %w", pod.Name, err)
+	}
+	if len(raw) > limit {
+		return nil, &fileoutputs.Error{Reason: schedv1.ReasonOutputsTruncated, Message: fmt.Sprintf(
+			"the outputs sidecar's log is longer than the %d bytes %d bytes of files take: something else wrote to it", limit, maxBytes)}, nil
+	}
+	outs, ferr := fileoutputs.Read(raw, schedv1.MaxFileOutputs, maxBytes)
+	return outs, ferr, nil
+}
+
+// withFileOutputs puts a succeeded task's file outputs into its status,
+// or fails it saying why they are unusable: all of them or none.
+func withFileOutputs(st *schedv1.AgentTaskStatus, outs map[string]string, ferr *fileoutputs.Error, now metav1.Time) {
+	if ferr == nil {
+		for _, k := range slices.Sorted(maps.Keys(outs)) {
+			if _, dup := st.Outputs[k]; dup {
+				ferr = &fileoutputs.Error{Reason: schedv1.ReasonOutputsInvalid, Message: fmt.Sprintf(
+					"output %s is both a file in spec.outputs.fromDir and in the termination message: write it in one place", k)}
+				break
+			}
+		}
+	}
+	if ferr != nil {
+		st.Outputs = nil
+		finish(st, schedv1.TaskFailed, ferr.Reason, "the container exited 0 but its file outputs are unusable: "+ferr.Message, now)
+		return
+	}
+	st.FileOutputs = outs
+	if n := len(outs); n > 0 {
+		size := 0
+		for _, v := range outs {
+			size += len(v)
+		}
+		finish(st, st.Phase, st.Reason, st.Message+fmt.Sprintf(" and %d file output(s) of %d bytes", n, size), now)
+	}
+}
+
+// keepFileOutputs reads the file outputs of a task that has just
+// succeeded into its status (computed, not yet written), or fails it
+// saying why they are unusable. An error leaves the status unwritten, to
+// be computed and read again.
+func (r *Reconciler) keepFileOutputs(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus, pods []corev1.Pod) error {
+	st := &task.Status
+	if task.Spec.Outputs == nil || before.Phase.Finished() || st.Phase != schedv1.TaskSucceeded {
+		return nil
+	}
+	now := ptr.Deref(st.CompletionTime, metav1.NewTime(r.Clock.Now()))
+	i := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == st.PodName })
+	if i < 0 {
+		withFileOutputs(st, nil, &fileoutputs.Error{Reason: schedv1.ReasonOutputsInvalid, Message: fmt.Sprintf(
+			"its pod %q was removed before its file outputs could be read", st.PodName)}, now)
+		return nil
+	}
+	outs, ferr, err := r.readFileOutputs(ctx, &pods[i])
+	if err != nil {
+		return err
+	}
+	withFileOutputs(st, outs, ferr, now)
+	crashpoint.Hit(crashpoint.FileOutputsRead)
+	return nil
+}
