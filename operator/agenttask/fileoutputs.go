@@ -2,6 +2,7 @@ package agenttask
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -228,7 +230,38 @@ func (r *Reconciler) keepFileOutputs(ctx context.Context, task *schedv1.AgentTas
 	if err != nil {
 		return err
 	}
+	if ferr == nil {
+		if ferr, err = r.fitsObject(ctx, task, outs); err != nil {
+			return err
+		}
+	}
 	withFileOutputs(st, outs, ferr, now)
 	crashpoint.Hit(crashpoint.FileOutputsRead)
 	return nil
+}
+
+// fitsObject refuses file outputs that the task, with its spec as large as
+// it may be, cannot hold within an object's size and room for its status
+// to grow: the status write would fail, over and over. Kept logs give way
+// to them (logBudget), so they are left out.
+func (r *Reconciler) fitsObject(ctx context.Context, task *schedv1.AgentTask, outs map[string]string) (*fileoutputs.Error, error) {
+	whole := task.DeepCopy()
+	if Trimmed(task) && r.APIReader != nil {
+		// The cache dropped the bulk of its spec: weigh the task as stored.
+		stored := &schedv1.AgentTask{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), stored); err != nil {
+			return nil, fmt.Errorf("read task %s to weigh its file outputs: %w", task.Name, err)
+		}
+		whole.Spec, whole.Annotations, whole.Labels = stored.Spec, stored.Annotations, stored.Labels
+	}
+	whole.Status.Logs, whole.ManagedFields, whole.Status.FileOutputs = nil, nil, outs
+	data, err := json.Marshal(whole)
+	if err != nil {
+		return nil, err
+	}
+	if room := objectBytes - statusReserve; len(data) > room {
+		return &fileoutputs.Error{Reason: schedv1.ReasonOutputsTruncated, Message: fmt.Sprintf(
+			"the task with its file outputs would take %d bytes, past the %d an object may hold with room for its status: write smaller outputs, or make the spec smaller", len(data), room)}, nil
+	}
+	return nil, nil
 }

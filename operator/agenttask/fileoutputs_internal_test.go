@@ -1,6 +1,7 @@
 package agenttask
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,32 @@ func TestTrimTaskDropsFileOutputBytes(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]string{"report": ""}, got.(*schedv1.AgentTask).Status.FileOutputs); diff != "" {
 		t.Errorf("cached file outputs (-want +got):\n%s", diff)
+	}
+}
+
+// A task whose spec is near its bound cannot also hold 1 MiB of file
+// outputs: refused with the sizes, not a status write that fails forever.
+func TestFileOutputsFitTheObject(t *testing.T) {
+	r := &Reconciler{}
+	big := make([]string, 64)
+	for i := range big {
+		big[i] = strings.Repeat("a", 4096) // 256 KiB of args
+	}
+	task := MakeAgentTask("t", "ns").Image("busybox").Spec(func(s *schedv1.AgentTaskSpec) {
+		s.Args = big
+		s.Command = big[:32]
+		for i := range 64 {
+			s.Env = append(s.Env, schedv1.EnvVar{Name: fmt.Sprintf("V%d", i), Value: big[i]})
+		}
+		s.Outputs = &schedv1.TaskOutputs{FromDir: "/out"}
+	}).Obj()
+	small := map[string]string{"report": strings.Repeat("x", 100<<10)}
+	if ferr, err := r.fitsObject(t.Context(), task, small); err != nil || ferr != nil {
+		t.Errorf("100 KiB beside a 640 KiB spec: %v %v, want it kept", ferr, err)
+	}
+	huge := map[string]string{"report": strings.Repeat("x", schedv1.MaxFileOutputBytes)}
+	ferr, err := r.fitsObject(t.Context(), task, huge)
+	if err != nil || ferr == nil || ferr.Reason != schedv1.ReasonOutputsTruncated || !strings.Contains(ferr.Message, "make the spec smaller") {
+		t.Errorf("1 MiB beside a 640 KiB spec: %+v %v, want OutputsTruncated with the sizes", ferr, err)
 	}
 }
