@@ -173,8 +173,9 @@ func Write(w io.Writer, files []File, ferr *Error) error {
 		fmt.Fprintf(bw, "file %s %d %s\n", f.Key, len(f.Data), hex.EncodeToString(sum[:]))
 		for data := f.Data; len(data) > 0; {
 			n := min(len(data), chunkBytes)
-			bw.WriteString(base64.StdEncoding.EncodeToString(data[:n]))
-			bw.WriteByte('\n')
+			if _, err := bw.WriteString(base64.StdEncoding.EncodeToString(data[:n]) + "\n"); err != nil {
+				return err
+			}
 			data = data[n:]
 		}
 		total += len(f.Data)
