@@ -23,6 +23,7 @@ package fileoutputs
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -191,19 +192,20 @@ func oneLine(s string) string {
 // Read parses a frame from the sidecar's log: the outputs, or an *Error
 // saying why there are none. maxFiles and maxBytes are the task's bounds,
 // checked again here: the log is the pod's to write, and anything in the
-// pod may have written it.
+// pod may have written it. It holds no more than log and the outputs at
+// once: lines are read in place and each file decoded into its string.
 func Read(log []byte, maxFiles, maxBytes int) (map[string]string, *Error) {
 	// What follows the last newline is no whole line: the log was cut
 	// there, or ends with its newline.
-	lines := strings.Split(string(log), "\n")
+	lines := bytes.Split(log, []byte("\n"))
 	lines = lines[:len(lines)-1]
-	if len(lines) == 0 || strings.TrimSuffix(lines[0], "\r") != header {
+	if len(lines) == 0 || string(bytes.TrimSuffix(lines[0], []byte("\r"))) != header {
 		return nil, invalid("the outputs sidecar's log does not start with %q: it did not run to its end (was the pod stopped before its grace period ended?) or something else wrote to it", header)
 	}
 	outs := map[string]string{}
 	total := 0
 	for i := 1; i < len(lines); i++ {
-		line := strings.TrimSuffix(lines[i], "\r")
+		line := string(bytes.TrimSuffix(lines[i], []byte("\r")))
 		verb, rest, _ := strings.Cut(line, " ")
 		switch verb {
 		case "error":
@@ -223,13 +225,13 @@ func Read(log []byte, maxFiles, maxBytes int) (map[string]string, *Error) {
 			if len(outs) == maxFiles {
 				return nil, invalid("the output directory holds more than %d files; write at most %d", maxFiles, maxFiles)
 			}
-			outs[key] = string(data)
+			outs[key] = data
 			total += len(data)
 			i = next
 		case "end":
 			var n, size int
 			if _, err := fmt.Sscanf(rest, "%d %d", &n, &size); err != nil || n != len(outs) || size != total {
-				return nil, invalid("the outputs sidecar's log ends with %q, but holds %d file(s) of %d bytes", line, len(outs), total)
+				return nil, invalid("the outputs sidecar's log ends with %.60q, but holds %d file(s) of %d bytes", line, len(outs), total)
 			}
 			if len(outs) == 0 {
 				return nil, nil
@@ -244,42 +246,50 @@ func Read(log []byte, maxFiles, maxBytes int) (map[string]string, *Error) {
 
 // readFile reads the file record whose header line is lines[at] (rest is
 // what follows "file "): its key and bytes, and the index of its last line.
-func readFile(lines []string, at int, rest string, left int) (string, []byte, int, *Error) {
+func readFile(lines [][]byte, at int, rest string, left int) (string, string, int, *Error) {
 	f := strings.Fields(rest)
 	if len(f) != 3 {
-		return "", nil, 0, invalid("the outputs sidecar's log has a bad file line %d (%.60q)", at+1, rest)
+		return "", "", 0, invalid("the outputs sidecar's log has a bad file line %d (%.60q)", at+1, rest)
 	}
 	key, sum := f[0], f[2]
 	if err := substitution.ValidKey(key); err != nil {
-		return "", nil, 0, invalid("output %v", err)
+		return "", "", 0, invalid("output %v", err)
 	}
 	size, err := strconv.Atoi(f[1])
 	if err != nil || size < 0 {
-		return "", nil, 0, invalid("the outputs sidecar's log gives file %s a bad size %q", key, f[1])
+		return "", "", 0, invalid("the outputs sidecar's log gives file %s a bad size %q", key, f[1])
 	}
 	if size > left {
-		return "", nil, 0, &Error{Reason: v1alpha1.ReasonOutputsTruncated, Message: fmt.Sprintf(
+		return "", "", 0, &Error{Reason: v1alpha1.ReasonOutputsTruncated, Message: fmt.Sprintf(
 			"file %s (%d bytes) takes the task's file outputs past the most its tier allows: write less, or keep big results in a workspace", key, size)}
 	}
-	data := make([]byte, 0, size)
+	var data strings.Builder
+	data.Grow(size)
+	h := sha256.New()
+	maxLine := base64.StdEncoding.EncodedLen(chunkBytes)
+	chunk := make([]byte, base64.StdEncoding.DecodedLen(maxLine))
 	i := at
-	for len(data) < size {
+	for data.Len() < size {
 		i++
 		if i >= len(lines) {
-			return "", nil, 0, &Error{Reason: v1alpha1.ReasonOutputsTruncated, Message: fmt.Sprintf("the outputs sidecar's log ends within file %s: the outputs are not used", key)}
+			return "", "", 0, &Error{Reason: v1alpha1.ReasonOutputsTruncated, Message: fmt.Sprintf("the outputs sidecar's log ends within file %s: the outputs are not used", key)}
 		}
-		chunk, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(lines[i], "\r"))
-		if err != nil || len(data)+len(chunk) > size {
-			return "", nil, 0, invalid("the outputs sidecar's log holds a bad line %d within file %s", i+1, key)
+		line := bytes.TrimSuffix(lines[i], []byte("\r"))
+		if len(line) > maxLine {
+			return "", "", 0, invalid("the outputs sidecar's log holds a bad line %d within file %s", i+1, key)
 		}
-		data = append(data, chunk...)
+		n, err := base64.StdEncoding.Decode(chunk, line)
+		if err != nil || data.Len()+n > size {
+			return "", "", 0, invalid("the outputs sidecar's log holds a bad line %d within file %s", i+1, key)
+		}
+		h.Write(chunk[:n])
+		data.Write(chunk[:n])
 	}
-	got := sha256.Sum256(data)
-	if hex.EncodeToString(got[:]) != sum {
-		return "", nil, 0, invalid("file %s in the outputs sidecar's log does not match its digest: the log was altered", key)
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return "", "", 0, invalid("file %s in the outputs sidecar's log does not match its digest: the log was altered", key)
 	}
-	if !utf8.Valid(data) {
-		return "", nil, 0, invalid("output file %s is not valid UTF-8; outputs are text", key)
+	if !utf8.ValidString(data.String()) {
+		return "", "", 0, invalid("output file %s is not valid UTF-8; outputs are text", key)
 	}
-	return key, data, i, nil
+	return key, data.String(), i, nil
 }
