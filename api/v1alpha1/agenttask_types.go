@@ -164,6 +164,42 @@ const (
 	MaxFileOutputBytes = 1 << 20
 )
 
+// MaxPassedFileOutputBytes is the most a step's file outputs may hold in
+// all for its workflow to pass them on to later steps (references, when,
+// forEach.from) and keep them in its status: a termination message's
+// size. Larger ones stay in the step's AgentTask.
+const MaxPassedFileOutputBytes = 4096
+
+// PassedFileOutputs reports whether file outputs are small enough for a
+// workflow to pass on (MaxPassedFileOutputBytes), and that there are any.
+func PassedFileOutputs(outs map[string]string) bool {
+	if len(outs) == 0 {
+		return false
+	}
+	n := 0
+	for k, v := range outs {
+		n += len(k) + len(v)
+	}
+	return n <= MaxPassedFileOutputBytes
+}
+
+// StepOutputs are the outputs a workflow passes on from a step's task:
+// its termination message's and its file outputs when they are small
+// enough (PassedFileOutputs).
+func StepOutputs(st *AgentTaskStatus) map[string]string {
+	if !PassedFileOutputs(st.FileOutputs) {
+		return st.Outputs
+	}
+	out := make(map[string]string, len(st.Outputs)+len(st.FileOutputs))
+	for k, v := range st.Outputs {
+		out[k] = v
+	}
+	for k, v := range st.FileOutputs {
+		out[k] = v
+	}
+	return out
+}
+
 // RetryPolicy says when and how soon a task's failed attempt is tried again.
 type RetryPolicy struct {
 	// Limit is how many times a failed attempt is tried again (0 to 10):
@@ -318,7 +354,9 @@ type AgentTaskStatus struct {
 	// FileOutputs are the outputs read from the files of
 	// spec.outputs.fromDir: at most 64, 1 MiB in all (MaxFileOutputBytes,
 	// or the tier's bound). A key may not also be an output of the
-	// termination message. The operator's cache keeps their keys only.
+	// termination message, and a task has at most 64 outputs in all. A
+	// workflow passes them on to later steps when they hold at most
+	// MaxPassedFileOutputBytes in all.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	FileOutputs map[string]string `json:"fileOutputs,omitempty"`

@@ -186,6 +186,10 @@ func (r *Reconciler) readFileOutputs(ctx context.Context, pod *corev1.Pod) (map[
 // withFileOutputs puts a succeeded task's file outputs into its status,
 // or fails it saying why they are unusable: all of them or none.
 func withFileOutputs(st *schedv1.AgentTaskStatus, outs map[string]string, ferr *fileoutputs.Error, now metav1.Time) {
+	if n := len(st.Outputs) + len(outs); ferr == nil && n > MaxOutputs {
+		ferr = &fileoutputs.Error{Reason: schedv1.ReasonOutputsInvalid, Message: fmt.Sprintf(
+			"the task has %d outputs, its termination message's and its files together; at most %d are allowed", n, MaxOutputs)}
+	}
 	if ferr == nil {
 		for _, k := range slices.Sorted(maps.Keys(outs)) {
 			if _, dup := st.Outputs[k]; dup {

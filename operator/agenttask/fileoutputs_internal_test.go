@@ -86,6 +86,10 @@ func TestWithFileOutputs(t *testing.T) {
 			st: succeededWith(map[string]string{"sha": "abc"}), outs: map[string]string{"sha": "def"},
 			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonOutputsInvalid, wantIn: "output sha is both a file",
 		},
+		"more than 64 outputs in all": {
+			st: succeededWith(map[string]string{"sha": "abc"}), outs: manyOutputs(64),
+			wantPhase: schedv1.TaskFailed, wantReason: schedv1.ReasonOutputsInvalid, wantIn: "the task has 65 outputs",
+		},
 		"the sidecar's refusal": {
 			st:        succeededWith(map[string]string{"sha": "abc"}),
 			ferr:      &fileoutputs.Error{Reason: schedv1.ReasonOutputsTruncated, Message: "the files hold more than 65536 bytes"},
@@ -113,16 +117,27 @@ func TestWithFileOutputs(t *testing.T) {
 	}
 }
 
-// The cache keeps the keys of file outputs, never their bytes.
+// The cache keeps file outputs a workflow passes on (4 KiB in all), never
+// a big one's bytes.
 func TestTrimTaskDropsFileOutputBytes(t *testing.T) {
-	task := MakeAgentTask("t", "ns").Image("busybox").Obj()
-	task.Status.FileOutputs = map[string]string{"report": strings.Repeat("x", 1<<20)}
-	got, err := TrimTask(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(map[string]string{"report": ""}, got.(*schedv1.AgentTask).Status.FileOutputs); diff != "" {
-		t.Errorf("cached file outputs (-want +got):\n%s", diff)
+	for name, tc := range map[string]struct {
+		outs, want map[string]string
+	}{
+		"a MiB":               {outs: map[string]string{"report": strings.Repeat("x", 1<<20), "items": `["a"]`}},
+		"just past 4 KiB":     {outs: map[string]string{"ab": strings.Repeat("x", 4095)}},
+		"a list within 4 KiB": {outs: map[string]string{"items": `["a","b"]`}, want: map[string]string{"items": `["a","b"]`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			task := MakeAgentTask("t", "ns").Image("busybox").Obj()
+			task.Status.FileOutputs = tc.outs
+			got, err := TrimTask(task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.(*schedv1.AgentTask).Status.FileOutputs); diff != "" {
+				t.Errorf("cached file outputs (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -151,4 +166,12 @@ func TestFileOutputsFitTheObject(t *testing.T) {
 	if err != nil || ferr == nil || ferr.Reason != schedv1.ReasonOutputsTruncated || !strings.Contains(ferr.Message, "make the spec smaller") {
 		t.Errorf("1 MiB beside a 640 KiB spec: %+v %v, want OutputsTruncated with the sizes", ferr, err)
 	}
+}
+
+func manyOutputs(n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("k%d", i)] = "v"
+	}
+	return m
 }

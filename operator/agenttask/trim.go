@@ -87,12 +87,13 @@ func TrimTask(obj any) (any, error) {
 	}
 	TrimMeta(&task.ObjectMeta)
 	trimLogs(task.Status.Logs)
-	// File outputs (up to 1 MiB a task) keep their keys: no controller
-	// reads their values from the cache, and the status write that adds
-	// them is the one that finishes the task, computed before they were
-	// cached.
-	for k := range task.Status.FileOutputs {
-		task.Status.FileOutputs[k] = ""
+	// File outputs (up to 1 MiB a task) are cached only when they are as
+	// small as a termination message's: those the Workflow controller
+	// passes on to later steps (schedv1.PassedFileOutputs). The status
+	// write that adds them finishes the task, computed before they were
+	// cached, and no later write touches them.
+	if !schedv1.PassedFileOutputs(task.Status.FileOutputs) {
+		task.Status.FileOutputs = nil
 	}
 	if TaskBulk(&task.Spec) <= TrimAbove {
 		return task, nil

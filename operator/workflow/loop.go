@@ -217,7 +217,7 @@ func syncLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, found map
 			it.Message = clipTo(t.Status.Message, maxItemMessage)
 		}
 		if it.Phase == schedv1.StepSucceeded && !s.Phase.Finished() {
-			if err := gather(s, int(fe.Total), k, t.Status.Outputs); err != nil {
+			if err := gather(s, int(fe.Total), k, schedv1.StepOutputs(&t.Status)); err != nil {
 				s.Phase, s.Reason, s.CompletionTime = schedv1.StepFailed, schedv1.ReasonTooLarge, &now
 				s.Message = fmt.Sprintf("step %s: %v", s.Name, err)
 			}

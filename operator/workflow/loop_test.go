@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -299,6 +300,19 @@ func TestLoopLists(t *testing.T) {
 				}
 			},
 		},
+		"from a file output": {
+			wf: loop("${steps.plan.output.regions}"), plan: map[string]string{"regions": `["eu", "us", "ap"]`, fileOutputs: "true"},
+			wantCreates: []string{"rel-1-deploy-0", "rel-1-deploy-1", "rel-1-deploy-2"}, wantPhase: schedv1.WorkflowRunning,
+			check: func(t *testing.T, w *world) {
+				if got := w.wf.Status.Steps[0].Outputs["regions"]; got != `["eu", "us", "ap"]` {
+					t.Errorf("plan's outputs in the workflow %q", got)
+				}
+			},
+		},
+		"from a file output too big to pass on": {
+			wf: loop("${steps.plan.output.regions}"), plan: map[string]string{"regions": `["eu"]`, "report": strings.Repeat("x", 5000), fileOutputs: "true"},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonMissingOutput,
+		},
 		"from a param": {
 			wf: loop("${params.regions}", "regions", `["eu"]`), plan: map[string]string{},
 			wantCreates: []string{"rel-1-deploy-0"}, wantPhase: schedv1.WorkflowRunning,
@@ -336,7 +350,17 @@ func TestLoopLists(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, tc.wf)
 			w.look()
-			w.step(0, schedv1.TaskSucceeded, tc.plan)
+			if tc.plan[fileOutputs] != "" {
+				outs := maps.Clone(tc.plan)
+				delete(outs, fileOutputs)
+				w.step(0, schedv1.TaskSucceeded, nil)
+				// As the cache holds them (agenttask.TrimTask).
+				if schedv1.PassedFileOutputs(outs) {
+					w.tasks[0].Status.FileOutputs = outs
+				}
+			} else {
+				w.step(0, schedv1.TaskSucceeded, tc.plan)
+			}
 			p := w.look()
 			st := w.wf.Status
 			if diff := cmp.Diff(tc.wantCreates, creates(p)); diff != "" {
@@ -351,6 +375,9 @@ func TestLoopLists(t *testing.T) {
 		})
 	}
 }
+
+// fileOutputs in a test's plan outputs makes them the task's file outputs.
+const fileOutputs = "#files"
 
 // TestLoopChain: a loop over another loop's gathered outputs.
 func TestLoopChain(t *testing.T) {

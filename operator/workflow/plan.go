@@ -628,7 +628,7 @@ func syncList(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, tasks ma
 				if t.Status.Reason == schedv1.ReasonBackingOff {
 					s.Reason = schedv1.ReasonBackingOff
 				}
-				s.Outputs = t.Status.Outputs
+				s.Outputs = schedv1.StepOutputs(&t.Status)
 				s.CompletionTime = t.Status.CompletionTime
 			}
 		} else if s.TaskName != "" && !s.Phase.Finished() {
