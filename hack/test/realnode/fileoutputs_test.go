@@ -107,3 +107,39 @@ func firstDiff(a, b string) int {
 	}
 	return min(len(a), len(b))
 }
+
+// A workflow on the real node: the first step writes a list as a file,
+// the next fans out over it (forEach.from), each item's step reads its
+// item, and the last reads the gathered outputs.
+func TestWorkflowFansOutOverAListWrittenAsAFile(t *testing.T) {
+	e := need(t)
+	ctx := context.Background()
+	if err := e.cluster.ImportBinaryImage(ctx, toolsImage, filepath.Join(e.bin, "operator")); err != nil {
+		t.Fatal(err)
+	}
+	e.operator(t, "TOOLS_IMAGE="+toolsImage)
+	plan := schedv1.WorkflowStep{Name: "plan", Task: shTask("", `printf '["eu","us","ap"]' > /out/regions; echo planned`).Spec}
+	plan.Task.Outputs = &schedv1.TaskOutputs{FromDir: "/out"}
+	deploy := schedv1.WorkflowStep{Name: "deploy", Task: shTask("", `echo "deploying ${item}"; echo "where=${item}" > /dev/termination-log`).Spec,
+		ForEach: &schedv1.ForEach{From: "${steps.plan.output.regions}"}}
+	report := schedv1.WorkflowStep{Name: "report", Task: shTask("", `printf 'all=%s\n' '${steps.deploy.output.where}' > /dev/termination-log`).Spec}
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "fan-out-file", Namespace: ns},
+		Spec:       schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{plan, deploy, report}},
+	}
+	e.create(t, wf)
+	wf = eventually(t, e, wf, 4*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	if wf.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("workflow %s %s: %s\nsteps: %+v", wf.Status.Phase, wf.Status.Reason, wf.Status.Message, wf.Status.Steps)
+	}
+	if got := wf.Status.Steps[0].Outputs["regions"]; got != `["eu","us","ap"]` {
+		t.Errorf("plan's file output in the workflow %q", got)
+	}
+	if fe := wf.Status.Steps[1].ForEach; fe == nil || fe.Total != 3 {
+		t.Errorf("deploy ran over %+v, want the 3 items of the file", fe)
+	}
+	// The items' outputs, gathered, reach the last step.
+	if got := wf.Status.Steps[2].Outputs["all"]; got != `["eu","us","ap"]` {
+		t.Errorf("report's output %q, want the items' where outputs gathered", got)
+	}
+}
