@@ -8,24 +8,23 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
-	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // A task's file outputs (spec.outputs.fromDir; the frame and its bounds
-// are operator/fileoutputs'). The task's container writes files into an
+// are operator/fileoutputs', the pod's directory and sidecar
+// operator/taskjob's). The task's container writes files into an
 // emptyDir; a native sidecar of the tools image waits for it to end, then
 // writes them to its log and exits. When the task has succeeded, the
 // operator reads that log once, in the reconcile that writes the finished
@@ -34,112 +33,6 @@ import (
 // status is finished and never recomputed. Nothing is read twice into a
 // status, and nothing is lost while the pod is held.
 
-const (
-	// OutputsContainerName is the sidecar that hands the files over.
-	OutputsContainerName = "outputs"
-	// outputsVolume is the emptyDir the files are written into.
-	outputsVolume = "kubectl-sched-outputs"
-	// outputsMount is where the sidecar reads them.
-	outputsMount = "/kubectl-sched/outputs"
-)
-
-// outputsResources are the sidecar's: it holds at most the files' bytes
-// and their frame, a few MiB, and its log is at most fileoutputs.StreamBytes.
-var outputsResources = corev1.ResourceRequirements{
-	Requests: corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("10m"),
-		corev1.ResourceMemory:           resource.MustParse("16Mi"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("4Mi"),
-	},
-	Limits: corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("100m"),
-		corev1.ResourceMemory:           resource.MustParse("32Mi"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("8Mi"),
-	},
-}
-
-// addOutputsSidecar gives pod the output directory of out and the
-// sidecar that hands its files over, bounded by maxBytes (the tier's).
-func addOutputsSidecar(pod *corev1.PodSpec, out *schedv1.TaskOutputs, image string, maxBytes int) {
-	if out == nil {
-		return
-	}
-	pod.Volumes = append(pod.Volumes, corev1.Volume{
-		Name:         outputsVolume,
-		VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
-	})
-	c := &pod.Containers[0]
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: outputsVolume, MountPath: out.FromDir})
-	// The non-root default user can write the directory.
-	pod.SecurityContext.FSGroup = ptr.To[int64](podsecurity.NonRootUID)
-	pod.InitContainers = append(pod.InitContainers, corev1.Container{
-		Name:  OutputsContainerName,
-		Image: image,
-		Args: []string{fileoutputs.Command, "--dir", outputsMount,
-			"--max-bytes", strconv.Itoa(maxBytes), "--max-files", strconv.Itoa(schedv1.MaxFileOutputs)},
-		// Always: a native sidecar, stopped (SIGTERM) once the task's
-		// container has ended, which is when it writes.
-		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
-		VolumeMounts:    []corev1.VolumeMount{{Name: outputsVolume, MountPath: outputsMount, ReadOnly: true}},
-		Resources:       outputsResources,
-		SecurityContext: podsecurity.Container(nil),
-		ImagePullPolicy: corev1.PullIfNotPresent,
-	})
-}
-
-// outputsRefused says why task's file outputs cannot be handed over:
-// the cluster has no tools image to run the sidecar.
-func (s *Starter) outputsRefused(task *schedv1.AgentTask) (reason, msg string) {
-	if task.Spec.Outputs == nil || s.ToolsImage != "" {
-		return "", ""
-	}
-	return schedv1.ReasonOutputsInvalid, "spec.outputs.fromDir needs the operator's tools image for its sidecar, and this operator has none (it runs outside the cluster, with neither tools-image nor OPERATOR_IMAGE set): ask a cluster admin to set tools-image (kubectl sched install --tools-image), or write the outputs to the termination message"
-}
-
-// addOutputs adds task's output directory and sidecar to its pod, bounded
-// by its namespace's tier.
-func (s *Starter) addOutputs(ctx context.Context, task *schedv1.AgentTask, pod *corev1.PodSpec) error {
-	if task.Spec.Outputs == nil {
-		return nil
-	}
-	limits, err := tiers.LimitsOf(ctx, s.Client, task.Namespace)
-	if err != nil {
-		return err
-	}
-	tierBytes := 0
-	if limits != nil {
-		tierBytes = limits.FileOutputBytes
-	}
-	addOutputsSidecar(pod, task.Spec.Outputs, s.ToolsImage, fileOutputBytes(tierBytes))
-	return nil
-}
-
-// fileOutputBytes is the most a task's file outputs may hold in
-// namespace ns's tier (tierBytes, 0 when the tier says nothing).
-func fileOutputBytes(tierBytes int) int {
-	if tierBytes <= 0 || tierBytes > schedv1.MaxFileOutputBytes {
-		return schedv1.MaxFileOutputBytes
-	}
-	return tierBytes
-}
-
-// maxBytesOf reads back the bound the task's pod was made with: its
-// sidecar's --max-bytes. A tier changed since does not change what the
-// pod was told.
-func maxBytesOf(pod *corev1.Pod) int {
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name != OutputsContainerName {
-			continue
-		}
-		if i := slices.Index(c.Args, "--max-bytes"); i >= 0 && i+1 < len(c.Args) {
-			if n, err := strconv.Atoi(c.Args[i+1]); err == nil {
-				return fileOutputBytes(n)
-			}
-		}
-	}
-	return schedv1.MaxFileOutputBytes
-}
-
 // readFileOutputs reads the outputs sidecar's log of pod. An error is for
 // the workqueue to retry (the pod is held); a *fileoutputs.Error is the
 // task's, for its status.
@@ -147,11 +40,11 @@ func (r *Reconciler) readFileOutputs(ctx context.Context, pod *corev1.Pod) (map[
 	if r.Logs == nil {
 		return nil, nil, errors.New("no client to read the outputs sidecar's log")
 	}
-	maxBytes := maxBytesOf(pod)
+	maxBytes := taskjob.MaxBytesOf(pod)
 	limit := fileoutputs.StreamBytes(maxBytes)
 	ctx, cancel := context.WithTimeout(ctx, logReadTimeout)
 	defer cancel()
-	opts := &corev1.PodLogOptions{Container: OutputsContainerName, LimitBytes: ptr.To(int64(limit) + 1)}
+	opts := &corev1.PodLogOptions{Container: taskjob.OutputsContainerName, LimitBytes: ptr.To(int64(limit) + 1)}
 	rc, err := r.Logs.Pods(pod.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
 	var raw []byte
 	if err == nil {
@@ -250,7 +143,7 @@ func (r *Reconciler) keepFileOutputs(ctx context.Context, task *schedv1.AgentTas
 // to them (logBudget), so they are left out.
 func (r *Reconciler) fitsObject(ctx context.Context, task *schedv1.AgentTask, outs map[string]string) (*fileoutputs.Error, error) {
 	whole := task.DeepCopy()
-	if Trimmed(task) && r.APIReader != nil {
+	if cachetrim.Trimmed(task) && r.APIReader != nil {
 		// The cache dropped the bulk of its spec: weigh the task as stored.
 		stored := &schedv1.AgentTask{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), stored); err != nil {
