@@ -11,6 +11,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
 )
 
@@ -78,9 +79,11 @@ func TestWithFileOutputs(t *testing.T) {
 func TestTrimTaskDropsFileOutputBytes(t *testing.T) {
 	for name, tc := range map[string]struct {
 		outs, want map[string]string
+		held       map[string]int
 	}{
-		"a MiB":               {outs: map[string]string{"report": strings.Repeat("x", 1<<20), "items": `["a"]`}},
-		"just past 4 KiB":     {outs: map[string]string{"ab": strings.Repeat("x", 4095)}},
+		"a MiB": {outs: map[string]string{"report": strings.Repeat("x", 1<<20), "items": `["a"]`},
+			held: map[string]int{"report": 1 << 20, "items": 5}},
+		"just past 4 KiB":     {outs: map[string]string{"ab": strings.Repeat("x", 4095)}, held: map[string]int{"ab": 4095}},
 		"a list within 4 KiB": {outs: map[string]string{"items": `["a","b"]`}, want: map[string]string{"items": `["a","b"]`}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -92,6 +95,14 @@ func TestTrimTaskDropsFileOutputBytes(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got.(*schedv1.AgentTask).Status.FileOutputs); diff != "" {
 				t.Errorf("cached file outputs (-want +got):\n%s", diff)
+			}
+			// Transformed twice, as an informer may: the sizes stay.
+			again, err := TrimTask(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.held, cachetrim.HeldOutputs(again.(*schedv1.AgentTask))); diff != "" {
+				t.Errorf("held outputs (-want +got):\n%s", diff)
 			}
 		})
 	}

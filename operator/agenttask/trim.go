@@ -79,6 +79,9 @@ func TrimTask(obj any) (any, error) {
 	// write that adds them finishes the task, computed before they were
 	// cached, and no later write touches them.
 	if !schedv1.PassedFileOutputs(task.Status.FileOutputs) {
+		// Their keys and sizes stay, for a workflow to say a reference
+		// to one is to an output too big to pass on.
+		cachetrim.MarkHeldOutputs(&task.ObjectMeta, task.Status.FileOutputs)
 		task.Status.FileOutputs = nil
 	}
 	if cachetrim.TaskBulk(&task.Spec) <= cachetrim.TrimAbove {

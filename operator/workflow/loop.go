@@ -80,6 +80,9 @@ func loopItems(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) ([]strin
 func startLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (string, error) {
 	items, reason, err := loopItems(wf, st, i)
 	if err != nil {
+		if err = explainHeld(err, p.held); reason == schedv1.ReasonMissingOutput {
+			reason = taskErrorReason(err)
+		}
 		return reason, err
 	}
 	s := stepStatus(wf, st, i)

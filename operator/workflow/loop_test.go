@@ -13,6 +13,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 )
 
 // world plays the controller and the AgentTask controller for decide: the
@@ -311,6 +312,13 @@ func TestLoopLists(t *testing.T) {
 		},
 		"from a file output too big to pass on": {
 			wf: loop("${steps.plan.output.regions}"), plan: map[string]string{"regions": `["eu"]`, "report": strings.Repeat("x", 5000), fileOutputs: "true"},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonTooLarge,
+			wantMsg: `step 1 (deploy) cannot start: forEach.from uses ${steps.plan.output.regions}, but file output "regions" of step plan holds 6 bytes, ` +
+				"and a workflow passes a step's file outputs on only when they hold at most 4096 bytes in all; " +
+				"the output is in its task's status.fileOutputs: write what later steps need to a smaller file, or to the termination message",
+		},
+		"from an output missing beside file outputs too big to pass on": {
+			wf: loop("${steps.plan.output.zones}"), plan: map[string]string{"regions": `["eu"]`, "report": strings.Repeat("x", 5000), fileOutputs: "true"},
 			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonMissingOutput,
 		},
 		"from a param": {
@@ -357,6 +365,8 @@ func TestLoopLists(t *testing.T) {
 				// As the cache holds them (agenttask.TrimTask).
 				if schedv1.PassedFileOutputs(outs) {
 					w.tasks[0].Status.FileOutputs = outs
+				} else {
+					cachetrim.MarkHeldOutputs(&w.tasks[0].ObjectMeta, outs)
 				}
 			} else {
 				w.step(0, schedv1.TaskSucceeded, tc.plan)
@@ -378,6 +388,43 @@ func TestLoopLists(t *testing.T) {
 
 // fileOutputs in a test's plan outputs makes them the task's file outputs.
 const fileOutputs = "#files"
+
+// TestReferenceToAHeldOutput: a step's reference to a file output too big
+// to pass on fails TooLarge, saying so, not MissingOutput; one to a key
+// the step never wrote still fails MissingOutput.
+func TestReferenceToAHeldOutput(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ref, wantReason, wantIn string
+	}{
+		"a held output": {ref: "${steps.gen.output.report}", wantReason: schedv1.ReasonTooLarge,
+			wantIn: `args[0] uses ${steps.gen.output.report}, but file output "report" of step gen holds 102400 bytes`},
+		"by index":        {ref: "${steps.0.output.report}", wantReason: schedv1.ReasonTooLarge, wantIn: "holds 102400 bytes"},
+		"a passed output": {ref: "${steps.gen.output.sha}", wantReason: ""},
+		"never written":   {ref: "${steps.gen.output.nope}", wantReason: schedv1.ReasonMissingOutput, wantIn: `did not output "nope"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wf := MakeWorkflow("rel", "ns").Step("gen", "busybox").Step("use", "busybox", tc.ref).Obj()
+			w := newWorld(t, wf)
+			w.look()
+			w.step(0, schedv1.TaskSucceeded, map[string]string{"sha": "abc"})
+			cachetrim.MarkHeldOutputs(&w.tasks[0].ObjectMeta, map[string]string{"report": strings.Repeat("x", 100<<10), "list": "[]"})
+			p := w.look()
+			st := w.wf.Status
+			if tc.wantReason == "" {
+				if diff := cmp.Diff([]string{"rel-1-use"}, creates(p)); diff != "" {
+					t.Errorf("creates (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if st.Phase != schedv1.WorkflowFailed || st.Reason != tc.wantReason || !strings.Contains(st.Message, tc.wantIn) {
+				t.Errorf("workflow %s %s %q; want Failed %s containing %q", st.Phase, st.Reason, st.Message, tc.wantReason, tc.wantIn)
+			}
+			if len(p.creates) != 0 {
+				t.Errorf("created %v for a step that cannot start", creates(p))
+			}
+		})
+	}
+}
 
 // TestLoopChain: a loop over another loop's gathered outputs.
 func TestLoopChain(t *testing.T) {
