@@ -13,12 +13,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
 )
 
 // version is set at build time with -ldflags -X main.version=...
 var version = "v0.0.0-dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == fileoutputs.Command {
+		// The outputs sidecar of a task's pod: the same image, no manager.
+		os.Exit(fileoutputs.Main(os.Args[2:]))
+	}
 	opts := app.DefaultOptions()
 	opts.Version = version
 	opts.BindFlags(flag.CommandLine)

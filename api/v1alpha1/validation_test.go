@@ -540,6 +540,24 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validTask().Workspace("a", "/a", "a").Workspace("b", "/b", "b").Workspace("c", "/c", "c").Workspace("d", "/d", "d").Workspace("e", "/e", "e").Obj(),
 			wantField: "spec.workspaces", wantMsg: "must have at most 4 items",
 		},
+		"at: a relative outputs directory": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "out"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "should match",
+		},
+		"at: an outputs directory that climbs out": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "/out/../etc"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "fromDir may not hold . or .. parts",
+		},
+		"at: the root as the outputs directory": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "/"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "at least 2 chars",
+		},
+		"at: an outputs directory too long": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Outputs = &schedv1.TaskOutputs{FromDir: "/" + strings.Repeat("o", 256)}
+			}).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "may not be more than 256 bytes",
+		},
 		"scx: name too long for the DaemonSet": {
 			obj:       MakeSchedExt(strings.Repeat("s", 51)).Scheduler("scx_lavd").Obj(),
 			wantField: "<nil>", wantMsg: "at most 50 characters",

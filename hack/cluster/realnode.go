@@ -237,6 +237,28 @@ func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 	return c.importArchive(ctx, n.Socket, "base", images)
 }
 
+// ImportBinaryImage imports, as ref, an image holding only the static
+// binary at path, as /NAME its entrypoint, run as the non-root user: the
+// operator's binary as the tools image of its tasks' helpers.
+func (c *Cluster) ImportBinaryImage(ctx context.Context, ref, path string) error {
+	n := loadRealNode(c.Dir)
+	if n == nil || c.RealNode == "" {
+		return errors.New("cluster: no real node")
+	}
+	bin, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(path)
+	l := newLayer()
+	l.file(name, bin, 0o755)
+	img, err := l.image([]string{"/" + name}, nonRootUID, nil)
+	if err != nil {
+		return err
+	}
+	return c.importArchive(ctx, n.Socket, "binary-"+name, map[string]v1.Image{ref: img})
+}
+
 // TrustRegistry lets the real node's containerd pull from the plain-HTTP
 // registry at host (host:port), as a test's local registry: containerd
 // pulls on the host's network, so a loopback address works. It reads the

@@ -7,4 +7,6 @@ import "github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 const (
 	ContainerName    = taskjob.ContainerName
 	OutputsFinalizer = taskjob.OutputsFinalizer
+	// OutputsContainerName is the sidecar that hands file outputs over.
+	OutputsContainerName = taskjob.OutputsContainerName
 )

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 
@@ -125,6 +126,7 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 		APIReader:         mgr.GetAPIReader(),
 		PriorityClasses:   o.Settings.PriorityClasses,
 		AnnotationDomains: o.Settings.AllowedPodAnnotationDomains,
+		ToolsImage:        cmp.Or(o.Settings.ToolsImage, o.OperatorImage),
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

@@ -62,6 +62,9 @@ type Options struct {
 	// Settings are the cluster settings (api/settings), each a flag and an
 	// environment variable.
 	Settings settings.Values
+	// OperatorImage is the operator's own image (OPERATOR_IMAGE), the
+	// tools image when Settings.ToolsImage is empty.
+	OperatorImage string
 
 	// Clock is what the CronWorkflow controller reads the time from; the
 	// real clock when nil. Not a flag: tests set a fake one, so a run
@@ -200,6 +203,9 @@ func usage(st settings.Setting, value any) string {
 func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	// Install gives the operator's Deployment its own image: the default
+	// tools image.
+	o.OperatorImage, _ = lookup("OPERATOR_IMAGE")
 	if v, ok := lookup("POD_NAMESPACE"); ok && !given["leader-election-namespace"] {
 		o.LeaderElectionNamespace = v
 	}

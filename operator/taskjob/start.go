@@ -47,6 +47,9 @@ type Starter struct {
 	// may pass (--allowed-pod-annotation-domains).
 	AnnotationDomains []string
 	Clock             clock.PassiveClock
+	// ToolsImage runs the helpers in tasks' pods (settings' tools-image,
+	// else the operator's own image): the file outputs sidecar.
+	ToolsImage string
 
 	mu sync.Mutex
 	// starting counts, per task, the Workflow controller's creates in
@@ -157,6 +160,9 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 	if task.Status.Phase.Finished() {
 		return "", "", nil
 	}
+	if reason, msg := s.outputsRefused(task); reason != "" {
+		return reason, msg, nil
+	}
 	if fields := PrivilegeAsked(task); len(fields) > 0 {
 		allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
 		if err != nil {
@@ -182,6 +188,9 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 // not nil, hears of a create the API server refused.
 func (s *Starter) CreateJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	if err := s.addOutputs(ctx, task, &job.Spec.Template.Spec); err != nil {
+		return nil, err
+	}
 	if tmpl := &job.Spec.Template.Spec; tmpl.PriorityClassName == "" {
 		// The tier's class, when the cluster's default class is above it
 		// (its priority quota would refuse a pod that names none).

@@ -217,8 +217,13 @@ func TestInstallDryRunClient(t *testing.T) {
 			if err := fromUnstructured(o, &dep); err != nil {
 				t.Fatal(err)
 			}
-			if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/op:v1.2.3" {
-				t.Errorf("image %q", img)
+			c := dep.Spec.Template.Spec.Containers[0]
+			if c.Image != "registry.example.com/op:v1.2.3" {
+				t.Errorf("image %q", c.Image)
+			}
+			// The default tools image of its tasks' helpers.
+			if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == manifests.OperatorImageEnv }); i < 0 || c.Env[i].Value != c.Image {
+				t.Errorf("the operator is not told its image (%s): env %v", manifests.OperatorImageEnv, c.Env)
 			}
 			if v := dep.Labels["app.kubernetes.io/version"]; v != "v1.2.3" {
 				t.Errorf("version label %q", v)
