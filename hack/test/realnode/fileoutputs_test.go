@@ -143,3 +143,32 @@ func TestWorkflowFansOutOverAListWrittenAsAFile(t *testing.T) {
 		t.Errorf("report's output %q, want the items' where outputs gathered", got)
 	}
 }
+
+// TestWorkflowSaysAFileOutputIsTooBigToPass: a step writes a 100 KiB file
+// output on the real node; the step that references it cannot start, and
+// the workflow fails TooLarge naming the step, the key and its size (the
+// operator's cache keeps only the sizes), not MissingOutput.
+func TestWorkflowSaysAFileOutputIsTooBigToPass(t *testing.T) {
+	e := need(t)
+	ctx := context.Background()
+	if err := e.cluster.ImportBinaryImage(ctx, toolsImage, filepath.Join(e.bin, "operator")); err != nil {
+		t.Fatal(err)
+	}
+	e.operator(t, "TOOLS_IMAGE="+toolsImage)
+	gen := schedv1.WorkflowStep{Name: "gen", Task: shTask("", `head -c 102400 /dev/zero | tr "\0" r > /out/report; echo sha=abc > /dev/termination-log`).Spec}
+	gen.Task.Outputs = &schedv1.TaskOutputs{FromDir: "/out"}
+	use := schedv1.WorkflowStep{Name: "use", Task: shTask("", `echo '${steps.gen.output.report}'`).Spec}
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "big-file", Namespace: ns},
+		Spec:       schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{gen, use}},
+	}
+	e.create(t, wf)
+	wf = eventually(t, e, wf, 4*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	want := `step 1 (use) cannot start: command[2] uses ${steps.gen.output.report}, but file output "report" of step gen holds 102400 bytes`
+	if wf.Status.Phase != schedv1.WorkflowFailed || wf.Status.Reason != schedv1.ReasonTooLarge || !strings.HasPrefix(wf.Status.Message, want) {
+		t.Errorf("workflow %s %s %q; want Failed TooLarge starting %q", wf.Status.Phase, wf.Status.Reason, wf.Status.Message, want)
+	}
+	if s := wf.Status.Steps[0]; s.Phase != schedv1.StepSucceeded || s.Outputs["sha"] != "abc" || len(s.Outputs) != 1 {
+		t.Errorf("gen %s with outputs %v in the workflow, want Succeeded with its termination message's only", s.Phase, s.Outputs)
+	}
+}
