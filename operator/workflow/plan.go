@@ -699,6 +699,7 @@ func buildTask(wf *schedv1.Workflow, i int, v substitution.Values, name string) 
 	// The workflow owns the step's life: its TTL deletes everything, and a
 	// step task deleting itself could lose its outputs.
 	spec.TTLAfterFinished, spec.Cleanup = nil, ""
+	spec.ServiceAccountName = StepServiceAccount(wf, i)
 	return &schedv1.AgentTask{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -711,6 +712,34 @@ func buildTask(wf *schedv1.Workflow, i int, v substitution.Values, name string) 
 		},
 		Spec: spec,
 	}, nil
+}
+
+// StepServiceAccount is the service account the task of step i (of
+// spec.steps, or spec.finally from len(spec.steps) on) runs as, each
+// forEach item's alike: the step's own, never substituted. The operator's
+// accounts webhook (operator/accounts) holds every task a workflow
+// controls to it.
+func StepServiceAccount(wf *schedv1.Workflow, i int) string {
+	return specStep(wf, i).Task.ServiceAccountName
+}
+
+// StepOfLabel is the step index a task's LabelWorkflowStep value names
+// (buildTask writes it), counted as StepServiceAccount counts; false when
+// wf has no such step.
+func StepOfLabel(wf *schedv1.Workflow, label string) (int, bool) {
+	n := len(wf.Spec.Steps)
+	if rest, ok := strings.CutPrefix(label, "finally"); ok {
+		j, err := strconv.Atoi(rest)
+		if err != nil || j < 0 || j >= len(wf.Spec.Finally) || names.FinallyStep(j) != label {
+			return 0, false
+		}
+		return n + j, true
+	}
+	i, err := strconv.Atoi(label)
+	if err != nil || i < 0 || i >= n || strconv.Itoa(i) != label {
+		return 0, false
+	}
+	return i, true
 }
 
 func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {
