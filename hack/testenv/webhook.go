@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/kubectl-sched/kubectl-sched/operator/accounts"
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 

@@ -3,7 +3,7 @@
 // Job an AgentTask controls runs as that task's account
 // (agenttask.ServiceAccount), and an AgentTask a Workflow controls as its
 // step's (workflow.StepServiceAccount). The webhook configuration
-// (Configuration) sends it only the operator's own requests, so it guards
+// (api/accounts.Configuration) sends it only the operator's own requests, so it guards
 // against the operator's token, not against tenants, whom RBAC and the
 // admission policies hold.
 package accounts
@@ -27,9 +27,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
 )
-
-// Path is where the operator's webhook server serves the webhook.
-const Path = "/validate-service-accounts"
 
 // defaultAccount is the account a pod naming none runs as.
 const defaultAccount = "default"

@@ -30,6 +30,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	apiaccounts "github.com/kubectl-sched/kubectl-sched/api/accounts"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/operator/accounts"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
@@ -124,7 +125,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("index nodes by CPU scheduler: %w", err)
 	}
 	if o.WebhookCertDir != "" {
-		mgr.GetWebhookServer().Register(accounts.Path, &webhook.Admission{
+		mgr.GetWebhookServer().Register(apiaccounts.Path, &webhook.Admission{
 			Handler: accounts.NewValidator(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()),
 		})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

@@ -14,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/accounts"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -108,4 +109,25 @@ func serial() *big.Int {
 		panic(err)
 	}
 	return n
+}
+
+// Check reports why pair cannot serve host until at: its certificate and
+// key do not pair, its CA did not sign it for host, or it expires first.
+func Check(pair Serving, host string, at time.Time) error {
+	if _, err := tls.X509KeyPair(pair.Cert, pair.Key); err != nil {
+		return fmt.Errorf("certificate and key do not pair: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pair.CA) {
+		return errors.New("no PEM CA certificate")
+	}
+	block, _ := pem.Decode(pair.Cert)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return err
+	}
+	if _, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: roots, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+		return err
+	}
+	return nil
 }

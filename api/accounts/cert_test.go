@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-sched/kubectl-sched/operator/accounts"
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 )
 
 func TestNewServingIsAValidChainForItsHosts(t *testing.T) {

@@ -1,3 +1,6 @@
+// Package accounts names the operator's service-accounts webhook
+// (operator/accounts) and makes what install needs for it: its
+// ValidatingWebhookConfiguration and a CA and serving certificate.
 package accounts
 
 import (
@@ -11,6 +14,12 @@ import (
 )
 
 const (
+	// Path is where the operator's webhook server serves the webhook.
+	Path = "/validate-service-accounts"
+	// Secret holds the webhook's CA and serving certificate in the
+	// operator's namespace; Service is in front of the operator's pods.
+	Secret  = "kubectl-sched-operator-webhook-cert"
+	Service = "kubectl-sched-operator-webhook"
 	// ConfigurationName is the ValidatingWebhookConfiguration install makes.
 	ConfigurationName = "kubectl-sched-operator-accounts"
 	// WebhookName is the webhook's name in it, which the API server puts
