@@ -27,7 +27,7 @@ const (
 	WebhookName = "service-accounts.sched.kubectl-sched.dev"
 	// TimeoutSeconds bounds how long the API server waits for the webhook.
 	// Only the operator's own requests wait on it, and it answers from the
-	// cache (one GET on a miss), so 5 s is far above its answer; a hung
+	// operator's cache alone, so 5 s is far above its answer; a hung
 	// operator then fails its own create in 5 s, which it retries, rather
 	// than the API server's 10 s default.
 	TimeoutSeconds = 5

@@ -32,19 +32,21 @@ import (
 const defaultAccount = "default"
 
 // Validator checks the operator's creates and updates of Jobs and
-// AgentTasks. Owners are read from Cache, the operator's own cache; Live
-// (the API server) is read only when the cache does not hold the owner
-// (yet), so an owner that does not exist is refused and one created a
-// moment ago is found.
+// AgentTasks, reading their owners from Cache, the operator's own cache,
+// and nothing else: a request costs no API server read, whoever sends
+// it. An owner the cache does not hold with the UID the reference names
+// (one that does not exist, or was created or re-created a moment ago) is
+// refused as retryable (503): the operator's create fails as a transient
+// error and is tried again, and a token claiming an owner that does not
+// exist is refused every time.
 type Validator struct {
 	Cache   client.Reader
-	Live    client.Reader
 	Decoder admission.Decoder
 }
 
 // NewValidator is a Validator decoding with scheme.
-func NewValidator(cache, live client.Reader, scheme *runtime.Scheme) *Validator {
-	return &Validator{Cache: cache, Live: live, Decoder: admission.NewDecoder(scheme)}
+func NewValidator(cache client.Reader, scheme *runtime.Scheme) *Validator {
+	return &Validator{Cache: cache, Decoder: admission.NewDecoder(scheme)}
 }
 
 // Handle implements admission.Handler.
@@ -126,24 +128,17 @@ func (v *Validator) sameAccount(req admission.Request, old runtime.Object, pod *
 	return false, resp
 }
 
-// owner reads the controller ref names into obj: from the cache, else from
-// the API server. ok is false with the refusal when there is none with
-// that UID.
+// owner reads the owner ref names into obj from the cache; ok is false
+// with the refusal when the cache does not hold it with that UID.
 func (v *Validator) owner(ctx context.Context, ns string, ref *metav1.OwnerReference, obj client.Object) (admission.Response, bool) {
-	key := types.NamespacedName{Namespace: ns, Name: ref.Name}
-	if err := v.Cache.Get(ctx, key, obj); err == nil && obj.GetUID() == ref.UID {
-		return admission.Response{}, true
-	}
-	// Not cached yet (or not the same object): ask the API server.
-	err := v.Live.Get(ctx, key, obj)
+	err := v.Cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj)
 	switch {
-	case apierrors.IsNotFound(err), err == nil && obj.GetUID() != ref.UID:
-		return admission.Denied(fmt.Sprintf("its controller %s %s/%s (uid %s) does not exist: the operator makes objects only for owners that exist", ref.Kind, ns, ref.Name, ref.UID)), false
-	case err != nil:
-		// Retryable: the operator's create fails as a transient error.
-		return retryable(fmt.Sprintf("cannot read its controller %s %s/%s: %v; the operator tries again", ref.Kind, ns, ref.Name, err)), false
+	case err == nil && obj.GetUID() == ref.UID:
+		return admission.Response{}, true
+	case err == nil, apierrors.IsNotFound(err):
+		return retryable(fmt.Sprintf("its controller %s %s/%s (uid %s) is not in the operator's cache: it does not exist, or was created a moment ago (the operator tries again)", ref.Kind, ns, ref.Name, ref.UID)), false
 	}
-	return admission.Response{}, true
+	return retryable(fmt.Sprintf("cannot read its controller %s %s/%s from the operator's cache: %v; the operator tries again", ref.Kind, ns, ref.Name, err)), false
 }
 
 // check allows pod only if every account field it sets is want, and its

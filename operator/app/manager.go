@@ -126,7 +126,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	if o.WebhookCertDir != "" {
 		mgr.GetWebhookServer().Register(apiaccounts.Path, &webhook.Admission{
-			Handler: accounts.NewValidator(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme()),
+			Handler: accounts.NewValidator(mgr.GetCache(), mgr.GetScheme()),
 		})
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, err
