@@ -40,7 +40,7 @@ func Username(namespace string) string {
 }
 
 // Configuration is the ValidatingWebhookConfiguration that sends the
-// creates and updates of Jobs and AgentTasks made by the operator's
+// creates and updates of Jobs, AgentTasks and Workflows made by the operator's
 // service account in operatorNamespace (matchConditions: nobody else's
 // request waits on it) to the webhook at client. failurePolicy Fail: only
 // the operator calls it, and when the operator is down it creates
@@ -68,6 +68,7 @@ func Configuration(operatorNamespace string, client admissionregistrationv1.Webh
 			Rules: []admissionregistrationv1.RuleWithOperations{
 				rule("batch", "jobs"),
 				rule(schedv1.GroupVersion.Group, "agenttasks"),
+				rule(schedv1.GroupVersion.Group, "workflows"),
 			},
 		}},
 	}

@@ -1,8 +1,9 @@
 // Package accounts is the operator's validating webhook that holds the
 // pods it makes to the service account the object they are for names: a
 // Job an AgentTask controls runs as that task's account
-// (agenttask.ServiceAccount), and an AgentTask a Workflow controls as its
-// step's (workflow.StepServiceAccount). The webhook configuration
+// (agenttask.ServiceAccount), an AgentTask a Workflow controls as its
+// step's (workflow.StepServiceAccount), and a Workflow a CronWorkflow
+// controls as its schedule's workflowSpec (workflow.StepAccounts). The webhook configuration
 // (api/accounts.Configuration) sends it only the operator's own requests, so it guards
 // against the operator's token, not against tenants, whom RBAC and the
 // admission policies hold.
@@ -12,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -31,8 +33,8 @@ import (
 // defaultAccount is the account a pod naming none runs as.
 const defaultAccount = "default"
 
-// Validator checks the operator's creates and updates of Jobs and
-// AgentTasks, reading their owners from Cache, the operator's own cache,
+// Validator checks the operator's creates and updates of Jobs,
+// AgentTasks and Workflows, reading their owners from Cache, the operator's own cache,
 // and nothing else: a request costs no API server read, whoever sends
 // it. An owner the cache does not hold with the UID the reference names
 // (one that does not exist, or was created or re-created a moment ago) is
@@ -56,6 +58,8 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return v.job(ctx, req)
 	case schedv1.GroupVersion.Group + "/AgentTask":
 		return v.task(ctx, req)
+	case schedv1.GroupVersion.Group + "/Workflow":
+		return v.run(ctx, req)
 	}
 	return admission.Allowed("not a kind this webhook checks")
 }
@@ -109,6 +113,43 @@ func (v *Validator) task(ctx context.Context, req admission.Request) admission.R
 	want := accountOrDefault(workflow.StepServiceAccount(wf, i))
 	return check(pod, want, fmt.Sprintf("AgentTask %s/%s", task.Namespace, task.Name),
 		fmt.Sprintf("its step %q of Workflow %s runs as %q (task.serviceAccountName)", stepName(wf, i), wf.Name, want))
+}
+
+func (v *Validator) run(ctx context.Context, req admission.Request) admission.Response {
+	wf := &schedv1.Workflow{}
+	if err := v.Decoder.Decode(req, wf); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	got := workflow.StepAccounts(&wf.Spec)
+	if req.Operation == "UPDATE" {
+		old := &schedv1.Workflow{}
+		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if slices.Equal(workflow.StepAccounts(&old.Spec), got) {
+			return admission.Allowed("")
+		}
+	}
+	what := fmt.Sprintf("Workflow %s/%s", wf.Namespace, wf.Name)
+	ref := metav1.GetControllerOf(wf)
+	if ref == nil || ref.Kind != "CronWorkflow" || ref.APIVersion != schedv1.GroupVersion.String() {
+		return admission.Denied(what + " has no CronWorkflow as its controller: the operator makes Workflows only as a schedule's runs, each running as its schedule's workflowSpec names")
+	}
+	cw := &schedv1.CronWorkflow{}
+	if resp, ok := v.owner(ctx, wf.Namespace, ref, cw); !ok {
+		return resp
+	}
+	want := workflow.StepAccounts(&cw.Spec.WorkflowSpec)
+	if len(got) != len(want) {
+		return admission.Denied(fmt.Sprintf("%s has %d steps and finally steps but its CronWorkflow %s's workflowSpec has %d: the operator starts a schedule's run only as its workflowSpec says", what, len(got), cw.Name, len(want)))
+	}
+	for i := range got {
+		if accountOrDefault(got[i]) != accountOrDefault(want[i]) {
+			return admission.Denied(fmt.Sprintf("%s step %q would run as service account %q but its CronWorkflow %s's workflowSpec runs it as %q: the operator runs a pod only as the account the object it is for names",
+				what, stepName(wf, i), accountOrDefault(got[i]), cw.Name, accountOrDefault(want[i])))
+		}
+	}
+	return admission.Allowed("")
 }
 
 // sameAccount lets an update through that leaves the pod's account as it

@@ -27,8 +27,8 @@ import (
 // service-accounts webhook, then acts as the operator's service account
 // (its generated RBAC) in a namespace made as `kubectl sched tenant
 // create` makes it: a Job for a task, or a step's AgentTask, that would
-// run as another account than its owner names, or claims an owner that
-// does not exist, is refused by the webhook with a message naming both
+// run as another account than its owner names (and a schedule's run
+// whose steps would), or claims an owner that does not exist, is refused by the webhook with a message naming both
 // accounts; the operator's own Jobs and step tasks pass.
 func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 	env, err := testenv.Start()
@@ -73,6 +73,12 @@ func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 	if err := alice.Create(ctx, wf); err != nil {
 		t.Fatal(err)
 	}
+	// Yearly: no run starts during the test.
+	cron := &schedv1.CronWorkflow{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+		Spec: schedv1.CronWorkflowSpec{Schedule: "0 0 1 1 *", WorkflowSpec: wf.Spec}}
+	if err := alice.Create(ctx, cron); err != nil {
+		t.Fatal(err)
+	}
 
 	// The normal path: the operator's own Job and step task pass, each
 	// running as its owner names.
@@ -103,6 +109,19 @@ func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cron), cron); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, edit func(*schedv1.WorkflowSpec)) *schedv1.Workflow {
+		r := &schedv1.Workflow{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Labels:          map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{ownedBy(cron, "CronWorkflow")}},
+			Spec: *cron.Spec.WorkflowSpec.DeepCopy()}
+		if edit != nil {
+			edit(&r.Spec)
+		}
+		return r
+	}
 	create := func(obj client.Object) error { return op.Create(ctx, obj, client.DryRunAll) }
 	refused := map[string]struct {
 		obj  client.Object
@@ -145,6 +164,20 @@ func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 			stepTaskAs(ns, "release-tidy-other", wf, names.FinallyStep(0), "builder"),
 			`would run as service account "builder" but its step "tidy" of Workflow release runs as "default"`,
 		},
+		"a schedule's run with a step as another account": {
+			run("nightly-other", func(s *schedv1.WorkflowSpec) { s.Steps[0].Task.ServiceAccountName = "deployer" }),
+			`step "a" would run as service account "deployer" but its CronWorkflow nightly's workflowSpec runs it as "builder"`,
+		},
+		"a schedule's run with a step more": {
+			run("nightly-more", func(s *schedv1.WorkflowSpec) {
+				s.Steps = append(s.Steps, schedv1.WorkflowStep{Name: "b", Task: schedv1.AgentTaskSpec{Image: "busybox", ServiceAccountName: "deployer"}})
+			}),
+			"has 3 steps and finally steps but its CronWorkflow nightly's workflowSpec has 2",
+		},
+		"a Workflow no schedule controls": {
+			func() *schedv1.Workflow { r := run("loose", nil); r.OwnerReferences = nil; return r }(),
+			"has no CronWorkflow as its controller",
+		},
 		"a task of a step the workflow does not have": {
 			stepTaskAs(ns, "release-b", wf, "7", "builder"),
 			`names step "7"`,
@@ -170,6 +203,11 @@ func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 	})
 	t.Run("allowed: a step's task as its step's account", func(t *testing.T) {
 		if err := create(stepTaskAs(ns, "release-a-again", wf, "0", "builder")); err != nil {
+			t.Errorf("refused: %v", err)
+		}
+	})
+	t.Run("allowed: a schedule's run as its workflowSpec", func(t *testing.T) {
+		if err := create(run("nightly-1", nil)); err != nil {
 			t.Errorf("refused: %v", err)
 		}
 	})

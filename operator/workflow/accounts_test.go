@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"slices"
 	"testing"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -39,9 +40,12 @@ func TestStepOfLabelAndItsAccount(t *testing.T) {
 			}
 		}
 	}
+	if got, want := StepAccounts(&wf.Spec), []string{"builder", "", "cleaner"}; !slices.Equal(got, want) {
+		t.Errorf("StepAccounts = %q, want %q", got, want)
+	}
 	// A trimmed workflow keeps the accounts the webhook reads.
 	trimmed := StepNames(&wf.Spec)
-	if trimmed.Steps[0].Task.ServiceAccountName != "builder" || trimmed.Finally[0].Task.ServiceAccountName != "cleaner" {
-		t.Errorf("StepNames dropped the accounts: %+v", trimmed)
+	if got := StepAccounts(&trimmed); !slices.Equal(got, StepAccounts(&wf.Spec)) {
+		t.Errorf("StepNames kept the accounts %q, want %q", got, StepAccounts(&wf.Spec))
 	}
 }

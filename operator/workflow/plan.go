@@ -723,6 +723,20 @@ func StepServiceAccount(wf *schedv1.Workflow, i int) string {
 	return specStep(wf, i).Task.ServiceAccountName
 }
 
+// StepAccounts are the service accounts spec's steps, then its finally
+// steps, run as (StepServiceAccount of each; empty for the namespace's
+// default). A CronWorkflow's run copies its workflowSpec whole, so a run's
+// are its schedule's; the accounts webhook holds it to that.
+func StepAccounts(s *schedv1.WorkflowSpec) []string {
+	out := make([]string, 0, len(s.Steps)+len(s.Finally))
+	for _, list := range [][]schedv1.WorkflowStep{s.Steps, s.Finally} {
+		for _, st := range list {
+			out = append(out, st.Task.ServiceAccountName)
+		}
+	}
+	return out
+}
+
 // StepOfLabel is the step index a task's LabelWorkflowStep value names
 // (buildTask writes it), counted as StepServiceAccount counts; false when
 // wf has no such step.
