@@ -17,8 +17,9 @@ const (
 	// Path is where the operator's webhook server serves the webhook.
 	Path = "/validate-service-accounts"
 	// Secret holds the webhook's CA and serving certificate in the
-	// operator's namespace; Service is in front of the operator's pods.
-	Secret  = "kubectl-sched-operator-webhook-cert"
+	// operator's namespace.
+	Secret = "kubectl-sched-operator-webhook-cert"
+	// Service is in front of the operator's pods, for the API server.
 	Service = "kubectl-sched-operator-webhook"
 	// ConfigurationName is the ValidatingWebhookConfiguration install makes.
 	ConfigurationName = "kubectl-sched-operator-accounts"
