@@ -105,6 +105,10 @@ func startAPIServer(ctx context.Context, dir, etcdURL, token, bind string, extra
 			// Node names do not resolve here; the real node's kubelet is
 			// dialled at its address (logs, exec).
 			"--kubelet-preferred-address-types=InternalIP,Hostname",
+			// There is no kube-proxy: the API server reaches a webhook's
+			// Service (the operator's service-accounts webhook) at its
+			// endpoints' pod addresses, as it does aggregated APIs.
+			"--enable-aggregator-routing=true",
 		}, extra...))
 		if err != nil {
 			return "", err

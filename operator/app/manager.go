@@ -28,8 +28,11 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	apiaccounts "github.com/kubectl-sched/kubectl-sched/api/accounts"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/accounts"
 	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/fairness"
@@ -108,6 +111,8 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// sharing metrics; tests start several managers in one process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache:      cacheOptions(o),
+		// Serves nothing unless --webhook-cert-dir is given.
+		WebhookServer: webhookServer(o),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -118,6 +123,14 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// The nodes by the CPU scheduler they run, which several controllers read.
 	if err := placement.IndexNodes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, fmt.Errorf("index nodes by CPU scheduler: %w", err)
+	}
+	if o.WebhookCertDir != "" {
+		mgr.GetWebhookServer().Register(apiaccounts.Path, &webhook.Admission{
+			Handler: accounts.NewValidator(mgr.GetCache(), mgr.GetScheme()),
+		})
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
 	}
 	if err := setupControllers(mgr, o); err != nil {
 		return nil, err
@@ -209,6 +222,20 @@ func addChecks(mgr ctrl.Manager) error {
 			return fmt.Errorf("caches not synced")
 		}
 		return nil
+	})
+}
+
+// webhookServer serves the accounts webhook with --webhook-cert-dir's
+// certificate, HTTP/1.1 only as the metrics server; nil without one.
+func webhookServer(o Options) webhook.Server {
+	if o.WebhookCertDir == "" {
+		return nil
+	}
+	return webhook.NewServer(webhook.Options{
+		Host:    o.WebhookHost,
+		Port:    o.WebhookPort,
+		CertDir: o.WebhookCertDir,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	})
 }
 

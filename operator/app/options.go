@@ -59,6 +59,13 @@ type Options struct {
 	// Controllers to run, by name; all when empty.
 	Controllers []string
 
+	// WebhookCertDir holds tls.crt and tls.key for the accounts webhook
+	// (operator/accounts), reloaded when they change; empty serves no
+	// webhook. WebhookHost and WebhookPort are where it listens.
+	WebhookCertDir string
+	WebhookHost    string
+	WebhookPort    int
+
 	// Settings are the cluster settings (api/settings), each a flag and an
 	// environment variable.
 	Settings settings.Values
@@ -82,6 +89,7 @@ func DefaultOptions() Options {
 		MetricsAddr:      ":8443",
 		MetricsSecure:    true,
 		ProbeAddr:        ":8081",
+		WebhookPort:      9443,
 		LeaderElectionID: "kubectl-sched-operator.sched.kubectl-sched.dev",
 		SyncPeriod:       10 * time.Hour,
 		// client-go's and kube-controller-manager's defaults.
@@ -155,6 +163,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often replicas try to take or renew the Lease.")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long a stopping operator waits for reconciles in flight before it releases the Lease; the pod's terminationGracePeriodSeconds must exceed it plus --leader-elect-renew-deadline.")
 	fs.DurationVar(&o.SyncPeriod, "sync-period", o.SyncPeriod, "How often every object is reconciled again as a safety net.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", o.WebhookCertDir, "Folder holding tls.crt and tls.key of the service-accounts webhook (reloaded when they change); empty serves no webhook.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", o.WebhookHost, "Address the service-accounts webhook binds to; all when empty.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Port the service-accounts webhook serves on.")
 	fs.Func("controllers", "Comma-separated controllers to run (agenttask, workflow, cronworkflow, userdeployment, schedext, tenant); all when unset.", func(v string) error {
 		o.Controllers = strings.Split(v, ",")
 		return nil
@@ -254,6 +265,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline || o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("leader election needs 0 < --leader-elect-retry-period < --leader-elect-renew-deadline < --leader-elect-lease-duration, got %v, %v, %v", o.RetryPeriod, o.RenewDeadline, o.LeaseDuration)
+	}
+	if o.WebhookCertDir != "" && (o.WebhookPort < 1 || o.WebhookPort > 65535) {
+		return fmt.Errorf("--webhook-port must be a port (1-65535), got %d", o.WebhookPort)
 	}
 	if o.GracefulShutdownTimeout <= 0 {
 		return fmt.Errorf("--graceful-shutdown-timeout must be positive, got %v", o.GracefulShutdownTimeout)

@@ -83,17 +83,23 @@ func SpecBulk(s *schedv1.WorkflowSpec) int {
 	return n
 }
 
-// StepNames is s cut to its steps' and finally steps' names: what a
-// trimmed copy keeps.
+// StepNames is s cut to its steps' and finally steps' names and service
+// accounts: what a trimmed copy keeps.
 func StepNames(s *schedv1.WorkflowSpec) schedv1.WorkflowSpec {
 	out := schedv1.WorkflowSpec{}
 	for _, st := range s.Steps {
-		out.Steps = append(out.Steps, schedv1.WorkflowStep{Name: st.Name})
+		out.Steps = append(out.Steps, namedStep(st))
 	}
 	for _, st := range s.Finally {
-		out.Finally = append(out.Finally, schedv1.WorkflowStep{Name: st.Name})
+		out.Finally = append(out.Finally, namedStep(st))
 	}
 	return out
+}
+
+// namedStep keeps a step's name and service account: the accounts webhook
+// reads the account from the cache.
+func namedStep(st schedv1.WorkflowStep) schedv1.WorkflowStep {
+	return schedv1.WorkflowStep{Name: st.Name, Task: schedv1.AgentTaskSpec{ServiceAccountName: st.Task.ServiceAccountName}}
 }
 
 // MarkTrimmed marks a cached object trimmed (AnnotationTrimmed).

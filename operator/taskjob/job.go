@@ -77,7 +77,7 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 
 	pod := corev1.PodSpec{
 		RestartPolicy:      corev1.RestartPolicyNever,
-		ServiceAccountName: spec.ServiceAccountName,
+		ServiceAccountName: ServiceAccount(task),
 		SecurityContext:    podsecurity.Pod(),
 		Containers:         []corev1.Container{container},
 	}
@@ -110,6 +110,11 @@ func buildJob(task *schedv1.AgentTask, priorityClasses map[string]string) *batch
 	}
 	return job
 }
+
+// ServiceAccount is the service account task's Job runs its pod as: the
+// task's own, empty for the namespace's default. The operator's accounts
+// webhook (operator/accounts) holds every Job a task controls to it.
+func ServiceAccount(task *schedv1.AgentTask) string { return task.Spec.ServiceAccountName }
 
 // podFailurePolicy: a pod preempted, evicted or drained did not fail, so
 // the Job replaces it without using a retry; then, with

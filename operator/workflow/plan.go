@@ -707,6 +707,7 @@ func buildTask(wf *schedv1.Workflow, i int, v substitution.Values, name string) 
 	// The workflow owns the step's life: its TTL deletes everything, and a
 	// step task deleting itself could lose its outputs.
 	spec.TTLAfterFinished, spec.Cleanup = nil, ""
+	spec.ServiceAccountName = StepServiceAccount(wf, i)
 	return &schedv1.AgentTask{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
@@ -719,6 +720,48 @@ func buildTask(wf *schedv1.Workflow, i int, v substitution.Values, name string) 
 		},
 		Spec: spec,
 	}, nil
+}
+
+// StepServiceAccount is the service account the task of step i (of
+// spec.steps, or spec.finally from len(spec.steps) on) runs as, each
+// forEach item's alike: the step's own, never substituted. The operator's
+// accounts webhook (operator/accounts) holds every task a workflow
+// controls to it.
+func StepServiceAccount(wf *schedv1.Workflow, i int) string {
+	return specStep(wf, i).Task.ServiceAccountName
+}
+
+// StepAccounts are the service accounts spec's steps, then its finally
+// steps, run as (StepServiceAccount of each; empty for the namespace's
+// default). A CronWorkflow's run copies its workflowSpec whole, so a run's
+// are its schedule's; the accounts webhook holds it to that.
+func StepAccounts(s *schedv1.WorkflowSpec) []string {
+	out := make([]string, 0, len(s.Steps)+len(s.Finally))
+	for _, list := range [][]schedv1.WorkflowStep{s.Steps, s.Finally} {
+		for _, st := range list {
+			out = append(out, st.Task.ServiceAccountName)
+		}
+	}
+	return out
+}
+
+// StepOfLabel is the step index a task's LabelWorkflowStep value names
+// (buildTask writes it), counted as StepServiceAccount counts; false when
+// wf has no such step.
+func StepOfLabel(wf *schedv1.Workflow, label string) (int, bool) {
+	n := len(wf.Spec.Steps)
+	if rest, ok := strings.CutPrefix(label, "finally"); ok {
+		j, err := strconv.Atoi(rest)
+		if err != nil || j < 0 || j >= len(wf.Spec.Finally) || names.FinallyStep(j) != label {
+			return 0, false
+		}
+		return n + j, true
+	}
+	i, err := strconv.Atoi(label)
+	if err != nil || i < 0 || i >= n || strconv.Itoa(i) != label {
+		return 0, false
+	}
+	return i, true
 }
 
 func stepPhase(t *schedv1.AgentTask) schedv1.StepPhase {

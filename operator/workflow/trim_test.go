@@ -14,7 +14,7 @@ import (
 // TestTrimWorkflow: a small workflow is cached whole but for its
 // metadata (kubectl's last-applied copy and a tenant's labels go); one
 // whose steps, params, items and whens pass cachetrim.TrimAbove keeps its
-// steps' names and status only, and one whose status does (a forEach
+// steps' names and service accounts and status only, and one whose status does (a forEach
 // step's gathered outputs) its status but for its steps' outputs and
 // messages, each marked for the controller to read it whole.
 func TestTrimWorkflow(t *testing.T) {
@@ -32,7 +32,9 @@ func TestTrimWorkflow(t *testing.T) {
 	large.Status = schedv1.WorkflowStatus{Phase: schedv1.WorkflowRunning, Steps: []schedv1.StepStatus{{Name: "a", Phase: schedv1.StepRunning}}}
 	got, _ = TrimWorkflow(large.DeepCopy())
 	wf = got.(*schedv1.Workflow)
-	want := schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{{Name: "a"}}, Finally: []schedv1.WorkflowStep{{Name: "f"}}}
+	// The steps' accounts stay: the service-accounts webhook reads them.
+	account := schedv1.AgentTaskSpec{ServiceAccountName: LargestTenantTaskSpec().ServiceAccountName}
+	want := schedv1.WorkflowSpec{Steps: []schedv1.WorkflowStep{{Name: "a", Task: account}}, Finally: []schedv1.WorkflowStep{{Name: "f", Task: account}}}
 	if diff := cmp.Diff(want, wf.Spec); diff != "" || !cachetrim.Trimmed(wf) {
 		t.Errorf("large workflow: marked %v, spec (-want +got):\n%s", cachetrim.Trimmed(wf), diff)
 	}

@@ -10,17 +10,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
+	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
 // The release as a user gets it: the operator image pushed by the release's
@@ -59,11 +68,14 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 
 	t.Cleanup(func() {
 		// The other tests run the operator on the host; one leader only.
+		// The webhook first: the operators the other tests run on the host
+		// act as the same account, and no pod would answer for them.
+		_, _, _ = e.kubectlRun(t, time.Minute, "delete", "validatingwebhookconfiguration", accounts.ConfigurationName, "--ignore-not-found")
 		_, _, _ = e.kubectlRun(t, 2*time.Minute, "-n", schedv1.DefaultOperatorNamespace, "delete", "deployment", "kubectl-sched-operator", "--wait")
 	})
 	tagged := reg + "/kubectl-sched/operator:" + version
 	stdout, errOut, code := e.kubectlRun(t, 4*time.Minute, "sched", "install", "--wait", "--timeout", "3m",
-		"--image", tagged, "--node-pool", cluster.RealNodePool)
+		"--image", tagged, "--node-pool", cluster.RealNodePool, "--service-accounts-webhook")
 	if code != 0 {
 		pods, _ := exec.Command(e.kubectl, "--kubeconfig", e.cluster.Kubeconfig, "-n", schedv1.DefaultOperatorNamespace, "describe", "pods").CombinedOutput()
 		t.Fatalf("install --wait: exit %d\n%s%s\npods:\n%s", code, stdout, errOut, pods)
@@ -136,6 +148,43 @@ func TestReleasedOperatorFromARegistry(t *testing.T) {
 	}
 	if diff := cmp.Diff(map[string]map[string]string{"pick": {"n": "6"}, "times": {"answer": "42"}}, got); diff != "" {
 		t.Errorf("step outputs (-want +got):\n%s", diff)
+	}
+
+	// The steps' tasks and Jobs above passed the service-accounts webhook,
+	// served by the operator's pods through its Service; a Job the
+	// operator's account would run as another account than its task's is
+	// refused by it.
+	cfg, err := e.cluster.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: accounts.Username(schedv1.DefaultOperatorNamespace),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + schedv1.DefaultOperatorNamespace, "system:authenticated"}}
+	// Quiet: controller-runtime warns of a client made with no logger set.
+	ctrllog.SetLogger(logr.Discard())
+	op, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := &schedv1.AgentTask{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: wf.Status.Steps[0].TaskName}, task); err != nil {
+		t.Fatal(err)
+	}
+	stolen := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: names.Job(task.Name) + "-as-other", Namespace: ns,
+			Labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: schedv1.GroupVersion.String(), Kind: "AgentTask", Name: task.Name, UID: task.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy:      corev1.RestartPolicyNever,
+			ServiceAccountName: "other",
+			SecurityContext:    podsecurity.Pod(),
+			Containers:         []corev1.Container{{Name: "task", Image: "busybox", SecurityContext: podsecurity.Container(nil)}},
+		}}},
+	}
+	err = op.Create(ctx, stolen, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), accounts.WebhookName) || !strings.Contains(err.Error(), `would run as service account "other"`) {
+		t.Errorf("a Job of task %s as another account: err = %v, want the webhook's refusal", task.Name, err)
 	}
 }
 

@@ -80,7 +80,8 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 		Short: "Check what kubectl-sched needs in the cluster, and say how to fix what is wrong",
 		Long: `Check, one line each, what kubectl-sched needs in the cluster: the CRDs and their
 version, the operator Deployment and its leader Lease, the admission policies
-and their bindings, the optional APIs the operator found, the operator's
+and their bindings, the service-accounts webhook and its certificate's expiry
+(a warning 90 days before), the optional APIs the operator found, the operator's
 settings, the nodes of each node pool and their sched_ext support, and which
 plugin commands your RBAC allows in the namespace (-n). Each line is OK, WARN,
 FAIL or SKIP; a problem's line says how to fix it. A check of objects you may
@@ -150,7 +151,7 @@ func (o *Options) report(ctx context.Context) Report {
 	}
 	access, rbac := d.rbac(ctx, rep.Namespace)
 	rep.Commands = access
-	rep.Checks = []Check{crds, *depCheck, leader, d.policies(ctx, ns), d.optionalAPIs(ctx, ns), d.settings(ctx, ns), d.nodes(ctx), rbac}
+	rep.Checks = []Check{crds, *depCheck, leader, d.policies(ctx, ns), d.webhook(ctx, ns), d.optionalAPIs(ctx, ns), d.settings(ctx, ns), d.nodes(ctx), rbac}
 	return rep
 }
 

@@ -70,7 +70,7 @@ func TestNoOperator(t *testing.T) {
 		got[c.Name] = c.Status
 	}
 	want := map[string]doctor.Status{"crds": doctor.OK, "operator": doctor.Fail, "leader": doctor.Fail, "policies": doctor.OK,
-		"optional-apis": doctor.Warn, "settings": doctor.Warn, "nodes": doctor.Warn, "rbac": doctor.OK}
+		"webhook": doctor.OK, "optional-apis": doctor.Warn, "settings": doctor.Warn, "nodes": doctor.Warn, "rbac": doctor.OK}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("JSON statuses (-want +got):\n%s", diff)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
@@ -53,6 +54,10 @@ type Options struct {
 	// WithoutOperator leaves out the operator Deployment, its Service and
 	// its settings.
 	WithoutOperator bool
+	// ServiceAccountsWebhook installs the operator's service-accounts
+	// webhook (operator/accounts): its certificate, Secret, Service and
+	// ValidatingWebhookConfiguration.
+	ServiceAccountsWebhook bool
 	// ExternalSecretsPolicy is auto (add the External Secrets key policy
 	// when the cluster serves External Secrets), true or false.
 	ExternalSecretsPolicy string
@@ -127,6 +132,7 @@ reaches a ClusterSecretStore must keep to its namespace's keys
 	f.StringVar(&o.OperatorMemory, "operator-memory", "", "Memory each operator replica asks for and is limited to, such as 1Gi: 128Mi per 10,000 objects it caches, plus 128Mi (default "+DefaultOperatorMemory+", about 30,000; docs/admins/sizing.md). Give it on every install.")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the objects without contacting the cluster; "server" has the API server check them.`)
 	f.BoolVar(&o.WithoutOperator, "without-operator", false, "Install the CRDs, admission policy and RBAC but not the operator Deployment, to run the operator elsewhere (make run, or the local demo).")
+	f.BoolVar(&o.ServiceAccountsWebhook, "service-accounts-webhook", false, "Also install the operator's validating webhook that lets its own requests run a Job only as its AgentTask's service account, a step's AgentTask only as its step's, and a schedule's run only as its workflowSpec: a CA and serving certificate (valid 3 years; install renews it when less than 90 days are left), the Secret "+accounts.Secret+", the Service "+accounts.Service+" and the ValidatingWebhookConfiguration "+accounts.ConfigurationName+". The API server must reach the operator's pods through the Service (kube-proxy, or kube-apiserver --enable-aggregator-routing).")
 	f.StringVar(&o.ExternalSecretsPolicy, "external-secrets-policy", o.ExternalSecretsPolicy, "auto adds the admission policy that keeps every ExternalSecret and PushSecret to its namespace's keys of a ClusterSecretStore when --cluster-secret-store is set or the cluster serves External Secrets (--dry-run=client asks the cluster nothing); true adds it anyway, false leaves it out.")
 	cmdutil.AddWaitFlags(cmd, &o.Wait, "Also wait until the operator Deployment is available.", &o.Timeout, "How long to wait for the CRDs (and with --wait the operator); exit code 12 after.")
 	o.settingFlags = addSettingFlags(f)
@@ -256,6 +262,9 @@ func (o *Options) Validate() error {
 			return cmdutil.Usage("Give at least 128Mi: 128Mi per 10,000 objects the operator caches, plus 128Mi.", "--operator-memory %q is less than the operator needs caching nothing", o.OperatorMemory)
 		}
 	}
+	if o.ServiceAccountsWebhook && o.WithoutOperator {
+		return cmdutil.Usage("Leave out --service-accounts-webhook, or install the operator too.", "--service-accounts-webhook is served by the operator's Deployment, which --without-operator leaves out")
+	}
 	if o.Print.IsWide() {
 		return cmdutil.Usage("Use -o yaml, json or name.", "install prints no table; -o wide does not apply")
 	}
@@ -269,6 +278,11 @@ func (o *Options) Run(ctx context.Context) error {
 	}
 	if err := o.configure(ctx); err != nil {
 		return err
+	}
+	if o.ServiceAccountsWebhook {
+		if err := o.addWebhook(ctx, time.Now()); err != nil {
+			return err
+		}
 	}
 	suffix := cmdutil.DryRunSuffix(o.DryRun)
 	if o.DryRun == "client" {

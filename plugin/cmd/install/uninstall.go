@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/buildinfo"
@@ -87,6 +88,12 @@ func (o *UninstallOptions) Complete(cmd *cobra.Command, args []string) error {
 		return fmt.Errorf("the embedded manifests are broken: %w", err)
 	}
 	o.objects = append(o.objects, optional...)
+	// The service-accounts webhook's objects, when install added them.
+	webhook, err := webhookObjects(o.namespace, accounts.Serving{})
+	if err != nil {
+		return err
+	}
+	o.objects = append(o.objects, webhook...)
 	if o.KeepCRDs {
 		o.objects = slices.DeleteFunc(o.objects, func(u *unstructured.Unstructured) bool { return u.GetKind() == "CustomResourceDefinition" })
 	}

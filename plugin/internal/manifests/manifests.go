@@ -60,11 +60,13 @@ var manifestDirs = []string{"crd/bases", "policy", "rbac", "manager"}
 // clusterScoped are the cluster-scoped kinds the manifests hold; every
 // other kind is namespaced.
 var clusterScoped = map[string]bool{"CustomResourceDefinition": true, "Namespace": true, "ClusterRole": true, "ClusterRoleBinding": true,
-	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "PriorityClass": true}
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true, "PriorityClass": true, "ValidatingWebhookConfiguration": true}
 
 // applyOrder puts what others need first: CRDs and the namespace, then
 // identity and rights, then the workload. Uninstall goes the other way.
-var applyOrder = []string{"CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Namespace", "PriorityClass", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ConfigMap", "Service", "Deployment"}
+var applyOrder = []string{"CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "Namespace", "PriorityClass", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding", "ConfigMap", "Secret", "Service", "Deployment",
+	// Last: it sends the operator's requests to the Deployment's pods.
+	"ValidatingWebhookConfiguration"}
 
 // Objects reads the embedded manifests in apply order, with the operator's
 // namespace and image substituted. version labels the Deployment, where

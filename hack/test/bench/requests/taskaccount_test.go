@@ -21,31 +21,50 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-sched/kubectl-sched/api/accounts"
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
+	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
-// BenchmarkTaskAccountAdmission: what the policy in
-// testdata/operator_task_account.yaml (a design evaluated for holding a
-// task's Job to the service account the task names, not installed) would
-// add to the operator's create of a task's Job. Its params are the
-// AgentTasks of the Job's namespace, and the API server evaluates it once
-// per task there, so the cost grows with the namespace's tasks: measured
-// with 1, 100 and the largest count/agenttasks of the shipped tiers. Each
-// size sends the same dry-run create (admission runs in full, nothing is
-// stored) as the operator's account, one after another, for a Job its
-// task controls (the policy applies) and for the same Job with no owner
-// (its match conditions leave it out, every other policy as before);
-// printed: the client's wall time per create, median and 90th percentile,
-// the API server's CPU time per create (/proc, everything it did then),
-// and whether a Job claiming a task that does not exist is admitted (the
-// policy cannot tell: each evaluation sees one task).
+// BenchmarkTaskAccountAdmission compares the two designs for holding a
+// task's Job to the service account the task names, at 1, 100 and the
+// largest count/agenttasks of the shipped tiers in the Job's namespace.
+//
+// policy: what the policy in testdata/operator_task_account.yaml (not
+// installed) would add to the operator's create of a task's Job. Its
+// params are the AgentTasks of the Job's namespace, and the API server
+// evaluates it once per task there, so the cost grows with the
+// namespace's tasks. Each size sends the same dry-run create (admission
+// runs in full, nothing is stored) as the operator's account, one after
+// another, for a Job its task controls (the policy applies) and for the
+// same Job with no owner (its match conditions leave it out, every other
+// policy as before); printed: the client's wall time per create, median
+// and 90th percentile, the API server's CPU time per create (/proc,
+// everything it did then), and whether a Job claiming a task that does
+// not exist is admitted (the policy cannot tell: each evaluation sees one
+// task).
+//
+// webhook: the operator's service-accounts webhook (operator/accounts),
+// served by the operator run in this process (only its SchedExt
+// controller, so nothing else it does is counted) and registered by URL,
+// as installed by --service-accounts-webhook. The same creates: the
+// operator's Job of a task (the webhook reads the task from the cache)
+// and an admin's Job (its match conditions leave it out); printed as
+// above, plus this process's CPU per create (the client, the webhook and
+// the operator together).
 //
 //	go test ./hack/test/bench/requests -run '^$' -bench TaskAccountAdmission -benchtime 1x -timeout 30m
+//	go test ./hack/test/bench/requests -run '^$' -bench 'TaskAccountAdmission/webhook' -benchtime 1x
 func BenchmarkTaskAccountAdmission(b *testing.B) {
+	b.Run("policy", policyAdmission)
+	b.Run("webhook", webhookAdmission)
+}
+
+func policyAdmission(b *testing.B) {
 	ctx := context.Background()
 	c := admin(b)
 	cs, err := kubernetes.NewForConfig(env.Config)
@@ -182,3 +201,78 @@ func largestTaskCount(b *testing.B) int {
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func webhookAdmission(b *testing.B) {
+	ctx := context.Background()
+	c := admin(b)
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	op := operatorClient(b, env.Config, cs)
+	webhook := testenv.AccountsWebhook(b, c)
+	stop, _, err := testenv.StartOperator(ctx, env.Config, func(o *app.Options) {
+		webhook(o)
+		o.Controllers = []string{"schedext"}
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = stop() })
+	ns := namespace(b, c, "task-webhook")
+	most := largestTaskCount(b)
+	pid, err := testenv.APIServerPID(env.Config.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ghost := MakeAgentTask("ghost", ns).Obj()
+	ghost.UID = "0b4a2e8c-0000-4000-8000-00000000dead"
+	var tasks []*schedv1.AgentTask
+	for _, size := range []int{1, 100, most} {
+		for i := len(tasks); i < size; i++ {
+			task := MakeAgentTask(fmt.Sprintf("t%05d", i), ns).Image("busybox").Spec(func(s *schedv1.AgentTaskSpec) {
+				s.ServiceAccountName = "runner"
+			}).Obj()
+			if err := c.Create(ctx, task); err != nil {
+				b.Fatal(err)
+			}
+			tasks = append(tasks, task)
+		}
+		first, last := tasks[0], tasks[len(tasks)-1]
+		poll(b, "the webhook to hold the newest task's Job", time.Minute, func(ctx context.Context) error {
+			err := op.Create(ctx, taskJob(last, "default"), client.DryRunAll)
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), accounts.WebhookName) {
+				return nil
+			}
+			return fmt.Errorf("a Job as another account: %v", err)
+		})
+		verdict := "admitted"
+		if err := op.Create(ctx, taskJob(ghost, "default"), client.DryRunAll); err != nil {
+			verdict = "refused: " + err.Error()
+		}
+		fmt.Printf("task-account webhook, %5d tasks in the namespace, a Job claiming a task that does not exist, as another account: %s\n", size, verdict)
+		for _, row := range []struct {
+			name string
+			as   client.Client
+			job  *batchv1.Job
+		}{
+			{"a task's Job", op, taskJob(first, "runner")},
+			{"an admin's Job", c, func() *batchv1.Job { j := taskJob(first, "runner"); j.OwnerReferences = nil; return j }()},
+		} {
+			const sends = 300
+			var took []time.Duration
+			cpu0, self0 := testenv.ProcessCPU(pid), testenv.ProcessCPU(os.Getpid())
+			for range sends {
+				start := time.Now()
+				if err := row.as.Create(ctx, row.job.DeepCopy(), client.DryRunAll); err != nil {
+					b.Fatalf("%s with %d tasks: %v", row.name, size, err)
+				}
+				took = append(took, time.Since(start))
+			}
+			cpu, self := testenv.ProcessCPU(pid)-cpu0, testenv.ProcessCPU(os.Getpid())-self0
+			slices.Sort(took)
+			fmt.Printf("task-account webhook, %5d tasks in the namespace, %-17s median %8.2f ms  p90 %8.2f ms  API server CPU %8.2f ms, this process %6.2f ms per create (%d creates)\n",
+				size, row.name+":", millis(took[len(took)/2]), millis(took[len(took)*9/10]), millis(cpu/time.Duration(sends)), millis(self/time.Duration(sends)), sends)
+		}
+	}
+}
