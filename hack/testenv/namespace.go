@@ -75,6 +75,31 @@ func MakeTier(t testing.TB, c client.Client, ns, tier, ttlDefault, ttlMax string
 	if err := c.Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
+	waitTierParams(t, c, ns)
+}
+
+// waitTierParams waits until the API server's admission sees the tier's
+// quota, the tier policies' parameter: until then they refuse everything
+// in the namespace ("no params found for policy binding"). A server-side
+// dry run of a task asks admission without making anything.
+func waitTierParams(t testing.TB, c client.Client, ns string) {
+	t.Helper()
+	probe := func() error {
+		task := &schedv1.AgentTask{ObjectMeta: metav1.ObjectMeta{Name: "tier-params-probe", Namespace: ns},
+			Spec: schedv1.AgentTaskSpec{Image: "busybox"}}
+		return c.Create(context.Background(), task, client.DryRunAll)
+	}
+	deadline := time.Now().Add(Timeout)
+	for {
+		err := probe()
+		if err == nil || !strings.Contains(err.Error(), "no params found") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the tier policies of namespace %s still find no params after %v: %v", ns, Timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TenantNamespace creates a namespace for one test as `kubectl sched

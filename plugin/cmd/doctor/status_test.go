@@ -24,11 +24,11 @@ import (
 )
 
 func allServed() map[string]bool {
-	return map[string]bool{"agenttasks": true, "workflows": true, "cronworkflows": true, "userdeployments": true, "schedexts": true}
+	return map[string]bool{"agenttasks": true, "workflows": true, "cronworkflows": true, "userdeployments": true, "schedexts": true, "workflowtemplates": true, "clusterworkflowtemplates": true}
 }
 
 func labelled(v string) map[string]string {
-	return map[string]string{"agenttasks": v, "workflows": v, "cronworkflows": v, "userdeployments": v, "schedexts": v}
+	return map[string]string{"agenttasks": v, "workflows": v, "cronworkflows": v, "userdeployments": v, "schedexts": v, "workflowtemplates": v, "clusterworkflowtemplates": v}
 }
 
 func TestCRDStatus(t *testing.T) {
@@ -44,38 +44,38 @@ func TestCRDStatus(t *testing.T) {
 		"none served": {
 			served: map[string]bool{}, plugin: "v1.2.0",
 			want: Check{Name: "crds", Status: Fail, Fix: "kubectl sched install",
-				Message: "not served: userdeployments, agenttasks, workflows, cronworkflows, schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
+				Message: "not served: userdeployments, agenttasks, workflows, cronworkflows, workflowtemplates, clusterworkflowtemplates, schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
 		},
 		"one missing": {
-			served: map[string]bool{"agenttasks": true, "workflows": true, "cronworkflows": true, "userdeployments": true}, plugin: "v1.2.0",
+			served: map[string]bool{"agenttasks": true, "workflows": true, "cronworkflows": true, "userdeployments": true, "workflowtemplates": true, "clusterworkflowtemplates": true}, plugin: "v1.2.0",
 			want: Check{Name: "crds", Status: Fail, Fix: "kubectl sched install",
 				Message: "not served: schedexts (group sched.kubectl-sched.dev/v1alpha1)"},
 		},
 		"the plugin's": {
 			served: allServed(), versions: map[string]string{}, plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
+			want: Check{Name: "crds", Status: OK, Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
 		},
 		"schemas differ": {
 			served: allServed(), versions: map[string]string{}, differ: []string{"agenttasks", "workflows"}, plugin: "v1.2.0",
 			want: Check{Name: "crds", Status: Warn, Fix: fix,
-				Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); agenttasks, workflows differ from this plugin's (v1.2.0): another version installed them"},
+				Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); agenttasks, workflows differ from this plugin's (v1.2.0): another version installed them"},
 		},
 		"same release labelled": {
 			served: allServed(), versions: labelled("v1.2.3"), plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
+			want: Check{Name: "crds", Status: OK, Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (v1.2.0)"},
 		},
 		"older release labelled": {
 			served: allServed(), versions: map[string]string{"agenttasks": "v1.1.0", "workflows": "v1.2.0", "userdeployments": "v1.2.0", "schedexts": "v1.2.0"}, plugin: "v1.2.0",
 			want: Check{Name: "crds", Status: Warn, Fix: fix,
-				Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); at another version than the plugin's v1.2.0: agenttasks v1.1.0"},
+				Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); at another version than the plugin's v1.2.0: agenttasks v1.1.0"},
 		},
 		"dev build": {
 			served: allServed(), versions: labelled("v1.1.0"), plugin: "devel",
-			want: Check{Name: "crds", Status: OK, Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (devel); version labels not compared: the plugin is a development build"},
+			want: Check{Name: "crds", Status: OK, Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); the same as this plugin's (devel); version labels not compared: the plugin is a development build"},
 		},
 		"forbidden": {
 			served: allServed(), readErr: "(forbidden: x)", plugin: "v1.2.0",
-			want: Check{Name: "crds", Status: OK, Message: "5 of 5 served (sched.kubectl-sched.dev/v1alpha1); not compared with the plugin's (forbidden: x)"},
+			want: Check{Name: "crds", Status: OK, Message: "7 of 7 served (sched.kubectl-sched.dev/v1alpha1); not compared with the plugin's (forbidden: x)"},
 		},
 	}
 	for name, tc := range cases {
