@@ -4,21 +4,32 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/clone"
 )
 
 // version is set at build time with -ldflags -X main.version=...
 var version = "v0.0.0-dev"
 
 func main() {
+	// The same image clones a task's repositories in its pod (spec.repos).
+	if len(os.Args) > 1 && os.Args[1] == "clone" {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		code := clone.Main(ctx, os.Getenv, os.Stderr, "/dev/termination-log")
+		stop()
+		os.Exit(code)
+	}
 	opts := app.DefaultOptions()
 	opts.Version = version
 	opts.BindFlags(flag.CommandLine)
