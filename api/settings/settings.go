@@ -104,6 +104,10 @@ type Values struct {
 	// HelperImage runs the SchedExt pods' kernel preflight and attach check;
 	// it needs only sh and cat, so scheduler images need no shell.
 	HelperImage string
+	// ToolsImage runs the project's own helpers in tasks' pods (the clone
+	// of spec.repos): the operator's own image unless set, so it is
+	// released, mirrored and upgraded with the operator.
+	ToolsImage string
 	// PriorityClasses maps placement priorities (Critical) to PriorityClass names.
 	PriorityClasses map[string]string
 	// AllowedSchedulerRegistries limit the images a SchedExt names itself
@@ -312,6 +316,14 @@ var All = []Setting{
 		InstallHelp: "Image with sh and cat for the SchedExt pods' kernel preflight and attach check (mirror it on air-gapped clusters).",
 		Default:     "`busybox:1.37`",
 		Doc:         "image with `sh` and `cat` for the SchedExt pods' kernel preflight and attach check",
+	},
+	{
+		Flag: "tools-image", Env: "TOOLS_IMAGE", Kind: String,
+		Field:       func(v *Values) any { return &v.ToolsImage },
+		Help:        "Image of the helpers that run in tasks' pods (the clone of spec.repos); the operator's own image (OPERATOR_IMAGE) when empty.",
+		InstallHelp: "Image of the helpers that run in tasks' pods (the clone of spec.repos); the operator's own image when empty, so it follows --image.",
+		Default:     "the operator's own image",
+		Doc:         "image of the helpers that run in tasks' pods: the init container that clones a task's `spec.repos`. Empty means the operator's own image (the Deployment passes it as `OPERATOR_IMAGE`), which holds them, so it is released, mirrored and upgraded with the operator",
 	},
 	{
 		Flag: "namespace-selector", Env: "NAMESPACE_SELECTOR", Kind: String,

@@ -46,7 +46,9 @@ type Starter struct {
 	// AnnotationDomains are the domains of the pod annotation keys a task
 	// may pass (--allowed-pod-annotation-domains).
 	AnnotationDomains []string
-	Clock             clock.PassiveClock
+	// ToolsImage clones a task's spec.repos in its pod (--tools-image).
+	ToolsImage string
+	Clock      clock.PassiveClock
 
 	mu sync.Mutex
 	// starting counts, per task, the Workflow controller's creates in
@@ -182,6 +184,9 @@ func (s *Starter) refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 // not nil, hears of a create the API server refused.
 func (s *Starter) createJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	if err := mountRepos(&job.Spec.Template.Spec, &task.Spec, s.ToolsImage); err != nil {
+		return nil, err
+	}
 	if tmpl := &job.Spec.Template.Spec; tmpl.PriorityClassName == "" {
 		// The tier's class, when the cluster's default class is above it
 		// (its priority quota would refuse a pod that names none).

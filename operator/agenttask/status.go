@@ -250,6 +250,9 @@ func succeeded(st *schedv1.AgentTaskStatus, pod *corev1.Pod, now metav1.Time) {
 		return
 	}
 	outputs, perr := ParseOutputs(term.Message)
+	if perr == nil {
+		outputs, perr = withRepoCommits(outputs, pod)
+	}
 	if perr != nil {
 		finish(st, schedv1.TaskFailed, perr.Reason, "the container exited 0 but its outputs are unusable: "+perr.Message, now)
 		return
@@ -289,6 +292,8 @@ func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.Job
 			msg += ": " + podstatus.ClipMessage(strings.TrimSpace(term.Message))
 		}
 		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
+	case cloneFailure(pod) != "":
+		finish(st, schedv1.TaskFailed, schedv1.ReasonCloneFailed, podstatus.ClipMessage(cloneFailure(pod)), now)
 	default:
 		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.ClipMessage(c.Message)), now)
 	}

@@ -124,6 +124,7 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 		APIReader:         mgr.GetAPIReader(),
 		PriorityClasses:   o.Settings.PriorityClasses,
 		AnnotationDomains: o.Settings.AllowedPodAnnotationDomains,
+		ToolsImage:        o.Settings.ToolsImage,
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

@@ -221,6 +221,9 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 			}
 		}
 	}
+	if v, ok := lookup("OPERATOR_IMAGE"); ok && o.Settings.ToolsImage == "" {
+		o.Settings.ToolsImage = v
+	}
 	return o.Validate()
 }
 

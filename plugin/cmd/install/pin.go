@@ -71,6 +71,13 @@ func (o *Options) pinOperator(ctx context.Context) {
 				return
 			}
 			m["image"] = pinned
+			// The tools image (TOOLS_IMAGE empty) is the same image.
+			env, _ := m["env"].([]any)
+			for _, e := range env {
+				if v, ok := e.(map[string]any); ok && v["name"] == "OPERATOR_IMAGE" && v["value"] == o.image {
+					v["value"] = pinned
+				}
+			}
 		}
 		_ = unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers")
 	}

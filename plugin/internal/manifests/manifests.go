@@ -183,6 +183,12 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		for _, c := range containers {
 			if m, ok := c.(map[string]any); ok && m["image"] == ManifestImage {
 				m["image"] = image
+				env, _ := m["env"].([]any)
+				for _, e := range env {
+					if v, ok := e.(map[string]any); ok && v["name"] == "OPERATOR_IMAGE" && v["value"] == ManifestImage {
+						v["value"] = image
+					}
+				}
 			}
 		}
 		if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
