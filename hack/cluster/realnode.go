@@ -237,6 +237,32 @@ func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 	return c.importArchive(ctx, n.Socket, "base", images)
 }
 
+// ImportToolsImage imports, as image, busybox with the operator binary at
+// /operator (which must be built with CGO_ENABLED=0) into the real node's
+// containerd, for an operator on the host started with --tools-image
+// image.
+func (c *Cluster) ImportToolsImage(ctx context.Context, operator, image string) error {
+	n := loadRealNode(c.Dir)
+	if n == nil || c.RealNode == "" {
+		return errors.New("cluster: no real node")
+	}
+	img, err := toolsImage(busybox, operator)
+	if err != nil {
+		return err
+	}
+	return c.importArchive(ctx, n.Socket, "tools", map[string]v1.Image{image: img})
+}
+
+// RealNodeIP is the real node's address, which is this host's: a server
+// the tests start on it is what the node's pods reach.
+func (c *Cluster) RealNodeIP() (string, error) {
+	n := loadRealNode(c.Dir)
+	if n == nil || c.RealNode == "" {
+		return "", errors.New("cluster: no real node")
+	}
+	return n.IP, nil
+}
+
 // TrustRegistry lets the real node's containerd pull from the plain-HTTP
 // registry at host (host:port), as a test's local registry: containerd
 // pulls on the host's network, so a loopback address works. It reads the

@@ -142,6 +142,19 @@ func withRepoCommits(outputs map[string]string, pod *corev1.Pod) (map[string]str
 	return out, nil
 }
 
+// attemptEnd is how a pod's attempt ended: its task container's end, or
+// the clone's when the clone failed and the container never ran; nil while
+// it runs.
+func attemptEnd(p *corev1.Pod) *corev1.ContainerStateTerminated {
+	if t := terminatedState(p); t != nil {
+		return t
+	}
+	if t := cloneTerminated(p); t != nil && t.ExitCode != 0 {
+		return t
+	}
+	return nil
+}
+
 // cloneFailure explains a pod whose clone failed, "" otherwise.
 func cloneFailure(pod *corev1.Pod) string {
 	term := cloneTerminated(pod)

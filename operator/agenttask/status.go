@@ -366,7 +366,7 @@ func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 }
 
 func podStarted(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && terminatedState(p) != nil
+	return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && attemptEnd(p) != nil
 }
 
 func podRunning(p *corev1.Pod) bool {
@@ -437,7 +437,7 @@ func successfulPod(sorted []corev1.Pod) *corev1.Pod {
 
 func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if terminatedState(&sorted[i]) != nil {
+		if attemptEnd(&sorted[i]) != nil {
 			return &sorted[i]
 		}
 	}
@@ -448,7 +448,7 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 // retry.onExitCodes does not list, nil otherwise.
 func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
 	p := latestAttempt(job, sorted)
-	if p == nil || !failedAttempt(p) || retried(spec.Retry, terminatedState(p).ExitCode) {
+	if p == nil || !failedAttempt(p) || cloneFailure(p) != "" || retried(spec.Retry, attemptEnd(p).ExitCode) {
 		return nil
 	}
 	return p
@@ -460,7 +460,7 @@ func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.P
 func failedAttempts(pods []corev1.Pod) int {
 	n := 0
 	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && terminatedState(&pods[i]) != nil && disruption(&pods[i]) == nil {
+		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && attemptEnd(&pods[i]) != nil && disruption(&pods[i]) == nil {
 			n++
 		}
 	}

@@ -140,9 +140,10 @@ func (e *env) tour(dir string) *tour.Env {
 
 // operator runs the operator as a process on this host (with only its
 // generated RBAC) until the test ends.
-func (e *env) operator(t *testing.T) {
+func (e *env) operator(t *testing.T, environ ...string) {
 	t.Helper()
 	op := e.tour(t.TempDir())
+	op.OperatorEnv = environ
 	if err := op.StartOperator(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
