@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
@@ -106,5 +109,98 @@ func TestTaskClonesARepositoryFromTheHost(t *testing.T) {
 		!strings.Contains(missing.Status.Message, `ref "nope" is no branch or tag`) {
 		t.Errorf("a missing ref: phase %s, reason %s, message %q; want Failed, CloneFailed, saying the ref is no branch or tag",
 			missing.Status.Phase, missing.Status.Reason, missing.Status.Message)
+	}
+}
+
+// The attack: a tenant's member names, in secretRef, a Secret of another
+// namespace that they cannot read themselves, hoping the operator's clone
+// mounts it for them. secretRef has no namespace to name (strict field
+// validation refuses one), and the name is resolved in the pod's own
+// namespace: the pod cannot mount it, and the kubelet says so.
+func TestTaskCannotMountAnotherNamespacesSecret(t *testing.T) {
+	e := need(t)
+	ctx := context.Background()
+	if err := e.cluster.ImportToolsImage(ctx, filepath.Join(e.bin, "operator"), toolsImage); err != nil {
+		t.Fatal(err)
+	}
+	e.operator(t, "TOOLS_IMAGE="+toolsImage)
+	const tenantNS, member = "repos-tenant", "bob"
+	realTier(t, e, "real-node")
+	if out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "tenant", "create", tenantNS, "--tier", "real-node", "--user", member); code != 0 {
+		t.Fatalf("tenant create: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Cleanup(func() {
+		_ = e.client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
+	})
+	quotaCounts(t, e, tenantNS)
+	e.create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: ns},
+		StringData: map[string]string{"username": "ci", "password": "not-for-bob"}})
+
+	// What the member cannot do directly.
+	if out, errOut, code := e.kubectlRun(t, time.Minute, "get", "secret", "git-creds", "-n", ns, "--as", member); code == 0 || !strings.Contains(errOut, "forbidden") {
+		t.Fatalf("the member read another namespace's Secret directly: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A namespace in secretRef is no field of the API.
+	manifest := filepath.Join(t.TempDir(), "task.yaml")
+	if err := os.WriteFile(manifest, []byte(`apiVersion: sched.kubectl-sched.dev/v1alpha1
+kind: AgentTask
+metadata: {name: steal-ns}
+spec:
+  image: busybox:1.36
+  repos: [{name: app, url: "https://example.com/app.git", secretRef: {name: git-creds, namespace: default}}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := e.kubectlRun(t, time.Minute, "create", "-f", manifest, "-n", tenantNS, "--as", member)
+	if code == 0 || !strings.Contains(errOut, `unknown field "spec.repos[0].secretRef.namespace"`) {
+		t.Errorf("secretRef with a namespace: exit %d, want it refused as an unknown field\n%s%s", code, out, errOut)
+	}
+
+	// The name alone is the tenant's namespace's: no such Secret there.
+	out, errOut, code = e.kubectlRun(t, time.Minute, "sched", "task", "run", "steal", "-n", tenantNS, "--as", member, "--image", "busybox:1.36",
+		"--node-pool", "real", "--repo", "https://example.com/app.git", "--repo-secret", "git-creds", "--", "sh", "-c", "cat /var/run/kubectl-sched/repos/app/password")
+	if code != 0 {
+		t.Fatalf("task run: exit %d\n%s%s", code, out, errOut)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		pods := e.podsOf(t, tenantNS, map[string]string{schedv1.LabelAgentTask: "steal"})
+		if len(pods) == 1 {
+			p := pods[0]
+			for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				if cs.State.Running != nil || cs.State.Terminated != nil {
+					t.Fatalf("container %s of %s started: the pod mounted a Secret it must not have", cs.Name, p.Name)
+				}
+			}
+			evs, err := e.kube.CoreV1().Events(tenantNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + p.Name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, ev := range evs.Items {
+				if ev.Reason == "FailedMount" && strings.Contains(ev.Message, `secret "git-creds" not found`) {
+					found = true
+				}
+			}
+			if found {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no FailedMount event saying secret \"git-creds\" is not found in %s for the task's pod (pods: %d)", tenantNS, len(pods))
+		}
+		time.Sleep(time.Second)
+	}
+	task := &schedv1.AgentTask{}
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "steal"}, task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Status.Phase.Finished() {
+		t.Errorf("the task finished (%s: %s), want it held before its clone", task.Status.Phase, task.Status.Message)
+	}
+	// Nothing copied the Secret into the tenant's namespace.
+	if err := e.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "git-creds"}, &corev1.Secret{}); err == nil {
+		t.Error("a Secret git-creds appeared in the tenant's namespace")
 	}
 }
