@@ -14,10 +14,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 )
 
 // toolsImage is the operator binary in an image on the real node, as the
@@ -202,5 +204,83 @@ spec:
 	// Nothing copied the Secret into the tenant's namespace.
 	if err := e.client.Get(ctx, client.ObjectKey{Namespace: tenantNS, Name: "git-creds"}, &corev1.Secret{}); err == nil {
 		t.Error("a Secret git-creds appeared in the tenant's namespace")
+	}
+}
+
+// The issue's pipeline on the real node, as far as this branch goes: the
+// first step clones a repository served from the host into the run's
+// workspace, the second builds from those files (the repository's own
+// build script writes a 100 KiB file into the workspace), the third reads
+// that file through a read-only mount, and takes the commit the clone
+// ended on from the first step's outputs. Every step's log stays readable
+// after its pod is deleted.
+func TestWorkflowClonesBuildsAndReads(t *testing.T) {
+	e := need(t)
+	ctx := context.Background()
+	if err := e.cluster.ImportToolsImage(ctx, filepath.Join(e.bin, "operator"), toolsImage); err != nil {
+		t.Fatal(err)
+	}
+	e.operator(t, "TOOLS_IMAGE="+toolsImage)
+
+	work, root := t.TempDir(), t.TempDir()
+	git(t, work, "init", "-q", ".")
+	build := "mkdir -p /src/out\nhead -c 102400 /dev/zero | tr '\\000' 'a' > /src/out/artifact\necho \"built $(wc -c < /src/out/artifact) bytes\"\necho \"size=$(wc -c < /src/out/artifact)\" > /dev/termination-log\n"
+	if err := os.WriteFile(filepath.Join(work, "build.sh"), []byte(build), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, work, "add", "build.sh")
+	git(t, work, "commit", "-q", "-m", "build script")
+	head := git(t, work, "rev-parse", "HEAD")
+	git(t, root, "clone", "-q", "--bare", work, "app.git")
+	url := gitServer(t, e, root) + "/app.git"
+
+	step := func(name, script string, readOnly bool) schedv1.WorkflowStep {
+		s := schedv1.WorkflowStep{Name: name, Task: shTask("", script).Spec}
+		s.Task.Workspaces = []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src", ReadOnly: readOnly}}
+		return s
+	}
+	clone := step("clone", `echo "cloned: $(ls /src/app)"; echo "files=$(ls /src/app | wc -l)" > /dev/termination-log`, false)
+	clone.Task.Repos = []schedv1.Repo{{Name: "app", URL: url, Path: "/src/app"}}
+	read := step("read", `echo "read $(wc -c < /src/out/artifact) bytes of ${steps.clone.output.repo.app.commit}"; echo "size=$(wc -c < /src/out/artifact)" > /dev/termination-log; echo "commit=${steps.clone.output.repo.app.commit}" >> /dev/termination-log`, true)
+	wf := &schedv1.Workflow{
+		ObjectMeta: metav1.ObjectMeta{Name: "clone-build-read", Namespace: ns},
+		Spec: schedv1.WorkflowSpec{
+			Workspaces: []schedv1.Workspace{{Name: "src", Size: resource.MustParse("64Mi"), StorageClass: cluster.HostPathStorageClass}},
+			Steps:      []schedv1.WorkflowStep{clone, step("build", "sh /src/app/build.sh", false), read},
+		},
+	}
+	e.create(t, wf)
+	wf = eventually(t, e, wf, 4*time.Minute, func(w *schedv1.Workflow) bool { return w.Status.Phase.Finished() })
+	if wf.Status.Phase != schedv1.WorkflowSucceeded {
+		t.Fatalf("workflow %s (%s): %s\n%s", wf.Status.Phase, wf.Status.Reason, wf.Status.Message, dump(wf))
+	}
+	wants := []map[string]string{
+		{"files": "1", "repo.app.commit": head},
+		{"size": "102400"},
+		{"size": "102400", "commit": head},
+	}
+	for i, want := range wants {
+		if diff := cmp.Diff(want, wf.Status.Steps[i].Outputs); diff != "" {
+			t.Errorf("step %s's outputs (-want +got):\n%s", wf.Status.Steps[i].Name, diff)
+		}
+	}
+
+	// The pods go; the logs stay in the tasks' status.
+	for i, want := range []string{"cloned: build.sh", "built 102400 bytes", "read 102400 bytes of " + head} {
+		name := wf.Status.Steps[i].TaskName
+		if err := e.kube.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: schedv1.LabelAgentTask + "=" + name}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for len(e.podsOf(t, ns, map[string]string{schedv1.LabelAgentTask: name})) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the pods of %s are still there after a minute", name)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		out, errOut, code := e.kubectlRun(t, time.Minute, "sched", "task", "logs", name)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("task logs %s after its pod was deleted: exit %d, want %q in:\n%s%s", name, code, want, out, errOut)
+		}
 	}
 }
