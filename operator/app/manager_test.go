@@ -102,6 +102,19 @@ func TestOptionsFromEnvironment(t *testing.T) {
 				o.Settings.MaxConcurrentReconciles = 3
 			},
 		},
+		"the tools image is the operator's own unless set": {
+			env:  map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc"},
+			want: func(o *app.Options) { o.Settings.ToolsImage = "reg/operator@sha256:abc" },
+		},
+		"a tools image of its own": {
+			env:  map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc", "TOOLS_IMAGE": "mirror/tools:1"},
+			want: func(o *app.Options) { o.Settings.ToolsImage = "mirror/tools:1" },
+		},
+		"a tools image flag wins over both": {
+			args: []string{"--tools-image=flag/tools:2"},
+			env:  map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc", "TOOLS_IMAGE": "mirror/tools:1"},
+			want: func(o *app.Options) { o.Settings.ToolsImage = "flag/tools:2" },
+		},
 		"a flag wins over the environment": {
 			args: []string{"--ingress-domain=flag.example"},
 			env:  map[string]string{"INGRESS_DOMAIN": "env.example"},
