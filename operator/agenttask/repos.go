@@ -30,7 +30,8 @@ func repoSecretVolume(name string) string { return "repo-secret-" + name }
 // in both containers. Each Secret is mounted into the init container only:
 // the task's own container never sees the credentials, and the operator
 // never reads them. The init container asks for what the task's container
-// does, so the pod's requests (and its quota) stay the same.
+// does, so the pod's requests (and its quota) stay the same, and runs
+// with its security context.
 func mountRepos(pod *corev1.PodSpec, spec *schedv1.AgentTaskSpec, image string) error {
 	if len(spec.Repos) == 0 {
 		return nil
@@ -46,7 +47,8 @@ func mountRepos(pod *corev1.PodSpec, spec *schedv1.AgentTaskSpec, image string) 
 		Resources: spec.Resources.Core(),
 		// A clone that fails writes why; one that crashes leaves its log.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          podsecurity.Container(nil),
+		// As the task's own user, so the task can change what it cloned.
+		SecurityContext: podsecurity.Container(spec.SecurityContext.Core()),
 	}
 	mounted := map[string]bool{}
 	repos := make([]clone.Repo, 0, len(spec.Repos))

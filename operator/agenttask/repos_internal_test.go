@@ -38,6 +38,7 @@ func TestRepoMounts(t *testing.T) {
 		"default path, no workspace": {
 			spec: func(s *schedv1.AgentTaskSpec) {
 				s.Repos = []schedv1.Repo{{Name: "app", URL: "https://git.example.com/app.git"}}
+				s.SecurityContext = &schedv1.SecurityContext{RunAsUser: ptr.To[int64](1000)}
 			},
 			wantRepos:   []clone.Repo{{Name: "app", URL: "https://git.example.com/app.git", Path: "/workspace/app"}},
 			wantVolumes: []string{"repo-app"},
@@ -123,6 +124,9 @@ func TestRepoMounts(t *testing.T) {
 			}
 			if diff := cmp.Diff(pod.Containers[0].Resources, init.Resources); diff != "" {
 				t.Errorf("the clone asks for other resources than the task (-task +clone):\n%s", diff)
+			}
+			if diff := cmp.Diff(pod.Containers[0].SecurityContext, init.SecurityContext); diff != "" {
+				t.Errorf("the clone runs with another security context than the task (-task +clone):\n%s", diff)
 			}
 			if pod.SecurityContext.FSGroup == nil {
 				t.Error("no fsGroup: the non-root clone could not read its Secret")
