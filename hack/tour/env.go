@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -204,8 +205,12 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 	e.operator.Env = append(os.Environ(), e.OperatorEnv...)
 	if detach {
 		e.operator.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	} else {
+		// Killed with us: a test or benchmark killed mid-way leaves no
+		// operator acting on a cluster that is gone.
+		e.operator.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	}
-	if err := e.operator.Start(); err != nil {
+	if err := startPinned(e.operator); err != nil {
 		return err
 	}
 	// Two minutes: a loaded machine (make test runs packages side by side)
@@ -228,6 +233,26 @@ func (e *Env) StartOperator(ctx context.Context, detach bool) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("the operator did not become ready in %v; the end of %s:\n%s", readyWithin, logf.Name(), tail(logf.Name(), 20))
+}
+
+// startPinned starts cmd from a thread kept until the child ends: Linux
+// sends Pdeathsig when the thread that forked the child exits, not the
+// process, and Go may end a thread at any time otherwise.
+func startPinned(cmd *exec.Cmd) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := cmd.Start()
+		started <- err
+		if err != nil {
+			return
+		}
+		for !exited(cmd.Process.Pid) {
+			time.Sleep(time.Second)
+		}
+	}()
+	return <-started
 }
 
 // ErrOperatorExited is returned when StartOperator's operator ended before it was ready

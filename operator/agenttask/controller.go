@@ -6,20 +6,17 @@ package agenttask
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,18 +28,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
-	podplacement "github.com/kubectl-sched/kubectl-sched/api/placement"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
 	"github.com/kubectl-sched/kubectl-sched/operator/metrics"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/placement"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 	"github.com/kubectl-sched/kubectl-sched/operator/podstatus"
 	"github.com/kubectl-sched/kubectl-sched/operator/recent"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 	"github.com/kubectl-sched/kubectl-sched/operator/watch"
 )
 
@@ -92,7 +91,7 @@ type Reconciler struct {
 	// Jobs creates the tasks' Jobs, shared with the Workflow controller,
 	// which creates its steps' Jobs itself; one of the Reconciler's own
 	// when nil.
-	Jobs *Starter
+	Jobs *taskjob.Starter
 	// Logs reads the ends of the tasks' pods' logs to keep in their
 	// status (logs.go); the manager's client when nil.
 	Logs corev1client.PodsGetter
@@ -104,30 +103,30 @@ type Reconciler struct {
 	// that a reconcile whose pod cache has not yet seen a release does
 	// not send it again.
 	released recent.Times
-	// written is when each unfinished task's status was last written, or
-	// when it was first seen (statusWait).
-	written recent.Times
+	// writer writes the tasks' statuses: only what changed, an unfinished
+	// task's paced (statusPace), never from a cache behind its own last
+	// write.
+	writer status.Writer
 	// quiet are the nodes whose kubelets lately served no log, and why;
 	// bound, the namespaces where the operator made or found its
 	// RoleBinding to read logs, and when.
 	quiet, bound byName
 }
 
-// statusWait is how long task's new status waits to be written: an
-// unfinished task's status is written at most once per
-// recent.StatusPace, and not in the first after the controller saw it (its
-// creation timestamp has whole seconds). A task that ends within it
-// gets one status write, when it ends, rather than one for Pending,
-// Running and the end: each is an API write, and a step's becomes a write
-// of its workflow's status too. The end is written at once (a workflow's
-// next step waits for it); Pending and Running show up to a second late.
-// Zero or less when it is written now (the task finished, or nothing
-// changed).
-func (r *Reconciler) statusWait(task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) time.Duration {
-	if task.Status.Phase.Finished() || equality.Semantic.DeepEqual(before, &task.Status) {
-		return 0
+// statusPace says whether task's new status may wait: an unfinished
+// task's status is written at most once per status.StatusPace, and not in
+// the first after the controller saw it (status.Paced). A task that ends
+// within it gets one status write, when it ends, rather than one for
+// Pending, Running and the end: each is an API write, and a step's becomes
+// a write of its workflow's status too. The end is written at once (a
+// workflow's next step waits for it), and so are kept logs (their pods
+// are released once the status holds them); Pending and Running show up to
+// a second late.
+func statusPace(task *schedv1.AgentTask, keptLogs bool) status.Pace {
+	if task.Status.Phase.Finished() || keptLogs {
+		return status.Now
 	}
-	return recent.StatusWait(&r.written, task.UID, task.CreationTimestamp.Time, r.Clock.Now())
+	return status.Paced
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;delete
@@ -164,150 +163,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !task.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
 	}
-	terminating, err := r.namespaceTerminating(ctx, task.Namespace)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if terminating {
-		// Kubernetes deletes a terminating namespace's pods first and its
-		// AgentTasks only once the pods are gone (OrderedNamespaceDeletion),
-		// and no new attempt can start in it. A task with retries left
-		// never finishes, so its killed pod would keep the outputs
-		// finalizer and the namespace would stay Terminating for good: its
-		// pods go now, and the task with the namespace.
-		return ctrl.Result{}, r.releaseDeleted(ctx, task.Namespace, task.Name, task)
-	}
-
-	o, err := r.observe(ctx, task)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.notAllowedReason, o.notAllowed, err = r.Jobs.refused(ctx, task); err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.notAllowed != "" && o.job != nil {
-		// A Job's pod template cannot change: it goes, and its pods with it.
-		if err := r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("delete job %s: %w", o.job.Name, err)
-		}
-		log.FromContext(ctx).Info("Deleted the Job of a task that asks for what it may not have", "job", o.job.Name, "reason", o.notAllowedReason)
-		o.job = nil
-	}
-	if o.job != nil {
-		r.Jobs.jobSeen(task)
-	}
-	if o.job == nil && o.foreignJob == nil && !task.Status.Phase.Finished() && !task.Spec.Cancel && o.notAllowed == "" {
-		if wait := r.Jobs.leftToWorkflow(task); wait > 0 {
-			// The Workflow controller is creating this step's Job, or
-			// created it and the cache does not show it yet: the Job's
-			// event brings the task back, and this requeue should it
-			// have failed. No status from a view without the Job.
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		o.job, err = r.createJob(ctx, task)
-		var taken *nameTakenError
-		switch {
-		case errors.As(err, &taken):
-			o.foreignJob = taken.job
-		case err != nil && refusal.Classify(err) != refusal.Transient:
-			// Reported in the status: failed for good, or waiting on quota.
-			o.createErr = err
-		case err != nil || o.job == nil:
-			// A nil Job means our cache is behind one we created: its
-			// event brings us back, and a status from this stale view
-			// would only be undone.
-			return ctrl.Result{}, err
-		}
-	}
-	if task.Spec.Cancel && o.job != nil && !task.Status.Phase.Finished() && !ptr.Deref(o.job.Spec.Suspend, false) {
-		if err := r.suspendJob(ctx, o.job); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	var hold jobHold
-	if !task.Status.Phase.Finished() && o.notAllowed == "" {
-		hold = planHold(&task.Spec, o.job, sortedPods(unpruned(o.pods, task.Status.Pruned)), priorOf(task.Status.Pruned), r.Clock.Now())
-		if err := r.applyHold(ctx, o.job, hold); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-
-	// The ended pods' logs go into the status written next, from the task
-	// read whole (the cache keeps the logs without their text). A finished
-	// task's pods, and those of a Job just deleted (which this reconcile
-	// is the last to see), are read as they are: they are being stopped,
-	// and released once kept.
-	whole, kept, err := r.readLogs(ctx, task, o.pods, task.Status.Phase.Finished() || o.job == nil)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if whole != nil {
-		task = whole
-	}
-	rules, err := expiry.Of(ctx, r.Client, task.Namespace, r.DefaultTTL)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	before := task.Status.DeepCopy()
-	if len(kept) > 0 {
-		task.Status.Logs = keepLogs(task.Status.Logs, kept, logBudget(task))
-	}
-	task.Status = computeStatus(task, o, metav1.NewTime(r.Clock.Now()))
-	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
-	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
-		status.SetCondition(&task.Status.Conditions, task.Generation, c)
-	}
-	if wait := r.statusWait(task, before); wait > 0 && len(kept) == 0 {
-		if o.createErr != nil {
-			return ctrl.Result{}, o.createErr
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.patchStatus(ctx, task, before); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if len(kept) > 0 {
-		crashpoint.Hit(crashpoint.LogsKept)
-	}
-
-	// The status now counts the pods it names pruned: they may go.
-	if err := r.deletePruned(ctx, task, o.pods); err != nil {
-		return ctrl.Result{}, err
-	}
-	if o.createErr != nil && !task.Status.Phase.Finished() {
-		// A full quota: the workqueue's backoff paces the retries.
-		return ctrl.Result{}, o.createErr
-	}
-	if task.Status.Reason == schedv1.ReasonTooManyDisruptions && o.job != nil && !ptr.Deref(o.job.Spec.Suspend, false) &&
-		jobCondition(o.job, batchv1.JobComplete) == nil && jobFailed(o.job) == nil {
-		// Failed, but the Job would replace its pod again: held for good,
-		// as a cancel holds it, its pods kept.
-		if err := r.suspendJob(ctx, o.job); err != nil {
-			return ctrl.Result{}, fmt.Errorf("stop job %s after too many disruptions: %w", o.job.Name, err)
-		}
-	}
-	if task.Status.Phase.Finished() {
-		// The status now holds the outputs, and the logs of the pods that
-		// ended, so those may go.
-		if err := r.releasePods(ctx, keptPods(task.Status.Logs, o.pods)); err != nil {
-			return ctrl.Result{}, err
-		}
-		podsDue, err := r.deleteSucceededPods(ctx, task, o.job, o.pods)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		res, err := r.applyTTL(ctx, task, o.job)
-		if podsDue > 0 && (res.RequeueAfter == 0 || podsDue < res.RequeueAfter) {
-			res.RequeueAfter = podsDue
-		}
-		return res, err
-	}
-	if d := hold.wake.Sub(r.Clock.Now()); !hold.wake.IsZero() && d > 0 {
-		// Back when the backoff ends (or the timeout, if sooner): nothing
-		// else happens to wake the task then.
-		return ctrl.Result{RequeueAfter: d}, nil
-	}
-	return ctrl.Result{}, nil
+	// The order keeps a step idempotent: the Job before the status that
+	// names it, the status that keeps the outputs and logs (and names the
+	// pods pruned) before any pod goes.
+	return phase.Run(ctx, &scope{task: task},
+		r.stopIfNamespaceEnds,
+		r.observeTask,
+		r.deleteRefusedJob,
+		r.ensureJob,
+		r.suspendCancelled,
+		r.holdForBackoff,
+		r.readEndedLogs,
+		r.writeStatus,
+		r.deletePrunedPods,
+		retryRefusedCreate,
+		r.stopDisrupted,
+		r.tidyFinished,
+		r.wakeAfterBackoff,
+	)
 }
 
 func (r *Reconciler) observe(ctx context.Context, task *schedv1.AgentTask) (observed, error) {
@@ -413,12 +286,12 @@ func jobHadPods(job *batchv1.Job) bool {
 		jobCondition(job, batchv1.JobSuccessCriteriaMet) != nil || jobFailed(job) != nil
 }
 
-// createJob creates task's Job (Starter.createJob), and tells of a
+// createJob creates task's Job (taskjob.Starter.CreateJob), and tells of a
 // refusal that is not final in an event. The cache holds tasks without
 // what only the Job reads (TrimTask): the Job is built from the task read
 // whole, past the cache.
 func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*batchv1.Job, error) {
-	if Trimmed(task) {
+	if cachetrim.Trimmed(task) {
 		whole := &schedv1.AgentTask{}
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(task), whole); err != nil {
 			return nil, fmt.Errorf("read task %s to build its Job: %w", task.Name, err)
@@ -428,7 +301,7 @@ func (r *Reconciler) createJob(ctx context.Context, task *schedv1.AgentTask) (*b
 		}
 		task = whole
 	}
-	return r.Jobs.createJob(ctx, task, func(job string, err error) {
+	return r.Jobs.CreateJob(ctx, task, func(job string, err error) {
 		if refusal.Classify(err) != refusal.Final {
 			// A final refusal is told once, by the Failed phase's event.
 			r.Recorder.Eventf(task, nil, corev1.EventTypeWarning, schedv1.ReasonCreateFailed, "CreateJob", "cannot create Job %s: %v", job, err)
@@ -482,22 +355,23 @@ func (r *Reconciler) applyHold(ctx context.Context, job *batchv1.Job, h jobHold)
 	return nil
 }
 
-// patchStatus writes the status only when it changed, and emits an event
-// when the task ends: one per task, none for a task a workflow runs (its
-// workflow's event tells the step's end). Pending and Running, which every
-// task passes through, are in its status: each event is an API write, and
-// a task's writes are what it costs the API server beyond a bare Job.
-func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) error {
-	old := task.DeepCopy()
-	old.Status = *before
-	if wrote, err := status.Patch(ctx, r.Client, task, old); err != nil || !wrote {
-		return err
+// writeTaskStatus writes task's status, through r.writer, when it
+// changed from before, and tells of it (statusChanged).
+func (r *Reconciler) writeTaskStatus(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus, pace status.Pace) (status.Outcome, error) {
+	out, err := r.writer.Write(ctx, task, before, pace)
+	if err == nil && out.Wrote {
+		r.statusChanged(ctx, task, before)
 	}
-	if task.Status.Phase.Finished() {
-		r.written.Forget(task.UID)
-	} else {
-		r.written.Add(task.UID, r.Clock.Now())
-	}
+	return out, err // a Conflict too: see status.Patch
+}
+
+// statusChanged tells of a status written: an event for each retry, and
+// one when the task ends: one per task, none for a task a workflow runs
+// (its workflow's event tells the step's end). Pending and Running, which
+// every task passes through, are in its status: each event is an API
+// write, and a task's writes are what it costs the API server beyond a
+// bare Job.
+func (r *Reconciler) statusChanged(ctx context.Context, task *schedv1.AgentTask, before *schedv1.AgentTaskStatus) {
 	if st := task.Status; st.Reason == schedv1.ReasonBackingOff && (before.Reason != schedv1.ReasonBackingOff || !before.NextAttemptTime.Equal(st.NextAttemptTime)) {
 		// One event per retry: the status keeps only the latest attempt's
 		// exit code and message, the events tell of each failed attempt.
@@ -506,11 +380,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 	if before.Phase != task.Status.Phase {
 		log.FromContext(ctx).Info("AgentTask phase changed", "from", before.Phase, "to", task.Status.Phase, "reason", task.Status.Reason)
 		if !task.Status.Phase.Finished() {
-			return nil
+			return
 		}
 		metrics.TaskDuration.WithLabelValues(string(task.Status.Phase)).Observe(r.Clock.Since(task.CreationTimestamp.Time).Seconds())
 		if runByWorkflow(task) {
-			return nil
+			return
 		}
 		typ := corev1.EventTypeNormal
 		if task.Status.Phase == schedv1.TaskFailed || task.Status.Phase == schedv1.TaskTimeout {
@@ -518,7 +392,6 @@ func (r *Reconciler) patchStatus(ctx context.Context, task *schedv1.AgentTask, b
 		}
 		r.Recorder.Eventf(task, nil, typ, task.Status.Reason, string(task.Status.Phase), "%s", task.Status.Message)
 	}
-	return nil
 }
 
 // runByWorkflow says whether a Workflow runs task, as a step's or a loop
@@ -643,8 +516,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if r.Jobs == nil {
-		r.Jobs = &Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, ToolsImage: r.ToolsImage, Clock: r.Clock}
+		r.Jobs = &taskjob.Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, ToolsImage: r.ToolsImage, Clock: r.Clock}
 	}
 	if r.Logs == nil {
 		// The manager's HTTP client: its requests share the operator's
@@ -727,7 +601,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.Namespace{}, podsecurity.OnOptOutChange(mgr.GetClient(), tasks,
 			func(o client.Object) bool {
 				task := o.(*schedv1.AgentTask)
-				return !task.Status.Phase.Finished() && len(privilegeAsked(task)) > 0
+				return !task.Status.Phase.Finished() && len(taskjob.PrivilegeAsked(task)) > 0
 			}), builder.WithPredicates(podsecurity.OptOutChanged)).
 		// A task waiting for a CPU scheduler: a SchedExt that loads it
 		// changing, or a node gaining or losing it, changes what its

@@ -39,8 +39,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask"}, Operator: &operator})
 }
 
-const pollTimeout = 60 * time.Second
-
 func namespace(t *testing.T) string { return testenv.Namespace(t, sim.Client) }
 
 // task starts a task whose simulated pod exits with code and message.
@@ -61,7 +59,7 @@ func create(t *testing.T, obj client.Object) {
 func waitTask(t *testing.T, ns, name, what string, cond func(*schedv1.AgentTask) bool) *schedv1.AgentTask {
 	t.Helper()
 	got := &schedv1.AgentTask{}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -130,7 +128,7 @@ func TestTaskSucceedsWithOutputs(t *testing.T) {
 	// One event per task, when it ends: each event is an API write, and
 	// the Job and its pod tell the rest.
 	var reasons []string
-	poll(t, "the task's events", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the task's events", func(ctx context.Context) (bool, error) {
 		var evs corev1.EventList
 		if err := sim.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -242,7 +240,7 @@ func TestImmediateTTLKeepsOutputs(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"answer": "42"}, got.Status.Outputs); diff != "" {
 		t.Errorf("outputs (-want +got):\n%s", diff)
 	}
-	poll(t, "the Job deleted by the TTL", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the Job deleted by the TTL", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keep"}, &batchv1.Job{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -252,7 +250,7 @@ func TestImmediateTTLKeepsOutputs(t *testing.T) {
 		t.Errorf("status changed after the Job was deleted (-before +after):\n%s", diff)
 	}
 
-	poll(t, "the task deleted by the TTL", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the task deleted by the TTL", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "drop"}, &schedv1.AgentTask{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -346,20 +344,13 @@ func TestLongNamesStayWithin63(t *testing.T) {
 
 func waitPods(t *testing.T, ns, task, what string, cond func([]corev1.Pod) bool) {
 	t.Helper()
-	poll(t, "pods of "+task+" "+what, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "pods of "+task+" "+what, func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: names.Job(task)}); err != nil {
 			return false, err
 		}
 		return cond(pods.Items), nil
 	})
-}
-
-func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }
 
 func contains(list []string, s string) bool {
@@ -452,7 +443,7 @@ func TestLookAlikePodCannotForgeOutputs(t *testing.T) {
 	if err := sim.Client.Create(t.Context(), forged); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the look-alike pod to finish", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the look-alike pod to finish", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(forged), forged)
 		return err == nil && forged.Status.Phase == corev1.PodSucceeded, err
 	})

@@ -18,7 +18,7 @@ import (
 
 func gone(t *testing.T, obj client.Object, what string) {
 	t.Helper()
-	poll(t, what, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, what, func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -28,7 +28,7 @@ func gone(t *testing.T, obj client.Object, what string) {
 func expiredEvent(t *testing.T, ns, name string) corev1.Event {
 	t.Helper()
 	var found corev1.Event
-	poll(t, "the Expired event of "+name, func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the Expired event of "+name, func(ctx context.Context) (bool, error) {
 		var list corev1.EventList
 		if err := sim.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return false, err

@@ -184,7 +184,7 @@ func TestDeletedTaskReleasesOnlyItsJobsPods(t *testing.T) {
 		client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the task's own pod released and gone", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the task's own pod released and gone", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(&real), &corev1.Pod{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})

@@ -72,8 +72,10 @@ func (r *Reconciler) deleteSucceededPods(ctx context.Context, task *schedv1.Agen
 	if c := meta.FindStatusCondition(task.Status.Conditions, schedv1.ConditionPodDeleted); c == nil || c.Status != metav1.ConditionTrue {
 		before := task.Status.DeepCopy()
 		status.SetCondition(&task.Status.Conditions, task.Status.ObservedGeneration, podDeleted(task, r.SucceededPodRetention))
-		if err := r.patchStatus(ctx, task, before); err != nil {
-			return 0, err
+		out, err := r.writeTaskStatus(ctx, task, before, status.Now)
+		if err != nil || out.Wait > 0 {
+			// The condition first: the cache is behind the last write.
+			return out.Wait, err
 		}
 	}
 	for i := range due {

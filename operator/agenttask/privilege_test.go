@@ -66,7 +66,7 @@ func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 		SecurityContext(&schedv1.SecurityContext{Privileged: ptr.To(true)}).Obj()
 	// Admission learns of the label from its namespace informer.
 	var last error
-	poll(t, "a privileged task admitted in the opted-out namespace", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "a privileged task admitted in the opted-out namespace", func(ctx context.Context) (bool, error) {
 		last = tenant.Create(ctx, at.DeepCopy())
 		if last != nil && strings.Contains(last.Error(), "privileged containers are not allowed") {
 			return false, nil
@@ -85,7 +85,7 @@ func TestOptOutRemovedStopsAPrivilegedTask(t *testing.T) {
 			t.Errorf("message %q does not say %q", got.Status.Message, want)
 		}
 	}
-	poll(t, "the privileged Job to be deleted", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the privileged Job to be deleted", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Job("privileged")}, &batchv1.Job{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})

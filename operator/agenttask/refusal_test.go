@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 // A Job the API server refuses for good fails the task with the server's
@@ -48,7 +49,7 @@ func TestFullQuotaWaitsAndNamesIt(t *testing.T) {
 	create(t, quota)
 	// The API server's quota admission learns of a new quota from its
 	// informer: wait until it refuses a dry-run Job.
-	poll(t, "the quota to be enforced", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the quota to be enforced", func(ctx context.Context) (bool, error) {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}},
 		}}}}
@@ -107,7 +108,7 @@ func denyJobsIn(t *testing.T, ns, message string) {
 		_ = sim.Client.Delete(t.Context(), policy)
 	})
 	// Policies take effect asynchronously: wait until a dry-run Job is refused.
-	poll(t, "the policy to be enforced", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the policy to be enforced", func(ctx context.Context) (bool, error) {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "c", Image: "x"}},
 		}}}}

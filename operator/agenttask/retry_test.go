@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 // TestRetryBacksOffThenSucceeds: a task with retry {limit: 2, backoff: 10s,
@@ -161,7 +162,7 @@ func TestExitCodeNotRetried(t *testing.T) {
 	}
 	// The Job controller fails the Job by the same rule.
 	job := &batchv1.Job{}
-	poll(t, "the Job failed by its podFailurePolicy", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the Job failed by its podFailurePolicy", func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job("fatal")}, job); err != nil {
 			return false, err
 		}
@@ -192,7 +193,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 	// Events are sent in the background and a stop drops those not yet
 	// sent, so the first operator's event must be in before the stop for
 	// the count below to tell a second wait from a lost first one.
-	poll(t, "the BackingOff event", func(context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the BackingOff event", func(context.Context) (bool, error) {
 		return eventCount(t, ns, "AgentTask", "restarted", schedv1.ReasonBackingOff) == 1, nil
 	})
 	if err := operator.Stop(); err != nil {
@@ -230,7 +231,7 @@ func TestRestartDuringBackoff(t *testing.T) {
 // waitHeld waits until the operator holds the task's Job (suspended).
 func waitHeld(t *testing.T, ns, task string) {
 	t.Helper()
-	poll(t, "the Job of "+task+" held", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the Job of "+task+" held", func(ctx context.Context) (bool, error) {
 		job := &batchv1.Job{}
 		err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: names.Job(task)}, job)
 		return err == nil && ptr.Deref(job.Spec.Suspend, false), err

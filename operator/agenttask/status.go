@@ -46,8 +46,6 @@ type observed struct {
 // new writes nothing. A finished status never changes.
 func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st schedv1.AgentTaskStatus) {
 	st = *task.Status.DeepCopy()
-	// halted: the status waits for news, and is returned as it was.
-	halted := false
 	st.ObservedGeneration = task.Generation
 	if st.Phase.Finished() {
 		return st
@@ -61,6 +59,25 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st sch
 	// The pods pruned count in st.Pruned only.
 	pods := sortedPods(unpruned(o.pods, st.Pruned))
 	before := priorOf(st.Pruned)
+	countAttempts(&st, pods, before)
+	latest := latestPod(pods)
+	if latest != nil && podStarted(latest) {
+		st.PodName = latest.Name
+		if st.StartTime == nil {
+			st.StartTime = podStartTime(latest)
+		}
+	}
+	if !withoutJob(&st, task, o, now) && !withJob(&st, task, o, pods, before, now) {
+		return st // halted: the status waits for news, and is returned as it was
+	}
+	// Whatever ended it, the pods that may go are named.
+	st.Pruned = prune(st.Pruned, pods, st.Logs)
+	return st
+}
+
+// countAttempts counts the started and the disrupted pods, with those
+// pruned before.
+func countAttempts(st *schedv1.AgentTaskStatus, pods []corev1.Pod, before prior) {
 	started, disrupted := before.attempts, before.disrupted
 	for i := range pods {
 		// A disrupted pod's attempt is not counted: the Job replaces it
@@ -74,51 +91,52 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st sch
 	}
 	st.Attempts = max(st.Attempts, int32(started))
 	st.Disruptions = max(st.Disruptions, int32(disrupted))
-	// Whatever ends below, the pods that may go are named.
-	defer func() {
-		if !halted {
-			st.Pruned = prune(st.Pruned, pods, st.Logs)
-		}
-	}()
-	latest := latestPod(pods)
-	if latest != nil && podStarted(latest) {
-		st.PodName = latest.Name
-		if st.StartTime == nil {
-			st.StartTime = podStartTime(latest)
-		}
-	}
+}
 
-	wait := waitingToRetry(&task.Spec, o.job, pods, before)
-	unretried := notRetried(&task.Spec, o.job, pods)
-	end := deadline(&task.Spec, o.job)
+// withoutJob settles the status of a task that has no Job of its own, or
+// may not run as its spec asks, and reports whether it did.
+func withoutJob(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, o observed, now metav1.Time) bool {
 	switch {
 	case o.job == nil && task.Spec.Cancel:
-		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
+		finish(st, schedv1.TaskCancelled, schedv1.ReasonCancelled, "cancelled before it started (spec.cancel)", now)
 	case o.notAllowed != "":
-		finish(&st, schedv1.TaskFailed, o.notAllowedReason, o.notAllowed, now)
+		finish(st, schedv1.TaskFailed, o.notAllowedReason, o.notAllowed, now)
 	case o.job == nil && o.foreignJob != nil:
 		j := o.foreignJob
 		owner := "it has no controller"
 		if ref := metav1.GetControllerOf(j); ref != nil {
 			owner = fmt.Sprintf("its controller is %s %s", ref.Kind, ref.Name)
 		}
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonNameTaken, fmt.Sprintf(
+		finish(st, schedv1.TaskFailed, schedv1.ReasonNameTaken, fmt.Sprintf(
 			"Job %s already exists and is not this task's (%s); the operator never takes it over: delete it (kubectl delete job %s -n %s) and create the task again, or create it under another name",
 			j.Name, owner, j.Name, j.Namespace), now)
 	case o.job == nil && o.createErr != nil && refusal.Classify(o.createErr) == refusal.Final:
-		finish(&st, schedv1.TaskFailed, schedv1.ReasonRejected, "the API server refused the task's Job: "+refusal.Message(o.createErr)+"; change the task's spec and create it again", now)
+		finish(st, schedv1.TaskFailed, schedv1.ReasonRejected, "the API server refused the task's Job: "+refusal.Message(o.createErr)+"; change the task's spec and create it again", now)
 	case o.job == nil && o.createErr != nil:
-		setPending(&st, schedv1.ReasonQuotaExceeded, "waiting for quota to create the Job: "+refusal.Message(o.createErr))
+		setPending(st, schedv1.ReasonQuotaExceeded, "waiting for quota to create the Job: "+refusal.Message(o.createErr))
 	case o.job == nil:
-		setPending(&st, schedv1.ReasonPending, "creating the Job")
+		setPending(st, schedv1.ReasonPending, "creating the Job")
+	default:
+		return false
+	}
+	return true
+}
+
+// withJob settles the status of a task from its Job and pods. False: the
+// Job's news came before its pod's, and the status waits for the pod's.
+func withJob(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, o observed, pods []corev1.Pod, before prior, now metav1.Time) bool {
+	latest := latestPod(pods)
+	wait := waitingToRetry(&task.Spec, o.job, pods, before)
+	unretried := notRetried(&task.Spec, o.job, pods)
+	end := deadline(&task.Spec, o.job)
+	switch {
 	case jobFailed(o.job) != nil:
 		c := jobFailed(o.job)
 		pod := latestTerminated(pods)
 		if pod == nil && c.Reason == batchv1.JobReasonBackoffLimitExceeded && len(pods) > 0 {
-			halted = true
-			return st // the Job's news came before the pod's: wait for its exit code
+			return false // wait for its exit code
 		}
-		failed(&st, task, c, pod, now)
+		failed(st, task, c, pod, now)
 	case jobCondition(o.job, batchv1.JobComplete) != nil || jobCondition(o.job, batchv1.JobSuccessCriteriaMet) != nil || successfulPod(pods) != nil:
 		// A Succeeded pod settles it: the Job runs one pod to one
 		// completion, and the Job controller reports it only after its
@@ -126,39 +144,27 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st sch
 		// workflow hand-off.
 		pod := successfulPod(pods)
 		if terminatedState(pod) == nil && len(pods) > 0 {
-			// The Job's news arrived before its pod's: the pod is held by
-			// our finalizer, so wait for it rather than lose its outputs.
-			halted = true
-			return st
+			// The pod is held by our finalizer: wait for it rather than
+			// lose its outputs.
+			return false
 		}
-		succeeded(&st, pod, now)
+		succeeded(st, pod, now)
 	case before.failed+failedAttempts(pods) > int(task.Spec.RetryLimit()):
 		// Every attempt the Job allows has failed; as above, do not wait
 		// for the Job controller to say so.
-		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
+		failed(st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonBackoffLimitExceeded}, latestTerminated(pods), now)
 	case unretried != nil:
 		// Its exit code is not in retry.onExitCodes: the Job's
 		// podFailurePolicy fails the Job, which need not be waited for.
-		failed(&st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, unretried, now)
+		failed(st, task, &batchv1.JobCondition{Reason: batchv1.JobReasonPodFailurePolicy}, unretried, now)
 	case st.Disruptions > schedv1.MaxDisruptions:
 		// The Job would replace the pod again; the operator stops it
 		// (Reconcile).
-		tooManyDisruptions(&st, pods, now)
+		tooManyDisruptions(st, pods, now)
 	case task.Spec.Cancel && ptr.Deref(o.job.Spec.Suspend, false):
 		// The spec says whether a suspended Job was cancelled or is held
 		// for a backoff: a cancel during a backoff ends here too.
-		msg := "cancelled (spec.cancel): the pod was stopped"
-		if wait != nil {
-			msg = "cancelled (spec.cancel) while it waited to retry: " + attemptFailed(&task.Spec, wait)
-		}
-		finish(&st, schedv1.TaskCancelled, schedv1.ReasonCancelled, msg, now)
-		if p := latestTerminated(pods); p != nil && p.DeletionTimestamp != nil {
-			// The pod the cancel stopped: it ended the task.
-			setExit(&st, p)
-		} else {
-			// Cancelled between attempts: the last one's exit code stays.
-			setExitCode(&st, p)
-		}
+		cancelled(st, &task.Spec, wait, pods, now)
 	case held(&task.Spec, o.job) && !end.IsZero() && !now.Before(&metav1.Time{Time: end}):
 		// The Job controller does not count a suspended Job's time: the
 		// operator ends the task at its deadline itself.
@@ -166,28 +172,50 @@ func computeStatus(task *schedv1.AgentTask, o observed, now metav1.Time) (st sch
 		if wait != nil {
 			msg += ": " + attemptFailed(&task.Spec, wait)
 		}
-		finish(&st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
-		setExitCode(&st, latestTerminated(pods))
+		finish(st, schedv1.TaskTimeout, schedv1.ReasonDeadlineExceeded, msg, now)
+		setExitCode(st, latestTerminated(pods))
 	case wait != nil:
-		backingOff(&st, &task.Spec, wait, end)
+		backingOff(st, &task.Spec, wait, end)
 	case latest != nil && disruption(latest) != nil && !podRunning(latest):
 		c := disruption(latest)
-		setPending(&st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against the retry limit (disruption %d of at most %d)",
+		setPending(st, schedv1.ReasonDisrupted, fmt.Sprintf("pod %s was disrupted (%s: %s); the Job starts another, which does not count against the retry limit (disruption %d of at most %d)",
 			latest.Name, c.Reason, podstatus.ClipMessage(c.Message), st.Disruptions, schedv1.MaxDisruptions))
 	case latest != nil && podRunning(latest):
-		st.Phase = schedv1.TaskRunning
-		attempt := strconv.Itoa(int(st.Attempts))
-		if limit := task.Spec.RetryLimit(); limit > 0 {
-			attempt += fmt.Sprintf(" of %d", limit+1)
-		}
-		st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %s)", latest.Name, attempt)
-		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
-		status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
+		running(st, &task.Spec, latest)
 	default:
 		reason, msg := whyPending(latest, o.createFailure, o.noCPUScheduler)
-		setPending(&st, reason, msg)
+		setPending(st, reason, msg)
 	}
-	return st
+	return true
+}
+
+// cancelled ends a task whose Job a cancel suspended, during an attempt
+// or while it waited to retry.
+func cancelled(st *schedv1.AgentTaskStatus, spec *schedv1.AgentTaskSpec, wait *retryWait, pods []corev1.Pod, now metav1.Time) {
+	msg := "cancelled (spec.cancel): the pod was stopped"
+	if wait != nil {
+		msg = "cancelled (spec.cancel) while it waited to retry: " + attemptFailed(spec, wait)
+	}
+	finish(st, schedv1.TaskCancelled, schedv1.ReasonCancelled, msg, now)
+	if p := latestTerminated(pods); p != nil && p.DeletionTimestamp != nil {
+		// The pod the cancel stopped: it ended the task.
+		setExit(st, p)
+	} else {
+		// Cancelled between attempts: the last one's exit code stays.
+		setExitCode(st, p)
+	}
+}
+
+// running is the status of a task whose pod runs.
+func running(st *schedv1.AgentTaskStatus, spec *schedv1.AgentTaskSpec, pod *corev1.Pod) {
+	st.Phase = schedv1.TaskRunning
+	attempt := strconv.Itoa(int(st.Attempts))
+	if limit := spec.RetryLimit(); limit > 0 {
+		attempt += fmt.Sprintf(" of %d", limit+1)
+	}
+	st.Reason, st.Message = schedv1.ReasonRunning, fmt.Sprintf("pod %s is running (attempt %s)", pod.Name, attempt)
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionReady, Status: metav1.ConditionTrue, Reason: schedv1.ReasonRunning, Message: st.Message})
+	status.SetCondition(&st.Conditions, st.ObservedGeneration, metav1.Condition{Type: schedv1.ConditionSucceeded, Status: metav1.ConditionUnknown, Reason: schedv1.ReasonRunning, Message: "the task has not finished"})
 }
 
 // tooManyDisruptions fails a task more of whose pods were disrupted than

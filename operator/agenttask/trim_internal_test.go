@@ -10,12 +10,14 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // TestTrimTask: the cache keeps a task's metadata the controllers read
 // and drops the rest (kubectl's last-applied copy, a tenant's labels and
 // annotations, managed fields); a task whose command, args, env and pod
-// metadata pass TrimAbove loses them, but for the pod annotations that
+// metadata pass cachetrim.TrimAbove loses them, but for the pod annotations that
 // loosen Pod Security, so privilegeAsked says the same of both copies,
 // and is marked; a small one is kept whole.
 func TestTrimTask(t *testing.T) {
@@ -35,7 +37,7 @@ func TestTrimTask(t *testing.T) {
 			Labels:      map[string]string{schedv1.LabelWorkflow: "wf", schedv1.LabelWorkflowStep: "0"},
 			Annotations: map[string]string{schedv1.AnnotationPreviousStepFinished: "2030-01-02T03:04:05Z"}}
 		if trimmed {
-			m.Annotations[AnnotationTrimmed] = "true"
+			m.Annotations[cachetrim.AnnotationTrimmed] = "true"
 		}
 		return m
 	}
@@ -49,7 +51,7 @@ func TestTrimTask(t *testing.T) {
 	if diff := cmp.Diff(wantMeta(false), task.ObjectMeta); diff != "" {
 		t.Errorf("small task's metadata (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(small.Spec, task.Spec); diff != "" || Trimmed(task) {
+	if diff := cmp.Diff(small.Spec, task.Spec); diff != "" || cachetrim.Trimmed(task) {
 		t.Errorf("a small task's spec is kept whole, unmarked (-want +got):\n%s", diff)
 	}
 
@@ -60,7 +62,7 @@ func TestTrimTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	task = got.(*schedv1.AgentTask)
-	if diff := cmp.Diff(wantMeta(true), task.ObjectMeta); diff != "" || !Trimmed(task) {
+	if diff := cmp.Diff(wantMeta(true), task.ObjectMeta); diff != "" || !cachetrim.Trimmed(task) {
 		t.Errorf("large task's metadata (-want +got):\n%s", diff)
 	}
 	want := large.Spec
@@ -69,7 +71,7 @@ func TestTrimTask(t *testing.T) {
 	if diff := cmp.Diff(want, task.Spec); diff != "" {
 		t.Errorf("large task's spec (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(privilegeAsked(large), privilegeAsked(task)); diff != "" || len(privilegeAsked(task)) == 0 {
+	if diff := cmp.Diff(taskjob.PrivilegeAsked(large), taskjob.PrivilegeAsked(task)); diff != "" || len(taskjob.PrivilegeAsked(task)) == 0 {
 		t.Errorf("privilegeAsked of the trimmed copy (-whole +trimmed):\n%s", diff)
 	}
 	whole, trimmed := size(t, large), size(t, task)
@@ -86,24 +88,4 @@ func size(t *testing.T, v any) int {
 		t.Fatal(err)
 	}
 	return len(data)
-}
-
-// TestTrimMetaKeepsACacheKeyWithinItsBound: the cache keeps a step task's
-// cache key (label and annotation), but not an annotation of that name
-// longer than any key, which a tenant may write on any task.
-func TestTrimMetaKeepsACacheKeyWithinItsBound(t *testing.T) {
-	key := strings.Repeat("k", schedv1.MaxCacheKeyLength)
-	m := metav1.ObjectMeta{
-		Labels:      map[string]string{schedv1.LabelCacheKey: schedv1.CacheKeyHash(key)},
-		Annotations: map[string]string{schedv1.AnnotationCacheKey: key},
-	}
-	TrimMeta(&m)
-	if m.Labels[schedv1.LabelCacheKey] != schedv1.CacheKeyHash(key) || m.Annotations[schedv1.AnnotationCacheKey] != key {
-		t.Errorf("a key at its bound was not kept: %v %v", m.Labels, m.Annotations)
-	}
-	m.Annotations[schedv1.AnnotationCacheKey] = key + "k"
-	TrimMeta(&m)
-	if _, ok := m.Annotations[schedv1.AnnotationCacheKey]; ok {
-		t.Errorf("an annotation longer than any cache key was kept (%d bytes)", len(m.Annotations[schedv1.AnnotationCacheKey]))
-	}
 }

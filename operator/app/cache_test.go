@@ -16,8 +16,9 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // maxCachedBytes is the most the operator's cache may hold of one of a
@@ -111,19 +112,19 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 			t.Fatal(err)
 		}
 		cached := o.DeepCopyObject().(client.Object)
-		waitFor(t, fmt.Sprintf("the cache to hold %T", o), func() error {
+		testenv.EventuallyWithin(t, testenv.ShortTimeout, fmt.Sprintf("the cache to hold %T", o), func(context.Context) error {
 			return mgr.GetCache().Get(ctx, client.ObjectKeyFromObject(o), cached, client.UnsafeDisableDeepCopy)
 		})
 		w, c := jsonSize(t, whole), jsonSize(t, cached)
 		t.Logf("%T: %d bytes in the API server, %d in the operator's cache", o, w, c)
-		if w < 1<<20 || c > maxCachedBytes || !agenttask.Trimmed(cached) {
+		if w < 1<<20 || c > maxCachedBytes || !cachetrim.Trimmed(cached) {
 			t.Errorf("%T: %d bytes in the API server, %d cached (trimmed %v); want over 1 MiB, at most %d cached and trimmed",
-				o, w, c, agenttask.Trimmed(cached), maxCachedBytes)
+				o, w, c, cachetrim.Trimmed(cached), maxCachedBytes)
 		}
 	}
 
 	job := &batchv1.Job{}
-	waitFor(t, "the task's Job", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the task's Job", func(context.Context) error {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.Job("largest")}, job)
 		if err != nil {
 			got := &schedv1.AgentTask{}
@@ -139,11 +140,11 @@ func TestTenantsLargestObjectsAreCachedSmall(t *testing.T) {
 	if diff := cmp.Diff(spec.Args, ctr.Args); diff != "" {
 		t.Errorf("the Job's args (-task +Job):\n%s", diff)
 	}
-	if diff := cmp.Diff(agenttask.EnvVars(spec.Env), ctr.Env); diff != "" {
+	if diff := cmp.Diff(taskjob.EnvVars(spec.Env), ctr.Env); diff != "" {
 		t.Errorf("the Job's env (-task +Job):\n%s", diff)
 	}
 	step := &schedv1.AgentTask{}
-	waitFor(t, "the workflow's first step task", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the workflow's first step task", func(context.Context) error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.StepTask("largest", 0, "a")}, step)
 	})
 	if diff := cmp.Diff(spec.Args, step.Spec.Args); diff != "" || len(step.Spec.Env) != len(spec.Env) {

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/operator/cronworkflow"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 	"github.com/kubectl-sched/kubectl-sched/operator/schedext"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 	"github.com/kubectl-sched/kubectl-sched/operator/tenant"
 	"github.com/kubectl-sched/kubectl-sched/operator/userdeployment"
 	"github.com/kubectl-sched/kubectl-sched/operator/workflow"
@@ -119,7 +120,7 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 	// One for the AgentTask and Workflow controllers: the Workflow
 	// controller creates its steps' Jobs, and the AgentTask controller
 	// must know which it is creating.
-	o.jobs = &agenttask.Starter{
+	o.jobs = &taskjob.Starter{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		PriorityClasses:   o.Settings.PriorityClasses,

@@ -101,7 +101,7 @@ func TestOneTenantCannotTakeAnothersTurn(t *testing.T) {
 		}
 	})
 
-	waitFor(t, "every task to have its Job", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "every task to have its Job", func(context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(order) < backlog+1 {
@@ -216,7 +216,7 @@ func TestOneTenantCannotTakeAnothersRequests(t *testing.T) {
 		}
 		return n
 	}
-	waitFor(t, "alice's first tasks", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "alice's first tasks", func(context.Context) error {
 		if created(busy) == 0 {
 			return fmt.Errorf("none yet")
 		}
@@ -225,7 +225,7 @@ func TestOneTenantCannotTakeAnothersRequests(t *testing.T) {
 	if err := bob.Create(ctx, MakeAgentTask("mine", quiet).Image("busybox").Obj()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "bob's task to have a status, and alice's every task", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "bob's task to have a status, and alice's every task", func(context.Context) error {
 		mu.Lock()
 		written := slices.ContainsFunc(events, func(e seen) bool { return e.ns == quiet && e.typ == watch.Modified })
 		mu.Unlock()

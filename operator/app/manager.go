@@ -169,7 +169,7 @@ func cacheOptions(o Options) cache.Options {
 			// Tasks without what only their Jobs read, workflows and cron
 			// workflows without a large spec (agenttask.TrimTask,
 			// workflow.TrimWorkflow, cronworkflow.TrimCron), and the
-			// three kinds' metadata trimmed (agenttask.TrimMeta).
+			// three kinds' metadata trimmed (cachetrim.TrimMeta).
 			&schedv1.AgentTask{}:          {Transform: agenttask.TrimTask},
 			&schedv1.Workflow{}:           {Transform: workflow.TrimWorkflow},
 			&schedv1.CronWorkflow{}:       {Transform: cronworkflow.TrimCron},

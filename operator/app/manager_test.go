@@ -47,13 +47,13 @@ func TestManagerBecomesReadyAndLeads(t *testing.T) {
 		}
 	})
 
-	waitFor(t, "readyz to answer 200", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "readyz to answer 200", func(context.Context) error {
 		return httpOK("http://" + opts.ProbeAddr + "/readyz")
 	})
 	if err := httpOK("http://" + opts.ProbeAddr + "/healthz"); err != nil {
 		t.Errorf("healthz: %v", err)
 	}
-	waitFor(t, "the leader Lease to be held", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the leader Lease to be held", func(context.Context) error {
 		var lease coordinationv1.Lease
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: testenv.OperatorNamespace, Name: opts.LeaderElectionID}, &lease); err != nil {
 			return err
@@ -63,12 +63,12 @@ func TestManagerBecomesReadyAndLeads(t *testing.T) {
 		}
 		return nil
 	})
-	waitFor(t, "metrics to be served", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "metrics to be served", func(context.Context) error {
 		return httpOK("http://" + opts.MetricsAddr + "/metrics")
 	})
 	// Each controller's queue (fair across namespaces) reports under
 	// controller-runtime's names, and the client's rate limiter its waits.
-	waitFor(t, "the queues' and the rate limiter's metrics", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the queues' and the rate limiter's metrics", func(context.Context) error {
 		m, err := testenv.ScrapeMetrics(ctx, "http://"+opts.MetricsAddr+"/metrics")
 		if err != nil {
 			return err
@@ -287,20 +287,6 @@ func httpOK(url string) error {
 	return nil
 }
 
-// waitFor polls cond for up to 30s: the manager's start-up is asynchronous.
-func waitFor(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %v", what, err)
-}
-
 // TestMetricsNeedAToken: as shipped, metrics are served over HTTPS only to
 // callers the API server says may get /metrics: no token is refused, a
 // token without kubectl-sched-metrics-reader is forbidden, one with it
@@ -363,7 +349,7 @@ func TestMetricsNeedAToken(t *testing.T) {
 		defer resp.Body.Close()
 		return resp.StatusCode, resp.Proto, nil
 	}
-	waitFor(t, "the reader's scrape to succeed", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the reader's scrape to succeed", func(context.Context) error {
 		code, proto, err := scrape(prometheus)
 		if err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/secretstore"
 	"github.com/kubectl-sched/kubectl-sched/api/settings"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // Options configure the manager and the controllers. Every option but Clock is a flag;
@@ -70,7 +70,7 @@ type Options struct {
 
 	// jobs creates tasks' Jobs for the AgentTask and Workflow controllers,
 	// which share it (setupControllers makes it); not an option.
-	jobs *agenttask.Starter
+	jobs *taskjob.Starter
 }
 
 // DefaultOptions returns the options a deployment starts from.

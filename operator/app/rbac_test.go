@@ -195,7 +195,7 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	}
 	relabel := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"b"}}}`))
 	// Policies take effect asynchronously.
-	waitFor(t, "the pod patch policy to be enforced", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the pod patch policy to be enforced", func(context.Context) error {
 		if err := op.Patch(ctx, pod.DeepCopy(), relabel, client.DryRunAll); !apierrors.IsForbidden(err) {
 			return fmt.Errorf("dry-run relabel: %v", err)
 		}
@@ -286,7 +286,7 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 	setLabel := func(key, value string) client.Patch {
 		return client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)))
 	}
-	waitFor(t, "the node patch policy to be enforced", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the node patch policy to be enforced", func(context.Context) error {
 		if err := op.Patch(ctx, node.DeepCopy(), setLabel(schedv1.NodeLabelPool, "gpu"), client.DryRunAll); !apierrors.IsForbidden(err) {
 			return fmt.Errorf("dry-run relabel: %v", err)
 		}

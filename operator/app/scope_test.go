@@ -89,8 +89,8 @@ func TestNamespaceSelector(t *testing.T) {
 	}
 	create(other, "early")
 	create(served, "early")
-	waitFor(t, "the served namespace's task to have a Job", reconciled(ctx, c, served, "early"))
-	if err := reconciled(ctx, c, other, "early")(); err == nil {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the served namespace's task to have a Job", reconciled(ctx, c, served, "early"))
+	if err := reconciled(ctx, c, other, "early")(ctx); err == nil {
 		t.Errorf("the task in namespace %s, which the selector does not pick, was reconciled", other)
 	}
 	for _, p := range rec.snapshot() {
@@ -104,7 +104,7 @@ func TestNamespaceSelector(t *testing.T) {
 
 	// Labelled while the operator runs: its task is taken up.
 	setLabel(t, c, other, "true")
-	waitFor(t, "the task of the labelled namespace to have a Job", reconciled(ctx, c, other, "early"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the task of the labelled namespace to have a Job", reconciled(ctx, c, other, "early"))
 
 	// Unlabelled: the operator lets go as soon as it sees the label go.
 	// Each probe is a task there and, after it, one in a namespace still
@@ -115,8 +115,8 @@ func TestNamespaceSelector(t *testing.T) {
 		name := fmt.Sprintf("probe-%d", i)
 		create(served, name)
 		create(other, name)
-		waitFor(t, "a task of the served namespace to be reconciled", reconciled(ctx, c, other, name))
-		if reconciled(ctx, c, served, name)() != nil {
+		testenv.EventuallyWithin(t, testenv.ShortTimeout, "a task of the served namespace to be reconciled", reconciled(ctx, c, other, name))
+		if reconciled(ctx, c, served, name)(ctx) != nil {
 			break
 		}
 		if i == 20 {
@@ -127,8 +127,8 @@ func TestNamespaceSelector(t *testing.T) {
 
 // reconciled reports whether the operator has made task ns/name's Job and
 // written its status.
-func reconciled(ctx context.Context, c client.Client, ns, name string) func() error {
-	return func() error {
+func reconciled(ctx context.Context, c client.Client, ns, name string) func(context.Context) error {
+	return func(context.Context) error {
 		task := &schedv1.AgentTask{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, task); err != nil {
 			return err

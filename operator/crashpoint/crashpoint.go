@@ -37,7 +37,7 @@ const (
 	// created, the status not written.
 	StepTasksCreated = "workflow-step-tasks-created"
 	// StepTaskCreated: Workflow controller, a step's task created, its
-	// Job not yet (agenttask.Starter.CreateWithJob).
+	// Job not yet (taskjob.Starter.CreateWithJob).
 	StepTaskCreated = "workflow-step-task-created"
 	// StepCacheHit: Workflow controller, a step's cache hit decided (it
 	// takes a cached result's outputs), the status not written.

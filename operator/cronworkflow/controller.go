@@ -5,7 +5,6 @@ package cronworkflow
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,13 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
@@ -40,6 +37,10 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	// Clock says when it is; tests give a fake one.
 	Clock clock.PassiveClock
+
+	// writer writes the CronWorkflows' statuses: only what changed, never
+	// from a cache behind its own last write.
+	writer status.Writer
 }
 
 // The runs are Workflows in the CronWorkflow's namespace, made with the
@@ -61,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, cw, client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if agenttask.Trimmed(cw) {
+	if cachetrim.Trimmed(cw) {
 		*cw = schedv1.CronWorkflow{}
 		if err := r.APIReader.Get(ctx, req.NamespacedName, cw); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -73,84 +74,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references delete the runs.
 		return ctrl.Result{}, nil
 	}
-	now := r.Clock.Now()
-	runs, err := r.runs(ctx, cw)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p := decide(cw, runs, now)
-
-	for _, d := range p.deletes {
-		err := r.Delete(ctx, d.run, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &d.run.UID})
-		if client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
-			return ctrl.Result{}, fmt.Errorf("delete run %s: %w", d.run.Name, err)
-		}
-		if err == nil {
-			r.record(cw, d.ev)
-		}
-	}
-	if p.create != nil {
-		if err := r.start(ctx, cw, &p); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	// Before the status: what was done is said even if the write fails.
-	for _, e := range p.events {
-		r.record(cw, e)
-	}
-	// The patch is of the metadata and status alone, and the API server's
-	// answer lands in an object of its own, not in the cache's spec.
-	before := &schedv1.CronWorkflow{ObjectMeta: cw.ObjectMeta, Status: cw.Status}
-	after := &schedv1.CronWorkflow{ObjectMeta: *cw.ObjectMeta.DeepCopy(), Status: p.status}
-	if _, err := status.Patch(ctx, r.Client, after, before); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if p.requeueAt.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{RequeueAfter: max(p.requeueAt.Sub(now), 0)}, nil
-}
-
-// start creates the due run. A refusal no retry can pass gives its
-// schedule time up and says why in Ready; a full quota waits for room
-// (the quota's change brings the CronWorkflow back); anything else is
-// retried with backoff.
-func (r *Reconciler) start(ctx context.Context, cw *schedv1.CronWorkflow, p *plan) error {
-	run := p.create
-	if err := controllerutil.SetControllerReference(cw, run, r.Scheme()); err != nil {
-		return err
-	}
-	err := r.Create(ctx, run)
-	if err == nil {
-		crashpoint.Hit(crashpoint.CronRunCreated)
-		log.FromContext(ctx).Info("Created CronWorkflow run", "workflow", run.Name, "scheduled", p.scheduled)
-		p.started(cw)
-		return nil
-	}
-	if apierrors.IsAlreadyExists(err) {
-		// Ours, which the cache has not seen yet, or someone else's.
-		existing := &schedv1.Workflow{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(run), existing); err != nil {
-			return fmt.Errorf("read run %s after it already existed: %w", run.Name, err)
-		}
-		if metav1.IsControlledBy(existing, cw) {
-			p.started(cw)
-			return nil
-		}
-		p.refused(cw, schedv1.ReasonNameTaken, fmt.Sprintf("the run for %s is named %s, and a Workflow of that name exists that is not a run of this CronWorkflow; that time is skipped. Rename or delete that Workflow", p.format(p.scheduled), run.Name), true)
-		p.events = append(p.events, event{corev1.EventTypeWarning, schedv1.ReasonNameTaken, "Create", readyMessage(p), existing})
-		return nil
-	}
-	switch refusal.Classify(err) {
-	case refusal.Final:
-		p.refused(cw, schedv1.ReasonRejected, fmt.Sprintf("the run for %s was refused, and that time is skipped: %s; fix spec.workflowSpec (the next run uses it)", p.format(p.scheduled), refusal.Message(err)), true)
-		p.events = append(p.events, event{corev1.EventTypeWarning, schedv1.ReasonRejected, "Create", readyMessage(p), nil})
-		return nil
-	case refusal.Quota:
-		p.refused(cw, schedv1.ReasonQuotaExceeded, fmt.Sprintf("the run for %s waits for room in the namespace's quota: %s", p.format(p.scheduled), refusal.Message(err)), false)
-		return nil
-	}
-	return fmt.Errorf("create run %s: %w", run.Name, err)
+	return phase.Run(ctx, &scope{cw: cw, now: r.Clock.Now()},
+		r.decideRuns,
+		r.deleteRuns,
+		r.startRun,
+		r.tellEvents,
+		r.writeStatus,
+		nextSchedule,
+	)
 }
 
 func (r *Reconciler) record(cw *schedv1.CronWorkflow, e event) {
@@ -213,6 +144,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &schedv1.Workflow{}, ownerIndex, controllerName); err != nil {
 		return err
 	}

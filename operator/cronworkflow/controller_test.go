@@ -43,8 +43,6 @@ func TestMain(m *testing.M) {
 	})
 }
 
-const pollTimeout = 60 * time.Second
-
 // startClock sets the operator's clock to a minute before the first full
 // hour after now and returns that hour. The API server stamps creation
 // times with the real clock, so the fake one starts from it in each test:
@@ -81,7 +79,7 @@ func create(t *testing.T, c client.Client, cw *schedv1.CronWorkflow) *schedv1.Cr
 func waitCron(t *testing.T, cw *schedv1.CronWorkflow, what string, cond func(*schedv1.CronWorkflow) bool) *schedv1.CronWorkflow {
 	t.Helper()
 	got := &schedv1.CronWorkflow{}
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cw), got); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -112,7 +110,7 @@ func runs(t *testing.T, cw *schedv1.CronWorkflow) map[string]*schedv1.Workflow {
 func waitRuns(t *testing.T, cw *schedv1.CronWorkflow, what string, cond func(map[string]*schedv1.Workflow) bool) map[string]*schedv1.Workflow {
 	t.Helper()
 	var got map[string]*schedv1.Workflow
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.Timeout, true, func(context.Context) (bool, error) {
 		got = runs(t, cw)
 		return cond(got), nil
 	})
@@ -158,7 +156,7 @@ func events(t *testing.T, cw *schedv1.CronWorkflow, reason string) []string {
 
 func waitEvent(t *testing.T, cw *schedv1.CronWorkflow, reason, words string) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.Timeout, true, func(context.Context) (bool, error) {
 		for _, n := range events(t, cw, reason) {
 			if strings.Contains(n, words) {
 				return true, nil
@@ -443,7 +441,7 @@ func keepStatusWrites(t *testing.T, cw *schedv1.CronWorkflow) {
 // or not: policies take effect asynchronously.
 func waitStatusWrite(t *testing.T, cw *schedv1.CronWorkflow, refused bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		probe := &schedv1.CronWorkflow{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cw), probe); err != nil {
 			return false, err

@@ -2,10 +2,11 @@ package cronworkflow_test
 
 import (
 	"context"
-	"k8s.io/client-go/util/retry"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/util/retry"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -129,9 +130,9 @@ func TestTenantGetsNoMoreThanWithWorkflows(t *testing.T) {
 	}
 	probe := MakeWorkflow("probe", ns).Obj()
 	probe.Spec = cw.Spec.WorkflowSpec
-	waitFor(t, "the tighter tier enforced", func() bool {
+	testenv.Poll(t, testenv.Timeout, "the tighter tier enforced", func(ctx context.Context) (bool, error) {
 		err := tess.Create(ctx, probe.DeepCopy(), client.DryRunAll)
-		return err != nil && strings.Contains(err.Error(), "at most 30m")
+		return err != nil && strings.Contains(err.Error(), "at most 30m"), nil
 	})
 	tick(t, cw, at.Add(time.Hour))
 	got := waitCron(t, cw, "Rejected", readyIs(metav1.ConditionFalse, schedv1.ReasonRejected))
@@ -183,15 +184,4 @@ func impersonate(t *testing.T, user string) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

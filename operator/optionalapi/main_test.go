@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -20,8 +19,6 @@ var (
 	env *testenv.Env
 	op  *testenv.Operator
 )
-
-const pollTimeout = 60 * time.Second
 
 // One API server without any optional API, and one operator (the
 // UserDeployment controller, with only its generated RBAC) configured to
@@ -39,12 +36,6 @@ func TestMain(m *testing.M) {
 		Operator:    &op,
 		OperatorLog: "optionalapi-operator-*.log",
 	})
-}
-
-// eventually polls cond until it returns nil.
-func eventually(t *testing.T, what string, cond func(context.Context) error) {
-	t.Helper()
-	testenv.Eventually(t, 200*time.Millisecond, pollTimeout, what, cond)
 }
 
 // kubeconfig writes an admin kubeconfig for the plugin.
@@ -74,7 +65,7 @@ func plugin(args ...string) (stdout, stderr string, code int) {
 func versionSays(t *testing.T, kubeconfig string, want ...string) string {
 	t.Helper()
 	var stdout string
-	eventually(t, "kubectl sched version to show the optional APIs", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "kubectl sched version to show the optional APIs", func(context.Context) error {
 		var stderr string
 		var code int
 		stdout, stderr, code = plugin("version", "--kubeconfig", kubeconfig)

@@ -81,7 +81,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 	app := func(what string, cond func(*schedv1.UserDeployment) error) *schedv1.UserDeployment {
 		t.Helper()
 		ud := &schedv1.UserDeployment{}
-		eventually(t, "the app "+what, func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "the app "+what, func(ctx context.Context) error {
 			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ud); err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 
 	// External Secrets: the ExternalSecret appears and the service starts.
 	install("external-secrets")
-	eventually(t, "the ExternalSecret and the service started", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the ExternalSecret and the service started", func(ctx context.Context) error {
 		es, err := get(ctx, "external-secrets.io/v1", "ExternalSecret", "shop-db")
 		if err != nil {
 			return err
@@ -146,7 +146,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 
 	// cert-manager: a Certificate, served by the route; the URL is https.
 	install("cert-manager")
-	eventually(t, "the Certificate", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the Certificate", func(ctx context.Context) error {
 		cert, err := get(ctx, "cert-manager.io/v1", "Certificate", "shop")
 		if err != nil {
 			return err
@@ -168,7 +168,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 
 	// Traefik: an IngressRoute replaces the Ingress.
 	install("traefik")
-	eventually(t, "an IngressRoute instead of the Ingress", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "an IngressRoute instead of the Ingress", func(ctx context.Context) error {
 		route, err := get(ctx, "traefik.io/v1alpha1", "IngressRoute", "shop")
 		if err != nil {
 			return err
@@ -192,7 +192,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 	if err := envtest.UninstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{crds["external-secrets"]}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "External Secrets' CRDs gone", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "External Secrets' CRDs gone", func(ctx context.Context) error {
 		crd := &metav1.PartialObjectMetadata{}
 		crd.SetGroupVersionKind(apiextensionsCRD)
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: "externalsecrets.external-secrets.io"}, crd); !apierrors.IsNotFound(err) {
@@ -209,7 +209,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 
 	// And back.
 	install("external-secrets")
-	eventually(t, "the ExternalSecret again and the service started", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the ExternalSecret again and the service started", func(ctx context.Context) error {
 		if _, err := get(ctx, "external-secrets.io/v1", "ExternalSecret", "shop-db"); err != nil {
 			return err
 		}
@@ -238,7 +238,7 @@ func TestOptionalAPIsFoundWithoutRestart(t *testing.T) {
 	if err := op.Start(nil); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the restarted operator's first reconcile of the app", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the restarted operator's first reconcile of the app", func(context.Context) error {
 		n, err := reconciles()
 		if err == nil && n <= before {
 			err = fmt.Errorf("%d reconciles, %d before the restart", n, before)
@@ -269,7 +269,7 @@ func condition(ud *schedv1.UserDeployment, typ string) metav1.Condition {
 // update changes the app's spec, retrying on conflicts.
 func update(t *testing.T, ns string, f func(*schedv1.UserDeploymentSpec)) {
 	t.Helper()
-	eventually(t, "the app's update", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the app's update", func(ctx context.Context) error {
 		ud := &schedv1.UserDeployment{}
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, ud); err != nil {
 			return err

@@ -39,48 +39,4 @@ func TestTimes(t *testing.T) {
 	if _, ok := tt.At("c"); ok {
 		t.Error("c is kept after Forget")
 	}
-	// A version is kept with its time, and goes with it.
-	tt.AddVersion("d", t0.Add(2*time.Minute), "42")
-	if v := tt.Version("d"); v != "42" {
-		t.Errorf("Version(d) = %q, want 42", v)
-	}
-	tt.Add("d", t0.Add(2*time.Minute))
-	if v := tt.Version("d"); v != "" {
-		t.Errorf("Version(d) after Add = %q, want none", v)
-	}
-	tt.AddVersion("e", t0.Add(4*time.Minute), "43")
-	if v := tt.Version("d"); v != "" || tt.Len() != 1 {
-		t.Errorf("d's version %q kept past a minute, %d times kept", v, tt.Len())
-	}
-}
-
-func TestStatusWait(t *testing.T) {
-	var written Times
-	written.Add("w", t0)
-	cases := map[string]struct {
-		uid     types.UID
-		created time.Time
-		now     time.Time
-		want    time.Duration
-	}{
-		"right after a write":    {"w", t0.Add(-time.Hour), t0.Add(300 * time.Millisecond), 700 * time.Millisecond},
-		"a second after a write": {"w", t0.Add(-time.Hour), t0.Add(time.Second), 0},
-		// Its creation timestamp has whole seconds: a second from when
-		// it is first seen, not from the start of the second it was
-		// created in.
-		"never written, first seen just after created":  {"new", t0, t0.Add(200 * time.Millisecond), time.Second},
-		"never written, first seen in the second after": {"new2", t0, t0.Add(1500 * time.Millisecond), 500 * time.Millisecond},
-		"never written, created long ago":               {"old", t0.Add(-time.Hour), t0, -time.Hour + 2*time.Second},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := StatusWait(&written, tc.uid, tc.created, tc.now); got != tc.want {
-				t.Errorf("StatusWait = %v, want %v", got, tc.want)
-			}
-		})
-	}
-	// Seen again later, a young object's wait runs from its first sight.
-	if got := StatusWait(&written, "new", t0, t0.Add(900*time.Millisecond)); got != 300*time.Millisecond {
-		t.Errorf("StatusWait of new, 700ms after it was first seen = %v, want 300ms", got)
-	}
 }

@@ -69,8 +69,6 @@ func (c nodePatchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(req)
 }
 
-const pollTimeout = 60 * time.Second
-
 var (
 	generalNodes = []string{"sim-general-a", "sim-general-b", "sim-general-c"}
 	untainted    = []string{"sim-general-a", "sim-general-b", "sim-general-c", "sim-highmem-a"}
@@ -133,7 +131,7 @@ func TestSchedulerNamespaceMissing(t *testing.T) {
 	if err := sim.Client.Delete(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		return apierrors.IsNotFound(sim.Client.Get(ctx, client.ObjectKeyFromObject(ns), ns)), nil
 	}); err != nil {
 		t.Fatalf("namespace %s not gone: %v", ns.Name, err)
@@ -288,11 +286,11 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	// then by nothing else.
 	reconciles := reconcileCount(t)
 	update(t, "quiet", func(s *schedv1.SchedExt) { metav1.SetMetaDataAnnotation(&s.ObjectMeta, "note", "touched") })
-	poll(t, "a reconcile after the annotation", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
+	testenv.Poll(t, testenv.Timeout, "a reconcile after the annotation", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
 	scxBefore, dsBefore := get(t, "quiet"), daemonSet(t, "quiet")
 	reconciles = reconcileCount(t)
 	labelNode(t, node, key, "x")
-	poll(t, "a reconcile after the node label", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
+	testenv.Poll(t, testenv.Timeout, "a reconcile after the node label", func(context.Context) (bool, error) { return reconcileCount(t) > reconciles, nil })
 	time.Sleep(2 * time.Second)
 
 	scxAfter, dsAfter := get(t, "quiet"), daemonSet(t, "quiet")
@@ -316,7 +314,7 @@ func TestDriftRepaired(t *testing.T) {
 	if err := sim.Client.Patch(t.Context(), ds, patch); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the args restored", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the args restored", func(ctx context.Context) (bool, error) {
 		got := &appsv1.DaemonSet{}
 		if err := sim.Client.Get(ctx, client.ObjectKeyFromObject(ds), got); err != nil {
 			return false, err
@@ -376,7 +374,7 @@ func remove(t *testing.T, name string) {
 	if err := sim.Client.Delete(t.Context(), &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "SchedExt "+name+"'s DaemonSet and pods to be gone", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "SchedExt "+name+"'s DaemonSet and pods to be gone", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: op.Options().Settings.SchedulerNamespace, Name: names.DaemonSet(name)}, &appsv1.DaemonSet{})
 		if !apierrors.IsNotFound(err) {
 			return false, client.IgnoreNotFound(err)
@@ -438,7 +436,7 @@ func labelNode(t *testing.T, name, key, value string) {
 func waitSchedExt(t *testing.T, name, what string, cond func(*schedv1.SchedExt) bool) *schedv1.SchedExt {
 	t.Helper()
 	got := &schedv1.SchedExt{}
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKey{Name: name}, got); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -470,19 +468,12 @@ func podNodes(t *testing.T, name string) []string {
 func waitPodNodes(t *testing.T, name string, want []string) {
 	t.Helper()
 	var got []string
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(context.Context) (bool, error) {
 		got = podNodes(t, name)
 		return slices.Equal(got, want), nil
 	})
 	if err != nil {
 		t.Fatalf("pods of %s on %v, want %v", name, got, want)
-	}
-}
-
-func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
 
@@ -600,7 +591,7 @@ func TestSwitchingSchedulerRollsTheDaemonSet(t *testing.T) {
 		if got.Status.DaemonSetName != "scx-switch" {
 			t.Errorf("DaemonSet %q: switching must roll the same DaemonSet", got.Status.DaemonSetName)
 		}
-		poll(t, "every pod replaced by one running "+sched+" from "+image, func(context.Context) (bool, error) {
+		testenv.Poll(t, testenv.Timeout, "every pod replaced by one running "+sched+" from "+image, func(context.Context) (bool, error) {
 			var nodes []string
 			for uid, p := range pods() {
 				if _, old := before[uid]; old {

@@ -52,7 +52,7 @@ func TestNodesCarryTheAttachedScheduler(t *testing.T) {
 	for _, n := range generalNodes {
 		labelNode(t, n, other, "x")
 	}
-	poll(t, "the relabelled nodes reconciled", func(context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the relabelled nodes reconciled", func(context.Context) (bool, error) {
 		return reconcileCountOf(t, "schedext-nodes") >= reconciles+len(generalNodes), nil
 	})
 	time.Sleep(time.Second)
@@ -105,7 +105,7 @@ func TestNodesCarryTheAttachedScheduler(t *testing.T) {
 	if err := sim.Client.Delete(t.Context(), &schedv1.SchedExt{ObjectMeta: metav1.ObjectMeta{Name: "label-rusty"}}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the deleted SchedExt's loaders to go", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the deleted SchedExt's loaders to go", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		err := sim.Client.List(ctx, &pods, client.InNamespace(op.Options().Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: "label-rusty"})
 		return err == nil && len(pods.Items) == 0, err
@@ -211,7 +211,7 @@ func TestWorkloadsFollowTheCPUScheduler(t *testing.T) {
 	setAttached(t, "follow-lavd", last, false)
 	waitNodeLabels(t, "lavd detached everywhere", map[string]string{"sim-highmem-a": "scx_bpfland"})
 	// The label change wakes the app; after that nothing is evicted.
-	poll(t, "the app reconciled after the detach", func(context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, "the app reconciled after the detach", func(context.Context) (bool, error) {
 		return reconcileCountOf(t, "userdeployment") > reconciles, nil
 	})
 	time.Sleep(2 * time.Second)
@@ -249,7 +249,7 @@ func nodeLabels(t *testing.T) map[string]string {
 func waitNodeLabels(t *testing.T, what string, want map[string]string) {
 	t.Helper()
 	var got map[string]string
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(context.Context) (bool, error) {
 		got = nodeLabels(t)
 		return maps.Equal(got, want), nil
 	})
@@ -271,7 +271,7 @@ func clearCPUSchedulerLabels(t *testing.T) {
 func setAttached(t *testing.T, scx, node string, attached bool) {
 	t.Helper()
 	var pod corev1.Pod
-	poll(t, fmt.Sprintf("%s's running loader on %s", scx, node), func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.Timeout, fmt.Sprintf("%s's running loader on %s", scx, node), func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(op.Options().Settings.SchedulerNamespace), client.MatchingLabels{schedv1.LabelSchedExt: scx}); err != nil {
 			return false, err
@@ -293,7 +293,7 @@ func setAttached(t *testing.T, scx, node string, attached bool) {
 func waitTask(t *testing.T, ns, name string, cond func(*schedv1.AgentTask) bool) *schedv1.AgentTask {
 	t.Helper()
 	got := &schedv1.AgentTask{}
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -319,7 +319,7 @@ func waitTaskMessage(t *testing.T, ns, name, reason, msg string) {
 func waitStepMessage(t *testing.T, ns, name, msg string) {
 	t.Helper()
 	got := &schedv1.Workflow{}
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -374,7 +374,7 @@ func appPods(t *testing.T, ns string) []corev1.Pod {
 func waitAppPods(t *testing.T, ns, what string, cond func([]corev1.Pod) bool) []corev1.Pod {
 	t.Helper()
 	var got []corev1.Pod
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, pollTimeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, testenv.Timeout, true, func(context.Context) (bool, error) {
 		got = appPods(t, ns)
 		return cond(got), nil
 	})

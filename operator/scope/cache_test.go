@@ -9,13 +9,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -208,7 +206,7 @@ func TestCacheFollowsTheSelection(t *testing.T) {
 	if err := sc.List(ctx, &inOther, client.InNamespace(other)); err != nil || len(inOther.Items) != 0 {
 		t.Errorf("listing a namespace not served: %d tasks, %v; want none", len(inOther.Items), err)
 	}
-	eventually(t, "the handler to have every served task", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the handler to have every served task", func(context.Context) error {
 		want := map[string]string{}
 		for _, k := range tasks(served, always) {
 			want[k] = "add"
@@ -221,7 +219,7 @@ func TestCacheFollowsTheSelection(t *testing.T) {
 
 	// Labelled: taken up, with the index and the handler.
 	label(t, other, "true")
-	eventually(t, "the labelled namespace's tasks", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the labelled namespace's tasks", func(context.Context) error {
 		if diff := cmp.Diff(tasks(other, served, always), cached()); diff != "" {
 			return fmt.Errorf("cached tasks (-want +got):\n%s", diff)
 		}
@@ -233,7 +231,7 @@ func TestCacheFollowsTheSelection(t *testing.T) {
 
 	// Unlabelled: let go, its tasks leaving as deletes.
 	label(t, served, "")
-	eventually(t, "the unlabelled namespace's tasks to go", func() error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the unlabelled namespace's tasks to go", func(context.Context) error {
 		if diff := cmp.Diff(tasks(other, always), cached()); diff != "" {
 			return fmt.Errorf("cached tasks (-want +got):\n%s", diff)
 		}
@@ -278,17 +276,5 @@ func label(t *testing.T, ns, value string) {
 	}
 	if err := env.Client.Update(t.Context(), n); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v", what, last)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -87,16 +86,6 @@ func tenantNamespace(t testing.TB, name, tier string) {
 	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
 }
 
-func eventually(t testing.TB, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	eventuallyWithin(t, 30*time.Second, what, cond)
-}
-
-func eventuallyWithin(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) error) {
-	t.Helper()
-	testenv.Eventually(t, 100*time.Millisecond, timeout, what, cond)
-}
-
 func quotaIs(ns, resourceName, want string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		q := &corev1.ResourceQuota{}
@@ -113,9 +102,9 @@ func quotaIs(ns, resourceName, want string) func(ctx context.Context) error {
 
 func TestTierGivesQuotaAndLimits(t *testing.T) {
 	tenantNamespace(t, "tier-team", "team")
-	eventually(t, "the team quota", quotaIs("tier-team", "pods", "100"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the team quota", quotaIs("tier-team", "pods", "100"))
 	lr := &corev1.LimitRange{}
-	eventually(t, "the team limits", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the team limits", func(ctx context.Context) error {
 		return sim.Client.Get(ctx, types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, lr)
 	})
 	if d := lr.Spec.Limits[0].Default[corev1.ResourceCPU]; lr.Spec.Limits[0].Type != corev1.LimitTypeContainer || d.String() != "500m" {
@@ -134,7 +123,7 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 	if err := sim.Client.Patch(t.Context(), q, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the edited quota repaired", quotaIs("tier-team", "pods", "100"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the edited quota repaired", quotaIs("tier-team", "pods", "100"))
 
 	// A new tier is followed.
 	ns := &corev1.Namespace{}
@@ -145,10 +134,10 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 	if err := sim.Client.Update(t.Context(), ns); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the free quota", quotaIs("tier-team", "pods", "10"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the free quota", quotaIs("tier-team", "pods", "10"))
 	// With the tier's TTLs, where admission and the task and workflow
 	// controllers read them.
-	eventually(t, "the free TTLs", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the free TTLs", func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: "tier-team", Name: schedv1.TierObjectName}, q); err != nil {
 			return err
 		}
@@ -161,7 +150,7 @@ func TestTierGivesQuotaAndLimits(t *testing.T) {
 
 func TestTiersConfigMapChangesAreFollowed(t *testing.T) {
 	tenantNamespace(t, "tier-follow", "enterprise")
-	eventually(t, "the enterprise quota", quotaIs("tier-follow", "pods", "1000"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the enterprise quota", quotaIs("tier-follow", "pods", "1000"))
 	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: testenv.OperatorNamespace, Name: schedv1.TiersConfigMap}
 	if err := sim.Client.Get(t.Context(), key, cm); err != nil {
@@ -178,12 +167,12 @@ func TestTiersConfigMapChangesAreFollowed(t *testing.T) {
 			_ = sim.Client.Update(context.Background(), cm)
 		}
 	})
-	eventually(t, "the new enterprise quota", quotaIs("tier-follow", "pods", "1500"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the new enterprise quota", quotaIs("tier-follow", "pods", "1500"))
 }
 
 func TestUnknownTierIsReported(t *testing.T) {
 	tenantNamespace(t, "tier-unknown", "platinum")
-	eventually(t, "an UnknownTier event", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "an UnknownTier event", func(ctx context.Context) error {
 		var list eventsv1.EventList
 		if err := sim.Client.List(ctx, &list); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/netpol"
 )
@@ -43,7 +44,7 @@ func TestTenantNamespaceDeniesOtherTenants(t *testing.T) {
 	if len(want.Ingress[0].From) != 3 {
 		t.Fatalf("the test operator admits %d peers, want the namespace, ingress and monitoring: %+v", len(want.Ingress[0].From), s)
 	}
-	eventually(t, "the tenant's NetworkPolicy", tenantPolicyIs(ns, want))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the tenant's NetworkPolicy", tenantPolicyIs(ns, want))
 
 	// A member with edit (which covers NetworkPolicies) opens the namespace
 	// to everyone, then deletes the policy: both are repaired.
@@ -57,11 +58,11 @@ func TestTenantNamespaceDeniesOtherTenants(t *testing.T) {
 	if err := member.Patch(t.Context(), np, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the opened policy repaired", tenantPolicyIs(ns, want))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the opened policy repaired", tenantPolicyIs(ns, want))
 	if err := member.Delete(t.Context(), np); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted policy made again", tenantPolicyIs(ns, want))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the deleted policy made again", tenantPolicyIs(ns, want))
 
 	// A member made by `tenant create --user` cannot touch it at all.
 	bob := tenantUser(t, ns, "net-bob", "kubectl-sched-tenant")
@@ -86,7 +87,7 @@ func TestTenantNamespaceDeniesOtherTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := types.NamespacedName{Namespace: ns, Name: schedv1.TenantNetworkPolicyName}
-	eventually(t, "the policy removed", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the policy removed", func(ctx context.Context) error {
 		err := sim.Client.Get(ctx, key, &networkingv1.NetworkPolicy{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -111,7 +112,7 @@ func TestTenantNamespaceDeniesOtherTenants(t *testing.T) {
 	if err := sim.Client.Update(t.Context(), nsObj); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the team quota", quotaIs(ns, "pods", "100"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the team quota", quotaIs(ns, "pods", "100"))
 	if err := sim.Client.Get(t.Context(), key, theirs); err != nil {
 		t.Errorf("a policy the operator did not make: %v, want it kept", err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/tenant"
 )
 
@@ -37,7 +38,7 @@ func quotaChurn(t testing.TB, ns string, n int) (statusChanges int, reqs []strin
 	// found the CRDs (30s after their install, longer on a loaded
 	// machine) their count/ resources are uncounted, and the operator
 	// rightly asks for recounts, which are not what is measured here.
-	eventuallyWithin(t, 90*time.Second, "the team quota counted in full", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, 90*time.Second, "the team quota counted in full", func(ctx context.Context) error {
 		q := &corev1.ResourceQuota{}
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
 			return err
@@ -85,7 +86,7 @@ func quotaChurn(t testing.TB, ns string, n int) (statusChanges int, reqs []strin
 			t.Fatal(err)
 		}
 	}
-	eventually(t, fmt.Sprintf("the quota to count %d pods", n), func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, fmt.Sprintf("the quota to count %d pods", n), func(ctx context.Context) error {
 		q := &corev1.ResourceQuota{}
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: schedv1.TierObjectName}, q); err != nil {
 			return err
@@ -104,7 +105,7 @@ func quotaChurn(t testing.TB, ns string, n int) (statusChanges int, reqs []strin
 	if err := sim.Client.Update(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the edited quota repaired", quotaIs(ns, "pods", "100"))
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, "the edited quota repaired", quotaIs(ns, "pods", "100"))
 	return int(changes.Load()), requestsSince(mark)
 }
 

@@ -49,7 +49,7 @@ func tenantUser(t *testing.T, ns, user string, roles ...string) client.Client {
 // resync, up to 30s after they are installed).
 func tierReady(t *testing.T, ns string) {
 	t.Helper()
-	eventuallyWithin(t, 90*time.Second, "the tier's quotas in "+ns, func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, 90*time.Second, "the tier's quotas in "+ns, func(ctx context.Context) error {
 		for _, name := range []string{schedv1.TierObjectName, schedv1.TierPriorityQuotaName} {
 			q := &corev1.ResourceQuota{}
 			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, q); err != nil {
@@ -69,7 +69,7 @@ func tierReady(t *testing.T, ns string) {
 // one of want, since policies take effect asynchronously.
 func refused(t *testing.T, c client.Client, obj client.Object, want ...string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%T %s refused", obj, obj.GetName()), func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.ShortTimeout, fmt.Sprintf("%T %s refused", obj, obj.GetName()), func(ctx context.Context) error {
 		err := c.Create(ctx, obj.DeepCopyObject().(client.Object), client.DryRunAll)
 		if err == nil {
 			return fmt.Errorf("created")

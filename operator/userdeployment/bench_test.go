@@ -222,7 +222,7 @@ func emptyNamespace(b *testing.B, c client.Client, ns string) {
 	// The namespace, not only its pods: the rest of its deletion (the
 	// objects, their garbage collection, its events) would load the next
 	// side.
-	eventuallyWithin(b, ns+" to go", 5*time.Minute, func(ctx context.Context) error {
+	testenv.EventuallyWithin(b, 5*time.Minute, ns+" to go", func(ctx context.Context) error {
 		err := c.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{})
 		if apierrors.IsNotFound(err) {
 			return nil

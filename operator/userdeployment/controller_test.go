@@ -35,6 +35,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
@@ -62,7 +63,7 @@ func runningPods(ctx context.Context, ns, name string) ([]corev1.Pod, error) {
 // recorder sends events in the background.
 func waitEvent(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	eventually(t, "a "+reason+" event", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "a "+reason+" event", func(ctx context.Context) error {
 		var list eventsv1.EventList
 		if err := sim.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -286,13 +287,13 @@ func TestIngressAndNetworkPolicyContents(t *testing.T) {
 			return nil
 		}
 	}
-	eventually(t, "the policy with allowFrom and egress", policyIs(wantPolicy))
+	testenv.EventuallyWithin(t, testenv.Timeout, "the policy with allowFrom and egress", policyIs(wantPolicy))
 
 	// Open with egress None: only egress is restricted.
 	update(t, ns, "site", func(s *schedv1.UserDeploymentSpec) {
 		s.NetworkIsolation, s.AllowFrom, s.Egress = schedv1.IsolationOpen, nil, schedv1.EgressNone
 	})
-	eventually(t, "the egress-only policy", policyIs(networkingv1.NetworkPolicySpec{
+	testenv.EventuallyWithin(t, testenv.Timeout, "the egress-only policy", policyIs(networkingv1.NetworkPolicySpec{
 		PodSelector: *self,
 		PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeEgress},
 		Egress:      []networkingv1.NetworkPolicyEgressRule{dns},
@@ -328,7 +329,7 @@ func TestStopAndStart(t *testing.T) {
 			t.Errorf("Deployment %s has %d replicas while stopped", name, *dep.Spec.Replicas)
 		}
 	}
-	eventually(t, "no pods", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "no pods", func(ctx context.Context) error {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), appLabel("app")); err != nil {
 			return err
@@ -425,7 +426,7 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 		if err := sim.Client.Delete(ctx, obj, opts...); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "a new "+what+" "+name, func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "a new "+what+" "+name, func(ctx context.Context) error {
 			if err := sim.Client.Get(ctx, key(name), obj); err != nil {
 				return err
 			}
@@ -451,7 +452,7 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 		if err := sim.Client.Patch(ctx, dep, patch, client.FieldOwner("kubectl-scale")); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "replicas back to 1", func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "replicas back to 1", func(ctx context.Context) error {
 			if err := sim.Client.Get(ctx, key("app-web"), dep); err != nil {
 				return err
 			}
@@ -472,7 +473,7 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 		if err := sim.Client.Patch(ctx, np, patch); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the policy restored", func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "the policy restored", func(ctx context.Context) error {
 			if err := sim.Client.Get(ctx, key("app"), np); err != nil {
 				return err
 			}
@@ -495,7 +496,7 @@ func TestOutOfBandChangesRepaired(t *testing.T) {
 		if err := sim.Client.Patch(ctx, svc, patch); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the label restored", func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "the label restored", func(ctx context.Context) error {
 			if err := sim.Client.Get(ctx, key("app-api"), svc); err != nil {
 				return err
 			}
@@ -560,7 +561,7 @@ func TestPluginChangesAreNotDrift(t *testing.T) {
 	if err := sim.Client.Patch(ctx, dep, patch, client.FieldOwner("kubectl-scale")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "replicas back to the app's 3", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "replicas back to the app's 3", func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, key, dep); err != nil {
 			return err
 		}
@@ -592,7 +593,7 @@ func TestImagePullFailureReported(t *testing.T) {
 	if ud.Status.Ready != "1/2" || !strings.Contains(ud.Status.Services[1].Message, "ErrImagePull") {
 		t.Errorf("ready %s services %+v", ud.Status.Ready, ud.Status.Services)
 	}
-	eventually(t, "a Warning event with the cause", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "a Warning event with the cause", func(ctx context.Context) error {
 		var list eventsv1.EventList
 		if err := sim.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return err
@@ -711,7 +712,7 @@ func TestDeletionCleansUp(t *testing.T) {
 	for kind, list := range lists {
 		// The garbage collector notices a kind installed after it started
 		// (the CRDs) only at its next discovery sync, every 30 seconds.
-		eventuallyWithin(t, "no "+kind, gcTimeout, func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, gcTimeout, "no "+kind, func(ctx context.Context) error {
 			if err := sim.Client.List(ctx, list, client.InNamespace(ns), appLabel("app")); err != nil {
 				return err
 			}
@@ -872,7 +873,7 @@ func TestOptionalAPIs(t *testing.T) {
 	if err := sim.Client.Patch(ctx, es, patch); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the ExternalSecret restored", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the ExternalSecret restored", func(context.Context) error {
 		es, err := get("external-secrets.io/v1", "ExternalSecret", "shop-db")
 		if err != nil {
 			return err
@@ -886,7 +887,7 @@ func TestOptionalAPIs(t *testing.T) {
 	// Back to the defaults: an Ingress replaces the route, and without a
 	// store the ExternalSecret goes and the service is held.
 	restartOperator(t, nil)
-	eventually(t, "an Ingress instead of the IngressRoute", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "an Ingress instead of the IngressRoute", func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "shop"}, &networkingv1.Ingress{}); err != nil {
 			return err
 		}
@@ -944,7 +945,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	}
 	// The deployment controller writes the Deployments' status once more
 	// after the pods are ready; wait for that last write.
-	eventually(t, "the rollouts to be complete", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the rollouts to be complete", func(ctx context.Context) error {
 		var deps appsv1.DeploymentList
 		if err := sim.Client.List(ctx, &deps, client.InNamespace(ns), appLabel("quiet")); err != nil {
 			return err
@@ -962,7 +963,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 	})
 	// And for the operator to have seen that: no reconcile for a second.
 	last := -1
-	eventually(t, "the operator to settle", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the operator to settle", func(context.Context) error {
 		n := reconciles(t)
 		defer func() { last = n }()
 		if n != last {
@@ -985,7 +986,7 @@ func TestNoWritesWhenNothingChanged(t *testing.T) {
 		}
 		time.Sleep(time.Second)
 	}
-	eventually(t, "the operator to reconcile", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the operator to reconcile", func(context.Context) error {
 		if n := reconciles(t) - start; n < 3 {
 			return fmt.Errorf("%d reconciles", n)
 		}
@@ -1077,7 +1078,7 @@ func TestSecretAndConfigChangesRollThePods(t *testing.T) {
 	rolled := func(what, key string, want func(string) bool) string {
 		t.Helper()
 		var got string
-		eventually(t, what, func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, what, func(ctx context.Context) error {
 			ud := &schedv1.UserDeployment{}
 			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "orders"}, ud); err != nil {
 				return err
@@ -1271,7 +1272,7 @@ func TestVolumesSurviveStopAndStart(t *testing.T) {
 	boundClaim := func(what string) *corev1.PersistentVolumeClaim {
 		t.Helper()
 		pvc := &corev1.PersistentVolumeClaim{}
-		eventually(t, what, func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, what, func(ctx context.Context) error {
 			if err := sim.Client.Get(ctx, claimKey, pvc); err != nil {
 				return err
 			}
@@ -1392,7 +1393,7 @@ func TestAutoscalerKeepsItsReplicas(t *testing.T) {
 	ctx := t.Context()
 	dep := &appsv1.Deployment{}
 	key := types.NamespacedName{Namespace: ns, Name: "scaled-web"}
-	eventually(t, "the app to report the autoscaler's 5 replicas", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the app to report the autoscaler's 5 replicas", func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, key, dep); err != nil {
 			return err
 		}
@@ -1492,7 +1493,7 @@ func TestQuotaIsNamed(t *testing.T) {
 	create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-sched-tier", Namespace: ns},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}}})
 	// The API server's quota admission learns of the quota from its informer.
-	eventually(t, "the quota to be enforced", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the quota to be enforced", func(ctx context.Context) error {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 		if err := sim.Client.Create(ctx, pod, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "kubectl-sched-tier") {
 			return fmt.Errorf("dry-run pod: %v", err)
@@ -1540,7 +1541,7 @@ func TestConvergesUnderAConflictingWriter(t *testing.T) {
 	// Keep writing after it converged, ten writes at least (counted, not
 	// timed: a fast rollout left the writer too few): it must stay converged.
 	after := writes.Load()
-	eventually(t, "ten more conflicting writes", func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "ten more conflicting writes", func(context.Context) error {
 		if n := writes.Load() - after; n < 10 {
 			return fmt.Errorf("%d so far", n)
 		}
@@ -1575,7 +1576,7 @@ func TestDroppedFieldIsRemoved(t *testing.T) {
 		s.Services[0].Args = nil
 	})
 	key := types.NamespacedName{Namespace: ns, Name: "app-api"}
-	eventually(t, "DROP and the args removed from Deployment app-api", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "DROP and the args removed from Deployment app-api", func(ctx context.Context) error {
 		dep := &appsv1.Deployment{}
 		if err := sim.Client.Get(ctx, key, dep); err != nil {
 			return err

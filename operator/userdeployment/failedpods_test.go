@@ -12,6 +12,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 // TestEvictedPodsDoNotPileUp: a kubelet that evicts a pod (a container
@@ -28,7 +29,7 @@ func TestEvictedPodsDoNotPileUp(t *testing.T) {
 	var evicted []string
 	for i := range 3 {
 		var pod corev1.Pod
-		eventually(t, fmt.Sprintf("a running pod after %d evictions", i), func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, fmt.Sprintf("a running pod after %d evictions", i), func(ctx context.Context) error {
 			pods, err := runningPods(ctx, ns, "evicted")
 			if err != nil {
 				return err
@@ -52,7 +53,7 @@ func TestEvictedPodsDoNotPileUp(t *testing.T) {
 		// Created a second apart: the latest is the latest.
 		time.Sleep(time.Second)
 	}
-	eventually(t, "one failed pod left, the latest evicted", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "one failed pod left, the latest evicted", func(ctx context.Context) error {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), appLabel("evicted")); err != nil {
 			return err

@@ -22,6 +22,7 @@ import (
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 	plugincmd "github.com/kubectl-sched/kubectl-sched/plugin/cmd"
 )
 
@@ -72,7 +73,7 @@ func TestUnschedulableWaitsUntilTheDeadline(t *testing.T) {
 	waitEvent(t, ns, "app", schedv1.ReasonProgressDeadline)
 
 	dep := &appsv1.Deployment{}
-	eventually(t, "the Deployment's own deadline to pass", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the Deployment's own deadline to pass", func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-api"}, dep); err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func startDeploy(args ...string) *deployRun {
 // first.
 func (r *deployRun) printed(t *testing.T, want string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("deploy --wait to print %q", want), func(context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, fmt.Sprintf("deploy --wait to print %q", want), func(context.Context) error {
 		select {
 		case code := <-r.done:
 			r.done <- code
@@ -239,7 +240,7 @@ object:
 	t.Cleanup(func() {
 		ctx := context.Background()
 		_ = sim.Client.Delete(ctx, &schedv1.UserDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pooled"}})
-		eventually(t, "the app's pods to go", func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "the app's pods to go", func(ctx context.Context) error {
 			var list corev1.PodList
 			if err := sim.Client.List(ctx, &list, client.InNamespace(ns), appLabel("pooled")); err != nil {
 				return err

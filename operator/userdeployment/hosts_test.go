@@ -48,7 +48,7 @@ func tenantNamespace(t *testing.T, role string) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	create(t, ns)
 	t.Cleanup(func() { _ = sim.Client.Delete(context.Background(), ns) })
-	eventually(t, "the default ServiceAccount", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the default ServiceAccount", func(ctx context.Context) error {
 		return sim.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
 	})
 	return name
@@ -116,7 +116,7 @@ func waitRouted(t *testing.T, ns, name, host string) {
 	waitUD(t, ns, name, "Running at "+host, func(ud *schedv1.UserDeployment) bool {
 		return phase(schedv1.UserDeploymentRunning)(ud) && len(ud.Status.URLs) == 1 && strings.HasPrefix(ud.Status.URLs[0], "http://"+host+"/")
 	})
-	eventually(t, "the Ingress of "+name+" for "+host, func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the Ingress of "+name+" for "+host, func(ctx context.Context) error {
 		ing := &networkingv1.Ingress{}
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ing); err != nil {
 			return err
@@ -282,7 +282,7 @@ func TestNoRouteOnAHostAnotherNamespaceServes(t *testing.T) {
 	if err := olive.Create(ctx, late); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a spec change of the app", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "a spec change of the app", func(ctx context.Context) error {
 		ud := &schedv1.UserDeployment{}
 		if err := mallory.Get(ctx, types.NamespacedName{Namespace: evilNS, Name: "exact"}, ud); err != nil {
 			return err
@@ -336,7 +336,7 @@ func TestIngressClassMustBeAllowed(t *testing.T) {
 	}
 	waitWithheld(t, evilNS, "cls", schedv1.ReasonIngressClassNotAllowed, `spec.ingress.className "public-lb" is not an ingress class apps may use here (allowed: nginx, internal)`)
 
-	eventually(t, "the class change", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the class change", func(ctx context.Context) error {
 		ud := &schedv1.UserDeployment{}
 		if err := mallory.Get(ctx, types.NamespacedName{Namespace: evilNS, Name: "cls"}, ud); err != nil {
 			return err

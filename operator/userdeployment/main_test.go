@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -37,9 +36,8 @@ var (
 const (
 	// testPriorityClass is what placement.priority High maps to; TestPriority creates it.
 	testPriorityClass = "test-high"
-	pollTimeout       = 60 * time.Second
 	// gcTimeout allows for the garbage collector's discovery sync (30s).
-	gcTimeout = 2 * pollTimeout
+	gcTimeout = 2 * testenv.Timeout
 )
 
 // One simulated cluster for the package, with stand-in CRDs for External
@@ -196,7 +194,7 @@ func namespace(t testing.TB) string {
 	t.Helper()
 	name := testenv.Namespace(t, sim.Client)
 	// Pods need the namespace's default ServiceAccount.
-	eventually(t, "the default ServiceAccount", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the default ServiceAccount", func(ctx context.Context) error {
 		return sim.Client.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
 	})
 	return name
@@ -209,22 +207,11 @@ func create(t *testing.T, obj client.Object) {
 	}
 }
 
-// eventually polls cond until it returns nil.
-func eventually(t testing.TB, what string, cond func(context.Context) error) {
-	t.Helper()
-	eventuallyWithin(t, what, pollTimeout, cond)
-}
-
-func eventuallyWithin(t testing.TB, what string, timeout time.Duration, cond func(context.Context) error) {
-	t.Helper()
-	testenv.Eventually(t, 200*time.Millisecond, timeout, what, cond)
-}
-
 // waitUD polls until cond holds for the UserDeployment and returns it.
 func waitUD(t *testing.T, ns, name, what string, cond func(*schedv1.UserDeployment) bool) *schedv1.UserDeployment {
 	t.Helper()
 	ud := &schedv1.UserDeployment{}
-	eventually(t, "UserDeployment "+name+" "+what, func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "UserDeployment "+name+" "+what, func(ctx context.Context) error {
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ud); err != nil {
 			return err
 		}
@@ -246,7 +233,7 @@ func phase(p schedv1.UserDeploymentPhase) func(*schedv1.UserDeployment) bool {
 // update changes the UserDeployment's spec, retrying on conflicts.
 func update(t *testing.T, ns, name string, f func(*schedv1.UserDeploymentSpec)) {
 	t.Helper()
-	eventually(t, "the update of "+name, func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the update of "+name, func(ctx context.Context) error {
 		ud := &schedv1.UserDeployment{}
 		if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ud); err != nil {
 			return err
@@ -259,7 +246,7 @@ func update(t *testing.T, ns, name string, f func(*schedv1.UserDeploymentSpec)) 
 // gone waits until obj no longer exists.
 func gone(t *testing.T, obj client.Object) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%T %s to be deleted", obj, obj.GetName()), func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, fmt.Sprintf("%T %s to be deleted", obj, obj.GetName()), func(ctx context.Context) error {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return nil

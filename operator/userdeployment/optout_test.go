@@ -38,7 +38,7 @@ func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 		}).
 		Service("api", "api:1", 8080, schedv1.ExposureInternal).Obj()
 	// Admission learns of the label from its namespace informer.
-	eventually(t, "the privileged app admitted in the opted-out namespace", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "the privileged app admitted in the opted-out namespace", func(ctx context.Context) error {
 		err := tenant.Create(ctx, ud.DeepCopy())
 		if err != nil && strings.Contains(err.Error(), "privileged containers are not allowed") {
 			return err
@@ -68,7 +68,7 @@ func TestOptOutRemovedStopsPrivilegedServices(t *testing.T) {
 	if sc := net.Spec.Template.Spec.Containers[0].SecurityContext; ptr.Deref(net.Spec.Replicas, -1) != 0 || ptr.Deref(sc.Privileged, true) || ptr.Deref(sc.AllowPrivilegeEscalation, true) {
 		t.Errorf("net: replicas %v, container %+v; want 0 replicas of a restricted template", net.Spec.Replicas, sc)
 	}
-	eventually(t, "no privileged pod left", func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, "no privileged pod left", func(ctx context.Context) error {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelUserDeployment: "tools", schedv1.LabelService: "net"}); err != nil {
 			return err

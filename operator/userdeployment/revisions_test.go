@@ -52,7 +52,7 @@ func numbers(revs []appsv1.ControllerRevision) []int64 {
 func waitRevisions(t *testing.T, ns, app string, want ...int64) []appsv1.ControllerRevision {
 	t.Helper()
 	var revs []appsv1.ControllerRevision
-	eventually(t, fmt.Sprintf("revisions %v of %s", want, app), func(ctx context.Context) error {
+	testenv.EventuallyWithin(t, testenv.Timeout, fmt.Sprintf("revisions %v of %s", want, app), func(ctx context.Context) error {
 		var err error
 		if revs, err = revisionsOf(ctx, ns, app); err != nil {
 			return err
@@ -421,7 +421,7 @@ func TestRollbackOnDegraded(t *testing.T) {
 		// a revision: nothing to roll back), then revision 2 fails.
 		create(t, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: ns},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("2")}}})
-		eventually(t, "the quota to count", func(ctx context.Context) error {
+		testenv.EventuallyWithin(t, testenv.Timeout, "the quota to count", func(ctx context.Context) error {
 			q := &corev1.ResourceQuota{}
 			if err := sim.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "pods"}, q); err != nil {
 				return err

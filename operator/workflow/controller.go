@@ -11,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,12 +26,12 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/tiers"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
-	"github.com/kubectl-sched/kubectl-sched/operator/crashpoint"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/expiry"
-	"github.com/kubectl-sched/kubectl-sched/operator/recent"
+	"github.com/kubectl-sched/kubectl-sched/operator/phase"
 	"github.com/kubectl-sched/kubectl-sched/operator/refusal"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
+	"github.com/kubectl-sched/kubectl-sched/operator/taskjob"
 )
 
 // Reconciler reconciles Workflows.
@@ -52,21 +51,20 @@ type Reconciler struct {
 	// (--forbid-self-approval).
 	ForbidSelfApproval bool
 	// Jobs, when set, creates each step task's Job right after the task,
-	// with the AgentTask controller's checks (agenttask.Starter, shared
+	// with the AgentTask controller's checks (taskjob.Starter, shared
 	// with it): a hand-off then waits on one work queue, not two. When nil
 	// the AgentTask controller creates every Job.
-	Jobs *agenttask.Starter
+	Jobs *taskjob.Starter
 
-	// written is when each running workflow's status was last written
-	// (statusWait), and the resourceVersion that write was made against
-	// (cacheBehind).
-	written recent.Times
+	// writer writes the workflows' statuses: only what changed, paced
+	// (statusPace), never from a cache behind its own last write.
+	writer status.Writer
 }
 
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=workflows/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=sched.kubectl-sched.dev,resources=agenttasks,verbs=get;list;watch;create;patch
-// A step task's Job, right after the task (agenttask.Starter).
+// A step task's Job, right after the task (taskjob.Starter).
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;create
 // +kubebuilder:rbac:groups="",resources=resourcequotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -82,139 +80,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Owner references delete the step tasks, which stops the running step.
 		return ctrl.Result{}, nil
 	}
-	now := metav1.NewTime(r.Clock.Now())
-	rules, err := expiry.Of(ctx, r.Client, wf.Namespace, r.DefaultTTL)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if wf.Status.Phase.Finished() {
-		// Its tier may have changed since it finished.
-		st := *wf.Status.DeepCopy()
-		st.Expiry = expiry.ForWorkflow(wf, st.CompletionTime, rules)
-		if err := r.patchStatus(ctx, wf, st); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
-		}
-		return r.applyTTL(ctx, wf, now)
-	}
-
-	tasks, items, err := r.stepTasks(ctx, wf)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	prev, err := r.retried(ctx, wf)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	p := decideCached(wf, tasks, items, prev, approvalRules{forbidSelf: r.ForbidSelfApproval}, r.cacheLookupIn(ctx, wf.Namespace), now)
-	if newCacheHits(wf.Status, p.status) {
-		crashpoint.Hit(crashpoint.StepCacheHit)
-	}
-
-	for _, t := range p.cancels {
-		patch := client.MergeFrom(t.DeepCopy())
-		t.Spec.Cancel = true
-		if err := r.Patch(ctx, t, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("stop step task %s: %w", t.Name, err)
-		}
-	}
-	if err := r.placeWorkspaces(ctx, wf, tasks, items, &p); err != nil {
-		return ctrl.Result{}, err
-	}
-	quotaErr, heldForWorkspace, err := r.prepareWorkspaces(ctx, wf, tasks, items, &p, now)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	errs, err := r.createStepTasks(ctx, wf, p.creates)
-	if len(p.creates) > 0 {
-		crashpoint.Hit(crashpoint.StepTasksCreated)
-	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	for i, c := range p.creates {
-		err := errs[i]
-		if apierrors.IsAlreadyExists(err) {
-			// Ours, which the cache has not seen yet (its event brings us
-			// back), or someone else's, which the step never takes.
-			taken, err := r.takenBy(ctx, wf, c.task.Name)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
-			switch {
-			case taken != nil && c.loop:
-				itemFailed(wf, &p.status, c, nameTakenMessage(wf, taken), now)
-			case taken != nil:
-				nameTaken(wf, &p.status, c.step, taken, now)
-			}
-			continue
-		}
-		switch class := refusal.Classify(err); {
-		case err == nil && c.loop:
-			log.FromContext(ctx).V(1).Info("Created item AgentTask", "task", c.task.Name, "step", c.step, "item", c.item)
-		case err == nil:
-			log.FromContext(ctx).Info("Created step AgentTask", "task", c.task.Name, "step", c.step)
-		case class == refusal.Final && c.loop:
-			itemFailed(wf, &p.status, c, "the API server refused its AgentTask: "+refusal.Message(err), now)
-		case class == refusal.Final:
-			// Substituted outputs can make a task the server refuses;
-			// retrying cannot change them, so the step fails.
-			refused(wf, &p.status, c.step, refusal.Message(err), now)
-		case class == refusal.Quota && c.loop:
-			itemWaitingForQuota(wf, &p.status, c, refusal.Message(err))
-			quotaErr = err
-		case class == refusal.Quota:
-			waitingForQuota(wf, &p.status, c.step, refusal.Message(err))
-			quotaErr = err
-		default:
-			// The tasks created so far are found by name next time.
-			return ctrl.Result{}, fmt.Errorf("create step task %s: %w", c.task.Name, err)
-		}
-	}
-
-	p.status.Expiry = expiry.ForWorkflow(wf, p.status.CompletionTime, rules)
-	wait := r.statusWait(wf, p.status, len(p.creates) > 0)
-	if wait <= 0 && r.cacheBehind(wf) && !equality.Semantic.DeepEqual(wf.Status, p.status) {
-		// The write would be refused as a Conflict: wait for the cache,
-		// whose event of that last write brings the workflow back. The
-		// creates above are done; the status waits for the next reconcile.
-		wait = cacheBehindRecheck
-	}
-	if wait > 0 {
-		if quotaErr != nil {
-			return ctrl.Result{}, quotaErr
-		}
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
-	if err := r.patchStatus(ctx, wf, p.status); err != nil {
-		return ctrl.Result{}, err // a Conflict too: see status.Patch
-	}
-	if quotaErr != nil {
-		// The workqueue's backoff paces the retries until the quota has room.
-		return ctrl.Result{}, quotaErr
-	}
-	if wf.Status.Phase.Finished() {
-		return r.applyTTL(ctx, wf, now)
-	}
-	if heldForWorkspace && (p.requeueAt.IsZero() || p.requeueAt.Sub(now.Time) > workspaceRecheck) {
-		return ctrl.Result{RequeueAfter: workspaceRecheck}, nil
-	}
-	if !p.requeueAt.IsZero() {
-		return ctrl.Result{RequeueAfter: p.requeueAt.Sub(now.Time)}, nil
-	}
-	return ctrl.Result{}, nil
+	// The order keeps a step idempotent: a step's task is created before
+	// the status that counts it started, and found by name after a crash.
+	return phase.Run(ctx, &scope{wf: wf, now: metav1.NewTime(r.Clock.Now())},
+		r.readRules,
+		r.tidyFinished,
+		r.decideSteps,
+		r.cancelSteps,
+		r.readyWorkspaces,
+		r.createSteps,
+		r.writeStatus,
+		r.recheck,
+	)
 }
 
 // get reads a workflow from the cache without copying its spec, which no
 // reconcile changes: the spec stays the cache's, read only, and the
 // metadata and status, which a reconcile changes, are copies. A status
-// write goes through patchStatus, which never decodes into this object's
+// write goes through writeWorkflowStatus, which never decodes into this object's
 // spec. A workflow whose spec the cache does not hold whole (TrimWorkflow)
 // is read past the cache.
 func (r *Reconciler) get(ctx context.Context, key client.ObjectKey, wf *schedv1.Workflow) error {
 	if err := r.Get(ctx, key, wf, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	if agenttask.Trimmed(wf) {
+	if cachetrim.Trimmed(wf) {
 		*wf = schedv1.Workflow{}
 		return r.APIReader.Get(ctx, key, wf)
 	}
@@ -247,7 +137,7 @@ func (r *Reconciler) retried(ctx context.Context, wf *schedv1.Workflow) (*schedv
 	prev := &schedv1.Workflow{}
 	key := client.ObjectKey{Namespace: wf.Namespace, Name: wf.Spec.RetryOf.Workflow}
 	err := r.Get(ctx, key, prev, client.UnsafeDisableDeepCopy)
-	if err == nil && agenttask.Trimmed(prev) {
+	if err == nil && cachetrim.Trimmed(prev) {
 		// Its steps' specs and outputs, which a retry compares and reuses,
 		// are not in the cache.
 		prev = &schedv1.Workflow{}
@@ -444,37 +334,20 @@ func stepLabelIndex(wf *schedv1.Workflow, label string) (int, bool) {
 	return idx, true
 }
 
-// statusWait is how long the workflow's new status st waits to be written.
-// What a user or the next step waits on is written at once: the workflow
+// statusPace says whether the workflow's new status after may wait. What
+// a user or the next step waits on is written at once: the workflow
 // starting or ending, a step ending (or skipped, or waiting for approval),
 // and the steps just created, which their next reconcile finds by it. A
 // change that only mirrors a running step's task (Pending to Running, a
-// new message) is written at most once per recent.StatusPace: with the
+// new message) is written at most once per status.StatusPace: with the
 // tasks' own pacing, a step that ends within a second costs its workflow
 // two status writes, its start and its end, instead of four.
-func (r *Reconciler) statusWait(wf *schedv1.Workflow, st schedv1.WorkflowStatus, created bool) time.Duration {
-	before := &wf.Status
-	if created || st.Phase != before.Phase || st.Phase.Finished() || stepEnded(before.Steps, st.Steps) || stepEnded(before.Finally, st.Finally) ||
-		equality.Semantic.DeepEqual(before, &st) {
-		return 0
+func statusPace(before, after *schedv1.WorkflowStatus, created bool) status.Pace {
+	if created || after.Phase != before.Phase || after.Phase.Finished() || stepEnded(before.Steps, after.Steps) || stepEnded(before.Finally, after.Finally) {
+		return status.Now
 	}
-	return recent.StatusWait(&r.written, wf.UID, wf.CreationTimestamp.Time, r.Clock.Now())
+	return status.Paced
 }
-
-// cacheBehind says whether the cached wf is the one this controller's
-// last status write of it was made against: the cache has not seen that
-// write yet. A write now would be refused as a Conflict (status.Patch is
-// conditional), after a round trip that, when steps end together (a
-// fan-in), delays the reconcile that starts the next step.
-func (r *Reconciler) cacheBehind(wf *schedv1.Workflow) bool {
-	v := r.written.Version(wf.UID)
-	return v != "" && v == wf.ResourceVersion
-}
-
-// cacheBehindRecheck is how soon a reconcile that found the cache behind
-// its own last status write looks again, should that write's event not
-// bring the workflow back first.
-const cacheBehindRecheck = time.Second
 
 // stepEnded says whether a step of after is in a phase other than Pending
 // or Running that it was not in before.
@@ -491,30 +364,19 @@ func stepEnded(before, after []schedv1.StepStatus) bool {
 	return false
 }
 
-// patchStatus writes the status when it changed and emits an event when a
+// writeWorkflowStatus writes st, through r.writer at pace, when it differs
+// from wf's status, and emits an event when a
 // step ends (or starts waiting for approval) and when the workflow ends.
 // Its start, and a step's Pending and Running, are in the status only: each
 // event is an API write.
-func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus) error {
+func (r *Reconciler) writeWorkflowStatus(ctx context.Context, wf *schedv1.Workflow, st schedv1.WorkflowStatus, pace status.Pace) (status.Outcome, error) {
 	// The patch is of the metadata and status alone, and the API server's
-	// answer lands in a workflow of its own: wf's spec is the cache's (get).
+	// answer lands in them: wf's spec is the cache's (get).
 	before := &schedv1.Workflow{ObjectMeta: wf.ObjectMeta, Status: wf.Status}
-	after := &schedv1.Workflow{ObjectMeta: *wf.ObjectMeta.DeepCopy(), Status: st}
 	wf.Status = st
-	wrote, err := status.Patch(ctx, r.Client, after, before)
-	if err != nil || !wrote {
-		return err
-	}
-	wf.ObjectMeta, wf.Status = after.ObjectMeta, after.Status
-	switch {
-	case st.Phase.Finished():
-		r.written.Forget(wf.UID)
-	case wf.ResourceVersion != before.ResourceVersion:
-		// Kept with the version written against (cacheBehind); a write
-		// the API server found unchanged made no new version.
-		r.written.AddVersion(wf.UID, r.Clock.Now(), before.ResourceVersion)
-	default:
-		r.written.Add(wf.UID, r.Clock.Now())
+	out, err := r.writer.Write(ctx, wf, before.Status, pace)
+	if err != nil || !out.Wrote {
+		return out, err // a Conflict too: see status.Patch
 	}
 	r.stepEvents(wf, "step", before.Status.Steps, st.Steps)
 	r.stepEvents(wf, "finally step", before.Status.Finally, st.Finally)
@@ -528,7 +390,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, wf *schedv1.Workflow, st s
 		}
 		r.Recorder.Eventf(wf, nil, typ, st.Reason, string(st.Phase), "%s", st.Message)
 	}
-	return nil
+	return out, nil
 }
 
 // stepEvents emits an event for each step of after that ended, or began
@@ -600,6 +462,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if err := refusal.IndexWaiting(context.Background(), mgr.GetFieldIndexer(), &schedv1.Workflow{}, func(o client.Object) bool {
 		wf, ok := o.(*schedv1.Workflow)
 		return ok && wf.Status.Reason == schedv1.ReasonQuotaExceeded

@@ -39,8 +39,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, testenv.MainOptions{Sim: &sim, Controllers: []string{"agenttask", "workflow"}, Operator: &operator})
 }
 
-const pollTimeout = 90 * time.Second
-
 func namespace(t *testing.T) string { return testenv.Namespace(t, sim.Client) }
 
 // step is a step whose simulated pod prints msg as its termination message
@@ -59,7 +57,7 @@ func step(image string, code int, msg string, runSeconds int, args ...string) sc
 func waitWorkflow(t *testing.T, ns, name, what string, cond func(*schedv1.Workflow) bool) *schedv1.Workflow {
 	t.Helper()
 	wf := &schedv1.Workflow{}
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, testenv.LongTimeout, true, func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, wf); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -127,7 +125,7 @@ func TestOutputsFlowThroughThreeSteps(t *testing.T) {
 	// own: the workflow's event tells each step's end. Events are sent
 	// after the status write that tells the same.
 	seen, ofTasks := map[string]int{}, map[string]int{}
-	poll(t, "the workflow's events", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the workflow's events", func(ctx context.Context) (bool, error) {
 		var evs corev1.EventList
 		if err := sim.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return false, err
@@ -239,7 +237,7 @@ func TestWorkflowFailures(t *testing.T) {
 		}
 		waitWorkflow(t, ns, "slow2", "finished", finished)
 		name := names.StepTask("slow2", 0, "a")
-		poll(t, "the step task cancelled", func(ctx context.Context) (bool, error) {
+		testenv.Poll(t, testenv.LongTimeout, "the step task cancelled", func(ctx context.Context) (bool, error) {
 			at := &schedv1.AgentTask{}
 			err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, at)
 			return err == nil && at.Spec.Cancel && at.Status.Reason == schedv1.ReasonCancelled, err
@@ -262,7 +260,7 @@ func TestDeletingARunningWorkflowStopsItsStep(t *testing.T) {
 	if err := sim.Client.Delete(t.Context(), wf); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "step task, Job and pod gone", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "step task, Job and pod gone", func(ctx context.Context) (bool, error) {
 		var tasks schedv1.AgentTaskList
 		var jobs batchv1.JobList
 		var pods corev1.PodList
@@ -299,7 +297,7 @@ func TestOperatorRestartMidWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Step two finishes while no operator runs.
-	poll(t, "step two's pod to finish", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "step two's pod to finish", func(ctx context.Context) (bool, error) {
 		var pods corev1.PodList
 		if err := sim.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: names.StepTask("restart", 1, "two")}); err != nil {
 			return false, err
@@ -358,13 +356,6 @@ func countAdds(t *testing.T, ctx context.Context, ns string) func() map[string]i
 	}
 }
 
-func poll(t *testing.T, what string, cond wait.ConditionWithContextFunc) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, pollTimeout, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
 // sched runs the plugin, as a user would, against the simulated cluster.
 func sched(t *testing.T, args ...string) string {
 	t.Helper()
@@ -408,7 +399,7 @@ func TestStopKeepsTheRecord(t *testing.T) {
 		t.Errorf("phase %s (%s), steps %v, outputs of a %v", got.Status.Phase, got.Status.Reason, phases, got.Status.Steps[0].Outputs)
 	}
 	b := names.StepTask("stoppable", 1, "b")
-	poll(t, "step b's task Cancelled and its pod gone", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "step b's task Cancelled and its pod gone", func(ctx context.Context) (bool, error) {
 		at := &schedv1.AgentTask{}
 		if err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: b}, at); err != nil {
 			return false, err
@@ -437,14 +428,14 @@ func TestTTLDeletesTheFinishedWorkflow(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := waitWorkflow(t, ns, "brief", "Succeeded", func(w *schedv1.Workflow) bool { return w.Status.Phase == schedv1.WorkflowSucceeded })
-	poll(t, "the workflow deleted after its TTL", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the workflow deleted after its TTL", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(wf), &schedv1.Workflow{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	if gone := time.Since(done.Status.CompletionTime.Time); gone < 2*time.Second {
 		t.Errorf("deleted %s after it finished, before its TTL of 2s", gone)
 	}
-	poll(t, "its step task deleted with it", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "its step task deleted with it", func(ctx context.Context) (bool, error) {
 		var tasks schedv1.AgentTaskList
 		err := sim.Client.List(ctx, &tasks, client.InNamespace(ns))
 		return err == nil && len(tasks.Items) == 0, err
@@ -466,7 +457,7 @@ func TestFullQuotaHoldsTheNextStep(t *testing.T) {
 	// Admission counts only once the quota controller has, and it learns
 	// of new CRDs every 30 s without recounting existing quotas: nudge the
 	// quota until it is counted.
-	poll(t, "the quota to be counted", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the quota to be counted", func(ctx context.Context) (bool, error) {
 		if err := sim.Client.Get(ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
 			return false, err
 		}

@@ -40,11 +40,11 @@ func TestTierDefaultDeletesTheWorkflowAndItsSteps(t *testing.T) {
 			t.Errorf("step task %s has its own expiry %+v", at.Name, at.Status.Expiry)
 		}
 	}
-	poll(t, "the workflow deleted after the tier's default", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the workflow deleted after the tier's default", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(wf), &schedv1.Workflow{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-	poll(t, "its step tasks deleted with it", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "its step tasks deleted with it", func(ctx context.Context) (bool, error) {
 		var tasks schedv1.AgentTaskList
 		err := sim.Client.List(ctx, &tasks, client.InNamespace(ns))
 		return err == nil && len(tasks.Items) == 0, err

@@ -102,7 +102,7 @@ func TestConditionsAndFinallyOnTheSimulatedCluster(t *testing.T) {
 			}
 			// Every finally step's end is an event too (sent after the
 			// status write that tells the same).
-			poll(t, "an event for each finally step", func(ctx context.Context) (bool, error) {
+			testenv.Poll(t, testenv.LongTimeout, "an event for each finally step", func(ctx context.Context) (bool, error) {
 				var evs corev1.EventList
 				if err := sim.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 					return false, err

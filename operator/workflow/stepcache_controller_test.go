@@ -134,7 +134,7 @@ func TestCachedStepsOnTheSimulatedCluster(t *testing.T) {
 	}
 
 	// Older than maxAge: first's result finished over a second ago.
-	poll(t, "first's result to be over 2s old", func(context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "first's result to be over 2s old", func(context.Context) (bool, error) {
 		return time.Since(task.Status.CompletionTime.Time) > 2*time.Second, nil
 	})
 	expired := cachedRelease("expired", ns, "abc123", "reg/app:4", 0, &metav1.Duration{Duration: time.Second})

@@ -2,25 +2,25 @@ package workflow
 
 import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
-	"github.com/kubectl-sched/kubectl-sched/operator/agenttask"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 )
 
 // TrimWorkflow is the cache transform for Workflows: their metadata
-// trimmed (agenttask.TrimMeta); and a workflow whose spec and status pass
-// agenttask.TrimAbove (either may near 1.5 MiB: a spec of large steps, a
+// trimmed (cachetrim.TrimMeta); and a workflow whose spec and status pass
+// cachetrim.TrimAbove (either may near 1.5 MiB: a spec of large steps, a
 // status of forEach steps' gathered outputs) is cut to what the other
-// controllers read of it (StepNames, the status but its steps' outputs,
+// controllers read of it (cachetrim.StepNames, the status but its steps' outputs,
 // messages and items, and its messages), marked
-// agenttask.AnnotationTrimmed: the Workflow controller reads such a
+// cachetrim.AnnotationTrimmed: the Workflow controller reads such a
 // workflow whole, past the cache, each time it reconciles it (get).
 func TrimWorkflow(obj any) (any, error) {
 	wf, ok := obj.(*schedv1.Workflow)
 	if !ok {
 		return obj, nil
 	}
-	agenttask.TrimMeta(&wf.ObjectMeta)
-	if SpecBulk(&wf.Spec)+statusBulk(&wf.Status) > agenttask.TrimAbove {
-		wf.Spec = StepNames(&wf.Spec)
+	cachetrim.TrimMeta(&wf.ObjectMeta)
+	if cachetrim.SpecBulk(&wf.Spec)+statusBulk(&wf.Status) > cachetrim.TrimAbove {
+		wf.Spec = cachetrim.StepNames(&wf.Spec)
 		st := &wf.Status
 		st.Message, st.Steps, st.Finally = "", stepPhases(st.Steps), stepPhases(st.Finally)
 		for i := range st.Conditions {
@@ -29,7 +29,7 @@ func TrimWorkflow(obj any) (any, error) {
 		if st.Main != nil {
 			st.Main.Message = ""
 		}
-		agenttask.MarkTrimmed(&wf.ObjectMeta)
+		cachetrim.MarkTrimmed(&wf.ObjectMeta)
 	}
 	return wf, nil
 }
@@ -68,45 +68,6 @@ func stepPhases(steps []schedv1.StepStatus) []schedv1.StepStatus {
 	out := make([]schedv1.StepStatus, len(steps))
 	for i, s := range steps {
 		out[i] = schedv1.StepStatus{Name: s.Name, TaskName: s.TaskName, Phase: s.Phase, Reason: s.Reason, StartTime: s.StartTime, CompletionTime: s.CompletionTime}
-	}
-	return out
-}
-
-// SpecBulk is the size of the strings of s a tenant sizes most: its
-// steps' tasks (agenttask.TaskBulk), whens, forEach items and approval
-// messages, and its params, in bytes.
-func SpecBulk(s *schedv1.WorkflowSpec) int {
-	n := 0
-	for _, list := range [][]schedv1.WorkflowStep{s.Steps, s.Finally} {
-		for i := range list {
-			st := &list[i]
-			n += agenttask.TaskBulk(&st.Task) + len(st.When)
-			if fe := st.ForEach; fe != nil {
-				n += len(fe.From)
-				for _, item := range fe.Items {
-					n += len(item)
-				}
-			}
-			if a := st.Approval; a != nil {
-				n += len(a.Message)
-			}
-		}
-	}
-	for _, p := range s.Params {
-		n += len(p.Name) + len(p.Value) + len(p.Description)
-	}
-	return n
-}
-
-// StepNames is s cut to its steps' and finally steps' names: what a
-// trimmed copy keeps.
-func StepNames(s *schedv1.WorkflowSpec) schedv1.WorkflowSpec {
-	out := schedv1.WorkflowSpec{}
-	for _, st := range s.Steps {
-		out.Steps = append(out.Steps, schedv1.WorkflowStep{Name: st.Name})
-	}
-	for _, st := range s.Finally {
-		out.Finally = append(out.Finally, schedv1.WorkflowStep{Name: st.Name})
 	}
 	return out
 }

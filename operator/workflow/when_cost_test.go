@@ -61,7 +61,7 @@ func TestTenantCannotExhaustTheOperatorWithAWhen(t *testing.T) {
 	if err := sim.Client.List(ctx, &tasks, client.InNamespace(ns)); err != nil || len(tasks.Items) != 0 {
 		t.Errorf("tasks in the namespace: %d (%v), want none: no step may run", len(tasks.Items), err)
 	}
-	poll(t, "a Warning event saying why", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "a Warning event saying why", func(ctx context.Context) (bool, error) {
 		var evs corev1.EventList
 		if err := sim.Client.List(ctx, &evs, client.InNamespace(ns)); err != nil {
 			return false, err

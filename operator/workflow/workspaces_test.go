@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
+	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
 )
 
 // hostPath makes the workspaces of wf use the simulated cluster's
@@ -102,7 +103,7 @@ func TestWorkspaceClaimLifecycle(t *testing.T) {
 	if err := sim.Client.Delete(t.Context(), got, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the claim to go with the workflow", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the claim to go with the workflow", func(ctx context.Context) (bool, error) {
 		_, err := getClaim(ctx, ns, claim)
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -134,12 +135,12 @@ func TestKeptWorkspaceOutlivesTheRun(t *testing.T) {
 	if err := sim.Client.Delete(t.Context(), got); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the workflow to be deleted", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the workflow to be deleted", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKeyFromObject(got), &schedv1.Workflow{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 	// The garbage collector had its chance: the tasks the workflow owned go.
-	poll(t, "the step task to go with the workflow", func(ctx context.Context) (bool, error) {
+	testenv.Poll(t, testenv.LongTimeout, "the step task to go with the workflow", func(ctx context.Context) (bool, error) {
 		err := sim.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: names.StepTask("kept", 0, "make")}, &schedv1.AgentTask{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})

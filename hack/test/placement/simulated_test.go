@@ -1,4 +1,4 @@
-package simulated
+package placement
 
 import (
 	"context"

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -508,6 +509,21 @@ func TestInstallUninstall(t *testing.T) {
 	step("uninstall dry run", []string{"uninstall", "--dry-run=server"}, 0, func(t *testing.T, res plugintest.Result) {
 		plugintest.Golden(t, "uninstall-dry-run", res.Stdout)
 	})
+	// The RoleBinding the operator makes for itself in a namespace it
+	// serves, to read pod logs; and one of the same name that is not its.
+	podLogs := func(ns, role string) *rbacv1.RoleBinding {
+		rb := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: schedv1.OperatorPodLogsRole, Namespace: ns, Labels: map[string]string{schedv1.LabelManagedBy: schedv1.ManagedByValue}},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "kubectl-sched-operator", Namespace: "kubectl-sched-system"}},
+		}
+		if err := bareClient.Create(ctx, rb); err != nil {
+			t.Fatal(err)
+		}
+		return rb
+	}
+	ours := podLogs("default", schedv1.OperatorPodLogsRole)
+	notOurs := podLogs("kube-public", "view")
 	step("uninstall keeping the CRDs", []string{"uninstall", "--keep-crds"}, 0, func(t *testing.T, res plugintest.Result) {
 		if strings.Contains(res.Stdout, "customresourcedefinition") || !strings.Contains(res.Stdout, `deployment.apps "kubectl-sched-operator" deleted`) {
 			t.Errorf("stdout:\n%s", res.Stdout)
@@ -515,6 +531,12 @@ func TestInstallUninstall(t *testing.T) {
 		err := bareClient.Get(ctx, client.ObjectKey{Namespace: "kubectl-sched-system", Name: "kubectl-sched-operator"}, &appsv1.Deployment{})
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("the operator Deployment is still there (%v)", err)
+		}
+		if err := bareClient.Get(ctx, client.ObjectKeyFromObject(ours), &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			t.Errorf("the operator's pod-logs RoleBinding in default is still there (%v)", err)
+		}
+		if err := bareClient.Get(ctx, client.ObjectKeyFromObject(notOurs), &rbacv1.RoleBinding{}); err != nil {
+			t.Errorf("a RoleBinding of the same name to another role was deleted (%v)", err)
 		}
 	})
 	step("objects survive --keep-crds", []string{"get", "at", "survivor", "-o", "name"}, 0, nil)

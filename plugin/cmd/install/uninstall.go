@@ -130,6 +130,8 @@ func (o *UninstallOptions) Run(ctx context.Context) error {
 		// once the SchedExts are gone, if the operator's label says it is ours.
 		order = append(order, o.schedulerNamespace(ctx)...)
 	}
+	// Last, once the operator cannot make them again.
+	order = append(order, o.podLogBindings(ctx)...)
 	var crds []string
 	for i, obj := range order {
 		if err := o.delete(ctx, obj, suffix); err != nil {
@@ -159,6 +161,35 @@ func (o *UninstallOptions) schedulerNamespace(ctx context.Context) []*unstructur
 	u.SetKind("Namespace")
 	u.SetName(o.SchedulerNamespace)
 	return []*unstructured.Unstructured{u}
+}
+
+var roleBindingGVR = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
+
+// podLogBindings are the RoleBindings the operator made for itself in the
+// namespaces it serves, to read its task pods' logs. They are not in the
+// manifests, and left behind they would name a ClusterRole that is gone. A
+// failure to list them is a warning: the rest of the uninstall goes on.
+func (o *UninstallOptions) podLogBindings(ctx context.Context) []*unstructured.Unstructured {
+	list, err := o.dynamic.Resource(roleBindingGVR).List(ctx, metav1.ListOptions{
+		LabelSelector: schedv1.LabelManagedBy + "=" + schedv1.ManagedByValue,
+		FieldSelector: "metadata.name=" + schedv1.OperatorPodLogsRole,
+	})
+	if err != nil {
+		fmt.Fprintf(o.ErrOut, "Warning: cannot list the operator's RoleBindings %s (%v); remove them with: kubectl delete rolebinding -A -l %s=%s --field-selector metadata.name=%s\n",
+			schedv1.OperatorPodLogsRole, err, schedv1.LabelManagedBy, schedv1.ManagedByValue, schedv1.OperatorPodLogsRole)
+		return nil
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		rb := &list.Items[i]
+		if name, _, _ := unstructured.NestedString(rb.Object, "roleRef", "name"); name != schedv1.OperatorPodLogsRole {
+			continue
+		}
+		rb.SetAPIVersion("rbac.authorization.k8s.io/v1")
+		rb.SetKind("RoleBinding")
+		out = append(out, rb)
+	}
+	return out
 }
 
 // delete deletes obj and prints a line; what does not exist is skipped,

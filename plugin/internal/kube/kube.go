@@ -116,7 +116,7 @@ func (c *Clients) Create(ctx context.Context, obj client.Object, dryRun string) 
 	if dryRun == "server" {
 		opts = append(opts, client.DryRunAll)
 	}
-	return c.Client.Create(ctx, obj, opts...)
+	return retryQuotaConflict(func() error { return c.Client.Create(ctx, obj, opts...) })
 }
 
 // Apply server-side applies obj as kubectl-sched; dryRun is "", "client" or
@@ -131,7 +131,10 @@ func (c *Clients) Apply(ctx context.Context, obj client.Object, dryRun string) e
 	}
 	u.SetManagedFields(nil)
 	u.SetResourceVersion("")
-	if err := c.Client.Patch(ctx, u, client.Apply, PatchOptions(dryRun, client.ForceOwnership)...); err != nil {
+	err = retryQuotaConflict(func() error {
+		return c.Client.Patch(ctx, u, client.Apply, PatchOptions(dryRun, client.ForceOwnership)...)
+	})
+	if err != nil {
 		return err
 	}
 	if _, same := obj.(*unstructured.Unstructured); same {

@@ -21,7 +21,7 @@ import (
 )
 
 // TaskContainer is the container the operator runs a task in; it is
-// operator/agenttask.ContainerName, repeated so the plugin does not link the
+// operator/taskjob.ContainerName, repeated so the plugin does not link the
 // operator.
 const TaskContainer = "task"
 

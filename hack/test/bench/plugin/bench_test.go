@@ -1,8 +1,8 @@
-// Package bench times the built kubectl-sched binary against kubectl on a
+// Package plugin times the built kubectl-sched binary against kubectl on a
 // real API server: get of 200 objects, deploy against kubectl apply
 // --server-side of the same object, and a warm --help. It prints figures and
 // asserts nothing about time; see docs/contributors/benchmarks.md.
-package bench
+package plugin
 
 import (
 	"context"

@@ -93,7 +93,7 @@ func requestCosts(b *testing.B, cfg *rest.Config, c client.Client, dir string) {
 	}
 	// A bare Job, as a user writes it; the operator's adds its labels, an
 	// owner, and the outputs finalizer and pod failure policy of
-	// agenttask.buildJob.
+	// taskjob.buildJob.
 	bare := func(name string) *batchv1.Job {
 		return &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},

@@ -1,4 +1,4 @@
-package agenttask
+package taskjob
 
 import (
 	"testing"
@@ -38,12 +38,12 @@ func TestLeftToWorkflow(t *testing.T) {
 		{"its Job created, not seen", func() { s.created.Add(task.UID, clock.Now()) }, task, createdRecheck},
 		{"59s later, still not seen", func() { clock.SetTime(t0.Add(59 * time.Second)) }, task, createdRecheck},
 		{"a minute later: the controller's own", func() { clock.SetTime(t0.Add(time.Minute)) }, task, 0},
-		{"created again, then seen", func() { s.created.Add(task.UID, clock.Now()); s.jobSeen(task) }, task, 0},
+		{"created again, then seen", func() { s.created.Add(task.UID, clock.Now()); s.JobSeen(task) }, task, 0},
 	}
 	for _, st := range steps {
 		st.do()
-		if got := s.leftToWorkflow(st.task); got != st.want {
-			t.Errorf("%s: leftToWorkflow = %v, want %v", st.name, got, st.want)
+		if got := s.LeftToWorkflow(st.task); got != st.want {
+			t.Errorf("%s: LeftToWorkflow = %v, want %v", st.name, got, st.want)
 		}
 	}
 	if len(s.starting) != 0 || s.created.Len() != 0 {

@@ -1,4 +1,4 @@
-package agenttask
+package taskjob
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 // task's, so a second create is refused as AlreadyExists, and the Starter
 // remembers the Jobs the Workflow controller is creating or has just
 // created, so that the AgentTask controller does not send the same create
-// again from a cache that has not seen it (leftToWorkflow).
+// again from a cache that has not seen it (LeftToWorkflow).
 type Starter struct {
 	Client client.Client
 	// APIReader reads past the cache: the namespace's privilege opt-out,
@@ -55,11 +55,11 @@ type Starter struct {
 	// flight, from before the task's create to after its Job's.
 	starting map[types.NamespacedName]int
 	// created is when the Workflow controller created each task's Job,
-	// until the AgentTask controller's cache shows it (jobSeen).
+	// until the AgentTask controller's cache shows it (JobSeen).
 	created recent.Times
 }
 
-// Leave-to-workflow waits (leftToWorkflow): how soon the AgentTask
+// Leave-to-workflow waits (LeftToWorkflow): how soon the AgentTask
 // controller looks again at a task whose Job the Workflow controller is
 // creating (should that create fail, it is the AgentTask controller's to
 // retry and explain), and at one whose Job it created and the cache does
@@ -83,14 +83,14 @@ func (s *Starter) CreateWithJob(ctx context.Context, task *schedv1.AgentTask) er
 	}
 	crashpoint.Hit(crashpoint.StepTaskCreated)
 	logger := log.FromContext(ctx).WithValues("task", task.Name)
-	switch _, refused, err := s.refused(ctx, task); {
+	switch _, refused, err := s.Refused(ctx, task); {
 	case err != nil:
 		logger.V(1).Info("Left the Job to the AgentTask controller", "err", err)
 		return nil
 	case refused != "":
 		return nil // the AgentTask controller fails the task, saying why
 	}
-	job, err := s.createJob(ctx, task, nil)
+	job, err := s.CreateJob(ctx, task, nil)
 	if err != nil || job == nil {
 		logger.V(1).Info("Left the Job to the AgentTask controller", "err", err)
 		return nil
@@ -116,11 +116,11 @@ func (s *Starter) release(key types.NamespacedName) {
 	}
 }
 
-// leftToWorkflow says how long the AgentTask controller should wait
+// LeftToWorkflow says how long the AgentTask controller should wait
 // before it creates the Job of task, which its cache does not show: the
 // Workflow controller is creating it, or created it in the last minute.
 // Zero: create it now.
-func (s *Starter) leftToWorkflow(task *schedv1.AgentTask) time.Duration {
+func (s *Starter) LeftToWorkflow(task *schedv1.AgentTask) time.Duration {
 	s.mu.Lock()
 	starting := s.starting[types.NamespacedName{Namespace: task.Namespace, Name: task.Name}] > 0
 	s.mu.Unlock()
@@ -133,9 +133,9 @@ func (s *Starter) leftToWorkflow(task *schedv1.AgentTask) time.Duration {
 	return 0
 }
 
-// jobSeen forgets that the Workflow controller created task's Job, once
+// JobSeen forgets that the Workflow controller created task's Job, once
 // the AgentTask controller's cache shows it.
-func (s *Starter) jobSeen(task *schedv1.AgentTask) {
+func (s *Starter) JobSeen(task *schedv1.AgentTask) {
 	if _, ok := s.created.At(task.UID); ok {
 		s.created.Forget(task.UID)
 	}
@@ -148,18 +148,18 @@ func (s *Starter) now() time.Time {
 	return s.Clock.Now()
 }
 
-// refused says, with its reason, why an unfinished task may not run as its
+// Refused says, with its reason, why an unfinished task may not run as its
 // spec asks: it asks for privilege (podsecurity.Violations) and its
 // namespace is not, or no longer, opted out; or it passes pod annotations
 // of a domain the operator's settings do not allow. Admission refuses such
 // a spec from the start; this catches what was admitted while an admin's
 // opt-out label was there, before a setting changed, or where the
 // admission policies are missing.
-func (s *Starter) refused(ctx context.Context, task *schedv1.AgentTask) (reason, msg string, err error) {
+func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason, msg string, err error) {
 	if task.Status.Phase.Finished() {
 		return "", "", nil
 	}
-	if fields := privilegeAsked(task); len(fields) > 0 {
+	if fields := PrivilegeAsked(task); len(fields) > 0 {
 		allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
 		if err != nil {
 			return "", "", err
@@ -178,11 +178,11 @@ func (s *Starter) refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 	return "", "", nil
 }
 
-// createJob creates task's Job. A nil Job and no error: the Job exists and
+// CreateJob creates task's Job. A nil Job and no error: the Job exists and
 // is the task's, but the cache has not seen it (its event brings the task
-// back); a nameTakenError: someone else's Job holds the name. refused, when
+// back); a NameTakenError: someone else's Job holds the name. refused, when
 // not nil, hears of a create the API server refused.
-func (s *Starter) createJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
+func (s *Starter) CreateJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
 	if err := mountRepos(&job.Spec.Template.Spec, &task.Spec, s.ToolsImage); err != nil {
 		return nil, err
@@ -264,16 +264,16 @@ func (s *Starter) handoffStart(ctx context.Context, task *schedv1.AgentTask) (ti
 // Workflow controller's stamp may be: the creates of one pass, throttled.
 const handoffStampSlack = 10 * time.Second
 
-// nameTakenError is a Job of the task's Job name that another owner
+// NameTakenError is a Job of the task's Job name that another owner
 // controls (or nobody does).
-type nameTakenError struct{ job *batchv1.Job }
+type NameTakenError struct{ Job *batchv1.Job }
 
-func (e *nameTakenError) Error() string { return "job " + e.job.Name + " belongs to someone else" }
+func (e *NameTakenError) Error() string { return "job " + e.Job.Name + " belongs to someone else" }
 
 // existingJob tells, past the cache (which keeps only the operator's
 // labelled Jobs), whether the Job that took the task's Job name is the
 // task's own, which the cache has not seen yet (nil: its event brings us
-// back), or someone else's (a nameTakenError).
+// back), or someone else's (a NameTakenError).
 func (s *Starter) existingJob(ctx context.Context, task *schedv1.AgentTask, name string) error {
 	reader := s.APIReader
 	if reader == nil {
@@ -287,5 +287,5 @@ func (s *Starter) existingJob(ctx context.Context, task *schedv1.AgentTask, name
 	if metav1.IsControlledBy(job, task) {
 		return nil
 	}
-	return &nameTakenError{job: job}
+	return &NameTakenError{Job: job}
 }

@@ -1,4 +1,4 @@
-package agenttask
+package taskjob
 
 import (
 	"testing"

@@ -1,4 +1,9 @@
-package agenttask
+// Package taskjob builds and creates an AgentTask's Job, for the AgentTask
+// controller, which creates a task's Job, and the Workflow controller,
+// which creates a step's (or a loop item's) task and its Job in one
+// reconcile (Starter): the same checks, the same Job, and never two Jobs
+// for one task. Neither controller imports the other.
+package taskjob
 
 import (
 	"maps"
@@ -134,9 +139,9 @@ func podFailurePolicy(retry *schedv1.RetryPolicy) *batchv1.PodFailurePolicy {
 	return &batchv1.PodFailurePolicy{Rules: rules}
 }
 
-// privilegeAsked lists the fields of task's spec that ask for what Pod
+// PrivilegeAsked lists the fields of task's spec that ask for what Pod
 // Security "restricted" refuses (podsecurity.Violations).
-func privilegeAsked(task *schedv1.AgentTask) []string {
+func PrivilegeAsked(task *schedv1.AgentTask) []string {
 	s := podsecurity.Spec{SecurityContext: task.Spec.SecurityContext.Core()}
 	if task.Spec.PodMetadata != nil {
 		s.Annotations = task.Spec.PodMetadata.Annotations

@@ -1,0 +1,11 @@
+package agenttask
+
+import "github.com/kubectl-sched/kubectl-sched/operator/taskjob"
+
+// The Job's names this package and its tests read, defined with the Job in
+// operator/taskjob.
+const (
+	ContainerName      = taskjob.ContainerName
+	OutputsFinalizer   = taskjob.OutputsFinalizer
+	CloneContainerName = taskjob.CloneContainerName
+)
