@@ -17,18 +17,23 @@ import (
 
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/clone"
+	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
 )
 
 // version is set at build time with -ldflags -X main.version=...
 var version = "v0.0.0-dev"
 
 func main() {
-	// The same image clones a task's repositories in its pod (spec.repos).
-	if len(os.Args) > 1 && os.Args[1] == "clone" {
+	// The same image runs the helpers in tasks' pods: the clone of
+	// spec.repos and the outputs sidecar, with no manager.
+	if len(os.Args) > 1 && os.Args[1] == clone.Command {
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 		code := clone.Main(ctx, os.Getenv, os.Stderr, "/dev/termination-log")
 		stop()
 		os.Exit(code)
+	}
+	if len(os.Args) > 1 && os.Args[1] == fileoutputs.Command {
+		os.Exit(fileoutputs.Main(os.Args[2:]))
 	}
 	opts := app.DefaultOptions()
 	opts.Version = version

@@ -444,6 +444,13 @@ func (w *SchedExtWrapper) Created(t time.Time) *SchedExtWrapper {
 	return w
 }
 
+// FromTemplate takes the steps from the template of that kind and name
+// (spec.workflowTemplateRef).
+func (w *WorkflowWrapper) FromTemplate(kind, name string) *WorkflowWrapper {
+	w.Workflow.Spec.WorkflowTemplateRef = &schedv1.WorkflowTemplateRef{Kind: kind, Name: name}
+	return w
+}
+
 // Spec edits the spec in place, for fields without a builder method.
 func (w *WorkflowWrapper) Spec(f func(*schedv1.WorkflowSpec)) *WorkflowWrapper {
 	f(&w.Workflow.Spec)

@@ -64,82 +64,11 @@ func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]stri
 	if p == nil {
 		return
 	}
-	var required []corev1.NodeSelectorRequirement
-	var preferred []corev1.PreferredSchedulingTerm
-	prefer := func(weight int32, key string, values ...string) {
-		preferred = append(preferred, corev1.PreferredSchedulingTerm{
-			Weight: weight,
-			Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values},
-			}},
-		})
-	}
-
-	if len(p.NodePools) > 0 {
-		required = append(required, corev1.NodeSelectorRequirement{
-			Key: schedv1.NodeLabelPool, Operator: corev1.NodeSelectorOpIn, Values: append([]string(nil), p.NodePools...),
-		})
-		// Naming a pool is asking for it, so a reserved (tainted) pool
-		// takes the workload; unnamed reserved pools still refuse it.
-		for _, pool := range p.NodePools {
-			spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
-				Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule,
-			})
-		}
-		if len(p.NodePools) > 1 {
-			for i, pool := range p.NodePools {
-				prefer(int32(max(firstPoolWeight-i*poolWeightStep, 1)), schedv1.NodeLabelPool, pool)
-			}
-		}
-	}
-
-	switch p.WorkloadType {
-	case schedv1.WorkloadGPU:
-		required = append(required, corev1.NodeSelectorRequirement{
-			Key: schedv1.NodeLabelGPU, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"},
-		})
-		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
-			Key: schedv1.TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
-		})
-	case "":
-	default:
-		if len(p.NodePools) == 0 {
-			prefer(typeWeight, schedv1.NodeLabelPool, poolFor[p.WorkloadType])
-		}
-	}
-
-	spotToleration := corev1.Toleration{
-		Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule,
-	}
-	switch p.Spot {
-	case "", schedv1.SpotNever:
-		required = append(required, corev1.NodeSelectorRequirement{
-			Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"true"},
-		})
-	case schedv1.SpotAllowed:
-		spec.Tolerations = append(spec.Tolerations, spotToleration)
-	case schedv1.SpotPreferred:
-		spec.Tolerations = append(spec.Tolerations, spotToleration)
-		prefer(spotWeight, schedv1.NodeLabelSpot, "true")
-	case schedv1.SpotRequired:
-		spec.Tolerations = append(spec.Tolerations, spotToleration)
-		required = append(required, corev1.NodeSelectorRequirement{
-			Key: schedv1.NodeLabelSpot, Operator: corev1.NodeSelectorOpIn, Values: []string{"true"},
-		})
-	}
-
-	if len(required) > 0 || len(preferred) > 0 {
-		if spec.Affinity == nil {
-			spec.Affinity = &corev1.Affinity{}
-		}
-		na := &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: preferred}
-		if len(required) > 0 {
-			na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
-				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: required}},
-			}
-		}
-		spec.Affinity.NodeAffinity = na
-	}
+	var t terms
+	t.pools(spec, p)
+	t.workloadType(spec, p)
+	t.spot(spec, p)
+	t.setNodeAffinity(spec)
 	if p.CPUScheduler != "" {
 		if spec.Affinity == nil {
 			spec.Affinity = &corev1.Affinity{}
@@ -163,6 +92,96 @@ func Apply(spec *corev1.PodSpec, p *schedv1.Placement, podLabels map[string]stri
 		spec.PriorityClassName = pc
 	}
 	spec.Tolerations = append(spec.Tolerations, p.Tolerations...)
+}
+
+// terms are the node affinity a placement asks for, built up field by
+// field (pools, workload type, spot) in Apply's order.
+type terms struct {
+	required  []corev1.NodeSelectorRequirement
+	preferred []corev1.PreferredSchedulingTerm
+}
+
+func (t *terms) require(key string, op corev1.NodeSelectorOperator, values ...string) {
+	t.required = append(t.required, corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values})
+}
+
+func (t *terms) prefer(weight int32, key string, values ...string) {
+	t.preferred = append(t.preferred, corev1.PreferredSchedulingTerm{
+		Weight: weight,
+		Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values},
+		}},
+	})
+}
+
+func (t *terms) pools(spec *corev1.PodSpec, p *schedv1.Placement) {
+	if len(p.NodePools) == 0 {
+		return
+	}
+	t.require(schedv1.NodeLabelPool, corev1.NodeSelectorOpIn, append([]string(nil), p.NodePools...)...)
+	// Naming a pool is asking for it, so a reserved (tainted) pool
+	// takes the workload; unnamed reserved pools still refuse it.
+	for _, pool := range p.NodePools {
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+			Key: schedv1.TaintPool, Operator: corev1.TolerationOpEqual, Value: pool, Effect: corev1.TaintEffectNoSchedule,
+		})
+	}
+	if len(p.NodePools) > 1 {
+		for i, pool := range p.NodePools {
+			t.prefer(int32(max(firstPoolWeight-i*poolWeightStep, 1)), schedv1.NodeLabelPool, pool)
+		}
+	}
+}
+
+func (t *terms) workloadType(spec *corev1.PodSpec, p *schedv1.Placement) {
+	switch p.WorkloadType {
+	case schedv1.WorkloadGPU:
+		t.require(schedv1.NodeLabelGPU, corev1.NodeSelectorOpIn, "true")
+		spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+			Key: schedv1.TaintGPU, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule,
+		})
+	case "":
+	default:
+		if len(p.NodePools) == 0 {
+			t.prefer(typeWeight, schedv1.NodeLabelPool, poolFor[p.WorkloadType])
+		}
+	}
+}
+
+func (t *terms) spot(spec *corev1.PodSpec, p *schedv1.Placement) {
+	spotToleration := corev1.Toleration{
+		Key: schedv1.TaintSpot, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule,
+	}
+	switch p.Spot {
+	case "", schedv1.SpotNever:
+		t.require(schedv1.NodeLabelSpot, corev1.NodeSelectorOpNotIn, "true")
+	case schedv1.SpotAllowed:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+	case schedv1.SpotPreferred:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+		t.prefer(spotWeight, schedv1.NodeLabelSpot, "true")
+	case schedv1.SpotRequired:
+		spec.Tolerations = append(spec.Tolerations, spotToleration)
+		t.require(schedv1.NodeLabelSpot, corev1.NodeSelectorOpIn, "true")
+	}
+}
+
+// setNodeAffinity replaces spec's node affinity with t, when t asks for
+// anything: the required terms in one selector term.
+func (t *terms) setNodeAffinity(spec *corev1.PodSpec) {
+	if len(t.required) == 0 && len(t.preferred) == 0 {
+		return
+	}
+	if spec.Affinity == nil {
+		spec.Affinity = &corev1.Affinity{}
+	}
+	na := &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: t.preferred}
+	if len(t.required) > 0 {
+		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: t.required}},
+		}
+	}
+	spec.Affinity.NodeAffinity = na
 }
 
 // RequireCPUScheduler requires nodes whose kernel runs the sched_ext

@@ -58,6 +58,9 @@ type Limits struct {
 	DefaultPriorityClass string
 	// MaxRevisions bounds the revisions kept of an app; 0: no bound.
 	MaxRevisions int
+	// FileOutputBytes bounds a task's file outputs, in bytes; 0: the
+	// API's own bound (schedv1.MaxFileOutputBytes).
+	FileOutputBytes int
 }
 
 // LimitsFromQuota reads the limits a tier's ResourceQuota carries; nil
@@ -71,6 +74,9 @@ func LimitsFromQuota(q *corev1.ResourceQuota, tier string) *Limits {
 	l := &Limits{Tier: t.Tier, DefaultPriorityClass: q.Annotations[schedv1.AnnotationTierDefaultPriorityClass]}
 	if n, err := strconv.Atoi(q.Annotations[schedv1.AnnotationTierMaxRevisions]); err == nil && n > 0 {
 		l.MaxRevisions = n
+	}
+	if n, err := strconv.Atoi(q.Annotations[schedv1.AnnotationTierFileOutputBytes]); err == nil && n > 0 {
+		l.FileOutputBytes = n
 	}
 	return l
 }

@@ -136,11 +136,80 @@ type AgentTaskSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(s, (has(s.path) ? s.path : '/workspace/' + s.name) == (has(r.path) ? r.path : '/workspace/' + r.name)))",message="each repository needs a path of its own"
 	Repos []Repo `json:"repos,omitempty"`
 
+	// Outputs reads the task's outputs from files besides its termination
+	// message: each file directly in outputs.fromDir is one output, its
+	// name the key (docs/users/tasks.md, "Outputs from files").
+	// +optional
+	Outputs *TaskOutputs `json:"outputs,omitempty"`
+
 	// Cancel stops the task without deleting it: its pod is stopped and the
 	// task ends in phase Cancelled, keeping its record. It cannot be undone.
 	// `kubectl sched task cancel` sets it.
 	// +optional
 	Cancel bool `json:"cancel,omitempty"`
+}
+
+// TaskOutputs are a task's outputs written as files.
+// +kubebuilder:validation:XValidation:rule="!self.fromDir.split('/').exists(p, p == '..' || p == '.')",message="fromDir may not hold . or .. parts",fieldPath=".fromDir"
+type TaskOutputs struct {
+	// FromDir is the directory the task writes its output files into, an
+	// absolute path: an empty directory the operator mounts there. Each
+	// regular file directly in it is one output, its name the key (a
+	// letter or '_', then letters, digits, '_', '.' and '-'), its content
+	// the value (UTF-8 text): at most 64 files and 1 MiB in all, or less
+	// as the namespace's tier says (FileOutputBytes). A sidecar of the
+	// operator's tools image hands them over when the task's container
+	// ends; they are read with the termination message's outputs, into
+	// status.fileOutputs.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^/[^:]*[^/:]$`
+	FromDir string `json:"fromDir"`
+}
+
+// Bounds of a task's file outputs (spec.outputs.fromDir).
+const (
+	// MaxFileOutputs is the most files a task's output directory holds.
+	MaxFileOutputs = 64
+	// MaxFileOutputBytes is the most bytes they hold in all: a tier may
+	// allow less.
+	MaxFileOutputBytes = 1 << 20
+)
+
+// MaxPassedFileOutputBytes is the most a step's file outputs may hold in
+// all for its workflow to pass them on to later steps (references, when,
+// forEach.from) and keep them in its status: a termination message's
+// size. Larger ones stay in the step's AgentTask.
+const MaxPassedFileOutputBytes = 4096
+
+// PassedFileOutputs reports whether file outputs are small enough for a
+// workflow to pass on (MaxPassedFileOutputBytes), and that there are any.
+func PassedFileOutputs(outs map[string]string) bool {
+	if len(outs) == 0 {
+		return false
+	}
+	n := 0
+	for k, v := range outs {
+		n += len(k) + len(v)
+	}
+	return n <= MaxPassedFileOutputBytes
+}
+
+// StepOutputs are the outputs a workflow passes on from a step's task:
+// its termination message's and its file outputs when they are small
+// enough (PassedFileOutputs).
+func StepOutputs(st *AgentTaskStatus) map[string]string {
+	if !PassedFileOutputs(st.FileOutputs) {
+		return st.Outputs
+	}
+	out := make(map[string]string, len(st.Outputs)+len(st.FileOutputs))
+	for k, v := range st.Outputs {
+		out[k] = v
+	}
+	for k, v := range st.FileOutputs {
+		out[k] = v
+	}
+	return out
 }
 
 // RetryPolicy says when and how soon a task's failed attempt is tried again.
@@ -294,6 +363,16 @@ type AgentTaskStatus struct {
 	// +kubebuilder:validation:MaxProperties=72
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
+
+	// FileOutputs are the outputs read from the files of
+	// spec.outputs.fromDir: at most 64, 1 MiB in all (MaxFileOutputBytes,
+	// or the tier's bound). A key may not also be an output of the
+	// termination message, and a task has at most 64 outputs in all. A
+	// workflow passes them on to later steps when they hold at most
+	// MaxPassedFileOutputBytes in all.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	FileOutputs map[string]string `json:"fileOutputs,omitempty"`
 
 	// Pruned is what the operator deleted of the pods of the task's
 	// earlier attempts: every pod but the latest one (the attempt that

@@ -334,6 +334,9 @@ const (
 	// AnnotationTierMaxRevisions bounds how many revisions the operator
 	// keeps of an app (spec.revisionHistoryLimit); empty: no bound.
 	AnnotationTierMaxRevisions = GroupName + "/max-revisions"
+	// AnnotationTierFileOutputBytes bounds the bytes of a task's file
+	// outputs (spec.outputs.fromDir); empty: MaxFileOutputBytes.
+	AnnotationTierFileOutputBytes = GroupName + "/file-output-bytes"
 
 	// The tier's TTLs after finishing, as Go durations ("15m", "24h") on
 	// the same ResourceQuota: the default the operator applies to tasks

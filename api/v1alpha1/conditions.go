@@ -171,6 +171,15 @@ const (
 	ReasonSuspended = "Suspended"
 	// ReasonResumed: spec.suspend was set and is no longer.
 	ReasonResumed = "Resumed"
+	// ReasonTemplateNotFound: a Workflow's workflowTemplateRef names a
+	// template that does not exist (yet); the run waits, Pending.
+	ReasonTemplateNotFound = "TemplateNotFound"
+	// ReasonInvalidParams: a Workflow from a template sets a param the
+	// template does not declare; the run fails.
+	ReasonInvalidParams = "InvalidParams"
+	// ReasonTemplateResolved is the Event of a run taking its template's
+	// steps.
+	ReasonTemplateResolved = "TemplateResolved"
 	// ReasonRunningFinally: the main steps have ended and the finally
 	// steps run.
 	ReasonRunningFinally = "RunningFinally"

@@ -62,7 +62,7 @@ func TestCronWorkflowRefused(t *testing.T) {
 		"a deadline past 31 days":    {validCron("0 2 * * *").Deadline(2678401).Obj(), "spec.startingDeadlineSeconds", "less than or equal to 2678400"},
 		"history past 100":           {validCron("0 2 * * *").History(101, 1).Obj(), "spec.successfulRunsHistoryLimit", "less than or equal to 100"},
 		"negative failed history":    {validCron("0 2 * * *").History(3, -1).Obj(), "spec.failedRunsHistoryLimit", "greater than or equal to 0"},
-		"no steps":                   {MakeCronWorkflow("nightly", ns, "0 2 * * *").Obj(), "spec.workflowSpec.steps", "Required value"},
+		"no steps":                   {MakeCronWorkflow("nightly", ns, "0 2 * * *").Obj(), "spec.workflowSpec", "a workflow runs steps: set spec.steps, or spec.workflowTemplateRef"},
 		// The Workflow's own rules, reused.
 		"a step name that is no DNS label": {MakeCronWorkflow("nightly", ns, "0 2 * * *").Step("Build_1", "busybox").Obj(), "spec.workflowSpec.steps[0].name", "should match"},
 		"a workflow timeout past 720h": {validCron("0 2 * * *").Spec(func(s *schedv1.CronWorkflowSpec) {

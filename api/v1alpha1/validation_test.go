@@ -265,7 +265,7 @@ func TestInvalidObjectsRefused(t *testing.T) {
 		// Workflow
 		"wf: no steps": {
 			obj:       MakeWorkflow("wf", ns).Obj(),
-			wantField: "spec.steps", wantMsg: "Required value",
+			wantField: "spec", wantMsg: "a workflow runs steps: set spec.steps, or spec.workflowTemplateRef",
 		},
 		"wf: duplicate step names": {
 			obj:       validWorkflow().Step("fetch", "busybox").Obj(),
@@ -592,6 +592,24 @@ func TestInvalidObjectsRefused(t *testing.T) {
 				s.Steps[0].Task.Repos = []schedv1.Repo{{Name: "app", URL: "git://example.com/app.git"}}
 			}).Obj(),
 			wantField: "spec.steps[0].task.repos[0].url", wantMsg: "must start with https:// or http://",
+		},
+		"at: a relative outputs directory": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "out"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "should match",
+		},
+		"at: an outputs directory that climbs out": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "/out/../etc"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "fromDir may not hold . or .. parts",
+		},
+		"at: the root as the outputs directory": {
+			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "/"} }).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "at least 2 chars",
+		},
+		"at: an outputs directory too long": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Outputs = &schedv1.TaskOutputs{FromDir: "/" + strings.Repeat("o", 256)}
+			}).Obj(),
+			wantField: "spec.outputs.fromDir", wantMsg: "may not be more than 256 bytes",
 		},
 		"scx: name too long for the DaemonSet": {
 			obj:       MakeSchedExt(strings.Repeat("s", 51)).Scheduler("scx_lavd").Obj(),

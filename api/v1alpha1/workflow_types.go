@@ -16,10 +16,26 @@ import (
 // WorkflowSpec its owner may edit. Add a rule there for each new field.
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !self.steps.exists(s, s.name == f.name))",message="a finally step cannot have the name of a step in spec.steps: step names must differ across steps and finally",fieldPath=".finally"
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(f, !has(f.approval))",message="a finally step cannot be an approval: finally steps run tasks, whatever happened before them",fieldPath=".finally"
-// +kubebuilder:validation:XValidation:rule="!has(self.approvals) || self.approvals.all(a, self.steps.exists(s, s.name == a.step && has(s.approval)))",message="spec.approvals may only name steps that have an approval; 'kubectl sched workflow approve NAME STEP' records one",fieldPath=".approvals"
-// +kubebuilder:validation:XValidation:rule="self.steps.all(s, !has(s.task) || !has(s.task.workspaces) || s.task.workspaces.all(m, has(m.claimName) || (has(self.workspaces) && self.workspaces.exists(w, w.name == m.name))))",message="a step mounts a workspace of spec.workspaces by its name (or an existing claim, with claimName): declare the workspace in spec.workspaces",fieldPath=".steps"
+// +kubebuilder:validation:XValidation:rule="!has(self.approvals) || (has(self.steps) && self.approvals.all(a, self.steps.exists(s, s.name == a.step && has(s.approval))))",message="spec.approvals may only name steps that have an approval; 'kubectl sched workflow approve NAME STEP' records one",fieldPath=".approvals"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || self.steps.all(s, !has(s.task) || !has(s.task.workspaces) || s.task.workspaces.all(m, has(m.claimName) || (has(self.workspaces) && self.workspaces.exists(w, w.name == m.name))))",message="a step mounts a workspace of spec.workspaces by its name (or an existing claim, with claimName): declare the workspace in spec.workspaces",fieldPath=".steps"
 // +kubebuilder:validation:XValidation:rule="!has(self.finally) || self.finally.all(s, !has(s.task) || !has(s.task.workspaces) || s.task.workspaces.all(m, has(m.claimName) || (has(self.workspaces) && self.workspaces.exists(w, w.name == m.name))))",message="a finally step mounts a workspace of spec.workspaces by its name (or an existing claim, with claimName): declare the workspace in spec.workspaces",fieldPath=".finally"
+// +kubebuilder:validation:XValidation:rule="has(self.steps) || has(self.workflowTemplateRef)",message="a workflow runs steps: set spec.steps, or spec.workflowTemplateRef to take them from a WorkflowTemplate or ClusterWorkflowTemplate"
+// +kubebuilder:validation:XValidation:rule="!has(self.workflowTemplateRef) || has(self.workflowTemplateRef.uid) == has(self.steps)",message="a workflow from a template takes its steps from it when it starts: leave out spec.steps (set only params, timeout, ttlAfterFinished, failFast and what a run has)",fieldPath=".steps"
+// +kubebuilder:validation:XValidation:rule="!has(self.workflowTemplateRef) || has(self.workflowTemplateRef.uid) || (!has(self.finally) && !has(self.workspaces))",message="a workflow from a template takes its finally steps and workspaces from it: leave out spec.finally and spec.workspaces"
 type WorkflowSpec struct {
+	// WorkflowTemplateRef takes the steps from a template: a
+	// WorkflowTemplate of this namespace or a ClusterWorkflowTemplate.
+	// When the run starts the operator copies the template's steps,
+	// finally steps, workspaces and params (those this spec sets override
+	// the template's defaults; a param the template does not declare is an
+	// error), its timeout and ttlAfterFinished where this spec sets none,
+	// and its failFast when true, into this spec, and records the template's uid and
+	// resourceVersion here: editing or deleting the template later changes
+	// no run that started, and a retry reuses what its original copied.
+	// A CronWorkflow's runs each copy the template as it is when they start.
+	// +optional
+	WorkflowTemplateRef *WorkflowTemplateRef `json:"workflowTemplateRef,omitempty"`
+
 	// Params are named values steps can use as ${params.NAME}.
 	// +optional
 	// +listType=map
@@ -32,11 +48,14 @@ type WorkflowSpec struct {
 	// as the steps it names Succeeded, side by side with others, and a step
 	// without dependsOn starts at once. Each runs as an AgentTask named
 	// <workflow>-<index>-<step> (shortened with a hash when over 63 characters).
+	// Unset only in a workflow from a template, until the operator copies
+	// the template's in.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
-	Steps []WorkflowStep `json:"steps"`
+	Steps []WorkflowStep `json:"steps,omitempty"`
 
 	// Timeout is the longest the whole workflow may run. Past it the running
 	// step is stopped and the workflow ends in phase Timeout.

@@ -274,18 +274,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 
 func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Cluster, error) {
 	began := time.Now()
-	if err := cleanUpRealNode(dir); err != nil {
+	if err := prepareDir(dir); err != nil {
 		return nil, err
-	}
-	for _, sub := range []string{"etcd", "pki", "pids", "kwok", "node"} {
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return nil, err
-		}
-	}
-	for _, sub := range []string{"pki", "pids", "logs", "kwok/home"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, err
-		}
 	}
 	token, kcmToken, err := writeCredentials(dir)
 	if err != nil {
@@ -343,36 +333,7 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	}
 
 	lg.printf("starting kube-controller-manager, kube-scheduler and kwok")
-	kcmArgs := append([]string{
-		"--kubeconfig=" + filepath.Join(dir, kcmKubeconfig),
-		"--leader-elect=false",
-		"--secure-port=0",
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file=" + filepath.Join(dir, "pki", "sa.key"),
-		"--root-ca-file=" + filepath.Join(dir, "pki", "apiserver.crt"),
-		"--cluster-name=kubectl-sched-sim",
-		// Claims of StorageClass HostPathStorageClass get a hostPath
-		// volume under /tmp/hostpath_pv on this machine (kube-controller-
-		// manager's own test provisioner): the real node's pods share
-		// files through it, and kwok's pods only need the claim bound.
-		"--enable-hostpath-provisioner",
-	}, o.ExtraControllerManagerArgs...)
-	if _, err := run("kube-controller-manager", kcmArgs); err != nil {
-		return nil, err
-	}
-	if _, err := run("kube-scheduler", append([]string{
-		"--kubeconfig=" + c.Kubeconfig,
-		"--leader-elect=false",
-		"--secure-port=0",
-	}, o.ExtraSchedulerArgs...)); err != nil {
-		return nil, err
-	}
-	kwokArgs, err := kwokArgs(dir, c.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	// HOME points into Dir so kwok does not read the user's ~/.kwok/kwok.yaml.
-	if _, err := run("kwok", kwokArgs, "HOME="+filepath.Join(dir, "kwok", "home")); err != nil {
+	if err := startControllers(dir, c.Kubeconfig, kcmKubeconfig, o, run); err != nil {
 		return nil, err
 	}
 
@@ -392,6 +353,61 @@ func start(ctx context.Context, dir, binDir string, o Options, lg logger) (*Clus
 	}
 	lg.printf("cluster ready in %s (%s)", time.Since(began).Round(100*time.Millisecond), c.Server)
 	return c, nil
+}
+
+// prepareDir empties what a previous run of the cluster in dir left (its
+// real node's mounts too) and makes the folders a new one writes.
+func prepareDir(dir string) error {
+	if err := cleanUpRealNode(dir); err != nil {
+		return err
+	}
+	for _, sub := range []string{"etcd", "pki", "pids", "kwok", "node"} {
+		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
+			return err
+		}
+	}
+	for _, sub := range []string{"pki", "pids", "logs", "kwok/home"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startControllers starts kube-controller-manager, kube-scheduler and kwok
+// against the API server of kubeconfig.
+func startControllers(dir, kubeconfig, kcmKubeconfig string, o Options, run func(name string, args []string, env ...string) (*process, error)) error {
+	kcmArgs := append([]string{
+		"--kubeconfig=" + filepath.Join(dir, kcmKubeconfig),
+		"--leader-elect=false",
+		"--secure-port=0",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + filepath.Join(dir, "pki", "sa.key"),
+		"--root-ca-file=" + filepath.Join(dir, "pki", "apiserver.crt"),
+		"--cluster-name=kubectl-sched-sim",
+		// Claims of StorageClass HostPathStorageClass get a hostPath
+		// volume under /tmp/hostpath_pv on this machine (kube-controller-
+		// manager's own test provisioner): the real node's pods share
+		// files through it, and kwok's pods only need the claim bound.
+		"--enable-hostpath-provisioner",
+	}, o.ExtraControllerManagerArgs...)
+	if _, err := run("kube-controller-manager", kcmArgs); err != nil {
+		return err
+	}
+	if _, err := run("kube-scheduler", append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--secure-port=0",
+	}, o.ExtraSchedulerArgs...)); err != nil {
+		return err
+	}
+	kwokArgs, err := kwokArgs(dir, kubeconfig)
+	if err != nil {
+		return err
+	}
+	// HOME points into Dir so kwok does not read the user's ~/.kwok/kwok.yaml.
+	_, err = run("kwok", kwokArgs, "HOME="+filepath.Join(dir, "kwok", "home"))
+	return err
 }
 
 // setUp creates the nodes and waits until the cluster can run pods.

@@ -35,30 +35,6 @@ const nonRootUID = "65532"
 // busyboxImage is /bin/busybox with a link per applet, /tmp, and passwd
 // entries for root and the non-root user.
 func busyboxImage(busybox string, entrypoint []string) (v1.Image, error) {
-	l, err := busyboxLayer(busybox)
-	if err != nil {
-		return nil, err
-	}
-	return l.image(entrypoint, "", []string{"PATH=/bin"})
-}
-
-// toolsImage is busybox with the operator binary at /operator as its
-// entrypoint: the tools image (--tools-image) as the release's operator
-// image serves it, the operator's own subcommands (clone) included.
-func toolsImage(busybox, operator string) (v1.Image, error) {
-	l, err := busyboxLayer(busybox)
-	if err != nil {
-		return nil, err
-	}
-	bin, err := os.ReadFile(operator)
-	if err != nil {
-		return nil, err
-	}
-	l.file("operator", bin, 0o755)
-	return l.image([]string{"/operator"}, "", []string{"PATH=/bin"})
-}
-
-func busyboxLayer(busybox string) (*layer, error) {
 	out, err := exec.Command(busybox, "--list").Output()
 	if err != nil {
 		return nil, fmt.Errorf("%s --list: %w", busybox, err)
@@ -80,7 +56,7 @@ func busyboxLayer(busybox string) (*layer, error) {
 	l.file("etc/group", []byte("root:x:0:\nnonroot:x:"+nonRootUID+":\n"), 0o644)
 	l.dir("tmp", 0o1777)
 	l.dir("home/nonroot", 0o755)
-	return l, nil
+	return l.image(entrypoint, "", []string{"PATH=/bin"})
 }
 
 // writeArchive writes images as one docker-archive tarball (what

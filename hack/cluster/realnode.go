@@ -237,20 +237,26 @@ func (c *Cluster) importBaseImages(ctx context.Context, n *realNode) error {
 	return c.importArchive(ctx, n.Socket, "base", images)
 }
 
-// ImportToolsImage imports, as image, busybox with the operator binary at
-// /operator (which must be built with CGO_ENABLED=0) into the real node's
-// containerd, for an operator on the host started with --tools-image
-// image.
-func (c *Cluster) ImportToolsImage(ctx context.Context, operator, image string) error {
+// ImportBinaryImage imports, as ref, an image holding only the static
+// binary at path, as /NAME its entrypoint, run as the non-root user: the
+// operator's binary as the tools image of its tasks' helpers.
+func (c *Cluster) ImportBinaryImage(ctx context.Context, ref, path string) error {
 	n := loadRealNode(c.Dir)
 	if n == nil || c.RealNode == "" {
 		return errors.New("cluster: no real node")
 	}
-	img, err := toolsImage(busybox, operator)
+	bin, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	return c.importArchive(ctx, n.Socket, "tools", map[string]v1.Image{image: img})
+	name := filepath.Base(path)
+	l := newLayer()
+	l.file(name, bin, 0o755)
+	img, err := l.image([]string{"/" + name}, nonRootUID, nil)
+	if err != nil {
+		return err
+	}
+	return c.importArchive(ctx, n.Socket, "binary-"+name, map[string]v1.Image{ref: img})
 }
 
 // RealNodeIP is the real node's address, which is this host's: a server

@@ -45,22 +45,7 @@ func run(ctx context.Context) error {
 	fmt.Println("The first run builds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and, for the")
 	fmt.Println("real node, the kubelet from Go modules (each step below says about how long); later runs reuse them.")
 
-	// The real node needs Debian's containerd, runc and CNI plugins, as
-	// .ci/run installs them; the script says what it does, and does
-	// nothing where it cannot (not root, no apt-get).
-	realNode := os.Getenv("REAL_NODE") != "false"
-	if realNode {
-		say("The real node's packages: containerd, runc, CNI plugins, a static busybox, iptables (installed with apt-get when missing and this is root)")
-		script := exec.CommandContext(ctx, filepath.Join(root, "hack", "install-node-packages.sh"))
-		script.Stdout, script.Stderr = os.Stdout, os.Stdout
-		if err := script.Run(); err != nil {
-			fmt.Printf("Could not install them (%v).\n", err)
-		}
-		if err := cluster.RealNodeUnavailable(""); err != nil {
-			fmt.Printf("The tour runs on the kwok nodes alone: %v\n", err)
-			realNode = false
-		}
-	}
+	realNode := realNodePackages(ctx, root)
 	// Only the real node runs the kubelet: without it, no need to build it.
 	if !realNode {
 		_ = os.Setenv("KUBELET", "false")
@@ -134,6 +119,27 @@ Operator log: %s
 Stop everything: make cluster-down
 `, c.Kubeconfig, e.BinDir, nodesNote(c), filepath.Join(dir, "operator.log"))
 	return nil
+}
+
+// realNodePackages installs what the real node needs (Debian's containerd,
+// runc and CNI plugins, as .ci/run installs them; the script says what it
+// does, and does nothing where it cannot: not root, no apt-get) and says
+// whether this host can run it. REAL_NODE=false skips it.
+func realNodePackages(ctx context.Context, root string) bool {
+	if os.Getenv("REAL_NODE") == "false" {
+		return false
+	}
+	say("The real node's packages: containerd, runc, CNI plugins, a static busybox, iptables (installed with apt-get when missing and this is root)")
+	script := exec.CommandContext(ctx, filepath.Join(root, "hack", "install-node-packages.sh"))
+	script.Stdout, script.Stderr = os.Stdout, os.Stdout
+	if err := script.Run(); err != nil {
+		fmt.Printf("Could not install them (%v).\n", err)
+	}
+	if err := cluster.RealNodeUnavailable(""); err != nil {
+		fmt.Printf("The tour runs on the kwok nodes alone: %v\n", err)
+		return false
+	}
+	return true
 }
 
 // pluginAndOperatorCPU is the CPU the plugin and the operator take to

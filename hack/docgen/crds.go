@@ -16,7 +16,7 @@ import (
 // kinds are the CRDs in the order their pages are written: a schema
 // already written on an earlier page (a CronWorkflow's workflowSpec is a
 // Workflow's spec) links there instead of being repeated.
-var kinds = []string{"agenttasks", "workflows", "cronworkflows", "userdeployments", "schedexts"}
+var kinds = []string{"agenttasks", "workflows", "cronworkflows", "workflowtemplates", "clusterworkflowtemplates", "userdeployments", "schedexts"}
 
 // crds are docs/reference/<kind>.md: every field of each CRD's OpenAPI
 // schema with its type, bounds, default, rules and description.

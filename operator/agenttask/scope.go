@@ -163,6 +163,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) (phase.Result, e
 		task.Status.Logs = keepLogs(task.Status.Logs, s.kept, logBudget(task))
 	}
 	task.Status = computeStatus(task, s.o, metav1.NewTime(r.Clock.Now()))
+	// A task that has just succeeded gets its file outputs in this same
+	// write, before tidyFinished lets its pod go.
+	if err := r.keepFileOutputs(ctx, task, before, s.o.pods); err != nil {
+		return phase.Result{}, err
+	}
 	task.Status.Expiry = expiry.ForTask(task, task.Status.CompletionTime, rules)
 	if c, ok := podplacement.PriorityCondition(task.Spec.Placement, r.PriorityClasses); ok {
 		status.SetCondition(&task.Status.Conditions, task.Generation, c)

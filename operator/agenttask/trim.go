@@ -73,6 +73,17 @@ func TrimTask(obj any) (any, error) {
 	}
 	cachetrim.TrimMeta(&task.ObjectMeta)
 	trimLogs(task.Status.Logs)
+	// File outputs (up to 1 MiB a task) are cached only when they are as
+	// small as a termination message's: those the Workflow controller
+	// passes on to later steps (schedv1.PassedFileOutputs). The status
+	// write that adds them finishes the task, computed before they were
+	// cached, and no later write touches them.
+	if !schedv1.PassedFileOutputs(task.Status.FileOutputs) {
+		// Their keys and sizes stay, for a workflow to say a reference
+		// to one is to an output too big to pass on.
+		cachetrim.MarkHeldOutputs(&task.ObjectMeta, task.Status.FileOutputs)
+		task.Status.FileOutputs = nil
+	}
 	if cachetrim.TaskBulk(&task.Spec) <= cachetrim.TrimAbove {
 		return task, nil
 	}

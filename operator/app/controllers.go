@@ -125,7 +125,7 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 		APIReader:         mgr.GetAPIReader(),
 		PriorityClasses:   o.Settings.PriorityClasses,
 		AnnotationDomains: o.Settings.AllowedPodAnnotationDomains,
-		ToolsImage:        o.Settings.ToolsImage,
+		ToolsImage:        o.ToolsImage(),
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

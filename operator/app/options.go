@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -62,6 +63,9 @@ type Options struct {
 	// Settings are the cluster settings (api/settings), each a flag and an
 	// environment variable.
 	Settings settings.Values
+	// OperatorImage is the operator's own image (OPERATOR_IMAGE), the
+	// tools image when Settings.ToolsImage is empty.
+	OperatorImage string
 
 	// Clock is what the CronWorkflow controller reads the time from; the
 	// real clock when nil. Not a flag: tests set a fake one, so a run
@@ -200,6 +204,9 @@ func usage(st settings.Setting, value any) string {
 func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	// Install gives the operator's Deployment its own image: the default
+	// tools image.
+	o.OperatorImage, _ = lookup("OPERATOR_IMAGE")
 	if v, ok := lookup("POD_NAMESPACE"); ok && !given["leader-election-namespace"] {
 		o.LeaderElectionNamespace = v
 	}
@@ -220,9 +227,6 @@ func (o *Options) ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool))
 				return err
 			}
 		}
-	}
-	if v, ok := lookup("OPERATOR_IMAGE"); ok && o.Settings.ToolsImage == "" {
-		o.Settings.ToolsImage = v
 	}
 	return o.Validate()
 }
@@ -312,6 +316,12 @@ func (o *Options) NamespaceSelector() (labels.Selector, error) {
 		return nil, fmt.Errorf("--namespace-selector %q is not a label selector: %w", o.Settings.NamespaceSelector, err)
 	}
 	return sel, nil
+}
+
+// ToolsImage runs the helpers in tasks' pods: the tools-image setting,
+// else the operator's own image.
+func (o *Options) ToolsImage() string {
+	return cmp.Or(o.Settings.ToolsImage, o.OperatorImage)
 }
 
 // serves says whether the operator serves a namespace: nil when it serves

@@ -62,6 +62,17 @@ func TestOperatorMayDoOnlyItsJob(t *testing.T) {
 		{"create", schedv1.GroupVersion.Group, "cronworkflows", false},
 		{"update", schedv1.GroupVersion.Group, "cronworkflows", false},
 		{"list", "", "namespaces", true},
+		// A run from a template: its spec written once, the template
+		// copied in (kubectl-sched-workflow-spec holds it to that); the
+		// templates read one by one, never listed or written.
+		{"update", schedv1.GroupVersion.Group, "workflows", true},
+		{"patch", schedv1.GroupVersion.Group, "workflows", false},
+		{"get", schedv1.GroupVersion.Group, "workflowtemplates", true},
+		{"list", schedv1.GroupVersion.Group, "workflowtemplates", false},
+		{"create", schedv1.GroupVersion.Group, "workflowtemplates", false},
+		{"update", schedv1.GroupVersion.Group, "workflowtemplates", false},
+		{"get", schedv1.GroupVersion.Group, "clusterworkflowtemplates", true},
+		{"create", schedv1.GroupVersion.Group, "clusterworkflowtemplates", false},
 		// An app's revisions: made and trimmed, never changed.
 		{"create", "apps", "controllerrevisions", true},
 		{"delete", "apps", "controllerrevisions", true},

@@ -8,7 +8,11 @@
 package cachetrim
 
 import (
+	"fmt"
 	"maps"
+	"slices"
+	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -100,6 +104,52 @@ func MarkTrimmed(m *metav1.ObjectMeta) {
 	m.Annotations[AnnotationTrimmed] = "true"
 }
 
+// AnnotationHeldOutputs lists, on a cached task, the file outputs the
+// cache dropped because they are too big for a workflow to pass on
+// (schedv1.PassedFileOutputs), as key=bytes, sorted and comma-separated:
+// a workflow that references one says it is too big, not missing. It is
+// never written to the API server; a tenant who writes it on a task
+// changes only the message of a reference to that task's outputs.
+const AnnotationHeldOutputs = schedv1.GroupName + "/file-outputs-held"
+
+// maxHeldOutputsLength bounds AnnotationHeldOutputs: MaxFileOutputs keys
+// of at most 63 bytes, each with "=", up to 7 digits and ",".
+const maxHeldOutputsLength = schedv1.MaxFileOutputs * (63 + 1 + 7 + 1)
+
+// MarkHeldOutputs records on a cached task the keys and sizes of the file
+// outputs outs that the cache drops (AnnotationHeldOutputs).
+func MarkHeldOutputs(m *metav1.ObjectMeta, outs map[string]string) {
+	if len(outs) == 0 {
+		return
+	}
+	parts := make([]string, 0, len(outs))
+	for _, k := range slices.Sorted(maps.Keys(outs)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, len(outs[k])))
+	}
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[AnnotationHeldOutputs] = strings.Join(parts, ",")
+}
+
+// HeldOutputs reads the sizes of a cached task's file outputs that the
+// cache dropped (MarkHeldOutputs), by key; nil when there are none.
+func HeldOutputs(o metav1.Object) map[string]int {
+	v := o.GetAnnotations()[AnnotationHeldOutputs]
+	if v == "" {
+		return nil
+	}
+	held := map[string]int{}
+	for part := range strings.SplitSeq(v, ",") {
+		k, n, ok := strings.Cut(part, "=")
+		size, err := strconv.Atoi(n)
+		if ok && err == nil && k != "" {
+			held[k] = size
+		}
+	}
+	return held
+}
+
 // Trimmed reports whether an object is a cached copy its transform
 // trimmed.
 func Trimmed(o metav1.Object) bool {
@@ -128,6 +178,7 @@ func TrimMeta(m *metav1.ObjectMeta) {
 // times the operator writes (RFC 3339 with nanoseconds is 35 bytes).
 var keptAnnotationLength = map[string]int{
 	schedv1.AnnotationCacheKey:             schedv1.MaxCacheKeyLength,
+	AnnotationHeldOutputs:                  maxHeldOutputsLength,
 	schedv1.AnnotationPreviousStepFinished: maxTimeLength,
 	schedv1.AnnotationScheduledTime:        maxTimeLength,
 }
@@ -140,6 +191,7 @@ const maxTimeLength = 64
 // gone.
 var keptMeta = map[string]bool{
 	AnnotationTrimmed:                      true,
+	AnnotationHeldOutputs:                  true,
 	schedv1.LabelManagedBy:                 true,
 	schedv1.LabelWorkflow:                  true,
 	schedv1.LabelWorkflowStep:              true,

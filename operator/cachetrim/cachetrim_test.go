@@ -1,10 +1,12 @@
 package cachetrim
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
@@ -45,5 +47,36 @@ func TestTrimMetaBoundsTheTimes(t *testing.T) {
 		if v, ok := m.Annotations[key]; ok {
 			t.Errorf("%s of %d bytes was kept", key, len(v))
 		}
+	}
+}
+
+// TestHeldOutputs: the keys and sizes of the file outputs the cache drops
+// read back as written, the most a task may have fit the annotation's
+// bound, and a longer one (a tenant's) is not kept.
+func TestHeldOutputs(t *testing.T) {
+	outs := map[string]string{}
+	want := map[string]int{}
+	for i := range schedv1.MaxFileOutputs {
+		k := fmt.Sprintf("%02d", i) + strings.Repeat("k", 61)
+		outs[k] = strings.Repeat("x", schedv1.MaxFileOutputBytes/schedv1.MaxFileOutputs)
+		want[k] = schedv1.MaxFileOutputBytes / schedv1.MaxFileOutputs
+	}
+	outs["big"] = strings.Repeat("x", 1234567)
+	delete(outs, fmt.Sprintf("%02d", 0)+strings.Repeat("k", 61))
+	delete(want, fmt.Sprintf("%02d", 0)+strings.Repeat("k", 61))
+	want["big"] = 1234567
+	m := metav1.ObjectMeta{}
+	MarkHeldOutputs(&m, outs)
+	TrimMeta(&m)
+	if diff := cmp.Diff(want, HeldOutputs(&m)); diff != "" {
+		t.Errorf("held outputs (-want +got):\n%s", diff)
+	}
+	if got := HeldOutputs(&metav1.ObjectMeta{}); got != nil {
+		t.Errorf("a task without the annotation holds %v", got)
+	}
+	m.Annotations[AnnotationHeldOutputs] += "," + strings.Repeat("k", maxHeldOutputsLength)
+	TrimMeta(&m)
+	if got := HeldOutputs(&m); got != nil {
+		t.Errorf("an annotation past its bound was kept: %d keys", len(got))
 	}
 }

@@ -26,6 +26,9 @@ import (
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 )
 
+// Command is the subcommand of the operator's binary the clone runs.
+const Command = "clone"
+
 // EnvRepos holds the repositories to clone, as JSON ([]Repo).
 const EnvRepos = "CLONE_REPOS"
 

@@ -57,6 +57,9 @@ const (
 	// LogsKept: AgentTask controller, the status that keeps ended pods'
 	// logs written, the pods not yet released, pruned or deleted.
 	LogsKept = "agenttask-logs-kept"
+	// FileOutputsRead: AgentTask controller, a succeeded task's file
+	// outputs read from its pod's sidecar, the status not written.
+	FileOutputsRead = "agenttask-file-outputs-read"
 )
 
 // Tag is the build tag that arms the points.

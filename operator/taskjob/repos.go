@@ -42,7 +42,7 @@ func mountRepos(pod *corev1.PodSpec, spec *schedv1.AgentTaskSpec, image string) 
 	init := corev1.Container{
 		Name:      CloneContainerName,
 		Image:     image,
-		Args:      []string{"clone"},
+		Args:      []string{clone.Command},
 		Resources: spec.Resources.Core(),
 		// A clone that fails writes why; one that crashes leaves its log.
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
@@ -103,4 +103,13 @@ func workspaceOf(mounts []schedv1.WorkspaceMount, path string) *schedv1.Workspac
 		}
 	}
 	return found
+}
+
+// reposRefused says why task's spec.repos cannot be cloned: the cluster
+// has no tools image to run the clone.
+func (s *Starter) reposRefused(task *schedv1.AgentTask) (reason, msg string) {
+	if len(task.Spec.Repos) == 0 || s.ToolsImage != "" {
+		return "", ""
+	}
+	return schedv1.ReasonCloneFailed, "spec.repos needs the operator's tools image for its clone, and this operator has none (it runs outside the cluster, with neither tools-image nor OPERATOR_IMAGE set): ask a cluster admin to set tools-image (kubectl sched install --tools-image), or clone in the task's own command"
 }

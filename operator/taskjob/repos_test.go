@@ -150,3 +150,22 @@ func TestRepoMountsWithoutToolsImage(t *testing.T) {
 		t.Fatalf("a task without repos: %v and %d init containers, want neither", err, len(pod.InitContainers))
 	}
 }
+
+// A task with spec.repos on an operator without a tools image is refused
+// with what to do, as file outputs are, instead of a Job whose clone
+// cannot start.
+func TestReposRefusedWithoutToolsImage(t *testing.T) {
+	withRepos := MakeAgentTask("t", "ns").Image("busybox").Spec(func(s *schedv1.AgentTaskSpec) {
+		s.Repos = []schedv1.Repo{{Name: "app", URL: "https://git.example.com/app.git"}}
+	}).Obj()
+	reason, msg := (&Starter{}).reposRefused(withRepos)
+	if reason != schedv1.ReasonCloneFailed || !strings.Contains(msg, "kubectl sched install --tools-image") {
+		t.Errorf("no tools image: %q %q, want CloneFailed naming --tools-image", reason, msg)
+	}
+	if reason, _ := (&Starter{ToolsImage: "tools:v1"}).reposRefused(withRepos); reason != "" {
+		t.Errorf("with a tools image: refused as %s", reason)
+	}
+	if reason, _ := (&Starter{}).reposRefused(MakeAgentTask("t", "ns").Image("busybox").Obj()); reason != "" {
+		t.Errorf("no repos: refused as %s", reason)
+	}
+}

@@ -46,9 +46,11 @@ type Starter struct {
 	// AnnotationDomains are the domains of the pod annotation keys a task
 	// may pass (--allowed-pod-annotation-domains).
 	AnnotationDomains []string
-	// ToolsImage clones a task's spec.repos in its pod (--tools-image).
+	Clock             clock.PassiveClock
+	// ToolsImage runs the helpers in tasks' pods (settings' tools-image,
+	// else the operator's own image): the clone of spec.repos and the
+	// file outputs sidecar.
 	ToolsImage string
-	Clock      clock.PassiveClock
 
 	mu sync.Mutex
 	// starting counts, per task, the Workflow controller's creates in
@@ -159,6 +161,12 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 	if task.Status.Phase.Finished() {
 		return "", "", nil
 	}
+	if reason, msg := s.reposRefused(task); reason != "" {
+		return reason, msg, nil
+	}
+	if reason, msg := s.outputsRefused(task); reason != "" {
+		return reason, msg, nil
+	}
 	if fields := PrivilegeAsked(task); len(fields) > 0 {
 		allowed, err := podsecurity.AllowsPrivileged(ctx, s.Client, s.APIReader, task.Namespace)
 		if err != nil {
@@ -184,7 +192,12 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 // not nil, hears of a create the API server refused.
 func (s *Starter) CreateJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	// The clone runs first, so the outputs sidecar starts only for a
+	// checked-out task.
 	if err := mountRepos(&job.Spec.Template.Spec, &task.Spec, s.ToolsImage); err != nil {
+		return nil, err
+	}
+	if err := s.addOutputs(ctx, task, &job.Spec.Template.Spec); err != nil {
 		return nil, err
 	}
 	if tmpl := &job.Spec.Template.Spec; tmpl.PriorityClassName == "" {

@@ -56,6 +56,7 @@ func Objects(ns, tierName string, tier Tier, classes []schedulingv1.PriorityClas
 		schedv1.AnnotationTierTTLDefault:           ttl(tier.TTL.Default),
 		schedv1.AnnotationTierTTLMax:               ttl(tier.TTL.Max),
 		schedv1.AnnotationTierMaxRevisions:         revisions(tier.Apps.MaxRevisions),
+		schedv1.AnnotationTierFileOutputBytes:      fileBytes(tier.Outputs.MaxFileBytes),
 	}
 	d := Desired{Objects: []client.Object{quota}}
 	if l := tier.Limits; l != nil {
@@ -102,6 +103,13 @@ func revisions(n *int32) string {
 		return ""
 	}
 	return strconv.Itoa(int(*n))
+}
+
+func fileBytes(q *resource.Quantity) string {
+	if q == nil {
+		return ""
+	}
+	return strconv.FormatInt(q.Value(), 10)
 }
 
 func ttl(d *metav1.Duration) string {

@@ -72,6 +72,7 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 		Placement: PlacementLimits{NodePools: []string{"general", "spot"}, Tolerations: []string{schedv1.TaintSpot}, MaxTolerationSeconds: ptr.To[int64](600)},
 		TTL:       TTLLimits{Default: &metav1.Duration{Duration: 15 * time.Minute}, Max: &metav1.Duration{Duration: 90 * time.Minute}},
 		Apps:      AppLimits{MaxRevisions: ptr.To[int32](3)},
+		Outputs:   OutputLimits{MaxFileBytes: ptr.To(resource.MustParse("64Ki"))},
 	}
 	d := Objects("ns", "free", tier, []schedulingv1.PriorityClass{class("kubectl-sched-medium", 100)}, shipped)
 	if len(d.Objects) != 3 || !d.PriorityQuota {
@@ -88,6 +89,7 @@ func TestObjectsCarryTheLimits(t *testing.T) {
 		schedv1.AnnotationTierDefaultPriorityClass: "",
 		schedv1.AnnotationTierMaxTolerationSeconds: "600",
 		schedv1.AnnotationTierMaxRevisions:         "3",
+		schedv1.AnnotationTierFileOutputBytes:      "65536",
 	}
 	if diff := cmp.Diff(want, q.Annotations); diff != "" {
 		t.Errorf("annotations (-want +got):\n%s", diff)
@@ -176,13 +178,15 @@ func TestParseTiersPlacement(t *testing.T) {
 		"unknown":  "quota: {pods: '1'}\nplacement: {maxPriorty: High}",
 		"seconds":  "quota: {pods: '1'}\nplacement: {maxTolerationSeconds: -1}",
 		"history":  "quota: {pods: '1'}\napps: {maxRevisions: 0}",
+		"outputs":  "quota: {pods: '1'}\noutputs: {maxFileBytes: 2Mi}",
 	}}
 	tiers, bad := ParseTiers(cm)
 	if _, ok := tiers["ok"]; !ok || len(tiers) != 1 {
 		t.Errorf("tiers %v, want only ok", Names(tiers))
 	}
 	for name, want := range map[string]string{"priority": "maxPriority", "pool": "nodePools", "taint": "tolerations", "unknown": "maxPriorty",
-		"seconds": "placement.maxTolerationSeconds -1 is not between 0 and 86400", "history": "apps.maxRevisions 0 is not between 1 and 100"} {
+		"seconds": "placement.maxTolerationSeconds -1 is not between 0 and 86400", "history": "apps.maxRevisions 0 is not between 1 and 100",
+		"outputs": "outputs.maxFileBytes 2Mi is not between 0 (excluded) and 1Mi"} {
 		if err := bad[name]; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want it to name %s", name, err, want)
 		}

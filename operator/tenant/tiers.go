@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -33,6 +34,16 @@ type Tier struct {
 	TTL TTLLimits `json:"ttl,omitempty"`
 	// Apps bounds what the operator keeps for each app.
 	Apps AppLimits `json:"apps,omitempty"`
+	// Outputs bounds what a task hands over as outputs.
+	Outputs OutputLimits `json:"outputs,omitempty"`
+}
+
+// OutputLimits are a tier's bounds on a task's outputs.
+type OutputLimits struct {
+	// MaxFileBytes is the most bytes a task's file outputs
+	// (spec.outputs.fromDir) hold in all, kept in the task's status. Left
+	// out: the API's own bound, 1Mi.
+	MaxFileBytes *resource.Quantity `json:"maxFileBytes,omitempty"`
 }
 
 // AppLimits are a tier's bounds on what the operator keeps for an app.
@@ -167,6 +178,9 @@ func (t Tier) validate() error {
 	}
 	if m := t.Apps.MaxRevisions; m != nil && (*m < 1 || *m > maxRevisions) {
 		return fmt.Errorf("apps.maxRevisions %d is not between 1 and %d", *m, maxRevisions)
+	}
+	if q := t.Outputs.MaxFileBytes; q != nil && (q.Sign() <= 0 || q.Value() > schedv1.MaxFileOutputBytes) {
+		return fmt.Errorf("outputs.maxFileBytes %s is not between 0 (excluded) and 1Mi", q)
 	}
 	if d, m := t.TTL.Default, t.TTL.Max; d != nil && m != nil && d.Duration > m.Duration {
 		return fmt.Errorf("ttl.default %s is above ttl.max %s", tiers.FormatDuration(d.Duration), tiers.FormatDuration(m.Duration))

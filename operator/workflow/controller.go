@@ -85,6 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return phase.Run(ctx, &scope{wf: wf, now: metav1.NewTime(r.Clock.Now())},
 		r.readRules,
 		r.tidyFinished,
+		r.fillFromTemplate,
 		r.decideSteps,
 		r.cancelSteps,
 		r.readyWorkspaces,

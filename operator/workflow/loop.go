@@ -80,6 +80,9 @@ func loopItems(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int) ([]strin
 func startLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now metav1.Time) (string, error) {
 	items, reason, err := loopItems(wf, st, i)
 	if err != nil {
+		if err = explainHeld(err, p.held); reason == schedv1.ReasonMissingOutput {
+			reason = taskErrorReason(err)
+		}
 		return reason, err
 	}
 	s := stepStatus(wf, st, i)
@@ -217,7 +220,7 @@ func syncLoop(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, found map
 			it.Message = clipTo(t.Status.Message, maxItemMessage)
 		}
 		if it.Phase == schedv1.StepSucceeded && !s.Phase.Finished() {
-			if err := gather(s, int(fe.Total), k, t.Status.Outputs); err != nil {
+			if err := gather(s, int(fe.Total), k, schedv1.StepOutputs(&t.Status)); err != nil {
 				s.Phase, s.Reason, s.CompletionTime = schedv1.StepFailed, schedv1.ReasonTooLarge, &now
 				s.Message = fmt.Sprintf("step %s: %v", s.Name, err)
 			}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 )
 
 // world plays the controller and the AgentTask controller for decide: the
@@ -299,6 +301,26 @@ func TestLoopLists(t *testing.T) {
 				}
 			},
 		},
+		"from a file output": {
+			wf: loop("${steps.plan.output.regions}"), plan: map[string]string{"regions": `["eu", "us", "ap"]`, fileOutputs: "true"},
+			wantCreates: []string{"rel-1-deploy-0", "rel-1-deploy-1", "rel-1-deploy-2"}, wantPhase: schedv1.WorkflowRunning,
+			check: func(t *testing.T, w *world) {
+				if got := w.wf.Status.Steps[0].Outputs["regions"]; got != `["eu", "us", "ap"]` {
+					t.Errorf("plan's outputs in the workflow %q", got)
+				}
+			},
+		},
+		"from a file output too big to pass on": {
+			wf: loop("${steps.plan.output.regions}"), plan: map[string]string{"regions": `["eu"]`, "report": strings.Repeat("x", 5000), fileOutputs: "true"},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonTooLarge,
+			wantMsg: `step 1 (deploy) cannot start: forEach.from uses ${steps.plan.output.regions}, but file output "regions" of step plan holds 6 bytes, ` +
+				"and a workflow passes a step's file outputs on only when they hold at most 4096 bytes in all; " +
+				"the output is in its task's status.fileOutputs: write what later steps need to a smaller file, or to the termination message",
+		},
+		"from an output missing beside file outputs too big to pass on": {
+			wf: loop("${steps.plan.output.zones}"), plan: map[string]string{"regions": `["eu"]`, "report": strings.Repeat("x", 5000), fileOutputs: "true"},
+			wantPhase: schedv1.WorkflowFailed, wantReason: schedv1.ReasonMissingOutput,
+		},
 		"from a param": {
 			wf: loop("${params.regions}", "regions", `["eu"]`), plan: map[string]string{},
 			wantCreates: []string{"rel-1-deploy-0"}, wantPhase: schedv1.WorkflowRunning,
@@ -336,7 +358,19 @@ func TestLoopLists(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t, tc.wf)
 			w.look()
-			w.step(0, schedv1.TaskSucceeded, tc.plan)
+			if tc.plan[fileOutputs] != "" {
+				outs := maps.Clone(tc.plan)
+				delete(outs, fileOutputs)
+				w.step(0, schedv1.TaskSucceeded, nil)
+				// As the cache holds them (agenttask.TrimTask).
+				if schedv1.PassedFileOutputs(outs) {
+					w.tasks[0].Status.FileOutputs = outs
+				} else {
+					cachetrim.MarkHeldOutputs(&w.tasks[0].ObjectMeta, outs)
+				}
+			} else {
+				w.step(0, schedv1.TaskSucceeded, tc.plan)
+			}
 			p := w.look()
 			st := w.wf.Status
 			if diff := cmp.Diff(tc.wantCreates, creates(p)); diff != "" {
@@ -347,6 +381,46 @@ func TestLoopLists(t *testing.T) {
 			}
 			if tc.check != nil {
 				tc.check(t, w)
+			}
+		})
+	}
+}
+
+// fileOutputs in a test's plan outputs makes them the task's file outputs.
+const fileOutputs = "#files"
+
+// TestReferenceToAHeldOutput: a step's reference to a file output too big
+// to pass on fails TooLarge, saying so, not MissingOutput; one to a key
+// the step never wrote still fails MissingOutput.
+func TestReferenceToAHeldOutput(t *testing.T) {
+	for name, tc := range map[string]struct {
+		ref, wantReason, wantIn string
+	}{
+		"a held output": {ref: "${steps.gen.output.report}", wantReason: schedv1.ReasonTooLarge,
+			wantIn: `args[0] uses ${steps.gen.output.report}, but file output "report" of step gen holds 102400 bytes`},
+		"by index":        {ref: "${steps.0.output.report}", wantReason: schedv1.ReasonTooLarge, wantIn: "holds 102400 bytes"},
+		"a passed output": {ref: "${steps.gen.output.sha}", wantReason: ""},
+		"never written":   {ref: "${steps.gen.output.nope}", wantReason: schedv1.ReasonMissingOutput, wantIn: `did not output "nope"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			wf := MakeWorkflow("rel", "ns").Step("gen", "busybox").Step("use", "busybox", tc.ref).Obj()
+			w := newWorld(t, wf)
+			w.look()
+			w.step(0, schedv1.TaskSucceeded, map[string]string{"sha": "abc"})
+			cachetrim.MarkHeldOutputs(&w.tasks[0].ObjectMeta, map[string]string{"report": strings.Repeat("x", 100<<10), "list": "[]"})
+			p := w.look()
+			st := w.wf.Status
+			if tc.wantReason == "" {
+				if diff := cmp.Diff([]string{"rel-1-use"}, creates(p)); diff != "" {
+					t.Errorf("creates (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if st.Phase != schedv1.WorkflowFailed || st.Reason != tc.wantReason || !strings.Contains(st.Message, tc.wantIn) {
+				t.Errorf("workflow %s %s %q; want Failed %s containing %q", st.Phase, st.Reason, st.Message, tc.wantReason, tc.wantIn)
+			}
+			if len(p.creates) != 0 {
+				t.Errorf("created %v for a step that cannot start", creates(p))
 			}
 		})
 	}

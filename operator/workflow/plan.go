@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	"github.com/kubectl-sched/kubectl-sched/api/substitution"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
+	"github.com/kubectl-sched/kubectl-sched/operator/cachetrim"
 	"github.com/kubectl-sched/kubectl-sched/operator/status"
 )
 
@@ -37,6 +38,9 @@ type plan struct {
 	// cache finds the step tasks of the namespace by cache key
 	// (stepcache.go); nil looks up nothing.
 	cache cacheLookup
+	// held are the sizes of the steps' file outputs too big to pass on,
+	// by step and key (heldOutputs).
+	held map[int]map[string]int
 }
 
 // stepCreate is a step's AgentTask to create, or one item's of a loop.
@@ -71,7 +75,7 @@ func decide(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTa
 // (stepcache.go): a step with a cache key that finds one takes its
 // outputs instead of starting a task.
 func decideCached(wf *schedv1.Workflow, tasks map[int]*schedv1.AgentTask, items itemTasks, prev *schedv1.Workflow, rules approvalRules, cache cacheLookup, now metav1.Time) plan {
-	p := plan{status: *wf.Status.DeepCopy(), approvals: rules, cache: cache}
+	p := plan{status: *wf.Status.DeepCopy(), approvals: rules, cache: cache, held: heldOutputs(tasks)}
 	st := &p.status
 	st.ObservedGeneration = wf.Generation
 	if st.Phase.Finished() {
@@ -277,6 +281,7 @@ func start(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, p *plan, now
 	}
 	task, err := newStepTask(wf, i, st)
 	if err != nil {
+		err = explainHeld(err, p.held)
 		return taskErrorReason(err), err
 	}
 	if main && len(wf.Spec.Dependencies(i)) > 0 {
@@ -295,7 +300,10 @@ func taskErrorReason(err error) string {
 		tooLarge *substitution.TooLargeError
 		longKey  *substitution.CacheKeyTooLongError
 	)
+	var held *heldOutputError
 	switch {
+	case errors.As(err, &held):
+		return schedv1.ReasonTooLarge
 	case errors.As(err, &missing):
 		return schedv1.ReasonMissingOutput
 	case errors.As(err, &tooLarge), errors.As(err, &longKey):
@@ -628,7 +636,7 @@ func syncList(spec []schedv1.WorkflowStep, status []schedv1.StepStatus, tasks ma
 				if t.Status.Reason == schedv1.ReasonBackingOff {
 					s.Reason = schedv1.ReasonBackingOff
 				}
-				s.Outputs = t.Status.Outputs
+				s.Outputs = schedv1.StepOutputs(&t.Status)
 				s.CompletionTime = t.Status.CompletionTime
 			}
 		} else if s.TaskName != "" && !s.Phase.Finished() {
@@ -908,4 +916,49 @@ func lower(p schedv1.StepPhase) string {
 		return "waiting for approval"
 	}
 	return "pending"
+}
+
+// heldOutputs are the sizes of the file outputs of the steps' tasks that
+// the cache dropped as too big to pass on (cachetrim.HeldOutputs), by step
+// and key.
+func heldOutputs(tasks map[int]*schedv1.AgentTask) map[int]map[string]int {
+	var held map[int]map[string]int
+	for i, t := range tasks {
+		if h := cachetrim.HeldOutputs(t); h != nil {
+			if held == nil {
+				held = map[int]map[string]int{}
+			}
+			held[i] = h
+		}
+	}
+	return held
+}
+
+// heldOutputError is a reference to a step's file output that is too big
+// for the workflow to pass on: it exists, in the step's task, but later
+// steps cannot read it. Its reason is TooLarge, not MissingOutput.
+type heldOutputError struct {
+	*substitution.MissingOutputError
+	// Bytes is the output's size.
+	Bytes int
+}
+
+func (e *heldOutputError) Error() string {
+	m := e.MissingOutputError
+	return fmt.Sprintf("%s uses %s, but file output %q of step %s holds %d bytes, and a workflow passes a step's file outputs on only when they hold at most %d bytes in all; "+
+		"the output is in its task's status.fileOutputs: write what later steps need to a smaller file, or to the termination message",
+		m.Field, m.Raw, m.Key, m.Step, e.Bytes, schedv1.MaxPassedFileOutputBytes)
+}
+
+// explainHeld turns a reference to an output that is missing because it
+// is too big to pass on (held) into a *heldOutputError that says so.
+func explainHeld(err error, held map[int]map[string]int) error {
+	var missing *substitution.MissingOutputError
+	if !errors.As(err, &missing) {
+		return err
+	}
+	if n, ok := held[missing.StepIndex][missing.Key]; ok {
+		return &heldOutputError{MissingOutputError: missing, Bytes: n}
+	}
+	return err
 }

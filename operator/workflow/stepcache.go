@@ -122,7 +122,7 @@ func fromCache(wf *schedv1.Workflow, st *schedv1.WorkflowStatus, i int, lookup c
 		from.Workflow = ref.Name
 	}
 	s.Phase, s.Reason, s.TaskName = schedv1.StepSucceeded, schedv1.ReasonCacheHit, ""
-	s.Outputs = maps.Clone(t.Status.Outputs)
+	s.Outputs = maps.Clone(schedv1.StepOutputs(&t.Status))
 	s.StartTime, s.CompletionTime = &now, &now
 	s.CachedFrom = from
 	s.Message = cacheHitMessage(from, now.Time)

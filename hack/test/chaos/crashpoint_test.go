@@ -437,3 +437,65 @@ func TestKilledAfterLogsKept(t *testing.T) {
 	}
 	t.Logf("killed after the write: pod %s released by the next operator, its record %s (%s)", kept.Pod, kept.Reason, kept.Message)
 }
+
+// TestKilledAfterFileOutputsRead kills the operator after it read a
+// succeeded task's file outputs and before the status that holds them
+// (crash point agenttask-file-outputs-read). Nothing was written and the
+// pod is still held; the operator that follows reads the sidecar's log
+// again and writes the task's end once. A simulated node serves no logs,
+// so that end is the failure that says so: what is checked is that the
+// restart loses nothing and the read lands in one status write.
+func TestKilledAfterFileOutputsRead(t *testing.T) {
+	s := startSim(t)
+	e := s.env(t, "op", []string{"--leader-elect=false", "--tools-image=busybox:1.36"})
+	t.Cleanup(func() { _ = e.StopOperator() })
+	cl, ctx := s.client, context.Background()
+	const ns, name = "default", "file-outputs"
+	task := MakeAgentTask(name, ns).Image("busybox:1.36").Args("run").Obj()
+	task.Spec.Outputs = &schedv1.TaskOutputs{FromDir: "/out"}
+	if err := cl.Create(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+
+	killAt(t, e, crashpoint.FileOutputsRead+":1")
+	if err := cl.Get(ctx, key, task); err != nil || task.Status.Phase.Finished() {
+		t.Fatalf("killed before the write, the task has finished (%v): %+v", err, task.Status)
+	}
+	pods := &corev1.PodList{}
+	if err := cl.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{schedv1.LabelAgentTask: name}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("pods of the task: %v, %d", err, len(pods.Items))
+	}
+	pod := pods.Items[0]
+	if !slices.Contains(pod.Finalizers, schedv1.FinalizerOutputs) {
+		t.Fatalf("killed before the write, pod %s is not held: %v", pod.Name, pod.Finalizers)
+	}
+	if i := slices.IndexFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == "outputs" }); i < 0 || pod.Spec.InitContainers[i].Image != "busybox:1.36" {
+		t.Fatalf("pod %s has no outputs sidecar of the tools image: %+v", pod.Name, pod.Spec.InitContainers)
+	}
+
+	if err := e.StartOperator(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := cl.Get(ctx, key, task); err != nil {
+			return false, err
+		}
+		return task.Status.Phase.Finished(), nil
+	})
+	if err != nil {
+		t.Fatalf("the next operator did not finish the task: %v: %+v", err, task.Status)
+	}
+	if task.Status.Phase != schedv1.TaskFailed || task.Status.Reason != schedv1.ReasonOutputsInvalid ||
+		!strings.Contains(task.Status.Message, "outputs sidecar's log of pod "+pod.Name+" could not be read") {
+		t.Errorf("status %s %s %q; want the failure that names the unreadable sidecar log", task.Status.Phase, task.Status.Reason, task.Status.Message)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := cl.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod.Name}, &pod)
+		return err == nil && !slices.Contains(pod.Finalizers, schedv1.FinalizerOutputs), client.IgnoreNotFound(err)
+	})
+	if err != nil {
+		t.Fatalf("the next operator did not release pod %s: %v", pod.Name, err)
+	}
+	t.Logf("killed after the read: the next operator read again and finished the task once: %s", task.Status.Message)
+}

@@ -436,9 +436,16 @@ var grantedUnused = map[access]string{
 	{"get", schedv1.GroupName, "agenttasks/status"}:            "kubectl-sched-edit",
 	{"get", schedv1.GroupName, "workflows/status"}:             "kubectl-sched-edit",
 	{"get", schedv1.GroupName, "userdeployments/status"}:       "kubectl-sched-edit",
-	{"get", "", "limitranges"}:                                 "tenant describe",
-	{"list", "", "limitranges"}:                                "tenant describe",
-	{"watch", "", "limitranges"}:                               "tenant describe",
+	// Members write templates with kubectl apply; no command of the
+	// plugin writes one.
+	{"create", schedv1.GroupName, "workflowtemplates"}:           "kubectl-sched-edit",
+	{"update", schedv1.GroupName, "workflowtemplates"}:           "kubectl-sched-edit",
+	{"patch", schedv1.GroupName, "workflowtemplates"}:            "kubectl-sched-edit",
+	{"delete", schedv1.GroupName, "workflowtemplates"}:           "kubectl-sched-edit",
+	{"deletecollection", schedv1.GroupName, "workflowtemplates"}: "kubectl-sched-edit",
+	{"get", "", "limitranges"}:                                   "tenant describe",
+	{"list", "", "limitranges"}:                                  "tenant describe",
+	{"watch", "", "limitranges"}:                                 "tenant describe",
 }
 
 // refusedByDesign are the requests a member's commands make that RBAC
@@ -462,6 +469,10 @@ var refusedByDesign = []struct {
 // and deny ask the API server who the user is.
 var everyoneMay = map[access]bool{
 	{"create", "authentication.k8s.io", "selfsubjectreviews"}: true,
+	// kubectl-sched-cluster-templates, bound to system:authenticated.
+	{"get", schedv1.GroupName, "clusterworkflowtemplates"}:   true,
+	{"list", schedv1.GroupName, "clusterworkflowtemplates"}:  true,
+	{"watch", schedv1.GroupName, "clusterworkflowtemplates"}: true,
 }
 
 // roleIsWhatMembersUse derives from the requests user's commands made what

@@ -108,7 +108,11 @@ object:
 
 // realTier adds a tier to the installed ones that may use the real node's
 // pool (no installed tier may), until the test ends.
-func realTier(t *testing.T, e *env, name string) {
+func realTier(t *testing.T, e *env, name string) { t.Helper(); realTierWith(t, e, name, "") }
+
+// realTierWith is realTier with more of a tier's YAML (whole top-level
+// keys, such as outputs).
+func realTierWith(t *testing.T, e *env, name, extra string) {
 	t.Helper()
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{}
@@ -120,7 +124,7 @@ func realTier(t *testing.T, e *env, name string) {
 	cm.Data[name] = `quota: {requests.cpu: "2", requests.memory: 4Gi, pods: "20", count/agenttasks.sched.kubectl-sched.dev: "20", count/workflows.sched.kubectl-sched.dev: "5", count/userdeployments.sched.kubectl-sched.dev: "2", count/configmaps: "10"}
 limits: {default: {cpu: 250m, memory: 256Mi}, defaultRequest: {cpu: 50m, memory: 64Mi}}
 placement: {maxPriority: Low, nodePools: [general, real]}
-`
+` + extra
 	if err := e.client.Patch(ctx, cm, patch); err != nil {
 		t.Fatal(err)
 	}

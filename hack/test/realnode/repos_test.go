@@ -22,10 +22,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/hack/cluster"
 )
 
-// toolsImage is the operator binary in an image on the real node, as the
-// release's operator image would be there.
-const toolsImage = "kubectl-sched/tools:realnode"
-
 // gitServer serves the bare repositories under root over git's smart HTTP
 // protocol (git http-backend behind net/http/cgi) on the host's address
 // that the real node's pods reach, until the test ends. It returns the
@@ -70,7 +66,7 @@ func git(t *testing.T, dir string, args ...string) string {
 func TestTaskClonesARepositoryFromTheHost(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
-	if err := e.cluster.ImportToolsImage(ctx, filepath.Join(e.bin, "operator"), toolsImage); err != nil {
+	if err := e.cluster.ImportBinaryImage(ctx, toolsImage, filepath.Join(e.bin, "operator")); err != nil {
 		t.Fatal(err)
 	}
 	e.operator(t, "TOOLS_IMAGE="+toolsImage)
@@ -122,7 +118,7 @@ func TestTaskClonesARepositoryFromTheHost(t *testing.T) {
 func TestTaskCannotMountAnotherNamespacesSecret(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
-	if err := e.cluster.ImportToolsImage(ctx, filepath.Join(e.bin, "operator"), toolsImage); err != nil {
+	if err := e.cluster.ImportBinaryImage(ctx, toolsImage, filepath.Join(e.bin, "operator")); err != nil {
 		t.Fatal(err)
 	}
 	e.operator(t, "TOOLS_IMAGE="+toolsImage)
@@ -217,7 +213,7 @@ spec:
 func TestWorkflowClonesBuildsAndReads(t *testing.T) {
 	e := need(t)
 	ctx := context.Background()
-	if err := e.cluster.ImportToolsImage(ctx, filepath.Join(e.bin, "operator"), toolsImage); err != nil {
+	if err := e.cluster.ImportBinaryImage(ctx, toolsImage, filepath.Join(e.bin, "operator")); err != nil {
 		t.Fatal(err)
 	}
 	e.operator(t, "TOOLS_IMAGE="+toolsImage)

@@ -77,12 +77,13 @@ func boundOf(tier tenant.Tier) map[string]kindBound {
 	}
 	tasks, apps := q("count/agenttasks.sched.kubectl-sched.dev"), q("count/userdeployments.sched.kubectl-sched.dev")
 	return map[string]kindBound{
-		"agenttasks.sched.kubectl-sched.dev":      {tasks, objectCap, "count/agenttasks (step tasks too)"},
-		"jobs.batch":                              {tasks, objectCap, "one per task"},
-		"pods":                                    {podsPerTask*tasks + q("pods") + apps*servicesPerApp, objectCap, "2 per task, the pods quota's running ones, 1 failed per app service"},
-		"workflows.sched.kubectl-sched.dev":       {q("count/workflows.sched.kubectl-sched.dev"), objectCap, "count/workflows (schedules' runs too)"},
-		"cronworkflows.sched.kubectl-sched.dev":   {q("count/cronworkflows.sched.kubectl-sched.dev"), objectCap, "count/cronworkflows"},
-		"userdeployments.sched.kubectl-sched.dev": {apps, objectCap, "count/userdeployments"},
+		"agenttasks.sched.kubectl-sched.dev":        {tasks, objectCap, "count/agenttasks (step tasks too)"},
+		"jobs.batch":                                {tasks, objectCap, "one per task"},
+		"pods":                                      {podsPerTask*tasks + q("pods") + apps*servicesPerApp, objectCap, "2 per task, the pods quota's running ones, 1 failed per app service"},
+		"workflows.sched.kubectl-sched.dev":         {q("count/workflows.sched.kubectl-sched.dev"), objectCap, "count/workflows (schedules' runs too)"},
+		"cronworkflows.sched.kubectl-sched.dev":     {q("count/cronworkflows.sched.kubectl-sched.dev"), objectCap, "count/cronworkflows"},
+		"workflowtemplates.sched.kubectl-sched.dev": {q("count/workflowtemplates.sched.kubectl-sched.dev"), objectCap, "count/workflowtemplates"},
+		"userdeployments.sched.kubectl-sched.dev":   {apps, objectCap, "count/userdeployments"},
 		"secrets":                                {q("count/secrets"), objectCap, "count/secrets"},
 		"configmaps":                             {q("count/configmaps"), objectCap, "count/configmaps"},
 		"controllerrevisions.apps":               {q("count/controllerrevisions.apps"), objectCap, "count/controllerrevisions.apps"},

@@ -172,6 +172,10 @@ func (o *Options) describe(ctx context.Context, k kinds.Kind, key client.ObjectK
 		d.workflow(w, obj)
 	case *schedv1.CronWorkflow:
 		d.cronWorkflow(w, obj)
+	case *schedv1.WorkflowTemplate:
+		d.workflowTemplate(w, obj, schedv1.KindWorkflowTemplate, &obj.Spec)
+	case *schedv1.ClusterWorkflowTemplate:
+		d.workflowTemplate(w, obj, schedv1.KindClusterWorkflowTemplate, &obj.Spec)
 	case *schedv1.SchedExt:
 		d.schedExt(w, obj)
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,6 +82,10 @@ func (d *describer) agentTask(w *printing.DescribeWriter, t *schedv1.AgentTask) 
 	}
 	repos(w, t)
 	w.MapField(0, "Outputs", st.Outputs, ":\t")
+	if t.Spec.Outputs != nil {
+		w.Field(0, "Outputs From", t.Spec.Outputs.FromDir)
+		w.MapField(0, "File Outputs", FileOutputs(st.FileOutputs), ":\t")
+	}
 	w.Conditions(st.Conditions)
 
 	sel := owned(schedv1.LabelAgentTask, names.Job(t.Name))
@@ -220,6 +225,13 @@ func (d *describer) workflow(w *printing.DescribeWriter, wf *schedv1.Workflow) {
 	}
 	w.Optional(0, "Reason", st.Reason)
 	w.Optional(0, "Message", printing.OneLine(st.Message))
+	if ref := wf.Spec.WorkflowTemplateRef; ref != nil {
+		from := ref.String() + " (not copied in yet)"
+		if ref.Resolved() {
+			from = fmt.Sprintf("%s (resourceVersion %s, copied in when the run started)", ref, ref.ResourceVersion)
+		}
+		w.Field(0, "Template", from)
+	}
 	if wf.Spec.Timeout != nil {
 		w.Field(0, "Timeout", wf.Spec.Timeout.Duration.String())
 	}
@@ -727,4 +739,22 @@ func Expires(e *schedv1.Expiry, now time.Time) string {
 		when = "in " + duration.HumanDuration(d)
 	}
 	return fmt.Sprintf("%s (%s: %s after it finished, by %s)", printing.Timestamp(*e.DeleteTime), when, ttl, tiers.Why(e))
+}
+
+// shortFileOutput is the longest file output shown as it is; a longer one
+// (up to 1 MiB) is shown by its size.
+const shortFileOutput = 64
+
+// FileOutputs are a task's file outputs as describe shows them: a short
+// one-line value as it is, any other by its size.
+func FileOutputs(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if len(v) <= shortFileOutput && !strings.ContainsAny(v, "\n\r") && utf8.ValidString(v) {
+			out[printing.Line(k)] = printing.Line(v)
+			continue
+		}
+		out[printing.Line(k)] = fmt.Sprintf("(%d bytes)", len(v))
+	}
+	return out
 }

@@ -67,11 +67,13 @@ func NewCommand(c kube.ClientOptions) *cobra.Command {
 	o := &Options{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
 		Use:   "get [KIND [NAME...]]",
-		Short: "List UserDeployments, AgentTasks, Workflows, CronWorkflows and SchedExts",
+		Short: "List UserDeployments, AgentTasks, Workflows, CronWorkflows, workflow templates and SchedExts",
 		Long: `List kubectl-sched objects as kubectl get does. KIND is a kind, its plural or
 its short name: userdeployment (ud), agenttask (at), workflow (wf),
-cronworkflow (cwf), schedext (scx), several separated by commas, or "all". With
-no KIND every kind is listed, each name prefixed with its kind. SchedExts are cluster-scoped: -n and -A do not apply.`,
+cronworkflow (cwf), workflowtemplate (wft), clusterworkflowtemplate (cwft),
+schedext (scx), several separated by commas, or "all". With no KIND every
+kind is listed, each name prefixed with its kind. ClusterWorkflowTemplates
+and SchedExts are cluster-scoped: -n and -A do not apply.`,
 		Example:           examples,
 		ValidArgsFunction: o.CompleteKindsAndNames(),
 		RunE:              cmdutil.RunE(o),
@@ -150,7 +152,8 @@ func (o *Options) Run(ctx context.Context) error {
 		// single is one named object: -o json prints it, not a List.
 		single   = len(o.targets) == 1 && len(o.targets[0].Names) == 1
 		anyTable bool
-		// skipped is the first kind the user may not list, when listing all.
+		// skipped is the first kind the user may not list, when listing
+		// all; nSkipped counts those of the namespaced kinds.
 		skipped  error
 		nSkipped int
 	)
@@ -163,7 +166,9 @@ func (o *Options) Run(ctx context.Context) error {
 			if skipped == nil {
 				skipped = err
 			}
-			nSkipped++
+			if t.Kind.Namespaced {
+				nSkipped++
+			}
 			continue
 		}
 		if err != nil {
@@ -188,7 +193,9 @@ func (o *Options) Run(ctx context.Context) error {
 		anyTable = true
 	}
 	switch {
-	case nSkipped == len(o.targets):
+	case nSkipped > 0 && nSkipped == namespaced(o.targets):
+		// None of the namespace's kinds: a user of another namespace is
+		// refused, though every user may read ClusterWorkflowTemplates.
 		return skipped
 	case !o.Print.IsTable() && o.named() && len(objects) == 0:
 		// Named objects that do not exist print nothing, as in kubectl.
@@ -352,4 +359,15 @@ func (o *Options) watch(ctx context.Context) error {
 		return cmdutil.API(err, "watch", t.Kind.What(ns, name))
 	}
 	return nil
+}
+
+// namespaced counts the targets of namespaced kinds.
+func namespaced(targets []kinds.Target) int {
+	n := 0
+	for _, t := range targets {
+		if t.Kind.Namespaced {
+			n++
+		}
+	}
+	return n
 }

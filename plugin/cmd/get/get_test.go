@@ -152,7 +152,7 @@ func TestGetErrors(t *testing.T) {
 	}{
 		"unknown kind lists the kinds": {
 			args: []string{"get", "pods"}, admin: true, wantCode: cmdutil.ExitUsage,
-			wantErr: []string{`unknown kind "pods"`, "userdeployment (ud), agenttask (at), workflow (wf), cronworkflow (cwf), schedext (scx)"},
+			wantErr: []string{`unknown kind "pods"`, "userdeployment (ud), agenttask (at), workflow (wf), cronworkflow (cwf), workflowtemplate (wft), clusterworkflowtemplate (cwft), schedext (scx)"},
 		},
 		"not found": {
 			args: []string{"get", "at", "missing", "-n", "get-test"}, admin: true, wantCode: cmdutil.ExitNotFound,
@@ -217,7 +217,7 @@ func TestGetEveryKindSkipsForbiddenKinds(t *testing.T) {
 	}
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "get-test"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows", "cronworkflows"}, Verbs: []string{"list"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{schedv1.GroupName}, Resources: []string{"userdeployments", "agenttasks", "workflows", "cronworkflows", "workflowtemplates"}, Verbs: []string{"list"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: user, Namespace: "get-test"},

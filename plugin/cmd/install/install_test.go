@@ -125,10 +125,12 @@ func TestInstallDryRunClient(t *testing.T) {
 	}
 	want := []string{
 		"CustomResourceDefinition /agenttasks.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /clusterworkflowtemplates.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /cronworkflows.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /schedexts.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /userdeployments.sched.kubectl-sched.dev",
 		"CustomResourceDefinition /workflows.sched.kubectl-sched.dev",
+		"CustomResourceDefinition /workflowtemplates.sched.kubectl-sched.dev",
 		"ValidatingAdmissionPolicy /kubectl-sched-cronworkflow-runs",
 		"ValidatingAdmissionPolicy /kubectl-sched-app-hosts",
 		"ValidatingAdmissionPolicy /kubectl-sched-ingress-hosts",
@@ -184,9 +186,11 @@ func TestInstallDryRunClient(t *testing.T) {
 		"ClusterRole /kubectl-sched-edit",
 		"ClusterRole /kubectl-sched-view",
 		"ClusterRole /kubectl-sched-tenant",
+		"ClusterRole /kubectl-sched-cluster-templates",
 		"Role kubectl-sched-schedulers/kubectl-sched-operator",
 		"Role ops/kubectl-sched-operator",
 		"ClusterRoleBinding /kubectl-sched-operator",
+		"ClusterRoleBinding /kubectl-sched-cluster-templates",
 		"RoleBinding ops/kubectl-sched-operator",
 		"RoleBinding kubectl-sched-schedulers/kubectl-sched-operator",
 		"ConfigMap ops/kubectl-sched-operator-config",
@@ -213,8 +217,13 @@ func TestInstallDryRunClient(t *testing.T) {
 			if err := fromUnstructured(o, &dep); err != nil {
 				t.Fatal(err)
 			}
-			if img := dep.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/op:v1.2.3" {
-				t.Errorf("image %q", img)
+			c := dep.Spec.Template.Spec.Containers[0]
+			if c.Image != "registry.example.com/op:v1.2.3" {
+				t.Errorf("image %q", c.Image)
+			}
+			// The default tools image of its tasks' helpers.
+			if i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == manifests.OperatorImageEnv }); i < 0 || c.Env[i].Value != c.Image {
+				t.Errorf("the operator is not told its image (%s): env %v", manifests.OperatorImageEnv, c.Env)
 			}
 			if v := dep.Labels["app.kubernetes.io/version"]; v != "v1.2.3" {
 				t.Errorf("version label %q", v)
@@ -226,6 +235,10 @@ func TestInstallDryRunClient(t *testing.T) {
 			}
 		case "ClusterRoleBinding", "RoleBinding":
 			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			if subjects[0].(map[string]any)["kind"] != "ServiceAccount" {
+				// kubectl-sched-cluster-templates binds system:authenticated.
+				break
+			}
 			if ns := subjects[0].(map[string]any)["namespace"]; ns != "ops" {
 				t.Errorf("%s subject namespace %v", o.GetKind(), ns)
 			}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/cmdutil"
+	"github.com/kubectl-sched/kubectl-sched/plugin/internal/manifests"
 	"github.com/kubectl-sched/kubectl-sched/plugin/internal/registry"
 )
 
@@ -70,14 +71,7 @@ func (o *Options) pinOperator(ctx context.Context) {
 				fmt.Fprintf(o.ErrOut, "Warning: operator image %s is not pinned to a digest: looking it up at its registry failed (%s). To pin it, give --image %s@sha256:<digest>.\n", o.image, reason, o.image)
 				return
 			}
-			m["image"] = pinned
-			// The tools image (TOOLS_IMAGE empty) is the same image.
-			env, _ := m["env"].([]any)
-			for _, e := range env {
-				if v, ok := e.(map[string]any); ok && v["name"] == "OPERATOR_IMAGE" && v["value"] == o.image {
-					v["value"] = pinned
-				}
-			}
+			manifests.SetOperatorImage(m, pinned)
 		}
 		_ = unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "containers")
 	}

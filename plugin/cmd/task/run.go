@@ -71,6 +71,7 @@ type RunOptions struct {
 	Workspaces   []string
 	Repos        []string
 	RepoSecret   string
+	OutputsDir   string
 	Command      bool
 	Words        []string
 	Follow       bool
@@ -97,7 +98,8 @@ which is what 'kubectl run' does without --command. With no words the image
 runs as built.
 
 A task reports outputs by writing KEY=VALUE lines to its termination message
-(/dev/termination-log). With --wait or -f the command ends when the task
+(/dev/termination-log), or, with --outputs-dir DIR, as files in DIR (each
+file one output, its name the key; up to 1 MiB in all). With --wait or -f the command ends when the task
 does: exit 0 when it Succeeded, printing its outputs as KEY=VALUE lines on
 stdout; 10 when it Failed (reason, exit code and message on stderr); 11 when
 it ran past --timeout; 12 when --watch-timeout passed first (the task goes
@@ -128,6 +130,7 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.StringArrayVar(&o.Workspaces, "workspace", nil, "Mount an existing PersistentVolumeClaim of the namespace: CLAIM:/PATH, or CLAIM:/PATH:ro read-only; repeat for more (at most 4).")
 	f.StringArrayVar(&o.Repos, "repo", nil, "A git repository to clone before the task starts: URL[@REF][:/PATH], https:// or http://; REF a branch, tag or commit (the default branch without it), PATH where it goes (/workspace/NAME without it, NAME the URL's last word). Under a --workspace path it is cloned into that claim. Repeat for more (at most 8); each commit becomes the output repo.NAME.commit.")
 	f.StringVar(&o.RepoSecret, "repo-secret", "", "A Secret of the namespace with the keys username and password (a token) for every https:// --repo.")
+	f.StringVar(&o.OutputsDir, "outputs-dir", "", "A directory whose files become the task's outputs (spec.outputs.fromDir): each file directly in it is one, its name the key; at most 64 files and 1 MiB in all, or less as the namespace's tier says.")
 	f.BoolVar(&o.Command, "command", true, "Use the first word after -- as the command; with --command=false all words are arguments to the image's entrypoint.")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
 	f.BoolVar(&o.Wait, "wait", false, "Wait for the task to finish and exit with its outcome (0, 10 or 11); print its outputs.")
@@ -268,6 +271,12 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 	}
 	if len(o.NodePools) > 0 {
 		t.Spec.Placement = &schedv1.Placement{NodePools: o.NodePools}
+	}
+	if o.OutputsDir != "" {
+		if !strings.HasPrefix(o.OutputsDir, "/") || strings.Contains(o.OutputsDir, ":") {
+			return nil, cmdutil.Usage("Write --outputs-dir /PATH, an absolute path in the container.", "--outputs-dir %q: want an absolute path without ':'", o.OutputsDir)
+		}
+		t.Spec.Outputs = &schedv1.TaskOutputs{FromDir: o.OutputsDir}
 	}
 	for i, w := range o.Workspaces {
 		m, err := workspaceFlag(i, w)

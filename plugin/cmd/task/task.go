@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -77,6 +78,14 @@ func outcome(t *schedv1.AgentTask, print func(string)) error {
 	case schedv1.TaskSucceeded:
 		for _, k := range slices.Sorted(maps.Keys(st.Outputs)) {
 			print(printing.Line(k) + "=" + printing.Line(st.Outputs[k]))
+		}
+		// File outputs may hold lines and a MiB: only the short one-line
+		// ones as KEY=VALUE; the others are in the task's status
+		// (status.fileOutputs; describe gives their sizes).
+		for _, k := range slices.Sorted(maps.Keys(st.FileOutputs)) {
+			if v := st.FileOutputs[k]; len(v) <= 64 && !strings.ContainsAny(v, "\r\n") {
+				print(printing.Line(k) + "=" + printing.Line(v))
+			}
 		}
 		return nil
 	case schedv1.TaskTimeout:

@@ -36,6 +36,7 @@ func TestRunDryRunClientPrintsTheAgentTask(t *testing.T) {
 		"run-repos": {"task", "run", "build", "--image", "golang:1.26", "--workspace", "src:/src",
 			"--repo", "https://git.example.com/team/app.git@v1.2:/src/app", "--repo", "https://git.example.com:8443/lib",
 			"--repo", "https://mirror.example.com/lib.git@main", "--repo-secret", "git-token", "--dry-run=client", "-o", "yaml"},
+		"run-outputs-dir": {"task", "run", "report", "--image", "busybox", "--outputs-dir", "/out", "--dry-run=client", "-o", "yaml", "--", "sh", "-c", "ls / > /out/files"},
 		"run-retry": {"task", "run", "fetch", "--image", "fetcher:2", "--retries", "2", "--retry-backoff", "30s", "--retry-on-exit-codes", "75,2",
 			"--retry-on-exit-codes", "9", "--dry-run=client", "-o", "yaml"},
 	}
@@ -95,6 +96,10 @@ func TestRunCreatesTheAgentTask(t *testing.T) {
 	}
 	res = run("task", "run", "two-at-one-path", "--image", "busybox", "--repo", "https://example.com/a.git:/w", "--repo", "https://example.com/b.git:/w", "--dry-run=server")
 	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "each repository needs a path of its own") {
+		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = run("task", "run", "dot-dot", "--image", "busybox", "--outputs-dir", "/out/../etc", "--dry-run=server")
+	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "fromDir may not hold . or .. parts") {
 		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 	}
 	res = run("task", "run", "server-dry", "--image", "busybox", "--dry-run=server")
@@ -166,6 +171,9 @@ func TestRunUsageErrors(t *testing.T) {
 		},
 		"a repo secret without a repo": {
 			args: []string{"--repo-secret", "git"}, wantErr: `--repo-secret "git" without --repo`,
+		},
+		"a relative outputs directory": {
+			args: []string{"--outputs-dir", "out"}, wantErr: `--outputs-dir "out": want an absolute path`,
 		},
 		"exit codes that are no numbers": {
 			args: []string{"--retries", "1", "--retry-on-exit-codes", "tempfail"}, wantErr: `invalid argument "tempfail"`,
@@ -268,6 +276,16 @@ func TestRunWaitExitCodes(t *testing.T) {
 				"Running, BackingOff: attempt 1 of 3 failed (exit code 75); the next starts at 12:03:10 UTC (backoff 30s)\n",
 				"Running: pod p-2 is running",
 			},
+		},
+		"file outputs: the short one-line ones print, a big one does not": {
+			flags: []string{"--wait", "--outputs-dir", "/out"},
+			steps: []step{running("p-1"), func(s *schedv1.AgentTaskStatus) {
+				ended(schedv1.TaskSucceeded, schedv1.ReasonSucceeded, 0, "succeeded and 3 file output(s)", map[string]string{"sha": "abc"})(s)
+				s.FileOutputs = map[string]string{"digest": "sha256:0f", "report": strings.Repeat("line\n", 20000), "list": "a\nb"}
+			}},
+			wantCode:   0,
+			wantStdout: "sha=abc\ndigest=sha256:0f\n",
+			wantStderr: []string{" Succeeded: succeeded and 3 file output(s)\n"},
 		},
 		// Pod logs need a kubelet, which the test API server lacks: -f
 		// tries the pod once it runs, says it cannot stream, and still

@@ -29,7 +29,7 @@ func newListCommand(c kube.ClientOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "list",
 		Aliases: []string{"ls"},
-		Short:   "List the templates: name, kind made, where each comes from",
+		Short:   "List the templates: name, kind made, where each comes from; then the WorkflowTemplates and ClusterWorkflowTemplates",
 		Example: `  kubectl sched template list
   kubectl sched template list --template-dir ./templates -o wide
   kubectl sched template list -o name`,
@@ -54,7 +54,7 @@ func (o *ListOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.Print.IsTable() {
-		return o.printTable(ts)
+		return o.printTable(ts, o.listByRef(ctx))
 	}
 	list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": "v1", "kind": "List"}}
 	for _, t := range ts {
@@ -83,10 +83,11 @@ func asObject(t *templates.Template) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// printTable prints the templates as kubectl get would; -o wide adds the
-// parameters, the required ones marked with *.
-func (o *ListOptions) printTable(ts []*templates.Template) error {
-	if len(ts) == 0 {
+// printTable prints the templates as kubectl get would, then the
+// WorkflowTemplates and ClusterWorkflowTemplates (run with --from, not
+// rendered); -o wide adds the parameters, the required ones marked with *.
+func (o *ListOptions) printTable(ts []*templates.Template, refs []byRef) error {
+	if len(ts)+len(refs) == 0 {
 		return nil
 	}
 	wide := o.Print.IsWide()
@@ -112,6 +113,9 @@ func (o *ListOptions) printTable(ts []*templates.Template) error {
 			row = append(row, strings.Join(params, ","))
 		}
 		t.Row(row...)
+	}
+	for _, r := range refs {
+		t.Row(r.row(wide)...)
 	}
 	return t.Render()
 }

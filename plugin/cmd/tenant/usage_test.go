@@ -88,14 +88,14 @@ func TestCreateWaitsUntilUsable(t *testing.T) {
 	q := applyTier(t, ns, "free")
 	count(t, q, plugintest.Resources(core...))
 	res = env.Run("tenant", "create", ns, "--tier", "free", "--timeout", "1s")
-	want := "waiting for the cluster's quota controller to count count/agenttasks.sched.kubectl-sched.dev, count/cronworkflows.sched.kubectl-sched.dev, count/userdeployments.sched.kubectl-sched.dev, count/workflows.sched.kubectl-sched.dev in quota kubectl-sched-tier"
+	want := "waiting for the cluster's quota controller to count count/agenttasks.sched.kubectl-sched.dev, count/cronworkflows.sched.kubectl-sched.dev, count/userdeployments.sched.kubectl-sched.dev, count/workflows.sched.kubectl-sched.dev, count/workflowtemplates.sched.kubectl-sched.dev in quota kubectl-sched-tier"
 	if res.Code != cmdutil.ExitWatchTimeout || !strings.Contains(res.Stdout, want) ||
 		!strings.Contains(res.Stderr, "Until then the API server refuses creates of those kinds in waiting ('status unknown for quota')") {
 		t.Errorf("uncounted: exit %d\nstdout:\n%sstderr:\n%s", res.Code, res.Stdout, res.Stderr)
 	}
 
 	// Counted in full: create returns at once.
-	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0", "count/workflowtemplates.sched.kubectl-sched.dev", "0")...))
 	res = env.Run("tenant", "create", ns, "--tier", "free")
 	if res.Code != 0 || !strings.HasSuffix(res.Stdout, "tenant waiting ready: its quotas count everything they limit\n") || strings.Contains(res.Stdout, "waiting for") {
 		t.Errorf("counted: exit %d\nstdout:\n%sstderr:\n%s", res.Code, res.Stdout, res.Stderr)
@@ -160,7 +160,7 @@ func TestListAndDescribe(t *testing.T) {
 	}
 	q := applyTier(t, ns, "free")
 	// Counted in full, so that the API server admits the creates below.
-	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "0", "count/workflows.sched.kubectl-sched.dev", "0", "count/userdeployments.sched.kubectl-sched.dev", "0", "count/cronworkflows.sched.kubectl-sched.dev", "0", "count/workflowtemplates.sched.kubectl-sched.dev", "0")...))
 
 	// Two workflows: one finished (deleted by the tier's default far
 	// ahead), one running; a finished task with its own TTL, one without
@@ -199,7 +199,7 @@ func TestListAndDescribe(t *testing.T) {
 	// each create too, but on a loaded API server the status once showed
 	// one workflow of the two (cause not found), and what is tested here
 	// is how the plugin shows a count, which a recount settles.
-	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "3", "count/workflows.sched.kubectl-sched.dev", "2", "count/userdeployments.sched.kubectl-sched.dev", "1", "count/cronworkflows.sched.kubectl-sched.dev", "0")...))
+	count(t, q, plugintest.Resources(append(core, "count/agenttasks.sched.kubectl-sched.dev", "3", "count/workflows.sched.kubectl-sched.dev", "2", "count/userdeployments.sched.kubectl-sched.dev", "1", "count/cronworkflows.sched.kubectl-sched.dev", "0", "count/workflowtemplates.sched.kubectl-sched.dev", "0")...))
 
 	// The other tenants of this API server are other tests': look at ours.
 	ours := func(out string) string {

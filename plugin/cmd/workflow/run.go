@@ -27,7 +27,11 @@ import (
 )
 
 const runLong = `Submit a Workflow read from a file (-f FILE, or -f - for stdin) or rendered
-from a template (--template T --set k=v ...), with server-side apply.
+from a template (--template T --set k=v ...), with server-side apply; or a
+run of a WorkflowTemplate (--from wft/NAME) or ClusterWorkflowTemplate
+(--from cwft/NAME) by reference, with its params set by -p: the run names
+the template, and the operator copies it in when the run starts, so a later
+change of the template changes no run that started.
 
 Before anything is sent, the step references are checked: each
 ${steps.N.output.KEY} or ${steps.NAME.output.KEY} must name a step before the
@@ -65,6 +69,12 @@ const runExamples = `  # Submit a workflow and watch it to the end (exit 0, 10, 
   # Render the three-step template and only print it
   kubectl sched workflow run --template pipeline --set image=alpine --dry-run=client -o yaml
 
+  # Run the namespace's WorkflowTemplate release by reference, with a param
+  kubectl sched workflow run --from wft/release -p commit=abc123 --watch
+
+  # Run a ClusterWorkflowTemplate an admin shared
+  kubectl sched workflow run --from cwft/nightly-backup
+
   # Have the API server check it without creating it
   kubectl sched workflow run -f pipeline.yaml --dry-run=server`
 
@@ -83,6 +93,9 @@ type RunOptions struct {
 	// NoCache sets spec.noCache: every step runs, none taking a cached
 	// result.
 	NoCache bool
+	// From is --from KIND/NAME: a run of a WorkflowTemplate or
+	// ClusterWorkflowTemplate by reference.
+	From string
 	watchFlags
 	DryRun string
 
@@ -91,12 +104,14 @@ type RunOptions struct {
 	wf       *schedv1.Workflow
 	secret   *corev1.Secret
 	source   string
+	// tmpl is the spec of the template --from names.
+	tmpl *schedv1.WorkflowSpec
 }
 
 func newRunCommand(c kube.ClientOptions) *cobra.Command {
 	o := &RunOptions{ClientOptions: c, Print: printing.NewFlags()}
 	cmd := &cobra.Command{
-		Use:     "run (-f FILE | --template T [--set k=v]...) [--name NAME] [--watch [--logs]]",
+		Use:     "run (-f FILE | --template T [--set k=v]... | --from wft/NAME [-p k=v]...) [--name NAME] [--watch [--logs]]",
 		Short:   "Submit a Workflow from a file or a template, after checking its step references",
 		Long:    runLong,
 		Example: runExamples,
@@ -105,6 +120,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 	}
 	f := cmd.Flags()
 	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin.")
+	o.addFromFlag(cmd)
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param for this run: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values for this run (repeatable; later files win).")
 	f.StringVar(&o.Name, "name", "", "The Workflow's name, in place of the one in the file or template.")
@@ -121,7 +137,7 @@ func newRunCommand(c kube.ClientOptions) *cobra.Command {
 // Complete reads the workflow and builds the clients.
 func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 	ctx := cmd.Context()
-	if err := o.ValidateFile("kubectl sched workflow run"); err != nil {
+	if err := o.validateSource("kubectl sched workflow run"); err != nil {
 		return err
 	}
 	if err := o.ClientOptions.Complete(cmd, args); err != nil {
@@ -135,10 +151,13 @@ func (o *RunOptions) Complete(cmd *cobra.Command, args []string) error {
 // workflow the same way.
 func (o *RunOptions) load(ctx context.Context) error {
 	var err error
-	o.generate = o.GenerateName || (o.Template != "" && o.Name == "")
-	if o.File != "" {
+	o.generate = o.GenerateName || ((o.Template != "" || o.From != "") && o.Name == "")
+	switch {
+	case o.From != "":
+		o.wf, err = o.fromTemplate(ctx)
+	case o.File != "":
 		o.wf, err = o.readFile()
-	} else {
+	default:
 		o.wf, err = o.render(ctx)
 	}
 	if err != nil {
@@ -183,7 +202,11 @@ func (o *RunOptions) Validate() error {
 // Run checks the workflow, submits it and, with --watch, follows it.
 func (o *RunOptions) Run(ctx context.Context) error {
 	wf := o.wf
-	if probs := problems(wf); len(probs) > 0 {
+	checked, err := o.effective(wf)
+	if err != nil {
+		return err
+	}
+	if probs := problems(checked); len(probs) > 0 {
 		name := wf.Name
 		if name == "" {
 			name = "(no name)"
@@ -200,8 +223,7 @@ func (o *RunOptions) Run(ctx context.Context) error {
 	}
 	// Who asks for a run with an approval step: the admission policy
 	// refuses any other name, and some clusters forbid them to approve it.
-	var err error
-	if wf.Spec.RequestedBy, err = requestedBy(ctx, o.Clients, &wf.Spec); err != nil {
+	if wf.Spec.RequestedBy, err = requestedBy(ctx, o.Clients, &checked.Spec); err != nil {
 		return err
 	}
 	// Create, not apply: its spec cannot change once created, and
@@ -398,8 +420,14 @@ func (o *RunOptions) setParams() error {
 		return err
 	}
 	maps.Copy(values, set)
-	declared := make([]string, 0, len(o.wf.Spec.Params))
-	for _, p := range o.wf.Spec.Params {
+	// A run from a template sets only the params given, of those the
+	// template declares; the operator fills in the others' defaults.
+	params := o.wf.Spec.Params
+	if o.tmpl != nil {
+		params = o.tmpl.Params
+	}
+	declared := make([]string, 0, len(params))
+	for _, p := range params {
 		declared = append(declared, p.Name)
 	}
 	var unknown []string
@@ -415,6 +443,14 @@ func (o *RunOptions) setParams() error {
 			hint = "Its params: " + strings.Join(declared, ", ") + "."
 		}
 		return cmdutil.Usage(hint, "workflow %s declares no param %s", o.source, strings.Join(unknown, ", "))
+	}
+	if o.tmpl != nil {
+		for _, name := range declared {
+			if v, ok := values[name]; ok {
+				o.wf.Spec.Params = append(o.wf.Spec.Params, schedv1.WorkflowParam{Name: name, Value: v})
+			}
+		}
+		return nil
 	}
 	for i := range o.wf.Spec.Params {
 		if v, ok := values[o.wf.Spec.Params[i].Name]; ok {

@@ -79,7 +79,7 @@ type ScheduleOptions struct {
 func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 	o := &ScheduleOptions{RunOptions: RunOptions{ClientOptions: c, Print: printing.NewFlags()}}
 	cmd := &cobra.Command{
-		Use:               "schedule NAME --cron SCHEDULE (-f FILE | --template T [--set k=v]...) [-p NAME=VALUE]...",
+		Use:               "schedule NAME --cron SCHEDULE (-f FILE | --template T [--set k=v]... | --from wft/NAME) [-p NAME=VALUE]...",
 		Short:             "Run a Workflow on a cron schedule (a CronWorkflow), from a file or a template",
 		Long:              scheduleLong,
 		Example:           scheduleExamples,
@@ -97,6 +97,7 @@ func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 	f.Int32Var(&o.FailedKept, "failed-runs-history-limit", 1, "Runs that did not succeed to keep; older ones are deleted.")
 	f.BoolVar(&o.Suspend, "suspend", false, "Start no new runs until applied again without it.")
 	o.AddFlags(cmd, workflowKind.Kind, "The Workflow's YAML or JSON file; - reads stdin. Its spec is what each run runs.")
+	o.addFromFlag(cmd)
 	f.StringArrayVarP(&o.Params, "param", "p", nil, "Set a declared workflow param: -p NAME=VALUE (repeatable; wins over --param-file).")
 	f.StringArrayVar(&o.ParamFiles, "param-file", nil, "YAML file mapping declared workflow params to values (repeatable; later files win).")
 	cmdutil.AddDryRunFlag(cmd, &o.DryRun, `"client" prints the CronWorkflow without sending it; "server" has the API server check it without persisting it.`)
@@ -107,7 +108,7 @@ func newScheduleCommand(c kube.ClientOptions) *cobra.Command {
 // Complete reads the workflow and builds the CronWorkflow.
 func (o *ScheduleOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Name = args[0]
-	if err := o.ValidateFile("kubectl sched workflow schedule NAME --cron SCHEDULE"); err != nil {
+	if err := o.validateSource("kubectl sched workflow schedule NAME --cron SCHEDULE"); err != nil {
 		return err
 	}
 	if err := o.ClientOptions.Complete(cmd, args); err != nil {
@@ -178,7 +179,11 @@ func (o *ScheduleOptions) Run(ctx context.Context) error {
 	if err != nil {
 		probs = append(probs, flagged(err))
 	}
-	for _, p := range problems(o.wf) {
+	checked, err := o.effective(o.wf)
+	if err != nil {
+		return err
+	}
+	for _, p := range problems(checked) {
 		switch {
 		case strings.HasPrefix(p, "metadata.name"):
 		case strings.HasPrefix(p, "spec."):
@@ -203,7 +208,7 @@ func (o *ScheduleOptions) Run(ctx context.Context) error {
 	}
 	// Who last wrote what the runs do: their requester, which the
 	// admission policy holds to the writer.
-	if cw.Spec.WorkflowSpec.RequestedBy, err = requestedBy(ctx, o.Clients, &cw.Spec.WorkflowSpec); err != nil {
+	if cw.Spec.WorkflowSpec.RequestedBy, err = requestedBy(ctx, o.Clients, &checked.Spec); err != nil {
 		return err
 	}
 	if err := o.Clients.Apply(ctx, cw, o.DryRun); err != nil {

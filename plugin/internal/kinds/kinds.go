@@ -44,13 +44,17 @@ var (
 		New: func() client.Object { return &schedv1.Workflow{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowList{} }}
 	CronWorkflow = Kind{Kind: "CronWorkflow", Singular: "cronworkflow", Plural: "cronworkflows", Short: "cwf", Namespaced: true,
 		New: func() client.Object { return &schedv1.CronWorkflow{} }, NewList: func() client.ObjectList { return &schedv1.CronWorkflowList{} }}
+	WorkflowTemplate = Kind{Kind: "WorkflowTemplate", Singular: "workflowtemplate", Plural: "workflowtemplates", Short: "wft", Namespaced: true,
+		New: func() client.Object { return &schedv1.WorkflowTemplate{} }, NewList: func() client.ObjectList { return &schedv1.WorkflowTemplateList{} }}
+	ClusterWorkflowTemplate = Kind{Kind: "ClusterWorkflowTemplate", Singular: "clusterworkflowtemplate", Plural: "clusterworkflowtemplates", Short: "cwft", Namespaced: false,
+		New: func() client.Object { return &schedv1.ClusterWorkflowTemplate{} }, NewList: func() client.ObjectList { return &schedv1.ClusterWorkflowTemplateList{} }}
 	SchedExt = Kind{Kind: "SchedExt", Singular: "schedext", Plural: "schedexts", Short: "scx", Namespaced: false,
 		New: func() client.Object { return &schedv1.SchedExt{} }, NewList: func() client.ObjectList { return &schedv1.SchedExtList{} }}
 )
 
 // Kinds in the order `get` with no KIND prints them. A test checks them
 // against the CRDs (config/crd/bases).
-var Kinds = []Kind{UserDeployment, AgentTask, Workflow, CronWorkflow, SchedExt}
+var Kinds = []Kind{UserDeployment, AgentTask, Workflow, CronWorkflow, WorkflowTemplate, ClusterWorkflowTemplate, SchedExt}
 
 // ListNamespace is the namespace a list of this kind covers, as kubectl
 // names it in "No resources found in NS namespace.": none across all

@@ -182,13 +182,7 @@ func substitute(o *unstructured.Unstructured, image, namespace, version string) 
 		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 		for _, c := range containers {
 			if m, ok := c.(map[string]any); ok && m["image"] == ManifestImage {
-				m["image"] = image
-				env, _ := m["env"].([]any)
-				for _, e := range env {
-					if v, ok := e.(map[string]any); ok && v["name"] == "OPERATOR_IMAGE" && v["value"] == ManifestImage {
-						v["value"] = image
-					}
-				}
+				SetOperatorImage(m, image)
 			}
 		}
 		if err := unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers"); err != nil {
@@ -424,3 +418,22 @@ func ExternalSecretsServed(d discovery.DiscoveryInterface) (bool, error) {
 }
 
 const externalSecretsGroup = "external-secrets.io"
+
+// OperatorImageEnv is the operator container's variable that names its
+// own image: the default tools image (settings' tools-image) of the
+// helpers it adds to tasks' pods.
+const OperatorImageEnv = "OPERATOR_IMAGE"
+
+// SetOperatorImage sets the operator container c's image, and the
+// variable that tells the operator its image.
+func SetOperatorImage(c map[string]any, image string) {
+	c["image"] = image
+	env, _ := c["env"].([]any)
+	for _, e := range env {
+		if m, ok := e.(map[string]any); ok && m["name"] == OperatorImageEnv {
+			m["value"] = image
+			return
+		}
+	}
+	c["env"] = append(env, map[string]any{"name": OperatorImageEnv, "value": image})
+}
