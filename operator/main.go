@@ -4,15 +4,19 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/debug"
+	"syscall"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/kubectl-sched/kubectl-sched/operator/app"
+	"github.com/kubectl-sched/kubectl-sched/operator/clone"
 	"github.com/kubectl-sched/kubectl-sched/operator/fileoutputs"
 )
 
@@ -20,8 +24,15 @@ import (
 var version = "v0.0.0-dev"
 
 func main() {
+	// The same image runs the helpers in tasks' pods: the clone of
+	// spec.repos and the outputs sidecar, with no manager.
+	if len(os.Args) > 1 && os.Args[1] == clone.Command {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		code := clone.Main(ctx, os.Getenv, os.Stderr, "/dev/termination-log")
+		stop()
+		os.Exit(code)
+	}
 	if len(os.Args) > 1 && os.Args[1] == fileoutputs.Command {
-		// The outputs sidecar of a task's pod: the same image, no manager.
 		os.Exit(fileoutputs.Main(os.Args[2:]))
 	}
 	opts := app.DefaultOptions()

@@ -117,6 +117,12 @@ func (w *AgentTaskWrapper) Workspace(name, path, claim string) *AgentTaskWrapper
 	return w
 }
 
+// Repo adds a repository to clone.
+func (w *AgentTaskWrapper) Repo(r schedv1.Repo) *AgentTaskWrapper {
+	w.AgentTask.Spec.Repos = append(w.AgentTask.Spec.Repos, r)
+	return w
+}
+
 // Cancel sets spec.cancel.
 func (w *AgentTaskWrapper) Cancel() *AgentTaskWrapper { w.AgentTask.Spec.Cancel = true; return w }
 

@@ -102,9 +102,9 @@ type Values struct {
 	// SchedulerImages maps well-known scheduler names (scx_lavd) to images.
 	SchedulerImages map[string]string
 	// ToolsImage runs the helpers the operator adds to its tasks' pods (the
-	// file outputs sidecar: `outputs`): an image with the operator's
-	// binary. Empty: the operator's own image (OPERATOR_IMAGE, which
-	// install sets on its Deployment).
+	// clone of spec.repos: `clone`; the file outputs sidecar: `outputs`):
+	// an image with the operator's binary. Empty: the operator's own image
+	// (OPERATOR_IMAGE, which install sets on its Deployment).
 	ToolsImage string
 	// HelperImage runs the SchedExt pods' kernel preflight and attach check;
 	// it needs only sh and cat, so scheduler images need no shell.
@@ -321,10 +321,10 @@ var All = []Setting{
 	{
 		Flag: "tools-image", Env: "TOOLS_IMAGE", Kind: String,
 		Field:       func(v *Values) any { return &v.ToolsImage },
-		Help:        "Image with the operator's binary for the helpers in tasks' pods (the file outputs sidecar); the operator's own image (OPERATOR_IMAGE) when empty.",
-		InstallHelp: "Image with the operator's binary for the helpers in tasks' pods (the file outputs sidecar); the operator's own image when empty (mirror it on air-gapped clusters).",
+		Help:        "Image with the operator's binary for the helpers in tasks' pods (the clone of spec.repos, the file outputs sidecar); the operator's own image (OPERATOR_IMAGE) when empty.",
+		InstallHelp: "Image with the operator's binary for the helpers in tasks' pods (the clone of spec.repos, the file outputs sidecar); the operator's own image when empty, so it follows --image (mirror it on air-gapped clusters).",
 		Default:     "the operator's own image",
-		Doc:         "image with the operator's binary that runs the helpers the operator adds to tasks' pods: the sidecar that hands over a task's file outputs (`outputs.fromDir`, [outputs](../users/tasks.md#outputs-from-files)). Empty: the operator's own image, which install gives its Deployment as `OPERATOR_IMAGE`",
+		Doc:         "image with the operator's binary that runs the helpers the operator adds to tasks' pods: the init container that clones a task's `spec.repos` ([repositories](../users/tasks.md#repositories)) and the sidecar that hands over its file outputs (`outputs.fromDir`, [outputs](../users/tasks.md#outputs-from-files)). Empty: the operator's own image, which install gives its Deployment as `OPERATOR_IMAGE`, so the helpers are released, mirrored and upgraded with the operator",
 	},
 	{
 		Flag: "namespace-selector", Env: "NAMESPACE_SELECTOR", Kind: String,

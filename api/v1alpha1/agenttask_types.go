@@ -20,6 +20,7 @@ const (
 // holds the same spec; there, strings may hold ${steps.N.output.KEY},
 // ${steps.NAME.output.KEY} and ${params.NAME}.
 // +kubebuilder:validation:XValidation:rule="!has(self.cleanup) || has(self.ttlAfterFinished)",message="cleanup needs ttlAfterFinished",fieldPath=".cleanup"
+// +kubebuilder:validation:XValidation:rule="!has(self.repos) || !has(self.workspaces) || self.repos.all(r, !self.workspaces.exists(w, has(w.readOnly) && w.readOnly && ((has(r.path) ? r.path : '/workspace/' + r.name) == w.mountPath || (has(r.path) ? r.path : '/workspace/' + r.name).startsWith(w.mountPath + '/'))))",message="a repository cannot be cloned into a read-only workspace: give it a path outside that workspace's mountPath, or mount the workspace read-write",fieldPath=".repos"
 // +kubebuilder:validation:XValidation:rule="!has(self.retries) || !has(self.retry)",message="set retry or retries, not both: retries: N is short for retry: {limit: N}",fieldPath=".retries"
 type AgentTaskSpec struct {
 	// Image to run.
@@ -123,6 +124,17 @@ type AgentTaskSpec struct {
 	// +kubebuilder:validation:MaxItems=4
 	// +kubebuilder:validation:XValidation:rule="self.all(m, self.exists_one(n, n.mountPath == m.mountPath))",message="each workspace needs a mountPath of its own"
 	Workspaces []WorkspaceMount `json:"workspaces,omitempty"`
+
+	// Repos are git repositories cloned before the container starts: at
+	// most 8, each at a path of its own, into a workspace when the path is
+	// under one's mountPath. The commit each ended on is the output
+	// repo.<name>.commit.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(r, self.exists_one(s, (has(s.path) ? s.path : '/workspace/' + s.name) == (has(r.path) ? r.path : '/workspace/' + r.name)))",message="each repository needs a path of its own"
+	Repos []Repo `json:"repos,omitempty"`
 
 	// Outputs reads the task's outputs from files besides its termination
 	// message: each file directly in outputs.fromDir is one output, its
@@ -345,9 +357,10 @@ type AgentTaskStatus struct {
 	Message string `json:"message,omitempty"`
 
 	// Outputs parsed from the container's termination message: at most 64,
-	// 4095 bytes in all (a termination message's limit).
+	// 4095 bytes in all (a termination message's limit), and
+	// repo.<name>.commit for each of spec.repos.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:MaxProperties=72
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 63 && size(self[k]) <= 4096)",message="output keys may have at most 63 characters and values 4096"
 	Outputs map[string]string `json:"outputs,omitempty"`
 

@@ -121,6 +121,10 @@ const (
 	ReasonOutputsInvalid   = "OutputsInvalid"
 	ReasonOutputsTruncated = "OutputsTruncated"
 	ReasonMissingOutput    = "MissingOutput"
+	// ReasonCloneFailed: the init container that clones spec.repos
+	// failed (a url it cannot reach, a ref that is not there, refused
+	// credentials); the message holds its error.
+	ReasonCloneFailed = "CloneFailed"
 	// ReasonTooLarge: a workflow step renders past the size an AgentTask
 	// holds once its references are substituted, its task is not built; or
 	// a forEach step's gathered outputs pass MaxLoopOutputBytes.

@@ -540,6 +540,59 @@ func TestInvalidObjectsRefused(t *testing.T) {
 			obj:       validTask().Workspace("a", "/a", "a").Workspace("b", "/b", "b").Workspace("c", "/c", "c").Workspace("d", "/d", "d").Workspace("e", "/e", "e").Obj(),
 			wantField: "spec.workspaces", wantMsg: "must have at most 4 items",
 		},
+		"at: a repository over ssh": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "ssh://git@example.com/app.git"}).Obj(),
+			wantField: "spec.repos[0].url", wantMsg: "must start with https:// or http://",
+		},
+		"at: a repository on the node's disk": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "file:///etc/kubernetes"}).Obj(),
+			wantField: "spec.repos[0].url", wantMsg: "file://, ssh:// and git:// are not supported",
+		},
+		"at: credentials in a repository's url": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "https://me:token@example.com/app.git"}).Obj(),
+			wantField: "spec.repos[0].url", wantMsg: "name a Secret in secretRef",
+		},
+		"at: credentials over http": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "http://example.com/app.git", SecretRef: &schedv1.RepoSecretRef{Name: "git"}}).Obj(),
+			wantField: "spec.repos[0].secretRef", wantMsg: "credentials are never sent in clear text",
+		},
+		"at: a ref that is an option": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "https://example.com/app.git", Ref: "--upload-pack=sh"}).Obj(),
+			wantField: "spec.repos[0].ref", wantMsg: "should match",
+		},
+		"at: a path that climbs out": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "https://example.com/app.git", Path: "/src/../etc"}).Obj(),
+			wantField: "spec.repos[0].path", wantMsg: "without .. or //",
+		},
+		"at: two repositories at one path": {
+			obj: validTask().Repo(schedv1.Repo{Name: "app", URL: "https://example.com/a.git", Path: "/workspace/lib"}).
+				Repo(schedv1.Repo{Name: "lib", URL: "https://example.com/b.git"}).Obj(),
+			wantField: "spec.repos", wantMsg: "each repository needs a path of its own",
+		},
+		"at: a repository in a read-only workspace": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				s.Workspaces = []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src", ClaimName: "c", ReadOnly: true}}
+			}).Repo(schedv1.Repo{Name: "app", URL: "https://example.com/a.git", Path: "/src/app"}).Obj(),
+			wantField: "spec.repos", wantMsg: "cannot be cloned into a read-only workspace",
+		},
+		"at: nine repositories": {
+			obj: validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+				for i := range 9 {
+					s.Repos = append(s.Repos, schedv1.Repo{Name: fmt.Sprintf("r%d", i), URL: "https://example.com/r.git"})
+				}
+			}).Obj(),
+			wantField: "spec.repos", wantMsg: "must have at most 8 items",
+		},
+		"at: a repository url over 2048 characters": {
+			obj:       validTask().Repo(schedv1.Repo{Name: "app", URL: "https://example.com/" + strings.Repeat("a", 2040)}).Obj(),
+			wantField: "spec.repos[0].url", wantMsg: "2048",
+		},
+		"wf: a step's repository over git://": {
+			obj: validWorkflow().Spec(func(s *schedv1.WorkflowSpec) {
+				s.Steps[0].Task.Repos = []schedv1.Repo{{Name: "app", URL: "git://example.com/app.git"}}
+			}).Obj(),
+			wantField: "spec.steps[0].task.repos[0].url", wantMsg: "must start with https:// or http://",
+		},
 		"at: a relative outputs directory": {
 			obj:       validTask().Spec(func(s *schedv1.AgentTaskSpec) { s.Outputs = &schedv1.TaskOutputs{FromDir: "out"} }).Obj(),
 			wantField: "spec.outputs.fromDir", wantMsg: "should match",
@@ -610,6 +663,17 @@ func TestValidObjectsAccepted(t *testing.T) {
 		}).Obj(),
 		"at: full":  validTask().Args("run").Env("A", "1").Timeout(time.Minute).Retries(2).TTL(0, schedv1.CleanupTask).PodAnnotation("k", "v").Obj(),
 		"at: retry": validTask().Timeout(time.Hour).Retry(3, 30*time.Second, 2, 75).Obj(),
+		"at: repositories at their bounds": validTask().Spec(func(s *schedv1.AgentTaskSpec) {
+			s.Workspaces = []schedv1.WorkspaceMount{{Name: "src", MountPath: "/src", ClaimName: "c"}, {Name: "ro", MountPath: "/ro", ClaimName: "r", ReadOnly: true}}
+			s.Repos = []schedv1.Repo{
+				{Name: "app", URL: "https://git.example.com/" + strings.Repeat("a", 2024), Ref: "release/v1.2", Path: "/src/app", SecretRef: &schedv1.RepoSecretRef{Name: "git-token"}},
+				{Name: "lib", URL: "http://git.local/lib.git", Ref: strings.Repeat("0123456789", 4)},
+				{Name: "tools", URL: "https://git.example.com/tools", Path: "/src"},
+			}
+			for i := range 5 {
+				s.Repos = append(s.Repos, schedv1.Repo{Name: fmt.Sprintf("r%d", i), URL: "https://git.example.com/r.git", Path: fmt.Sprintf("/opt/r%d", i)})
+			}
+		}).Obj(),
 		"at: retry at its bounds": validTask().Retry(10, 10*time.Minute, 1, 255).Spec(func(s *schedv1.AgentTaskSpec) {
 			for c := range int32(30) {
 				s.Retry.OnExitCodes = append(s.Retry.OnExitCodes, c+2)

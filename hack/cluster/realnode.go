@@ -259,6 +259,16 @@ func (c *Cluster) ImportBinaryImage(ctx context.Context, ref, path string) error
 	return c.importArchive(ctx, n.Socket, "binary-"+name, map[string]v1.Image{ref: img})
 }
 
+// RealNodeIP is the real node's address, which is this host's: a server
+// the tests start on it is what the node's pods reach.
+func (c *Cluster) RealNodeIP() (string, error) {
+	n := loadRealNode(c.Dir)
+	if n == nil || c.RealNode == "" {
+		return "", errors.New("cluster: no real node")
+	}
+	return n.IP, nil
+}
+
 // TrustRegistry lets the real node's containerd pull from the plain-HTTP
 // registry at host (host:port), as a test's local registry: containerd
 // pulls on the host's network, so a loopback address works. It reads the

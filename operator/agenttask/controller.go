@@ -78,7 +78,9 @@ type Reconciler struct {
 	APIReader       client.Reader
 	Recorder        recorder.EventRecorder
 	PriorityClasses map[string]string
-	Clock           clock.PassiveClock
+	// ToolsImage clones tasks' spec.repos when Jobs is not given.
+	ToolsImage string
+	Clock      clock.PassiveClock
 	// DefaultTTL deletes finished tasks whose spec and tier set no TTL
 	// (--default-ttl); 0 keeps them.
 	DefaultTTL time.Duration
@@ -516,7 +518,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}
 	r.writer.Client, r.writer.Clock = r.Client, r.Clock
 	if r.Jobs == nil {
-		r.Jobs = &taskjob.Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, Clock: r.Clock}
+		r.Jobs = &taskjob.Starter{Client: r.Client, APIReader: r.APIReader, PriorityClasses: r.PriorityClasses, ToolsImage: r.ToolsImage, Clock: r.Clock}
 	}
 	if r.Logs == nil {
 		// The manager's HTTP client: its requests share the operator's

@@ -68,8 +68,9 @@ func waitingToRetry(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []core
 		return nil
 	}
 	n := before.failed + failedAttempts(sorted)
-	term := terminatedState(latest)
-	if n > int(spec.RetryLimit()) || !retried(spec.Retry, term.ExitCode) {
+	term := attemptEnd(latest)
+	// The Job retries a failed clone whatever retry.onExitCodes says.
+	if n > int(spec.RetryLimit()) || (cloneFailure(latest) == "" && !retried(spec.Retry, term.ExitCode)) {
 		return nil
 	}
 	w := &retryWait{pod: latest, failed: n, exitCode: term.ExitCode}
@@ -108,7 +109,7 @@ func latestAttempt(job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
 // failedAttempt reports whether the pod ran and failed on its own, as
 // failedAttempts counts it.
 func failedAttempt(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil && terminatedState(p) != nil && disruption(p) == nil
+	return p.Status.Phase == corev1.PodFailed && p.DeletionTimestamp == nil && attemptEnd(p) != nil && disruption(p) == nil
 }
 
 // jobControllerNext is when the Job controller starts a pod after the
@@ -144,7 +145,7 @@ func jobControllerNext(sorted []corev1.Pod, before prior) (time.Time, int) {
 // its container's end, else when it stopped being Ready, else its
 // deletion, else its creation.
 func finishedAt(p *corev1.Pod) time.Time {
-	if t := terminatedState(p); t != nil && !t.FinishedAt.IsZero() {
+	if t := attemptEnd(p); t != nil && !t.FinishedAt.IsZero() {
 		return t.FinishedAt.Time
 	}
 	for _, c := range p.Status.Conditions {

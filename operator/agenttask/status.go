@@ -278,6 +278,9 @@ func succeeded(st *schedv1.AgentTaskStatus, pod *corev1.Pod, now metav1.Time) {
 		return
 	}
 	outputs, perr := ParseOutputs(term.Message)
+	if perr == nil {
+		outputs, perr = withRepoCommits(outputs, pod)
+	}
 	if perr != nil {
 		finish(st, schedv1.TaskFailed, perr.Reason, "the container exited 0 but its outputs are unusable: "+perr.Message, now)
 		return
@@ -317,6 +320,8 @@ func failed(st *schedv1.AgentTaskStatus, task *schedv1.AgentTask, c *batchv1.Job
 			msg += ": " + podstatus.ClipMessage(strings.TrimSpace(term.Message))
 		}
 		finish(st, schedv1.TaskFailed, schedv1.ReasonNonZeroExit, msg, now)
+	case cloneFailure(pod) != "":
+		finish(st, schedv1.TaskFailed, schedv1.ReasonCloneFailed, podstatus.ClipMessage(cloneFailure(pod)), now)
 	default:
 		finish(st, schedv1.TaskFailed, schedv1.ReasonFailed, fmt.Sprintf("the Job failed (%s): %s", c.Reason, podstatus.ClipMessage(c.Message)), now)
 	}
@@ -389,7 +394,7 @@ func terminatedState(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 }
 
 func podStarted(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && terminatedState(p) != nil
+	return p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed && attemptEnd(p) != nil
 }
 
 func podRunning(p *corev1.Pod) bool {
@@ -460,7 +465,7 @@ func successfulPod(sorted []corev1.Pod) *corev1.Pod {
 
 func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if terminatedState(&sorted[i]) != nil {
+		if attemptEnd(&sorted[i]) != nil {
 			return &sorted[i]
 		}
 	}
@@ -471,7 +476,7 @@ func latestTerminated(sorted []corev1.Pod) *corev1.Pod {
 // retry.onExitCodes does not list, nil otherwise.
 func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.Pod) *corev1.Pod {
 	p := latestAttempt(job, sorted)
-	if p == nil || !failedAttempt(p) || retried(spec.Retry, terminatedState(p).ExitCode) {
+	if p == nil || !failedAttempt(p) || cloneFailure(p) != "" || retried(spec.Retry, attemptEnd(p).ExitCode) {
 		return nil
 	}
 	return p
@@ -483,7 +488,7 @@ func notRetried(spec *schedv1.AgentTaskSpec, job *batchv1.Job, sorted []corev1.P
 func failedAttempts(pods []corev1.Pod) int {
 	n := 0
 	for i := range pods {
-		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && terminatedState(&pods[i]) != nil && disruption(&pods[i]) == nil {
+		if pods[i].Status.Phase == corev1.PodFailed && pods[i].DeletionTimestamp == nil && attemptEnd(&pods[i]) != nil && disruption(&pods[i]) == nil {
 			n++
 		}
 	}

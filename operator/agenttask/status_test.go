@@ -77,6 +77,21 @@ func (p *podWrapper) disrupted(reason string) *podWrapper {
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: reason, Message: "preempted by a higher-priority pod"})
 	return p
 }
+func (p *podWrapper) cloned(msg string) *podWrapper {
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: CloneContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 0, Message: msg, StartedAt: t0, FinishedAt: t0}}}}
+	return p
+}
+
+// cloneFailed: the clone init container failed, so the task's container
+// never ran.
+func (p *podWrapper) cloneFailed(code int32, msg string, at metav1.Time) *podWrapper {
+	p.Status.Phase = corev1.PodFailed
+	p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: CloneContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: code, Message: msg, StartedAt: t0, FinishedAt: at}}}}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+	return p
+}
 func (p *podWrapper) deleted(at metav1.Time) *podWrapper { p.DeletionTimestamp = &at; return p }
 func (p *podWrapper) obj() corev1.Pod                    { return p.Pod }
 
@@ -237,6 +252,24 @@ func TestComputeStatus(t *testing.T) {
 				makePod("t-a", t0).exited(3, "boom", t1).obj(), makePod("t-b", t1).exited(4, "disk full", t2).obj()}},
 			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonNonZeroExit, Message: "exited with code 4 after 2 attempt(s): disk full",
 				ExitCode: ptr.To[int32](4), Attempts: 2, PodName: "t-b", CompletionTime: &t2, ReadyStatus: metav1.ConditionFalse},
+		},
+		"a failed clone fails the task with its words": {
+			o: observed{job: makeJob().cond(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded).obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).cloneFailed(1, "repository app: ref \"v9\" is no branch or tag\n", t1).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCloneFailed, Message: `cloning spec.repos failed: repository app: ref "v9" is no branch or tag`,
+				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+		"a failed clone ends the task before the Job says so": {
+			o: observed{job: makeJob().obj(), pods: []corev1.Pod{makePod("t-a", t0).cloneFailed(137, "", t1).obj()}},
+			want: want{Phase: schedv1.TaskFailed, Reason: schedv1.ReasonCloneFailed, Message: "cloning spec.repos failed: exit code 137",
+				Attempts: 1, PodName: "t-a", CompletionTime: &now, ReadyStatus: metav1.ConditionFalse},
+		},
+		"the clone's commits join the outputs": {
+			o: observed{job: makeJob().cond(batchv1.JobComplete, "").obj(), pods: []corev1.Pod{
+				makePod("t-a", t0).exited(0, "built=yes", t2).cloned("repo.app.commit=0123456789abcdef0123456789abcdef01234567\n").obj()}},
+			want: want{Phase: schedv1.TaskSucceeded, Reason: schedv1.ReasonSucceeded, Message: "succeeded with 2 output(s)", ExitCode: ptr.To[int32](0),
+				Attempts: 1, PodName: "t-a", CompletionTime: &t2, ReadyStatus: metav1.ConditionTrue,
+				Outputs: map[string]string{"built": "yes", "repo.app.commit": "0123456789abcdef0123456789abcdef01234567"}},
 		},
 		"failure target before the failed pod is seen waits": {
 			o:    observed{job: makeJob().cond(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded).obj(), pods: []corev1.Pod{makePod("t-a", t0).running(t1).obj()}},

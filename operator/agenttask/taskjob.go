@@ -9,4 +9,6 @@ const (
 	OutputsFinalizer = taskjob.OutputsFinalizer
 	// OutputsContainerName is the sidecar that hands file outputs over.
 	OutputsContainerName = taskjob.OutputsContainerName
+	// CloneContainerName is the init container that clones spec.repos.
+	CloneContainerName = taskjob.CloneContainerName
 )

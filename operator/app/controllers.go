@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"fmt"
 	"sort"
 
@@ -126,7 +125,7 @@ func setupControllers(mgr ctrl.Manager, o Options) error {
 		APIReader:         mgr.GetAPIReader(),
 		PriorityClasses:   o.Settings.PriorityClasses,
 		AnnotationDomains: o.Settings.AllowedPodAnnotationDomains,
-		ToolsImage:        cmp.Or(o.Settings.ToolsImage, o.OperatorImage),
+		ToolsImage:        o.ToolsImage(),
 	}
 	for _, name := range enabled {
 		setup, ok := controllers[name]

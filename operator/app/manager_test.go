@@ -91,6 +91,8 @@ func TestOptionsFromEnvironment(t *testing.T) {
 		env     map[string]string
 		want    func(o *app.Options)
 		wantErr string
+		// wantTools is the tools image the controllers get, when given.
+		wantTools string
 	}{
 		"defaults": {},
 		"environment fills unset flags": {
@@ -101,6 +103,26 @@ func TestOptionsFromEnvironment(t *testing.T) {
 				o.Settings.SchedulerImages["scx_lavd"] = "reg/lavd:1"
 				o.Settings.MaxConcurrentReconciles = 3
 			},
+		},
+		"the tools image is the operator's own unless set": {
+			env:       map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc"},
+			want:      func(o *app.Options) { o.OperatorImage = "reg/operator@sha256:abc" },
+			wantTools: "reg/operator@sha256:abc",
+		},
+		"a tools image of its own": {
+			env: map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc", "TOOLS_IMAGE": "mirror/tools:1"},
+			want: func(o *app.Options) {
+				o.OperatorImage, o.Settings.ToolsImage = "reg/operator@sha256:abc", "mirror/tools:1"
+			},
+			wantTools: "mirror/tools:1",
+		},
+		"a tools image flag wins over both": {
+			args: []string{"--tools-image=flag/tools:2"},
+			env:  map[string]string{"OPERATOR_IMAGE": "reg/operator@sha256:abc", "TOOLS_IMAGE": "mirror/tools:1"},
+			want: func(o *app.Options) {
+				o.OperatorImage, o.Settings.ToolsImage = "reg/operator@sha256:abc", "flag/tools:2"
+			},
+			wantTools: "flag/tools:2",
 		},
 		"a flag wins over the environment": {
 			args: []string{"--ingress-domain=flag.example"},
@@ -240,6 +262,9 @@ func TestOptionsFromEnvironment(t *testing.T) {
 			// controllers, not options.
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(app.Options{})); diff != "" {
 				t.Errorf("options (-want +got):\n%s", diff)
+			}
+			if tc.wantTools != "" && got.ToolsImage() != tc.wantTools {
+				t.Errorf("tools image %q, want %q", got.ToolsImage(), tc.wantTools)
 			}
 		})
 	}

@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"slices"
@@ -329,6 +330,12 @@ func (o *Options) NamespaceSelector() (labels.Selector, error) {
 		return nil, fmt.Errorf("--namespace-selector %q is not a label selector: %w", o.Settings.NamespaceSelector, err)
 	}
 	return sel, nil
+}
+
+// ToolsImage runs the helpers in tasks' pods: the tools-image setting,
+// else the operator's own image.
+func (o *Options) ToolsImage() string {
+	return cmp.Or(o.Settings.ToolsImage, o.OperatorImage)
 }
 
 // serves says whether the operator serves a namespace: nil when it serves

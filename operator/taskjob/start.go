@@ -48,7 +48,8 @@ type Starter struct {
 	AnnotationDomains []string
 	Clock             clock.PassiveClock
 	// ToolsImage runs the helpers in tasks' pods (settings' tools-image,
-	// else the operator's own image): the file outputs sidecar.
+	// else the operator's own image): the clone of spec.repos and the
+	// file outputs sidecar.
 	ToolsImage string
 
 	mu sync.Mutex
@@ -160,6 +161,9 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 	if task.Status.Phase.Finished() {
 		return "", "", nil
 	}
+	if reason, msg := s.reposRefused(task); reason != "" {
+		return reason, msg, nil
+	}
 	if reason, msg := s.outputsRefused(task); reason != "" {
 		return reason, msg, nil
 	}
@@ -188,6 +192,11 @@ func (s *Starter) Refused(ctx context.Context, task *schedv1.AgentTask) (reason,
 // not nil, hears of a create the API server refused.
 func (s *Starter) CreateJob(ctx context.Context, task *schedv1.AgentTask, refused func(job string, err error)) (*batchv1.Job, error) {
 	job := buildJob(task, s.PriorityClasses)
+	// The clone runs first, so the outputs sidecar starts only for a
+	// checked-out task.
+	if err := mountRepos(&job.Spec.Template.Spec, &task.Spec, s.ToolsImage); err != nil {
+		return nil, err
+	}
 	if err := s.addOutputs(ctx, task, &job.Spec.Template.Spec); err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // toolsImage is the operator's binary as an image on the real node: the
-// tools image of the outputs sidecar.
+// tools image of the outputs sidecar and of the clone of spec.repos.
 const toolsImage = "kubectl-sched.test/tools:realnode"
 
 // A task's files reach its status through the sidecar's log on a real

@@ -108,12 +108,14 @@ func TestDescribe(t *testing.T) {
 
 	// AgentTask with its Job, pod, conditions and events.
 	task := builders.MakeAgentTask("hello", ns).Image("busybox:1.37").Command("sh", "-c", "echo answer=42 > /dev/termination-log").
-		Env("GREETING", "hi there").Timeout(10*time.Minute).Retries(2).TTL(time.Hour, schedv1.CleanupJob).Obj()
+		Env("GREETING", "hi there").Timeout(10*time.Minute).Retries(2).TTL(time.Hour, schedv1.CleanupJob).
+		Repo(schedv1.Repo{Name: "app", URL: "https://git.example.com/team/app.git", Ref: "v1.2", SecretRef: &schedv1.RepoSecretRef{Name: "git-token"}}).
+		Repo(schedv1.Repo{Name: "docs", URL: "http://git.local/docs", Path: "/docs"}).Obj()
 	task.Spec.Env = append(task.Spec.Env, schedv1.EnvVar{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{
 		SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}})
 	task.Status = schedv1.AgentTaskStatus{Phase: schedv1.TaskSucceeded, JobName: "hello", PodName: "hello-x7k2p", Attempts: 1, ExitCode: ptr.To[int32](0),
 		Reason: schedv1.ReasonSucceeded, Message: "the container exited 0", StartTime: at(0), CompletionTime: at(12 * time.Second),
-		Outputs: map[string]string{"answer": "42", "url": "http://example.com/report"},
+		Outputs: map[string]string{"answer": "42", "url": "http://example.com/report", "repo.app.commit": "8f3c2a1d9b7e6f5a4c3b2a1908f7e6d5c4b3a291"},
 		Conditions: []metav1.Condition{
 			cond(schedv1.ConditionReady, metav1.ConditionFalse, schedv1.ReasonSucceeded, "the task finished"),
 			cond(schedv1.ConditionSucceeded, metav1.ConditionTrue, schedv1.ReasonSucceeded, "the container exited 0"),

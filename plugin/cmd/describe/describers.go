@@ -80,6 +80,7 @@ func (d *describer) agentTask(w *printing.DescribeWriter, t *schedv1.AgentTask) 
 	} else {
 		w.Optional(0, "Expires", Expires(st.Expiry, time.Now()))
 	}
+	repos(w, t)
 	w.MapField(0, "Outputs", st.Outputs, ":\t")
 	if t.Spec.Outputs != nil {
 		w.Field(0, "Outputs From", t.Spec.Outputs.FromDir)
@@ -99,6 +100,24 @@ func (d *describer) agentTask(w *printing.DescribeWriter, t *schedv1.AgentTask) 
 		w.Table(0, "Jobs", []string{"Name", "Active", "Succeeded", "Failed"}, rows)
 	}
 	d.pods(w, "Pods", t.Namespace, sel)
+}
+
+// repos lists the repositories a task clones, with the commit each ended
+// on once the task has it.
+func repos(w *printing.DescribeWriter, t *schedv1.AgentTask) {
+	if len(t.Spec.Repos) == 0 {
+		return
+	}
+	rows := make([][]string, 0, len(t.Spec.Repos))
+	for _, r := range t.Spec.Repos {
+		secret := ""
+		if r.SecretRef != nil {
+			secret = r.SecretRef.Name
+		}
+		rows = append(rows, []string{r.Name, r.URL, printing.OrDash(r.Ref), r.ClonePath(), printing.OrDash(secret),
+			printing.OrDash(t.Status.Outputs[schedv1.RepoCommitOutput(r.Name)])})
+	}
+	w.Table(0, "Repositories", []string{"Name", "URL", "Ref", "Path", "Secret", "Commit"}, rows)
 }
 
 // taskSpec writes what a task runs; env values from Secrets stay references.

@@ -20,7 +20,20 @@ func operatorImage(t *testing.T, stdout string) (string, string) {
 			continue
 		}
 		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-		return cs[0].(map[string]any)["image"].(string), o.GetLabels()["app.kubernetes.io/version"]
+		c := cs[0].(map[string]any)
+		image := c["image"].(string)
+		// The tools image follows the operator's (TOOLS_IMAGE empty).
+		env, _ := c["env"].([]any)
+		toolsImage := ""
+		for _, e := range env {
+			if m := e.(map[string]any); m["name"] == "OPERATOR_IMAGE" {
+				toolsImage, _ = m["value"].(string)
+			}
+		}
+		if toolsImage != image {
+			t.Errorf("OPERATOR_IMAGE %q, want the operator's image %q", toolsImage, image)
+		}
+		return image, o.GetLabels()["app.kubernetes.io/version"]
 	}
 	t.Fatalf("no Deployment in:\n%.2000s", stdout)
 	return "", ""

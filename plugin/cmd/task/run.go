@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,12 @@ const runExamples = `  # Run a command in busybox and wait: exit 0 and its outpu
   kubectl sched task run test --image golang:1.26 --workspace src:/src:ro \
     --workspace out:/out --wait -- sh -c 'cd /src && go test ./... > /out/report'
 
+  # Clone a repository at tag v1.2 into the claim "src" before the task
+  # starts; the commit it ended on is the output repo.app.commit
+  kubectl sched task run build --image golang:1.26 --workspace src:/src \
+    --repo https://git.example.com/team/app.git@v1.2:/src/app --repo-secret git-token \
+    --wait -- sh -c 'cd /src/app && go build ./...'
+
   # Print the AgentTask instead of creating it
   kubectl sched task run hello --image busybox --dry-run=client -o yaml -- echo hi`
 
@@ -62,6 +69,8 @@ type RunOptions struct {
 	Annotations  []string
 	NodePools    []string
 	Workspaces   []string
+	Repos        []string
+	RepoSecret   string
 	OutputsDir   string
 	Command      bool
 	Words        []string
@@ -119,6 +128,8 @@ A task that already exists is not changed: pick another NAME, or delete it.`,
 	f.StringArrayVar(&o.Annotations, "annotation", nil, "An annotation key=value passed through to the task's pod; repeat for more.")
 	f.StringArrayVar(&o.NodePools, "node-pool", nil, "Run only on nodes of this pool (placement.nodePools), tolerating the pool's taint; repeat for more, in order of preference.")
 	f.StringArrayVar(&o.Workspaces, "workspace", nil, "Mount an existing PersistentVolumeClaim of the namespace: CLAIM:/PATH, or CLAIM:/PATH:ro read-only; repeat for more (at most 4).")
+	f.StringArrayVar(&o.Repos, "repo", nil, "A git repository to clone before the task starts: URL[@REF][:/PATH], https:// or http://; REF a branch, tag or commit (the default branch without it), PATH where it goes (/workspace/NAME without it, NAME the URL's last word). Under a --workspace path it is cloned into that claim. Repeat for more (at most 8); each commit becomes the output repo.NAME.commit.")
+	f.StringVar(&o.RepoSecret, "repo-secret", "", "A Secret of the namespace with the keys username and password (a token) for every https:// --repo.")
 	f.StringVar(&o.OutputsDir, "outputs-dir", "", "A directory whose files become the task's outputs (spec.outputs.fromDir): each file directly in it is one, its name the key; at most 64 files and 1 MiB in all, or less as the namespace's tier says.")
 	f.BoolVar(&o.Command, "command", true, "Use the first word after -- as the command; with --command=false all words are arguments to the image's entrypoint.")
 	f.BoolVarP(&o.Follow, "follow", "f", false, "Stream the logs of the task's pod once it runs, then exit like --wait.")
@@ -274,7 +285,58 @@ func (o *RunOptions) build(ns string) (*schedv1.AgentTask, error) {
 		}
 		t.Spec.Workspaces = append(t.Spec.Workspaces, m)
 	}
+	if o.RepoSecret != "" && len(o.Repos) == 0 {
+		return nil, cmdutil.Usage("Give the repositories with --repo URL.", "--repo-secret %q without --repo", o.RepoSecret)
+	}
+	for i, s := range o.Repos {
+		r, err := repoFlag(i, s)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(t.Spec.Repos, func(o schedv1.Repo) bool { return o.Name == r.Name }) {
+			r.Name = fmt.Sprintf("repo%d", i)
+		}
+		if o.RepoSecret != "" {
+			if !strings.HasPrefix(r.URL, "https://") {
+				return nil, cmdutil.Usage("Clone over https:// to send credentials.", "--repo %q: --repo-secret needs an https:// url; credentials are never sent in clear text", s)
+			}
+			r.SecretRef = &schedv1.RepoSecretRef{Name: o.RepoSecret}
+		}
+		t.Spec.Repos = append(t.Spec.Repos, r)
+	}
 	return t, nil
+}
+
+// repoFlag reads --repo URL[@REF][:/PATH] (flag i, from 0). PATH starts
+// after the last ":/" (a port's ':' is followed by digits), REF after the
+// last '@' of what is left past the host (a ref may hold '/'). The repository is named
+// after the URL's last word, or repo<i> when that is no DNS label; the
+// API server checks the rest (schemes, lengths, paths).
+func repoFlag(i int, s string) (schedv1.Repo, error) {
+	const hint = "Write --repo URL, URL@REF, URL:/PATH or URL@REF:/PATH, with URL an https:// or http:// git repository."
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || (scheme != "https" && scheme != "http") {
+		return schedv1.Repo{}, cmdutil.Usage(hint, "--repo %q: the url must start with https:// or http://", s)
+	}
+	r := schedv1.Repo{}
+	if at := strings.LastIndex(rest, ":/"); at >= 0 {
+		rest, r.Path = rest[:at], rest[at+1:]
+	}
+	if slash := strings.Index(rest, "/"); slash >= 0 {
+		if at := strings.LastIndex(rest[slash:], "@"); at >= 0 {
+			rest, r.Ref = rest[:slash+at], rest[slash+at+1:]
+			if r.Ref == "" {
+				return schedv1.Repo{}, cmdutil.Usage(hint, "--repo %q: nothing after @: give a branch, tag or commit", s)
+			}
+		}
+	}
+	r.URL = scheme + "://" + rest
+	base := strings.TrimSuffix(rest[strings.LastIndex(rest, "/")+1:], ".git")
+	r.Name = strings.ToLower(base)
+	if len(validation.IsDNS1123Label(r.Name)) > 0 || len(r.Name) > 40 || r.Name[0] < 'a' || r.Name[0] > 'z' {
+		r.Name = fmt.Sprintf("repo%d", i)
+	}
+	return r, nil
 }
 
 // workspaceFlag reads --workspace CLAIM:/PATH[:ro] (flag i, from 0). The

@@ -33,6 +33,9 @@ func TestRunDryRunClientPrintsTheAgentTask(t *testing.T) {
 		"run-image-only": {"task", "run", "plain", "--image", "busybox", "-n", "other", "--dry-run=client", "-o", "yaml"},
 		"run-workspaces": {"task", "run", "test", "--image", "golang:1.26", "--workspace", "src:/src:ro", "--workspace", "results.v2:/out",
 			"--dry-run=client", "-o", "yaml"},
+		"run-repos": {"task", "run", "build", "--image", "golang:1.26", "--workspace", "src:/src",
+			"--repo", "https://git.example.com/team/app.git@v1.2:/src/app", "--repo", "https://git.example.com:8443/lib",
+			"--repo", "https://mirror.example.com/lib.git@main", "--repo-secret", "git-token", "--dry-run=client", "-o", "yaml"},
 		"run-outputs-dir": {"task", "run", "report", "--image", "busybox", "--outputs-dir", "/out", "--dry-run=client", "-o", "yaml", "--", "sh", "-c", "ls / > /out/files"},
 		"run-retry": {"task", "run", "fetch", "--image", "fetcher:2", "--retries", "2", "--retry-backoff", "30s", "--retry-on-exit-codes", "75,2",
 			"--retry-on-exit-codes", "9", "--dry-run=client", "-o", "yaml"},
@@ -89,6 +92,10 @@ func TestRunCreatesTheAgentTask(t *testing.T) {
 	}
 	res = run("task", "run", "shared-path", "--image", "busybox", "--workspace", "a:/w", "--workspace", "b:/w", "--dry-run=server")
 	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "each workspace needs a mountPath of its own") {
+		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
+	}
+	res = run("task", "run", "two-at-one-path", "--image", "busybox", "--repo", "https://example.com/a.git:/w", "--repo", "https://example.com/b.git:/w", "--dry-run=server")
+	if res.Code != cmdutil.ExitInvalid || !strings.Contains(res.Stderr, "each repository needs a path of its own") {
 		t.Errorf("exit %d, stderr %q", res.Code, res.Stderr)
 	}
 	res = run("task", "run", "dot-dot", "--image", "busybox", "--outputs-dir", "/out/../etc", "--dry-run=server")
@@ -152,6 +159,18 @@ func TestRunUsageErrors(t *testing.T) {
 		},
 		"a workspace of another namespace's form": {
 			args: []string{"--workspace", "other/src:/src"}, wantErr: "invalid claim name",
+		},
+		"a repository over ssh": {
+			args: []string{"--repo", "ssh://git@example.com/app.git"}, wantErr: `--repo "ssh://git@example.com/app.git": the url must start with https:// or http://`,
+		},
+		"a repository with an empty ref": {
+			args: []string{"--repo", "https://example.com/app.git@"}, wantErr: "nothing after @",
+		},
+		"credentials over http": {
+			args: []string{"--repo", "http://example.com/app.git", "--repo-secret", "git"}, wantErr: "--repo-secret needs an https:// url",
+		},
+		"a repo secret without a repo": {
+			args: []string{"--repo-secret", "git"}, wantErr: `--repo-secret "git" without --repo`,
 		},
 		"a relative outputs directory": {
 			args: []string{"--outputs-dir", "out"}, wantErr: `--outputs-dir "out": want an absolute path`,
