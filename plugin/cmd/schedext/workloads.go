@@ -31,16 +31,9 @@ type Workload struct {
 	CPUScheduler string   `json:"cpuScheduler"`
 }
 
-// workloadKinds are the kinds whose placement may ask for a scheduler.
-var workloadKinds = func() []kinds.Kind {
-	var out []kinds.Kind
-	for _, k := range kinds.Kinds {
-		if k.Namespaced {
-			out = append(out, k)
-		}
-	}
-	return out
-}()
+// workloadKinds are the kinds whose placement may ask for a scheduler:
+// what runs, not the templates a run is made from.
+var workloadKinds = []kinds.Kind{kinds.UserDeployment, kinds.AgentTask, kinds.Workflow, kinds.CronWorkflow}
 
 // workloads lists the UserDeployments, AgentTasks, Workflows and
 // CronWorkflows that ask

@@ -289,6 +289,7 @@ func (t *Template) validateObject() []string {
 	}
 	kind := t.ObjectKind()
 	k, ok := kinds.ByKind(kind)
+	ok = ok && slices.ContainsFunc(templateKinds, func(t kinds.Kind) bool { return t.Kind == kind })
 	if kind == kinds.CronWorkflow.Kind {
 		// A schedule is given on the command line; the template is its
 		// workflow (and its step strings are escaped as a Workflow's).
@@ -297,10 +298,8 @@ func (t *Template) validateObject() []string {
 	}
 	if !ok {
 		var names []string
-		for _, k := range kinds.Kinds {
-			if k.Kind != kinds.CronWorkflow.Kind {
-				names = append(names, k.Kind)
-			}
+		for _, k := range templateKinds {
+			names = append(names, k.Kind)
 		}
 		add("object.kind must be one of %s, got %q", strings.Join(names, ", "), t.Object["kind"])
 		return problems
@@ -407,3 +406,8 @@ func exampleValue(p Parameter) string {
 	}
 	return "example"
 }
+
+// templateKinds are what a catalog template renders: one run or app. A
+// schedule is a Workflow template put on a schedule; WorkflowTemplates are
+// published with kubectl apply and run with --from.
+var templateKinds = []kinds.Kind{kinds.UserDeployment, kinds.AgentTask, kinds.Workflow, kinds.SchedExt}
