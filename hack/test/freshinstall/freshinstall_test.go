@@ -136,7 +136,11 @@ func TestTenantUsableRightAfterInstall(t *testing.T) {
 		}
 	}
 	installed := time.Since(discovered)
-	if installed > 20*time.Second {
+	// Seven CRDs, 22 policies and the operator take up to about 21 s
+	// with make test's other packages beside this one; the tenant's
+	// quota is made within a second of the install, still before the
+	// quota controller's next look.
+	if installed > 25*time.Second {
 		t.Fatalf("the install took %s after the quota controller's discovery; the test needs the tenant made well before its next one (30s)", installed)
 	}
 
