@@ -18,7 +18,6 @@ import (
 	. "github.com/kubectl-sched/kubectl-sched/api/builders"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 )
 
 // TestOperatorKeepsTheAccountsTenantsName acts as the operator's service
@@ -35,14 +34,7 @@ func TestOperatorKeepsTheAccountsTenantsName(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
-	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := client.New(opCfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := operatorClient(t, env)
 	ns := testenv.TenantNamespace(t, env.Client, "team", []string{"alice"}, nil)
 	alice, err := testenv.Impersonate(env.Config, "alice")
 	if err != nil {

@@ -23,7 +23,6 @@ import (
 
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
@@ -81,14 +80,7 @@ func TestOperatorAccountIsConfined(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = env.Stop() })
 	ctx := context.Background()
-	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := client.New(opCfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := operatorClient(t, env)
 	for name, labels := range map[string]map[string]string{
 		"tenant-a":    nil,
 		"tenant-free": {schedv1.LabelAllowPrivilegedPods: "true"},

@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-sched/kubectl-sched/api/names"
 	schedv1 "github.com/kubectl-sched/kubectl-sched/api/v1alpha1"
 	"github.com/kubectl-sched/kubectl-sched/hack/testenv"
-	"github.com/kubectl-sched/kubectl-sched/operator/app"
 	"github.com/kubectl-sched/kubectl-sched/operator/podsecurity"
 )
 
@@ -43,14 +42,7 @@ func TestOperatorRunsPodsOnlyAsTheOwnersAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stop() })
-	opCfg, err := testenv.OperatorConfig(ctx, env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := client.New(opCfg, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := operatorClient(t, env)
 	ns := testenv.TenantNamespace(t, env.Client, "team", []string{"alice"}, nil)
 	alice, err := testenv.Impersonate(env.Config, "alice")
 	if err != nil {
